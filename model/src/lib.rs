@@ -1,0 +1,1 @@
+//! seglog-model: the reference spec and stateright models (see README.md).

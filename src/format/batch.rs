@@ -1,0 +1,527 @@
+//! Kafka record batches, magic 2, byte for byte as Kafka writes them.
+//!
+//! ```text
+//! offset  size  field                 notes
+//!      0     8  baseOffset            i64
+//!      8     4  batchLength           i32: bytes after this field
+//!     12     4  partitionLeaderEpoch  i32
+//!     16     1  magic                 i8 = 2
+//!     17     4  crc                   u32, CRC-32C of bytes [21, end)
+//!     21     2  attributes            i16: bits 0-2 compression (must be 0),
+//!                                     bit 3 timestamp type, bit 4 transactional,
+//!                                     bit 5 control, bit 6 delete horizon
+//!     23     4  lastOffsetDelta       i32
+//!     27     8  baseTimestamp         i64
+//!     35     8  maxTimestamp          i64
+//!     43     8  producerId            i64
+//!     51     2  producerEpoch         i16
+//!     53     4  baseSequence          i32
+//!     57     4  recordCount           i32
+//!     61     .  records               see [`super::record`]
+//! ```
+//! All integers big-endian.
+
+use crate::error::CorruptKind;
+
+use super::record::{ControlKind, NewRecord, Record};
+use super::FormatError;
+
+pub const BASE_OFFSET_OFFSET: usize = 0;
+pub const LENGTH_OFFSET: usize = BASE_OFFSET_OFFSET + 8;
+pub const PARTITION_LEADER_EPOCH_OFFSET: usize = LENGTH_OFFSET + 4;
+pub const MAGIC_OFFSET: usize = PARTITION_LEADER_EPOCH_OFFSET + 4;
+pub const CRC_OFFSET: usize = MAGIC_OFFSET + 1;
+pub const ATTRIBUTES_OFFSET: usize = CRC_OFFSET + 4;
+pub const LAST_OFFSET_DELTA_OFFSET: usize = ATTRIBUTES_OFFSET + 2;
+pub const BASE_TIMESTAMP_OFFSET: usize = LAST_OFFSET_DELTA_OFFSET + 4;
+pub const MAX_TIMESTAMP_OFFSET: usize = BASE_TIMESTAMP_OFFSET + 8;
+pub const PRODUCER_ID_OFFSET: usize = MAX_TIMESTAMP_OFFSET + 8;
+pub const PRODUCER_EPOCH_OFFSET: usize = PRODUCER_ID_OFFSET + 8;
+pub const BASE_SEQUENCE_OFFSET: usize = PRODUCER_EPOCH_OFFSET + 2;
+pub const RECORD_COUNT_OFFSET: usize = BASE_SEQUENCE_OFFSET + 4;
+pub const RECORDS_OFFSET: usize = RECORD_COUNT_OFFSET + 4;
+/// Bytes before the first record.
+pub const HEADER_LEN: usize = RECORDS_OFFSET;
+/// Bytes of the `baseOffset` and `batchLength` fields (the "log overhead").
+pub const LOG_OVERHEAD: usize = LENGTH_OFFSET + 4;
+/// The only magic this engine reads and writes.
+pub const MAGIC_V2: i8 = 2;
+/// Largest batch we accept when decoding (Kafka's default message.max.bytes is ~1 MiB;
+/// this leaves ample room while bounding allocations on corrupt input).
+pub const BATCH_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+const _: () = assert!(HEADER_LEN == 61);
+const _: () = assert!(LOG_OVERHEAD == 12);
+
+pub const ATTR_COMPRESSION_MASK: i16 = 0x07;
+pub const ATTR_TRANSACTIONAL: i16 = 1 << 4;
+pub const ATTR_CONTROL: i16 = 1 << 5;
+
+/// "No producer" as Kafka writes it for non-idempotent producers.
+pub const NO_PRODUCER_ID: i64 = -1;
+pub const NO_PRODUCER_EPOCH: i16 = -1;
+pub const NO_SEQUENCE: i32 = -1;
+pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
+/// Kafka's "no timestamp".
+pub const NO_TIMESTAMP: i64 = -1;
+
+/// A decoded record batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordBatch {
+    pub base_offset: i64,
+    pub partition_leader_epoch: i32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records: Vec<Record>,
+}
+
+impl RecordBatch {
+    /// Builds a data batch at `base_offset` with consecutive offsets.
+    /// Panics on an empty `records` (the log API rejects those first).
+    pub fn build(base_offset: i64, records: &[NewRecord]) -> RecordBatch {
+        assert!(!records.is_empty(), "a batch needs at least one record");
+        let base_timestamp = records.first().map_or(NO_TIMESTAMP, |r| r.timestamp);
+        let max_timestamp = records
+            .iter()
+            .map(|r| r.timestamp)
+            .max()
+            .unwrap_or(NO_TIMESTAMP);
+        let records: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Record {
+                attributes: 0,
+                timestamp_delta: r.timestamp - base_timestamp,
+                offset_delta: i32::try_from(i).expect("batch too large"),
+                key: r.key.clone(),
+                value: r.value.clone(),
+                headers: r.headers.clone(),
+            })
+            .collect();
+        RecordBatch {
+            base_offset,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            attributes: 0,
+            last_offset_delta: i32::try_from(records.len() - 1).expect("batch too large"),
+            base_timestamp,
+            max_timestamp,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            base_sequence: NO_SEQUENCE,
+            records,
+        }
+    }
+
+    /// Builds a transactional control batch (one COMMIT or ABORT marker).
+    pub fn control(
+        base_offset: i64,
+        kind: ControlKind,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        timestamp: i64,
+    ) -> RecordBatch {
+        RecordBatch {
+            base_offset,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            attributes: ATTR_TRANSACTIONAL | ATTR_CONTROL,
+            last_offset_delta: 0,
+            base_timestamp: timestamp,
+            max_timestamp: timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence: NO_SEQUENCE,
+            records: vec![Record::control(kind, coordinator_epoch)],
+        }
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & ATTR_CONTROL != 0
+    }
+
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & ATTR_TRANSACTIONAL != 0
+    }
+
+    /// Offset of the last offset this batch covers (kept even if records were compacted away).
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta)
+    }
+
+    /// The offset after this batch.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset() + 1
+    }
+
+    /// Absolute offset and timestamp of each record.
+    pub fn offset_of(&self, record: &Record) -> i64 {
+        self.base_offset + i64::from(record.offset_delta)
+    }
+
+    pub fn timestamp_of(&self, record: &Record) -> i64 {
+        self.base_timestamp + record.timestamp_delta
+    }
+
+    /// A copy that keeps only the records `keep` accepts, with the same base offset,
+    /// last offset delta and base timestamp (Kafka's rule for a partly cleaned batch).
+    /// `max_timestamp` is recomputed from the kept records. `None` if nothing is kept.
+    pub fn retain(&self, mut keep: impl FnMut(&Record) -> bool) -> Option<RecordBatch> {
+        let records: Vec<Record> = self.records.iter().filter(|r| keep(r)).cloned().collect();
+        if records.is_empty() {
+            return None;
+        }
+        let max_timestamp = records
+            .iter()
+            .map(|r| self.base_timestamp + r.timestamp_delta)
+            .max()
+            .unwrap_or(NO_TIMESTAMP);
+        Some(RecordBatch {
+            records,
+            max_timestamp,
+            ..self.clone()
+        })
+    }
+
+    /// Bytes this batch takes when encoded.
+    pub fn encoded_len(&self) -> usize {
+        HEADER_LEN + self.records.iter().map(Record::encoded_len).sum::<usize>()
+    }
+
+    /// Appends the encoded batch to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        assert_eq!(
+            self.attributes & ATTR_COMPRESSION_MASK,
+            0,
+            "compression is not supported"
+        );
+        let start = out.len();
+        let length = i32::try_from(self.encoded_len() - LOG_OVERHEAD).expect("batch too large");
+        out.extend_from_slice(&self.base_offset.to_be_bytes());
+        out.extend_from_slice(&length.to_be_bytes());
+        out.extend_from_slice(&self.partition_leader_epoch.to_be_bytes());
+        out.push(MAGIC_V2 as u8);
+        out.extend_from_slice(&[0; 4]); // crc, filled below
+        out.extend_from_slice(&self.attributes.to_be_bytes());
+        out.extend_from_slice(&self.last_offset_delta.to_be_bytes());
+        out.extend_from_slice(&self.base_timestamp.to_be_bytes());
+        out.extend_from_slice(&self.max_timestamp.to_be_bytes());
+        out.extend_from_slice(&self.producer_id.to_be_bytes());
+        out.extend_from_slice(&self.producer_epoch.to_be_bytes());
+        out.extend_from_slice(&self.base_sequence.to_be_bytes());
+        let count = i32::try_from(self.records.len()).expect("batch too large");
+        out.extend_from_slice(&count.to_be_bytes());
+        for record in &self.records {
+            record.encode_into(out);
+        }
+        let crc = crc32c::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+        out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(out.len() - start, self.encoded_len());
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.encode_into(&mut out);
+        out
+    }
+}
+
+/// The fixed header fields of a batch, read without decoding its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    /// Total bytes of the batch, log overhead included.
+    pub size: usize,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub max_timestamp: i64,
+    pub record_count: i32,
+}
+
+fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
+    let bytes = buf
+        .get(at..at + 2)
+        .ok_or_else(|| truncated(at + 2, buf.len()))?;
+    Ok(i16::from_be_bytes([bytes[0], bytes[1]]))
+}
+
+fn be_i32(buf: &[u8], at: usize) -> Result<i32, FormatError> {
+    let bytes = buf
+        .get(at..at + 4)
+        .ok_or_else(|| truncated(at + 4, buf.len()))?;
+    let mut a = [0u8; 4];
+    a.copy_from_slice(bytes);
+    Ok(i32::from_be_bytes(a))
+}
+
+fn be_i64(buf: &[u8], at: usize) -> Result<i64, FormatError> {
+    let bytes = buf
+        .get(at..at + 8)
+        .ok_or_else(|| truncated(at + 8, buf.len()))?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(bytes);
+    Ok(i64::from_be_bytes(a))
+}
+
+fn truncated(needed: usize, available: usize) -> FormatError {
+    FormatError::Corrupt {
+        position: 0,
+        kind: CorruptKind::Truncated {
+            needed: needed as u64,
+            available: available as u64,
+        },
+    }
+}
+
+/// Reads and checks the fixed header at the front of `buf` (length bounds and magic;
+/// not the CRC). Positions in errors are relative to the start of `buf`.
+pub fn decode_header(buf: &[u8]) -> Result<BatchHeader, FormatError> {
+    let base_offset = be_i64(buf, BASE_OFFSET_OFFSET)?;
+    let length = be_i32(buf, LENGTH_OFFSET)?;
+    let min_length = (HEADER_LEN - LOG_OVERHEAD) as i64;
+    if i64::from(length) < min_length || length as usize > BATCH_BYTES_MAX {
+        return Err(FormatError::Corrupt {
+            position: LENGTH_OFFSET as u64,
+            kind: CorruptKind::BadLength {
+                length: i64::from(length),
+            },
+        });
+    }
+    let size = length as usize + LOG_OVERHEAD;
+    let magic = *buf
+        .get(MAGIC_OFFSET)
+        .ok_or_else(|| truncated(MAGIC_OFFSET + 1, buf.len()))? as i8;
+    if magic != MAGIC_V2 {
+        if (0..MAGIC_V2).contains(&magic) {
+            return Err(FormatError::Unsupported(format!(
+                "message format magic {magic}"
+            )));
+        }
+        return Err(FormatError::Corrupt {
+            position: MAGIC_OFFSET as u64,
+            kind: CorruptKind::BadMagic {
+                got: i64::from(magic),
+                expected: i64::from(MAGIC_V2),
+            },
+        });
+    }
+    let attributes = be_i16(buf, ATTRIBUTES_OFFSET)?;
+    let last_offset_delta = be_i32(buf, LAST_OFFSET_DELTA_OFFSET)?;
+    let max_timestamp = be_i64(buf, MAX_TIMESTAMP_OFFSET)?;
+    let record_count = be_i32(buf, RECORD_COUNT_OFFSET)?;
+    Ok(BatchHeader {
+        base_offset,
+        size,
+        attributes,
+        last_offset_delta,
+        max_timestamp,
+        record_count,
+    })
+}
+
+/// Decodes and validates the batch at the front of `buf`; returns it and its size.
+///
+/// Checks, in order: enough bytes for the header and the declared length; length
+/// bounds; magic; CRC-32C; compression (an `Unsupported` error); record count
+/// non-negative and equal to the records decoded; every record's length; offset
+/// deltas strictly increasing from >= 0 and <= lastOffsetDelta; no trailing bytes.
+pub fn decode(buf: &[u8]) -> Result<(RecordBatch, usize), FormatError> {
+    let header = decode_header(buf)?;
+    let body = buf
+        .get(..header.size)
+        .ok_or_else(|| truncated(header.size, buf.len()))?;
+    let stored_crc = be_i32(body, CRC_OFFSET)? as u32;
+    let crc_region = body
+        .get(ATTRIBUTES_OFFSET..)
+        .ok_or_else(|| truncated(ATTRIBUTES_OFFSET, body.len()))?;
+    let computed = crc32c::crc32c(crc_region);
+    if computed != stored_crc {
+        return Err(FormatError::Corrupt {
+            position: CRC_OFFSET as u64,
+            kind: CorruptKind::ChecksumMismatch {
+                got: computed,
+                expected: stored_crc,
+            },
+        });
+    }
+    if header.attributes & ATTR_COMPRESSION_MASK != 0 {
+        return Err(FormatError::Unsupported(format!(
+            "compressed batch (codec {}) at offset {}",
+            header.attributes & ATTR_COMPRESSION_MASK,
+            header.base_offset
+        )));
+    }
+    if header.last_offset_delta < 0 {
+        return Err(FormatError::Corrupt {
+            position: LAST_OFFSET_DELTA_OFFSET as u64,
+            kind: CorruptKind::OffsetDelta {
+                delta: i64::from(header.last_offset_delta),
+                last: i64::from(header.last_offset_delta),
+            },
+        });
+    }
+    if header.record_count < 0
+        || i64::from(header.record_count) > i64::from(header.last_offset_delta) + 1
+    {
+        return Err(FormatError::Corrupt {
+            position: RECORD_COUNT_OFFSET as u64,
+            kind: CorruptKind::RecordCount {
+                declared: i64::from(header.record_count),
+                actual: -1,
+            },
+        });
+    }
+    let mut records = Vec::with_capacity(header.record_count as usize);
+    let mut position = RECORDS_OFFSET;
+    let mut previous_delta: i64 = -1;
+    while position < header.size {
+        let rest = body.get(position..).unwrap_or_default();
+        let (record, used) = Record::decode(rest).map_err(|kind| FormatError::Corrupt {
+            position: position as u64,
+            kind,
+        })?;
+        let delta = i64::from(record.offset_delta);
+        if delta <= previous_delta || delta > i64::from(header.last_offset_delta) {
+            return Err(FormatError::Corrupt {
+                position: position as u64,
+                kind: CorruptKind::OffsetDelta {
+                    delta,
+                    last: i64::from(header.last_offset_delta),
+                },
+            });
+        }
+        previous_delta = delta;
+        records.push(record);
+        position += used;
+        if records.len() > header.record_count as usize {
+            break;
+        }
+    }
+    if records.len() != header.record_count as usize || position != header.size {
+        return Err(FormatError::Corrupt {
+            position: RECORD_COUNT_OFFSET as u64,
+            kind: CorruptKind::RecordCount {
+                declared: i64::from(header.record_count),
+                actual: records.len() as i64,
+            },
+        });
+    }
+    let batch = RecordBatch {
+        base_offset: header.base_offset,
+        partition_leader_epoch: be_i32(body, PARTITION_LEADER_EPOCH_OFFSET)?,
+        attributes: header.attributes,
+        last_offset_delta: header.last_offset_delta,
+        base_timestamp: be_i64(body, BASE_TIMESTAMP_OFFSET)?,
+        max_timestamp: header.max_timestamp,
+        producer_id: be_i64(body, PRODUCER_ID_OFFSET)?,
+        producer_epoch: be_i16(body, PRODUCER_EPOCH_OFFSET)?,
+        base_sequence: be_i32(body, BASE_SEQUENCE_OFFSET)?,
+        records,
+    };
+    debug_assert_eq!(batch.encoded_len(), header.size);
+    Ok((batch, header.size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::record::Header;
+
+    fn sample() -> RecordBatch {
+        RecordBatch::build(
+            42,
+            &[
+                NewRecord::new(Some(b"k".to_vec()), Some(b"v".to_vec()), 1000),
+                NewRecord::new(None, Some(b"keyless".to_vec()), 990),
+                NewRecord {
+                    key: Some(b"t".to_vec()),
+                    value: None,
+                    timestamp: 1005,
+                    headers: vec![Header {
+                        key: "h".into(),
+                        value: Some(b"x".to_vec()),
+                    }],
+                },
+            ],
+        )
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let batch = sample();
+        let bytes = batch.encode();
+        assert_eq!(bytes.len(), batch.encoded_len());
+        let (decoded, used) = decode(&bytes).unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!(decoded, batch);
+        assert_eq!(decoded.last_offset(), 44);
+        assert_eq!(decoded.max_timestamp, 1005);
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected() {
+        let bytes = sample().encode();
+        for i in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= 0x40;
+            // baseOffset and partitionLeaderEpoch are outside Kafka's CRC by design;
+            // the segment checks base offsets, and the epoch is not interpreted.
+            if i < LENGTH_OFFSET || (PARTITION_LEADER_EPOCH_OFFSET..MAGIC_OFFSET).contains(&i) {
+                continue;
+            }
+            assert!(decode(&damaged).is_err(), "flip at {i} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_detected() {
+        let bytes = sample().encode();
+        for cut in 0..bytes.len() {
+            let err = decode(&bytes[..cut]).unwrap_err();
+            assert!(
+                matches!(err, FormatError::Corrupt { .. }),
+                "cut {cut}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn compressed_batch_is_unsupported() {
+        let mut batch = sample();
+        batch.attributes = 1; // gzip
+        let mut bytes = Vec::new();
+        batch.attributes = 0;
+        batch.encode_into(&mut bytes);
+        bytes[ATTRIBUTES_OFFSET + 1] |= 1;
+        let crc = crc32c::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
+        bytes[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+        assert!(matches!(decode(&bytes), Err(FormatError::Unsupported(_))));
+    }
+
+    #[test]
+    fn retain_keeps_base_offset_and_last_delta() {
+        let batch = sample();
+        let kept = batch.retain(|r| r.offset_delta == 1).unwrap();
+        assert_eq!(kept.base_offset, 42);
+        assert_eq!(kept.last_offset_delta, 2);
+        assert_eq!(kept.records.len(), 1);
+        assert_eq!(kept.max_timestamp, 990);
+        let (decoded, _) = decode(&kept.encode()).unwrap();
+        assert_eq!(decoded, kept);
+        assert!(batch.retain(|_| false).is_none());
+    }
+
+    #[test]
+    fn control_batch_round_trips() {
+        let batch = RecordBatch::control(7, ControlKind::Commit, 5, 1, 3, 77);
+        assert!(batch.is_control());
+        assert!(batch.is_transactional());
+        let (decoded, _) = decode(&batch.encode()).unwrap();
+        assert_eq!(decoded, batch);
+        assert_eq!(decoded.records[0].control_kind(), Some(ControlKind::Commit));
+    }
+}

@@ -1,0 +1,44 @@
+//! Kafka's file naming: the base offset, zero-padded to 20 digits, plus a suffix.
+
+/// Digits in a segment file name.
+pub const OFFSET_WIDTH: usize = 20;
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+
+/// `00000000000000000042.log` for base offset 42 and suffix `.log`.
+pub fn build(base_offset: i64, suffix: &str) -> String {
+    assert!(base_offset >= 0, "negative base offset {base_offset}");
+    format!("{base_offset:0width$}{suffix}", width = OFFSET_WIDTH)
+}
+
+/// The base offset and suffix of a segment file name, or `None` for any other name.
+pub fn parse(name: &str) -> Option<(i64, &str)> {
+    let digits = name.get(..OFFSET_WIDTH)?;
+    let suffix = name.get(OFFSET_WIDTH..)?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if ![LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX].contains(&suffix) {
+        return None;
+    }
+    Some((digits.parse().ok()?, suffix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_and_parse() {
+        assert_eq!(build(0, LOG_SUFFIX), "00000000000000000000.log");
+        assert_eq!(build(42, INDEX_SUFFIX), "00000000000000000042.index");
+        assert_eq!(
+            parse("00000000000000000042.timeindex"),
+            Some((42, TIME_INDEX_SUFFIX))
+        );
+        assert_eq!(parse("00000000000000000042.txt"), None);
+        assert_eq!(parse("0000000000000000004a.log"), None);
+        assert_eq!(parse("42.log"), None);
+    }
+}

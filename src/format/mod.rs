@@ -1,0 +1,39 @@
+//! Pure encode/decode of everything the engine stores. No IO here.
+//!
+//! * [`batch`] / [`record`]: Kafka record batch v2, byte-compatible with Kafka.
+//! * [`varint`]: zigzag varints.
+//! * [`filename`]: 20-digit zero-padded segment file names.
+
+#![deny(clippy::unwrap_used, clippy::indexing_slicing)]
+
+pub mod batch;
+pub mod filename;
+pub mod record;
+pub mod varint;
+
+use std::path::Path;
+
+use crate::error::{CorruptKind, Error};
+
+pub use batch::RecordBatch;
+pub use record::{ControlKind, Header, NewRecord, Record};
+
+/// A decoding failure, with the byte position relative to the decoded buffer.
+/// The caller adds the file and the buffer's position in it ([`FormatError::at`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FormatError {
+    Corrupt { position: u64, kind: CorruptKind },
+    Unsupported(String),
+}
+
+impl FormatError {
+    /// Converts into an engine error for `path`, where the buffer began at `base`.
+    pub fn at(self, path: &Path, base: u64) -> Error {
+        match self {
+            FormatError::Corrupt { position, kind } => Error::corrupt(path, base + position, kind),
+            FormatError::Unsupported(what) => {
+                Error::Unsupported(format!("{what} in {}", path.display()))
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Records inside a v2 batch.
+//!
+//! ```text
+//! length          varint   bytes after this field
+//! attributes      i8       unused, 0
+//! timestampDelta  varlong  relative to the batch's baseTimestamp
+//! offsetDelta     varint   relative to the batch's baseOffset
+//! keyLength       varint   -1 for a null key
+//! key             bytes
+//! valueLength     varint   -1 for a null value (a tombstone)
+//! value           bytes
+//! headerCount     varint
+//!   headerKeyLength varint, headerKey (UTF-8), headerValueLength varint (-1 null), value
+//! ```
+
+use crate::error::CorruptKind;
+
+use super::varint::{get_varint, get_varlong, put_varint, put_varlong, varlong_len};
+
+/// A record header: a string key and optional bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Header {
+    pub key: String,
+    pub value: Option<Vec<u8>>,
+}
+
+/// A record a caller asks to append: the log assigns its offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRecord {
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub timestamp: i64,
+    pub headers: Vec<Header>,
+}
+
+impl NewRecord {
+    pub fn new(key: Option<Vec<u8>>, value: Option<Vec<u8>>, timestamp: i64) -> Self {
+        NewRecord {
+            key,
+            value,
+            timestamp,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// A record as stored in a batch (offset and timestamp relative to the batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub attributes: i8,
+    pub timestamp_delta: i64,
+    pub offset_delta: i32,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<Header>,
+}
+
+/// The marker a control record carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ControlKind {
+    Abort,
+    Commit,
+}
+
+impl ControlKind {
+    fn code(self) -> i16 {
+        match self {
+            ControlKind::Abort => 0,
+            ControlKind::Commit => 1,
+        }
+    }
+}
+
+fn bytes_len(field: &Option<Vec<u8>>) -> usize {
+    match field {
+        None => varlong_len(-1),
+        Some(b) => varlong_len(b.len() as i64) + b.len(),
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, field: &Option<Vec<u8>>) {
+    match field {
+        None => put_varint(out, -1),
+        Some(b) => {
+            put_varint(out, i32::try_from(b.len()).expect("field too large"));
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// A cursor over a record's bytes that never reads out of bounds.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn varint(&mut self) -> Result<i32, CorruptKind> {
+        let (v, used) = get_varint(self.buf.get(self.at..).unwrap_or_default())?;
+        self.at += used;
+        Ok(v)
+    }
+
+    fn varlong(&mut self) -> Result<i64, CorruptKind> {
+        let (v, used) = get_varlong(self.buf.get(self.at..).unwrap_or_default())?;
+        self.at += used;
+        Ok(v)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CorruptKind> {
+        let end = self.at.checked_add(n).ok_or(CorruptKind::Field("length"))?;
+        let bytes = self.buf.get(self.at..end).ok_or(CorruptKind::Truncated {
+            needed: end as u64,
+            available: self.buf.len() as u64,
+        })?;
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn nullable(&mut self, what: &'static str) -> Result<Option<Vec<u8>>, CorruptKind> {
+        match self.varint()? {
+            -1 => Ok(None),
+            n if n < 0 => Err(CorruptKind::Field(what)),
+            n => Ok(Some(self.take(n as usize)?.to_vec())),
+        }
+    }
+}
+
+impl Record {
+    /// The control record Kafka writes for a transaction marker: key
+    /// (version i16 = 0, type i16), value (version i16 = 0, coordinatorEpoch i32).
+    pub fn control(kind: ControlKind, coordinator_epoch: i32) -> Record {
+        let mut key = Vec::with_capacity(4);
+        key.extend_from_slice(&0i16.to_be_bytes());
+        key.extend_from_slice(&kind.code().to_be_bytes());
+        let mut value = Vec::with_capacity(6);
+        value.extend_from_slice(&0i16.to_be_bytes());
+        value.extend_from_slice(&coordinator_epoch.to_be_bytes());
+        Record {
+            attributes: 0,
+            timestamp_delta: 0,
+            offset_delta: 0,
+            key: Some(key),
+            value: Some(value),
+            headers: Vec::new(),
+        }
+    }
+
+    /// The marker kind, if this record's key is a well-formed control key.
+    pub fn control_kind(&self) -> Option<ControlKind> {
+        match self.key.as_deref() {
+            Some([0, 0, 0, 0]) => Some(ControlKind::Abort),
+            Some([0, 0, 0, 1]) => Some(ControlKind::Commit),
+            _ => None,
+        }
+    }
+
+    fn body_len(&self) -> usize {
+        1 + varlong_len(self.timestamp_delta)
+            + varlong_len(i64::from(self.offset_delta))
+            + bytes_len(&self.key)
+            + bytes_len(&self.value)
+            + varlong_len(self.headers.len() as i64)
+            + self
+                .headers
+                .iter()
+                .map(|h| varlong_len(h.key.len() as i64) + h.key.len() + bytes_len(&h.value))
+                .sum::<usize>()
+    }
+
+    /// Bytes this record takes, its length prefix included.
+    pub fn encoded_len(&self) -> usize {
+        let body = self.body_len();
+        varlong_len(body as i64) + body
+    }
+
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        put_varint(
+            out,
+            i32::try_from(self.body_len()).expect("record too large"),
+        );
+        out.push(self.attributes as u8);
+        put_varlong(out, self.timestamp_delta);
+        put_varint(out, self.offset_delta);
+        put_bytes(out, &self.key);
+        put_bytes(out, &self.value);
+        put_varint(
+            out,
+            i32::try_from(self.headers.len()).expect("too many headers"),
+        );
+        for header in &self.headers {
+            put_varint(
+                out,
+                i32::try_from(header.key.len()).expect("header too large"),
+            );
+            out.extend_from_slice(header.key.as_bytes());
+            put_bytes(out, &header.value);
+        }
+        debug_assert_eq!(out.len() - start, self.encoded_len());
+    }
+
+    /// Decodes one record from the front of `buf`: (record, bytes used).
+    pub fn decode(buf: &[u8]) -> Result<(Record, usize), CorruptKind> {
+        let mut outer = Cursor { buf, at: 0 };
+        let length = outer.varint()?;
+        if length < 0 {
+            return Err(CorruptKind::Field("record length"));
+        }
+        let body = outer.take(length as usize)?;
+        let mut c = Cursor { buf: body, at: 0 };
+        let attributes = *c.take(1)?.first().ok_or(CorruptKind::Field("attributes"))? as i8;
+        let timestamp_delta = c.varlong()?;
+        let offset_delta = c.varint()?;
+        let key = c.nullable("key length")?;
+        let value = c.nullable("value length")?;
+        let count = c.varint()?;
+        if count < 0 {
+            return Err(CorruptKind::Field("header count"));
+        }
+        let mut headers = Vec::new();
+        for _ in 0..count {
+            let key_len = c.varint()?;
+            if key_len < 0 {
+                return Err(CorruptKind::Field("header key length"));
+            }
+            let key = std::str::from_utf8(c.take(key_len as usize)?)
+                .map_err(|_| CorruptKind::Field("header key utf-8"))?
+                .to_string();
+            let value = c.nullable("header value length")?;
+            headers.push(Header { key, value });
+        }
+        if c.at != body.len() {
+            return Err(CorruptKind::Field("record length mismatch"));
+        }
+        Ok((
+            Record {
+                attributes,
+                timestamp_delta,
+                offset_delta,
+                key,
+                value,
+                headers,
+            },
+            outer.at,
+        ))
+    }
+}

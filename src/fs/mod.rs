@@ -1,0 +1,95 @@
+//! The file-system seam: the only module that may touch `std::fs`.
+//!
+//! Every engine IO goes through [`FileSystem`], so tests can swap the real disk
+//! ([`StdFs`]) for a simulated one that knows which bytes a power loss may take
+//! away. Files are named by path; implementations may cache open handles.
+//!
+//! Durability vocabulary used by every method below:
+//! * *completed*: visible to later calls in this process; survives a process crash.
+//! * *durable*: survives a power loss. File data becomes durable with
+//!   [`FileSystem::sync_file`]; a directory entry (create, rename, remove) becomes
+//!   durable with [`FileSystem::sync_dir`] on the directory that holds it.
+
+pub mod failpoint;
+mod std_fs;
+
+use std::fmt::Debug;
+use std::io;
+use std::path::Path;
+
+pub use std_fs::StdFs;
+
+/// A small, object-safe file-system interface with explicit durability contracts.
+pub trait FileSystem: Debug + Send + Sync {
+    /// Creates `path` and any missing parents as directories. Completed on return;
+    /// each new entry is durable only after `sync_dir` of its parent.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+
+    /// Creates an empty file at `path`, truncating an existing one. The directory
+    /// entry is durable only after `sync_dir(parent)`; the (empty) content after
+    /// `sync_file(path)`.
+    fn create_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Appends `data` at the end of the existing file `path`. Completed on return;
+    /// durable only after `sync_file(path)`. Before that, a power loss may keep any
+    /// prefix of the appended bytes.
+    fn append(&self, path: &Path, data: &[u8]) -> io::Result<()>;
+
+    /// Reads up to `buf.len()` bytes at byte `offset`; returns how many were read
+    /// (fewer only at end of file). Never changes anything.
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+
+    /// Truncates (or zero-extends) the file to `len` bytes. Durable after `sync_file`.
+    fn set_len(&self, path: &Path, len: u64) -> io::Result<()>;
+
+    /// Makes the file's data and length durable (fsync).
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Makes the directory's entries durable: every create, rename into or out of,
+    /// and remove inside `path` completed before this call (fsync of the directory).
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+
+    /// Atomically renames a file or directory, replacing an existing *file* at `to`.
+    /// Completed on return; durable after `sync_dir` of both parents.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Removes a file. Durable after `sync_dir(parent)`.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Removes a directory and everything under it. Durable after `sync_dir(parent)`.
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
+
+    /// Names (not paths) of the entries of a directory, sorted.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+
+    /// True if a file or directory exists at `path`.
+    fn exists(&self, path: &Path) -> bool;
+
+    /// True if `path` is a directory.
+    fn is_dir(&self, path: &Path) -> bool;
+
+    /// Length of the file in bytes.
+    fn len(&self, path: &Path) -> io::Result<u64>;
+
+    /// Reads the whole file.
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let len = self.len(path)?;
+        let len = usize::try_from(len).map_err(|_| io::Error::other("file too large"))?;
+        let mut buf = vec![0u8; len];
+        let mut done = 0;
+        while done < len {
+            let n = self.read_at(path, done as u64, &mut buf[done..])?;
+            if n == 0 {
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+            }
+            done += n;
+        }
+        Ok(buf)
+    }
+
+    /// Creates `path` holding exactly `data` (create + append). Not durable by itself.
+    fn write_new(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        self.create_file(path)?;
+        self.append(path, data)
+    }
+}

@@ -1,0 +1,148 @@
+//! [`StdFs`]: the real disk, through `std::fs`, with cached file handles.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::FileSystem;
+
+/// The real file system. Open handles are cached per path so appends and reads
+/// cost one syscall; rename and remove drop the cached handles they affect.
+#[derive(Debug, Default)]
+pub struct StdFs {
+    handles: Mutex<HashMap<PathBuf, Arc<File>>>,
+}
+
+impl StdFs {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn handle(&self, path: &Path) -> io::Result<Arc<File>> {
+        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(file) = handles.get(path) {
+            return Ok(Arc::clone(file));
+        }
+        let file = Arc::new(OpenOptions::new().read(true).append(true).open(path)?);
+        handles.insert(path.to_path_buf(), Arc::clone(&file));
+        Ok(file)
+    }
+
+    fn forget(&self, path: &Path) {
+        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        handles.retain(|cached, _| !cached.starts_with(path));
+    }
+}
+
+impl FileSystem for StdFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn create_file(&self, path: &Path) -> io::Result<()> {
+        self.forget(path);
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(())
+    }
+
+    fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let file = self.handle(path)?;
+        (&*file).write_all(data)
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let file = self.handle(path)?;
+        let mut done = 0;
+        while done < buf.len() {
+            match file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.handle(path)?.set_len(len)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.handle(path)?.sync_all()
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        File::open(path)?.sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.forget(from);
+        self.forget(to);
+        std::fs::rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.forget(path);
+        std::fs::remove_file(path)
+    }
+
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.forget(path);
+        std::fs::remove_dir_all(path)
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn len(&self, path: &Path) -> io::Result<u64> {
+        Ok(std::fs::metadata(path)?.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_read_rename_remove_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs::new();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        fs.write_new(&a, b"hello").unwrap();
+        fs.append(&a, b" world").unwrap();
+        fs.sync_file(&a).unwrap();
+        assert_eq!(fs.read_all(&a).unwrap(), b"hello world");
+        fs.rename(&a, &b).unwrap();
+        assert!(!fs.exists(&a));
+        assert_eq!(fs.read_all(&b).unwrap(), b"hello world");
+        fs.set_len(&b, 5).unwrap();
+        assert_eq!(fs.len(&b).unwrap(), 5);
+        fs.sync_dir(dir.path()).unwrap();
+        assert_eq!(fs.list_dir(dir.path()).unwrap(), vec!["b".to_string()]);
+        fs.remove_file(&b).unwrap();
+        assert!(fs.list_dir(dir.path()).unwrap().is_empty());
+    }
+}
