@@ -6,8 +6,11 @@
 //!
 //! All disk access goes through [`fs::FileSystem`]; the engine never touches `std::fs`.
 
+pub mod compaction;
 pub mod error;
 pub mod format;
 pub mod fs;
+pub mod install;
+pub mod retention;
 
 pub use error::{CorruptKind, Error, Result};

@@ -3,11 +3,15 @@
 //! * [`batch`] / [`record`]: Kafka record batch v2, byte-compatible with Kafka.
 //! * [`varint`]: zigzag varints.
 //! * [`filename`]: 20-digit zero-padded segment file names.
+//! * [`checkpoint`]: the retention checkpoint (`log-start-offset.checkpoint`).
+//! * [`manifest`]: the install manifest, the commit point of a compaction.
 
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 
 pub mod batch;
+pub mod checkpoint;
 pub mod filename;
+pub mod manifest;
 pub mod record;
 pub mod varint;
 

@@ -1,0 +1,197 @@
+//! The IO half of compaction: build the offset map, then write the compacted closed
+//! segments and an unchanged copy of the active segment into `D.compact-tmp`
+//! (install step 1), and describe the result in a [`Manifest`].
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::fail_point;
+use crate::format::filename::{self, LOG_SUFFIX};
+use crate::format::manifest::{Manifest, ManifestFile};
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
+use crate::fs::failpoint as fp;
+use crate::fs::FileSystem;
+use crate::install::InstallPaths;
+
+use super::offset_map::OffsetMap;
+use super::planner::{compact_batch, Grouper, Horizon, Placement};
+use super::source::{list_segments, read_batches, segment_path};
+
+/// Compaction report (records, segments and bytes cover the closed region only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CompactionReport {
+    pub records_before: u64,
+    pub records_after: u64,
+    pub segments_before: u64,
+    pub segments_after: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    /// Distinct keys in the latest-offset map.
+    pub map_keys: u64,
+    /// Bytes the map held once built.
+    pub map_bytes: u64,
+    /// Most bytes the map held while being built.
+    pub map_bytes_peak: u64,
+}
+
+/// The parameters of one compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactOptions {
+    pub now: i64,
+    pub delete_retention_ms: i64,
+    /// Output segments are grouped up to this many compacted bytes.
+    pub segment_bytes: u64,
+}
+
+/// A built temp directory, ready for [`crate::install::install`].
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub manifest: Manifest,
+    pub report: CompactionReport,
+}
+
+/// Builds the offset map over every segment of `dir` (active included), keyed
+/// records of non-control batches only.
+pub fn build_map(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<OffsetMap> {
+    let mut map = OffsetMap::new();
+    for &base in bases {
+        let path = segment_path(dir, base, LOG_SUFFIX);
+        for batch in read_batches(fs, &path, base)? {
+            if batch.is_control() {
+                continue;
+            }
+            for record in &batch.records {
+                if let Some(key) = &record.key {
+                    map.insert(key, batch.offset_of(record));
+                }
+            }
+        }
+    }
+    map.finish();
+    Ok(map)
+}
+
+/// Install step 1: writes the compacted log into `D.compact-tmp` and syncs it.
+/// `None` when there is no closed segment (nothing to do).
+pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result<Option<Built>> {
+    if options.delete_retention_ms < 0 {
+        return Err(Error::InvalidArgument(format!(
+            "delete_retention_ms must be >= 0, got {}",
+            options.delete_retention_ms
+        )));
+    }
+    if options.segment_bytes == 0 {
+        return Err(Error::InvalidArgument("segment_bytes must be > 0".into()));
+    }
+    let bases = list_segments(fs, dir)?;
+    let Some((&active_base, closed)) = bases.split_last() else {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no segment",
+            dir.display()
+        )));
+    };
+    if closed.is_empty() {
+        return Ok(None);
+    }
+    let paths = InstallPaths::new(dir)?;
+    if fs.exists(&paths.tmp) {
+        return Err(Error::Ambiguous {
+            reason: "a compaction temp dir is left over; reopen the log to recover".into(),
+            dirs: vec![paths.tmp.clone()],
+        });
+    }
+    let map = build_map(fs, dir, &bases)?;
+    let horizon = Horizon {
+        now: options.now,
+        delete_retention_ms: options.delete_retention_ms,
+    };
+    let mut report = CompactionReport {
+        segments_before: closed.len() as u64,
+        map_keys: map.len() as u64,
+        map_bytes: map.resident_bytes() as u64,
+        map_bytes_peak: map.peak_bytes() as u64,
+        ..CompactionReport::default()
+    };
+    fs.create_dir_all(&paths.tmp)
+        .map_err(|e| Error::io(&paths.tmp, e))?;
+    let mut files: Vec<ManifestFile> = Vec::new();
+    let mut grouper = Grouper::new(options.segment_bytes);
+    let mut buffer = Vec::new();
+    for &base in closed {
+        let source = segment_path(dir, base, LOG_SUFFIX);
+        let batches = read_batches(fs, &source, base)?;
+        report.bytes_before += fs.len(&source).map_err(|e| Error::io(&source, e))?;
+        buffer.clear();
+        for batch in &batches {
+            report.records_before += batch.records.len() as u64;
+            if let Some(kept) = compact_batch(batch, &map, horizon) {
+                report.records_after += kept.records.len() as u64;
+                kept.encode_into(&mut buffer);
+            }
+        }
+        if grouper.place(buffer.len() as u64) == Placement::Start {
+            if let Some(done) = files.last() {
+                build_sync_file(fs, &paths.tmp.join(&done.name))?;
+            }
+            let name = filename::build(base, LOG_SUFFIX);
+            fs.create_file(&paths.tmp.join(&name))
+                .map_err(|e| Error::io(paths.tmp.join(&name), e))?;
+            files.push(ManifestFile {
+                name,
+                bytes: 0,
+                crc32c: 0,
+            });
+        }
+        let file = files.last_mut().expect("a group was started");
+        let path = paths.tmp.join(&file.name);
+        fs.append(&path, &buffer).map_err(|e| Error::io(&path, e))?;
+        file.bytes += buffer.len() as u64;
+        file.crc32c = crc32c::crc32c_append(file.crc32c, &buffer);
+        report.bytes_after += buffer.len() as u64;
+    }
+    if let Some(done) = files.last() {
+        build_sync_file(fs, &paths.tmp.join(&done.name))?;
+    }
+    report.segments_after = files.len() as u64;
+    // The active segment, byte for byte.
+    let active_source = segment_path(dir, active_base, LOG_SUFFIX);
+    let active_bytes = fs
+        .read_all(&active_source)
+        .map_err(|e| Error::io(&active_source, e))?;
+    let active_batches = super::source::decode_segment(&active_source, active_base, &active_bytes)?;
+    let next_offset = active_batches
+        .last()
+        .map_or(active_base, |b| b.next_offset());
+    let active_name = filename::build(active_base, LOG_SUFFIX);
+    let active_path = paths.tmp.join(&active_name);
+    fs.write_new(&active_path, &active_bytes)
+        .map_err(|e| Error::io(&active_path, e))?;
+    build_sync_file(fs, &active_path)?;
+    files.push(ManifestFile {
+        name: active_name,
+        bytes: active_bytes.len() as u64,
+        crc32c: crc32c::crc32c(&active_bytes),
+    });
+    fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
+    fs.sync_dir(&paths.tmp)
+        .map_err(|e| Error::io(&paths.tmp, e))?;
+    let log_start_offset = bases[0];
+    assert_eq!(files[0].name, filename::build(log_start_offset, LOG_SUFFIX));
+    assert!(report.records_after <= report.records_before);
+    files.sort();
+    Ok(Some(Built {
+        manifest: Manifest {
+            log_start_offset,
+            next_offset,
+            files,
+        },
+        report,
+    }))
+}
+
+fn build_sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    fail_point!(fp::COMPACTION_BUILD_SYNC_FILE);
+    fs.sync_file(path).map_err(|e| Error::io(path, e))
+}
