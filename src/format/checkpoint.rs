@@ -137,7 +137,7 @@ mod tests {
 
     #[test]
     fn garbage_is_bad_magic() {
-        let err = decode(&[0xAB; CHECKPOINT_LEN]).unwrap_err();
+        let err = decode(&[0xAB; CHECKPOINT_LEN]).expect_err("garbage must not decode");
         assert!(matches!(
             err,
             FormatError::Corrupt {
