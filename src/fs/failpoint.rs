@@ -58,11 +58,14 @@ pub fn fire(name: &str, arg: Option<String>) -> crate::Error {
     }
 }
 
-/// Inserts the named fail point. With the `failpoints` feature off this expands
-/// to nothing. The enclosing function must return `crate::Result<_>`.
+/// Inserts the named fail point. With the `failpoints` feature off this only
+/// records the hit for an installed [`Recorder`] (a thread-local check); with it on,
+/// the `fail` crate's registry decides. The enclosing function must return
+/// `crate::Result<_>`.
 #[macro_export]
 macro_rules! fail_point {
     ($name:expr) => {{
+        $crate::fs::failpoint::reached($name);
         #[cfg(feature = "failpoints")]
         {
             ::fail::fail_point!($name, |arg: Option<String>| Err(
@@ -72,9 +75,70 @@ macro_rules! fail_point {
     }};
 }
 
+thread_local! {
+    static RECORDER: std::cell::RefCell<Option<Vec<&'static str>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by [`crate::fail_point!`] at every fail point: records the name when a
+/// [`Recorder`] is installed on this thread. This is how the crash sweep and the
+/// scenario replayer map a fail point name to a file-system operation, and how tests
+/// prove a path was reached (a coverage mark), without the `failpoints` feature.
+pub fn reached(name: &'static str) {
+    RECORDER.with(|r| {
+        if let Some(hits) = r.borrow_mut().as_mut() {
+            hits.push(name);
+        }
+    });
+}
+
+/// Records the fail points reached on this thread while it is alive.
+#[derive(Debug)]
+pub struct Recorder {
+    _private: (),
+}
+
+impl Recorder {
+    /// Starts recording on this thread (replacing any earlier recording).
+    pub fn start() -> Recorder {
+        RECORDER.with(|r| *r.borrow_mut() = Some(Vec::new()));
+        Recorder { _private: () }
+    }
+
+    /// The names reached so far, in order.
+    pub fn hits(&self) -> Vec<&'static str> {
+        RECORDER.with(|r| r.borrow().clone().unwrap_or_default())
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        RECORDER.with(|r| *r.borrow_mut() = None);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn touch() -> crate::Result<()> {
+        crate::fail_point!(LOG_FLUSH_SYNC_LOG);
+        Ok(())
+    }
+
+    #[test]
+    fn recorder_sees_reached_points() {
+        let recorder = Recorder::start();
+        touch().unwrap();
+        touch().unwrap();
+        assert_eq!(
+            recorder.hits(),
+            vec![LOG_FLUSH_SYNC_LOG, LOG_FLUSH_SYNC_LOG]
+        );
+        drop(recorder);
+        touch().unwrap();
+        assert!(Recorder::start().hits().is_empty());
+    }
 
     #[test]
     fn names_are_unique_and_well_formed() {
