@@ -9,5 +9,6 @@
 pub mod error;
 pub mod format;
 pub mod fs;
+pub mod workload;
 
 pub use error::{CorruptKind, Error, Result};
