@@ -124,3 +124,38 @@ impl LogView {
         out
     }
 }
+
+/// What an operation returned, for comparing engine and spec step by step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum OpOutcome {
+    Appended { base_offset: i64, last_offset: i64 },
+    Rolled,
+    Flushed,
+    Retained { deleted_segments: Vec<i64> },
+    Compacted {
+        records_before: u64,
+        records_after: u64,
+        segments_before: u64,
+        segments_after: u64,
+        bytes_before: u64,
+        bytes_after: u64,
+    },
+    Read { records: Vec<RecordView> },
+    /// The operation was rejected (bad arguments, out of range); both sides must agree.
+    Rejected,
+}
+
+/// Converts workload records into the engine's append input.
+pub fn new_records(records: &[RecordSpec]) -> Vec<crate::format::NewRecord> {
+    records
+        .iter()
+        .map(|r| {
+            crate::format::NewRecord::new(
+                r.key.as_ref().map(|k| k.as_bytes().to_vec()),
+                r.value.as_ref().map(|v| v.as_bytes().to_vec()),
+                r.ts,
+            )
+        })
+        .collect()
+}
