@@ -75,8 +75,10 @@ macro_rules! fail_point {
     }};
 }
 
+type Probe = Box<dyn Fn() -> u64>;
+
 thread_local! {
-    static RECORDER: std::cell::RefCell<Option<Vec<&'static str>>> =
+    static RECORDER: std::cell::RefCell<Option<(Vec<(&'static str, u64)>, Option<Probe>)>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -86,8 +88,9 @@ thread_local! {
 /// prove a path was reached (a coverage mark), without the `failpoints` feature.
 pub fn reached(name: &'static str) {
     RECORDER.with(|r| {
-        if let Some(hits) = r.borrow_mut().as_mut() {
-            hits.push(name);
+        if let Some((hits, probe)) = r.borrow_mut().as_mut() {
+            let at = probe.as_ref().map_or(0, |p| p());
+            hits.push((name, at));
         }
     });
 }
@@ -101,13 +104,34 @@ pub struct Recorder {
 impl Recorder {
     /// Starts recording on this thread (replacing any earlier recording).
     pub fn start() -> Recorder {
-        RECORDER.with(|r| *r.borrow_mut() = Some(Vec::new()));
+        RECORDER.with(|r| *r.borrow_mut() = Some((Vec::new(), None)));
+        Recorder { _private: () }
+    }
+
+    /// Starts recording, noting with each hit the value of `probe` at that moment
+    /// (the simulated file system's count of mutating operations, so a fail point name
+    /// maps to "before file-system operation k").
+    pub fn start_with_probe(probe: impl Fn() -> u64 + 'static) -> Recorder {
+        RECORDER.with(|r| *r.borrow_mut() = Some((Vec::new(), Some(Box::new(probe)))));
         Recorder { _private: () }
     }
 
     /// The names reached so far, in order.
     pub fn hits(&self) -> Vec<&'static str> {
-        RECORDER.with(|r| r.borrow().clone().unwrap_or_default())
+        self.hits_with_probe()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// The names reached so far with the probe's value at each hit.
+    pub fn hits_with_probe(&self) -> Vec<(&'static str, u64)> {
+        RECORDER.with(|r| {
+            r.borrow()
+                .as_ref()
+                .map(|(hits, _)| hits.clone())
+                .unwrap_or_default()
+        })
     }
 }
 
@@ -137,6 +161,17 @@ mod tests {
         );
         drop(recorder);
         touch().unwrap();
+        let counter = std::rc::Rc::new(std::cell::Cell::new(7u64));
+        let probe = std::rc::Rc::clone(&counter);
+        let recorder = Recorder::start_with_probe(move || probe.get());
+        touch().unwrap();
+        counter.set(9);
+        touch().unwrap();
+        assert_eq!(
+            recorder.hits_with_probe(),
+            vec![(LOG_FLUSH_SYNC_LOG, 7), (LOG_FLUSH_SYNC_LOG, 9)]
+        );
+        drop(recorder);
         assert!(Recorder::start().hits().is_empty());
     }
 

@@ -22,9 +22,14 @@ pub struct RecordSpec {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     /// Append one batch.
-    Append { records: Vec<RecordSpec> },
+    Append {
+        records: Vec<RecordSpec>,
+    },
     /// Append one control batch (a COMMIT marker when `commit`, else ABORT).
-    AppendControl { commit: bool, ts: i64 },
+    AppendControl {
+        commit: bool,
+        ts: i64,
+    },
     Roll,
     Flush,
     Retain {
@@ -41,14 +46,19 @@ pub enum Op {
         segment_bytes: Option<u64>,
     },
     /// Read everything from `from`; compared, never changes state.
-    Read { from: i64 },
+    Read {
+        from: i64,
+    },
 }
 
 impl Op {
     /// True for operations after which everything before them is durable
     /// (see docs/design.md section 1: roll, flush, retain and compact make the log durable).
     pub fn is_durability_point(&self) -> bool {
-        matches!(self, Op::Roll | Op::Flush | Op::Retain { .. } | Op::Compact { .. })
+        matches!(
+            self,
+            Op::Roll | Op::Flush | Op::Retain { .. } | Op::Compact { .. }
+        )
     }
 
     /// True if the operation can change the log.
@@ -106,10 +116,16 @@ impl LogView {
             ));
         }
         if self.next_offset != other.next_offset {
-            out.push(format!("next_offset: {} vs {}", self.next_offset, other.next_offset));
+            out.push(format!(
+                "next_offset: {} vs {}",
+                self.next_offset, other.next_offset
+            ));
         }
         if self.segments != other.segments {
-            out.push(format!("segments: {:?} vs {:?}", self.segments, other.segments));
+            out.push(format!(
+                "segments: {:?} vs {:?}",
+                self.segments, other.segments
+            ));
         }
         let n = self.records.len().max(other.records.len());
         for i in 0..n {
@@ -129,10 +145,15 @@ impl LogView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum OpOutcome {
-    Appended { base_offset: i64, last_offset: i64 },
+    Appended {
+        base_offset: i64,
+        last_offset: i64,
+    },
     Rolled,
     Flushed,
-    Retained { deleted_segments: Vec<i64> },
+    Retained {
+        deleted_segments: Vec<i64>,
+    },
     Compacted {
         records_before: u64,
         records_after: u64,
@@ -141,7 +162,9 @@ pub enum OpOutcome {
         bytes_before: u64,
         bytes_after: u64,
     },
-    Read { records: Vec<RecordView> },
+    Read {
+        records: Vec<RecordView>,
+    },
     /// The operation was rejected (bad arguments, out of range); both sides must agree.
     Rejected,
 }
