@@ -12,5 +12,6 @@ pub mod format;
 pub mod fs;
 pub mod install;
 pub mod retention;
+pub mod workload;
 
 pub use error::{CorruptKind, Error, Result};

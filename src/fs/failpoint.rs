@@ -120,11 +120,14 @@ pub fn fire(name: &str, arg: Option<String>) -> crate::Error {
     }
 }
 
-/// Inserts the named fail point. With the `failpoints` feature off this expands
-/// to nothing. The enclosing function must return `crate::Result<_>`.
+/// Inserts the named fail point. With the `failpoints` feature off this only
+/// records the hit for an installed [`Recorder`] (a thread-local check); with it on,
+/// the `fail` crate's registry decides. The enclosing function must return
+/// `crate::Result<_>`.
 #[macro_export]
 macro_rules! fail_point {
     ($name:expr) => {{
+        $crate::fs::failpoint::reached($name);
         #[cfg(feature = "failpoints")]
         {
             ::fail::fail_point!($name, |arg: Option<String>| Err(
@@ -134,9 +137,105 @@ macro_rules! fail_point {
     }};
 }
 
+type Probe = Box<dyn Fn() -> u64>;
+
+thread_local! {
+    static RECORDER: std::cell::RefCell<Option<(Vec<(&'static str, u64)>, Option<Probe>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by [`crate::fail_point!`] at every fail point: records the name when a
+/// [`Recorder`] is installed on this thread. This is how the crash sweep and the
+/// scenario replayer map a fail point name to a file-system operation, and how tests
+/// prove a path was reached (a coverage mark), without the `failpoints` feature.
+pub fn reached(name: &'static str) {
+    RECORDER.with(|r| {
+        if let Some((hits, probe)) = r.borrow_mut().as_mut() {
+            let at = probe.as_ref().map_or(0, |p| p());
+            hits.push((name, at));
+        }
+    });
+}
+
+/// Records the fail points reached on this thread while it is alive.
+#[derive(Debug)]
+pub struct Recorder {
+    _private: (),
+}
+
+impl Recorder {
+    /// Starts recording on this thread (replacing any earlier recording).
+    pub fn start() -> Recorder {
+        RECORDER.with(|r| *r.borrow_mut() = Some((Vec::new(), None)));
+        Recorder { _private: () }
+    }
+
+    /// Starts recording, noting with each hit the value of `probe` at that moment
+    /// (the simulated file system's count of mutating operations, so a fail point name
+    /// maps to "before file-system operation k").
+    pub fn start_with_probe(probe: impl Fn() -> u64 + 'static) -> Recorder {
+        RECORDER.with(|r| *r.borrow_mut() = Some((Vec::new(), Some(Box::new(probe)))));
+        Recorder { _private: () }
+    }
+
+    /// The names reached so far, in order.
+    pub fn hits(&self) -> Vec<&'static str> {
+        self.hits_with_probe()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// The names reached so far with the probe's value at each hit.
+    pub fn hits_with_probe(&self) -> Vec<(&'static str, u64)> {
+        RECORDER.with(|r| {
+            r.borrow()
+                .as_ref()
+                .map(|(hits, _)| hits.clone())
+                .unwrap_or_default()
+        })
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        RECORDER.with(|r| *r.borrow_mut() = None);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn touch() -> crate::Result<()> {
+        crate::fail_point!(LOG_FLUSH_SYNC_LOG);
+        Ok(())
+    }
+
+    #[test]
+    fn recorder_sees_reached_points() {
+        let recorder = Recorder::start();
+        touch().unwrap();
+        touch().unwrap();
+        assert_eq!(
+            recorder.hits(),
+            vec![LOG_FLUSH_SYNC_LOG, LOG_FLUSH_SYNC_LOG]
+        );
+        drop(recorder);
+        touch().unwrap();
+        let counter = std::rc::Rc::new(std::cell::Cell::new(7u64));
+        let probe = std::rc::Rc::clone(&counter);
+        let recorder = Recorder::start_with_probe(move || probe.get());
+        touch().unwrap();
+        counter.set(9);
+        touch().unwrap();
+        assert_eq!(
+            recorder.hits_with_probe(),
+            vec![(LOG_FLUSH_SYNC_LOG, 7), (LOG_FLUSH_SYNC_LOG, 9)]
+        );
+        drop(recorder);
+        assert!(Recorder::start().hits().is_empty());
+    }
 
     #[test]
     fn names_are_unique_and_well_formed() {

@@ -1,0 +1,184 @@
+//! Workloads: one vocabulary of operations, applied identically to the engine and to
+//! the reference spec (`seglog_model::spec::SpecLog`), and one view of a log's state to
+//! compare the two. The conformance test, the crash sweep, crash-scenario files and the
+//! fuzz targets all speak this vocabulary, so a counterexample from any of them is a
+//! list of [`Op`]s that replays everywhere.
+
+use serde::{Deserialize, Serialize};
+
+/// A record as workloads and scenario files write it: UTF-8 key and value, each
+/// optional (absent key = keyless record; absent value = tombstone).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RecordSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub ts: i64,
+}
+
+/// One operation of a workload.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// Append one batch.
+    Append {
+        records: Vec<RecordSpec>,
+    },
+    /// Append one control batch (a COMMIT marker when `commit`, else ABORT).
+    AppendControl {
+        commit: bool,
+        ts: i64,
+    },
+    Roll,
+    Flush,
+    Retain {
+        now: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retention_ms: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retention_bytes: Option<i64>,
+    },
+    Compact {
+        now: i64,
+        delete_retention_ms: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        segment_bytes: Option<u64>,
+    },
+    /// Read everything from `from`; compared, never changes state.
+    Read {
+        from: i64,
+    },
+}
+
+impl Op {
+    /// True for operations after which everything before them is durable
+    /// (see docs/design.md section 1: roll, flush, retain and compact make the log durable).
+    pub fn is_durability_point(&self) -> bool {
+        matches!(
+            self,
+            Op::Roll | Op::Flush | Op::Retain { .. } | Op::Compact { .. }
+        )
+    }
+
+    /// True if the operation can change the log.
+    pub fn is_mutation(&self) -> bool {
+        !matches!(self, Op::Read { .. })
+    }
+}
+
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match serde_json::to_string(self) {
+            Ok(s) => f.write_str(&s),
+            Err(_) => write!(f, "{self:?}"),
+        }
+    }
+}
+
+/// One stored record, as both the engine and the spec report it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RecordView {
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub ts: i64,
+    pub control: bool,
+}
+
+/// One segment's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SegmentView {
+    pub base_offset: i64,
+    pub closed: bool,
+    pub bytes: u64,
+    pub records: u64,
+    pub max_timestamp: i64,
+}
+
+/// Everything observable about a log, for comparing the engine with the spec.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LogView {
+    pub log_start_offset: i64,
+    pub next_offset: i64,
+    pub segments: Vec<SegmentView>,
+    pub records: Vec<RecordView>,
+}
+
+impl LogView {
+    /// Human-readable differences, empty when equal.
+    pub fn diff(&self, other: &LogView) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.log_start_offset != other.log_start_offset {
+            out.push(format!(
+                "log_start_offset: {} vs {}",
+                self.log_start_offset, other.log_start_offset
+            ));
+        }
+        if self.next_offset != other.next_offset {
+            out.push(format!(
+                "next_offset: {} vs {}",
+                self.next_offset, other.next_offset
+            ));
+        }
+        if self.segments != other.segments {
+            out.push(format!(
+                "segments: {:?} vs {:?}",
+                self.segments, other.segments
+            ));
+        }
+        let n = self.records.len().max(other.records.len());
+        for i in 0..n {
+            match (self.records.get(i), other.records.get(i)) {
+                (Some(a), Some(b)) if a == b => {}
+                (a, b) => {
+                    out.push(format!("record #{i}: {a:?} vs {b:?}"));
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What an operation returned, for comparing engine and spec step by step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum OpOutcome {
+    Appended {
+        base_offset: i64,
+        last_offset: i64,
+    },
+    Rolled,
+    Flushed,
+    Retained {
+        deleted_segments: Vec<i64>,
+    },
+    Compacted {
+        records_before: u64,
+        records_after: u64,
+        segments_before: u64,
+        segments_after: u64,
+        bytes_before: u64,
+        bytes_after: u64,
+    },
+    Read {
+        records: Vec<RecordView>,
+    },
+    /// The operation was rejected (bad arguments, out of range); both sides must agree.
+    Rejected,
+}
+
+/// Converts workload records into the engine's append input.
+pub fn new_records(records: &[RecordSpec]) -> Vec<crate::format::NewRecord> {
+    records
+        .iter()
+        .map(|r| {
+            crate::format::NewRecord::new(
+                r.key.as_ref().map(|k| k.as_bytes().to_vec()),
+                r.value.as_ref().map(|v| v.as_bytes().to_vec()),
+                r.ts,
+            )
+        })
+        .collect()
+}
