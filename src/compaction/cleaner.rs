@@ -16,8 +16,9 @@ use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
 use super::offset_map::OffsetMap;
-use super::planner::{compact_batch, Grouper, Horizon, Placement};
-use super::source::{list_segments, read_batches, segment_path};
+use super::planner::{compact_batch, decide_view, Decision, Grouper, Horizon, Placement};
+use super::source::{list_segments, segment_path};
+use super::view;
 
 /// Compaction report (records, segments and bytes cover the closed region only).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -56,21 +57,59 @@ pub struct Built {
 /// records of non-control batches only.
 pub fn build_map(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<OffsetMap> {
     let mut map = OffsetMap::new();
+    let mut bytes = Vec::new();
     for &base in bases {
         let path = segment_path(dir, base, LOG_SUFFIX);
-        for batch in read_batches(fs, &path, base)? {
+        read_into(fs, &path, &mut bytes)?;
+        let mut records = Vec::new();
+        for batch in view::batches(&path, base, &bytes)? {
             if batch.is_control() {
                 continue;
             }
-            for record in &batch.records {
-                if let Some(key) = &record.key {
-                    map.insert(key, batch.offset_of(record));
+            view::records(&path, &batch, &mut records)?;
+            for record in &records {
+                if let Some(key) = record.key {
+                    map.insert(key, record.offset);
                 }
             }
         }
     }
     map.finish();
     Ok(map)
+}
+
+/// Appends the compacted form of one source segment to `out`; returns
+/// (records before, records after).
+fn compact_segment(
+    path: &Path,
+    base: i64,
+    bytes: &[u8],
+    map: &OffsetMap,
+    horizon: Horizon,
+    out: &mut Vec<u8>,
+) -> Result<(u64, u64)> {
+    let (mut before, mut after) = (0u64, 0u64);
+    let mut records = Vec::new();
+    for batch in view::batches(path, base, bytes)? {
+        view::records(path, &batch, &mut records)?;
+        let kept = records
+            .iter()
+            .filter(|r| decide_view(batch.is_control(), r, map, horizon) == Decision::Keep)
+            .count();
+        before += records.len() as u64;
+        after += kept as u64;
+        if kept == records.len() {
+            // Every record kept (control batches always): the batch, byte for byte.
+            out.extend_from_slice(batch.bytes);
+        } else if kept > 0 {
+            let (decoded, _) = crate::format::batch::decode(batch.bytes)
+                .map_err(|e| e.at(path, batch.position))?;
+            let compacted = compact_batch(&decoded, map, horizon).expect("some record is kept");
+            assert_eq!(compacted.records.len(), kept);
+            compacted.encode_into(out);
+        }
+    }
+    Ok((before, after))
 }
 
 /// Install step 1: writes the compacted log into `D.compact-tmp` and syncs it.
@@ -119,18 +158,15 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     let mut files: Vec<ManifestFile> = Vec::new();
     let mut grouper = Grouper::new(options.segment_bytes);
     let mut buffer = Vec::new();
+    let mut bytes = Vec::new();
     for &base in closed {
         let source = segment_path(dir, base, LOG_SUFFIX);
-        let batches = read_batches(fs, &source, base)?;
-        report.bytes_before += fs.len(&source).map_err(|e| Error::io(&source, e))?;
+        read_into(fs, &source, &mut bytes)?;
+        report.bytes_before += bytes.len() as u64;
         buffer.clear();
-        for batch in &batches {
-            report.records_before += batch.records.len() as u64;
-            if let Some(kept) = compact_batch(batch, &map, horizon) {
-                report.records_after += kept.records.len() as u64;
-                kept.encode_into(&mut buffer);
-            }
-        }
+        let (before, after) = compact_segment(&source, base, &bytes, &map, horizon, &mut buffer)?;
+        report.records_before += before;
+        report.records_after += after;
         if grouper.place(buffer.len() as u64) == Placement::Start {
             if let Some(done) = files.last() {
                 build_sync_file(fs, &paths.tmp.join(&done.name))?;
@@ -160,10 +196,9 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     let active_bytes = fs
         .read_all(&active_source)
         .map_err(|e| Error::io(&active_source, e))?;
-    let active_batches = super::source::decode_segment(&active_source, active_base, &active_bytes)?;
-    let next_offset = active_batches
+    let next_offset = view::batches(&active_source, active_base, &active_bytes)?
         .last()
-        .map_or(active_base, |b| b.next_offset());
+        .map_or(active_base, |b| b.last_offset() + 1);
     let active_name = filename::build(active_base, LOG_SUFFIX);
     let active_path = paths.tmp.join(&active_name);
     fs.write_new(&active_path, &active_bytes)
@@ -189,6 +224,25 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
         },
         report,
     }))
+}
+
+/// Reads the whole file into `buf`, reusing its allocation (no fresh zeroed pages
+/// per segment).
+fn read_into(fs: &dyn FileSystem, path: &Path, buf: &mut Vec<u8>) -> Result<()> {
+    let len = fs.len(path).map_err(|e| Error::io(path, e))?;
+    let len = usize::try_from(len).map_err(|_| Error::Unsupported("segment too large".into()))?;
+    buf.resize(len, 0);
+    let mut done = 0;
+    while done < len {
+        let n = fs
+            .read_at(path, done as u64, &mut buf[done..])
+            .map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            return Err(Error::io(path, std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        done += n;
+    }
+    Ok(())
 }
 
 fn build_sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {

@@ -8,6 +8,7 @@ pub mod cleaner;
 pub mod offset_map;
 pub mod planner;
 pub mod source;
+pub mod view;
 
 use std::path::Path;
 

@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::format::{Record, RecordBatch};
 
 use super::offset_map::OffsetMap;
+use super::view::RecordView;
 
 /// What happens to one record of the closed region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -26,27 +27,55 @@ pub struct Horizon {
     pub delete_retention_ms: i64,
 }
 
-/// Decides one record of a non-control batch of the closed region.
+/// Decides one record of the closed region.
 pub fn decide(batch: &RecordBatch, record: &Record, map: &OffsetMap, horizon: Horizon) -> Decision {
-    if batch.is_control() {
+    decide_parts(
+        batch.is_control(),
+        record.key.as_deref(),
+        batch.offset_of(record),
+        record.value.is_none(),
+        batch.timestamp_of(record),
+        map,
+        horizon,
+    )
+}
+
+/// [`decide`] on a zero-copy view of a record.
+pub fn decide_view(control: bool, record: &RecordView<'_>, map: &OffsetMap, horizon: Horizon) -> Decision {
+    decide_parts(
+        control,
+        record.key,
+        record.offset,
+        record.value_is_null,
+        record.timestamp,
+        map,
+        horizon,
+    )
+}
+
+/// The rule itself (docs/design.md section 1).
+fn decide_parts(
+    control: bool,
+    key: Option<&[u8]>,
+    offset: i64,
+    value_is_null: bool,
+    timestamp: i64,
+    map: &OffsetMap,
+    horizon: Horizon,
+) -> Decision {
+    if control {
         return Decision::Keep;
     }
-    let Some(key) = record.key.as_deref() else {
+    let Some(key) = key else {
         return Decision::Keep;
     };
-    let offset = batch.offset_of(record);
-    let latest = map
-        .latest(key)
-        .expect("the offset map covers every keyed record");
-    assert!(
-        latest >= offset,
-        "offset map is missing a later write of a key"
-    );
+    let latest = map.latest(key).expect("the offset map covers every keyed record");
+    assert!(latest >= offset, "offset map is missing a later write of a key");
     if latest != offset {
         return Decision::DropObsolete;
     }
-    if record.value.is_none() {
-        let age_ms = i128::from(horizon.now) - i128::from(batch.timestamp_of(record));
+    if value_is_null {
+        let age_ms = i128::from(horizon.now) - i128::from(timestamp);
         if age_ms > i128::from(horizon.delete_retention_ms) {
             return Decision::DropExpiredTombstone;
         }
