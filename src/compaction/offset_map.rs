@@ -27,7 +27,8 @@ pub const DIGEST_BYTES: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    digest: [u8; DIGEST_BYTES],
+    /// The 128-bit digest as two words (compared as numbers: fast sorts).
+    digest: Digest,
     offset: i64,
 }
 
@@ -49,11 +50,14 @@ pub struct OffsetMap {
     peak_bytes: usize,
 }
 
-/// The first 8 bytes of a digest as a big-endian number (sort order = digest order).
-fn prefix(digest: &[u8; DIGEST_BYTES]) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&digest[..8]);
-    u64::from_be_bytes(bytes)
+/// A 128-bit key digest, high word first.
+pub type Digest = [u64; 2];
+
+const _: () = assert!(size_of::<Digest>() == DIGEST_BYTES);
+
+/// The high word: digests sort by it first, and it is uniformly distributed.
+fn prefix(digest: &Digest) -> u64 {
+    digest[0]
 }
 
 impl Default for OffsetMap {
@@ -76,8 +80,9 @@ impl OffsetMap {
     }
 
     /// The 128-bit digest of a key under this map's secret key.
-    pub fn digest(&self, key: &[u8]) -> [u8; DIGEST_BYTES] {
-        self.hasher.hash(key).as_bytes()
+    pub fn digest(&self, key: &[u8]) -> Digest {
+        let hash = self.hasher.hash(key).as_u128();
+        [(hash >> 64) as u64, hash as u64]
     }
 
     /// Records that `key` was written at `offset`. Offsets may come in any order;
@@ -86,7 +91,7 @@ impl OffsetMap {
         self.insert_digest(self.digest(key), offset);
     }
 
-    fn insert_digest(&mut self, digest: [u8; DIGEST_BYTES], offset: i64) {
+    fn insert_digest(&mut self, digest: Digest, offset: i64) {
         if self.entries.len() == self.entries.capacity() {
             self.dedup();
             // Grow only when deduplication freed less than half.
@@ -134,7 +139,7 @@ impl OffsetMap {
     /// digest among `n` sorted ones is about `prefix * n / 2^64`; a few probes (each
     /// a cache miss at most) replace the ~20 of a binary search over a million keys.
     /// Falls back to binary search if the guesses stop narrowing quickly.
-    fn find(&self, digest: &[u8; DIGEST_BYTES]) -> Option<usize> {
+    fn find(&self, digest: &Digest) -> Option<usize> {
         let target = prefix(digest);
         let (mut lo, mut hi) = (0usize, self.entries.len());
         for _ in 0..8 {
