@@ -15,8 +15,8 @@ use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
-use super::offset_map::OffsetMap;
-use super::planner::{compact_batch, decide_view, Decision, Grouper, Horizon, Placement};
+use super::offset_map::{Digest, OffsetMap};
+use super::planner::{decide_view, Decision, Grouper, Horizon, Placement};
 use super::source::{list_segments, segment_path};
 use super::view;
 
@@ -80,6 +80,11 @@ pub fn build_map(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Offse
 
 /// Appends the compacted form of one source segment to `out`; returns
 /// (records before, records after).
+///
+/// The latest offsets of the segment's keys are looked up in one sorted merge walk
+/// over the map ([`OffsetMap::latest_sorted`]). A batch whose records are all kept
+/// (control batches always) is copied byte for byte; a partly kept batch is decoded
+/// in full and re-encoded ([`crate::format::RecordBatch::retain`]).
 fn compact_segment(
     path: &Path,
     base: i64,
@@ -88,24 +93,51 @@ fn compact_segment(
     horizon: Horizon,
     out: &mut Vec<u8>,
 ) -> Result<(u64, u64)> {
-    let (mut before, mut after) = (0u64, 0u64);
+    let batches = view::batches(path, base, bytes)?;
     let mut records = Vec::new();
-    for batch in view::batches(path, base, bytes)? {
-        view::records(path, &batch, &mut records)?;
-        let kept = records
-            .iter()
-            .filter(|r| decide_view(batch.is_control(), r, map, horizon) == Decision::Keep)
-            .count();
-        before += records.len() as u64;
+    let mut ranges = Vec::with_capacity(batches.len());
+    let mut scratch = Vec::new();
+    let mut queries: Vec<(Digest, u32)> = Vec::new();
+    for batch in &batches {
+        view::records(path, batch, &mut scratch)?;
+        let start = records.len();
+        for record in &scratch {
+            if let (Some(key), false) = (record.key, batch.is_control()) {
+                let tag = u32::try_from(records.len()).expect("fewer than 2^32 records per segment");
+                queries.push((map.digest(key), tag));
+            }
+            records.push(*record);
+        }
+        ranges.push(start..records.len());
+    }
+    queries.sort_unstable_by_key(|q| q.0);
+    let mut latest: Vec<Option<i64>> = vec![None; records.len()];
+    map.latest_sorted(&queries, |tag, found| latest[tag as usize] = found);
+    let mut keep = Vec::new();
+    let (mut before, mut after) = (0u64, 0u64);
+    for (batch, range) in batches.iter().zip(ranges) {
+        keep.clear();
+        keep.extend(
+            range
+                .clone()
+                .map(|i| decide_view(batch.is_control(), &records[i], latest[i], horizon) == Decision::Keep),
+        );
+        let kept = keep.iter().filter(|k| **k).count();
+        before += keep.len() as u64;
         after += kept as u64;
-        if kept == records.len() {
-            // Every record kept (control batches always): the batch, byte for byte.
+        if kept == keep.len() {
             out.extend_from_slice(batch.bytes);
         } else if kept > 0 {
             let (decoded, _) = crate::format::batch::decode(batch.bytes)
                 .map_err(|e| e.at(path, batch.position))?;
-            let compacted = compact_batch(&decoded, map, horizon).expect("some record is kept");
+            assert_eq!(decoded.records.len(), keep.len());
+            let mut flags = keep.iter();
+            let compacted = decoded
+                .retain(|_| *flags.next().expect("one flag per record"))
+                .expect("some record is kept");
             assert_eq!(compacted.records.len(), kept);
+            assert_eq!(compacted.base_offset, decoded.base_offset);
+            assert_eq!(compacted.last_offset_delta, decoded.last_offset_delta);
             compacted.encode_into(out);
         }
     }

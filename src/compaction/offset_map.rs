@@ -165,6 +165,29 @@ impl OffsetMap {
             .map(|i| lo + i)
     }
 
+    /// Looks up many digests at once, sorted ascending: a merge walk with galloping
+    /// search over the sorted entries, so memory is read nearly sequentially instead
+    /// of one cache miss per probe. Calls `found(tag, latest)` for each query.
+    pub fn latest_sorted(&self, queries: &[(Digest, u32)], mut found: impl FnMut(u32, Option<i64>)) {
+        assert!(self.finished, "OffsetMap::finish must run before lookups");
+        debug_assert!(queries.windows(2).all(|w| w[0].0 <= w[1].0));
+        let entries = &self.entries;
+        let n = entries.len();
+        let mut lo = 0usize;
+        for (digest, tag) in queries {
+            // Invariant: every entry before `lo` is < digest.
+            let mut bound = 1usize;
+            while lo + bound <= n && entries[lo + bound - 1].digest < *digest {
+                lo += bound;
+                bound *= 2;
+            }
+            let hi = (lo + bound).min(n);
+            lo += entries[lo..hi].partition_point(|e| e.digest < *digest);
+            let hit = entries.get(lo).filter(|e| e.digest == *digest);
+            found(*tag, hit.map(|e| e.offset));
+        }
+    }
+
     /// Distinct keys (digests) in the map.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -241,6 +264,35 @@ mod tests {
             for k in n..n + 1000 {
                 assert_eq!(map.latest(&k.to_le_bytes()), None);
             }
+        }
+    }
+
+    #[test]
+    fn sorted_lookups_agree_with_single_lookups() {
+        let mut map = OffsetMap::new();
+        for k in 0..5_000u32 {
+            map.insert(&(k * 2).to_le_bytes(), i64::from(k));
+        }
+        map.finish();
+        let mut queries: Vec<(Digest, u32)> = (0..10_000u32)
+            .map(|k| (map.digest(&k.to_le_bytes()), k))
+            .collect();
+        queries.push(queries[7]);
+        queries.sort_unstable();
+        let mut seen = 0;
+        map.latest_sorted(&queries, |k, latest| {
+            assert_eq!(latest, map.latest(&k.to_le_bytes()), "key {k}");
+            assert_eq!(latest.is_some(), k % 2 == 0);
+            seen += 1;
+        });
+        assert_eq!(seen, queries.len());
+        OffsetMap::new().tap_finish().latest_sorted(&queries, |_, latest| assert!(latest.is_none()));
+    }
+
+    impl OffsetMap {
+        fn tap_finish(mut self) -> Self {
+            self.finish();
+            self
         }
     }
 

@@ -40,20 +40,20 @@ pub fn decide(batch: &RecordBatch, record: &Record, map: &OffsetMap, horizon: Ho
     )
 }
 
-/// [`decide`] on a zero-copy view of a record.
-pub fn decide_view(control: bool, record: &RecordView<'_>, map: &OffsetMap, horizon: Horizon) -> Decision {
-    decide_parts(
+/// [`decide`] on a zero-copy view of a record whose key's latest offset was already
+/// looked up (`latest`, `None` for keyless records and control batches).
+pub fn decide_view(control: bool, record: &RecordView<'_>, latest: Option<i64>, horizon: Horizon) -> Decision {
+    decide_latest(
         control,
-        record.key,
+        record.key.is_some(),
         record.offset,
         record.value_is_null,
         record.timestamp,
-        map,
+        latest,
         horizon,
     )
 }
 
-/// The rule itself (docs/design.md section 1).
 fn decide_parts(
     control: bool,
     key: Option<&[u8]>,
@@ -63,13 +63,27 @@ fn decide_parts(
     map: &OffsetMap,
     horizon: Horizon,
 ) -> Decision {
-    if control {
+    let latest = match key {
+        Some(key) if !control => map.latest(key),
+        _ => None,
+    };
+    decide_latest(control, key.is_some(), offset, value_is_null, timestamp, latest, horizon)
+}
+
+/// The rule itself (docs/design.md section 1).
+fn decide_latest(
+    control: bool,
+    keyed: bool,
+    offset: i64,
+    value_is_null: bool,
+    timestamp: i64,
+    latest: Option<i64>,
+    horizon: Horizon,
+) -> Decision {
+    if control || !keyed {
         return Decision::Keep;
     }
-    let Some(key) = key else {
-        return Decision::Keep;
-    };
-    let latest = map.latest(key).expect("the offset map covers every keyed record");
+    let latest = latest.expect("the offset map covers every keyed record");
     assert!(latest >= offset, "offset map is missing a later write of a key");
     if latest != offset {
         return Decision::DropObsolete;
