@@ -70,7 +70,8 @@ fn fixture() -> Fixture {
     };
     for round in 0..2u64 {
         for chunk in 0..keys.div_ceil(BATCH_RECORDS as u64) {
-            let records: Vec<NewRecord> = (chunk * BATCH_RECORDS as u64..((chunk + 1) * BATCH_RECORDS as u64).min(keys))
+            let records: Vec<NewRecord> = (chunk * BATCH_RECORDS as u64
+                ..((chunk + 1) * BATCH_RECORDS as u64).min(keys))
                 .map(|k| {
                     let key = format!("key-{:012}", (k + round * (keys / 2)) % keys).into_bytes();
                     NewRecord::new(Some(key), Some(value.clone()), (round * keys + k) as i64)
@@ -80,7 +81,14 @@ fn fixture() -> Fixture {
         }
     }
     // A small active segment.
-    write(&[NewRecord::new(Some(b"active".to_vec()), Some(value.clone()), 0)], true);
+    write(
+        &[NewRecord::new(
+            Some(b"active".to_vec()),
+            Some(value.clone()),
+            0,
+        )],
+        true,
+    );
     fs.sync_file(&path).unwrap();
     fs.sync_dir(&dir).unwrap();
     let input_bytes = fs
@@ -182,7 +190,11 @@ fn bench(c: &mut Criterion) {
     let mib = fixture.input_bytes as f64 / (1024.0 * 1024.0);
     println!(
         "compaction: input {mib:.1} MiB, {} keys, records {} -> {}, closed bytes {} -> {}",
-        fixture.keys, report.records_before, report.records_after, report.bytes_before, report.bytes_after
+        fixture.keys,
+        report.records_before,
+        report.records_after,
+        report.bytes_before,
+        report.bytes_after
     );
     println!(
         "compaction median {:.3} s ({:.1} MiB/s); baseline median {:.3} s ({:.1} MiB/s); ratio {:.2}x (target >= 0.5x)",

@@ -78,6 +78,14 @@ pub fn build_map(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Offse
     Ok(map)
 }
 
+/// Buffers reused from one source segment to the next (no fresh pages per segment).
+#[derive(Debug, Default)]
+struct Scratch {
+    queries: Vec<(Digest, u32)>,
+    latest: Vec<Option<i64>>,
+    keep: Vec<bool>,
+}
+
 /// Appends the compacted form of one source segment to `out`; returns
 /// (records before, records after).
 ///
@@ -91,19 +99,24 @@ fn compact_segment(
     bytes: &[u8],
     map: &OffsetMap,
     horizon: Horizon,
+    work: &mut Scratch,
     out: &mut Vec<u8>,
 ) -> Result<(u64, u64)> {
     let batches = view::batches(path, base, bytes)?;
-    let mut records = Vec::new();
+    let mut records = Vec::with_capacity(batches.len() * 8);
     let mut ranges = Vec::with_capacity(batches.len());
     let mut scratch = Vec::new();
-    let mut queries: Vec<(Digest, u32)> = Vec::new();
+    let queries = &mut work.queries;
+    let latest = &mut work.latest;
+    let keep = &mut work.keep;
+    queries.clear();
     for batch in &batches {
         view::records(path, batch, &mut scratch)?;
         let start = records.len();
         for record in &scratch {
             if let (Some(key), false) = (record.key, batch.is_control()) {
-                let tag = u32::try_from(records.len()).expect("fewer than 2^32 records per segment");
+                let tag =
+                    u32::try_from(records.len()).expect("fewer than 2^32 records per segment");
                 queries.push((map.digest(key), tag));
             }
             records.push(*record);
@@ -111,17 +124,15 @@ fn compact_segment(
         ranges.push(start..records.len());
     }
     queries.sort_unstable_by_key(|q| q.0);
-    let mut latest: Vec<Option<i64>> = vec![None; records.len()];
-    map.latest_sorted(&queries, |tag, found| latest[tag as usize] = found);
-    let mut keep = Vec::new();
+    latest.clear();
+    latest.resize(records.len(), None);
+    map.latest_sorted(queries, |tag, found| latest[tag as usize] = found);
     let (mut before, mut after) = (0u64, 0u64);
     for (batch, range) in batches.iter().zip(ranges) {
         keep.clear();
-        keep.extend(
-            range
-                .clone()
-                .map(|i| decide_view(batch.is_control(), &records[i], latest[i], horizon) == Decision::Keep),
-        );
+        keep.extend(range.clone().map(|i| {
+            decide_view(batch.is_control(), &records[i], latest[i], horizon) == Decision::Keep
+        }));
         let kept = keep.iter().filter(|k| **k).count();
         before += keep.len() as u64;
         after += kept as u64;
@@ -191,12 +202,14 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     let mut grouper = Grouper::new(options.segment_bytes);
     let mut buffer = Vec::new();
     let mut bytes = Vec::new();
+    let mut work = Scratch::default();
     for &base in closed {
         let source = segment_path(dir, base, LOG_SUFFIX);
         read_into(fs, &source, &mut bytes)?;
         report.bytes_before += bytes.len() as u64;
         buffer.clear();
-        let (before, after) = compact_segment(&source, base, &bytes, &map, horizon, &mut buffer)?;
+        let (before, after) =
+            compact_segment(&source, base, &bytes, &map, horizon, &mut work, &mut buffer)?;
         report.records_before += before;
         report.records_after += after;
         if grouper.place(buffer.len() as u64) == Placement::Start {

@@ -168,7 +168,11 @@ impl OffsetMap {
     /// Looks up many digests at once, sorted ascending: a merge walk with galloping
     /// search over the sorted entries, so memory is read nearly sequentially instead
     /// of one cache miss per probe. Calls `found(tag, latest)` for each query.
-    pub fn latest_sorted(&self, queries: &[(Digest, u32)], mut found: impl FnMut(u32, Option<i64>)) {
+    pub fn latest_sorted(
+        &self,
+        queries: &[(Digest, u32)],
+        mut found: impl FnMut(u32, Option<i64>),
+    ) {
         assert!(self.finished, "OffsetMap::finish must run before lookups");
         debug_assert!(queries.windows(2).all(|w| w[0].0 <= w[1].0));
         let entries = &self.entries;
@@ -286,7 +290,9 @@ mod tests {
             seen += 1;
         });
         assert_eq!(seen, queries.len());
-        OffsetMap::new().tap_finish().latest_sorted(&queries, |_, latest| assert!(latest.is_none()));
+        OffsetMap::new()
+            .tap_finish()
+            .latest_sorted(&queries, |_, latest| assert!(latest.is_none()));
     }
 
     impl OffsetMap {
@@ -302,6 +308,10 @@ mod tests {
         assert_ne!(map.digest(b""), map.digest(b"\0"));
         assert_ne!(map.digest(b"ab"), map.digest(b"ba"));
         assert_eq!(map.digest(b"ab"), map.digest(b"ab"));
-        assert_ne!(map.digest(b"ab"), OffsetMap::new().digest(b"ab"), "keys are secret per map");
+        assert_ne!(
+            map.digest(b"ab"),
+            OffsetMap::new().digest(b"ab"),
+            "keys are secret per map"
+        );
     }
 }

@@ -42,7 +42,12 @@ pub fn decide(batch: &RecordBatch, record: &Record, map: &OffsetMap, horizon: Ho
 
 /// [`decide`] on a zero-copy view of a record whose key's latest offset was already
 /// looked up (`latest`, `None` for keyless records and control batches).
-pub fn decide_view(control: bool, record: &RecordView<'_>, latest: Option<i64>, horizon: Horizon) -> Decision {
+pub fn decide_view(
+    control: bool,
+    record: &RecordView<'_>,
+    latest: Option<i64>,
+    horizon: Horizon,
+) -> Decision {
     decide_latest(
         control,
         record.key.is_some(),
@@ -67,7 +72,15 @@ fn decide_parts(
         Some(key) if !control => map.latest(key),
         _ => None,
     };
-    decide_latest(control, key.is_some(), offset, value_is_null, timestamp, latest, horizon)
+    decide_latest(
+        control,
+        key.is_some(),
+        offset,
+        value_is_null,
+        timestamp,
+        latest,
+        horizon,
+    )
 }
 
 /// The rule itself (docs/design.md section 1).
@@ -84,7 +97,10 @@ fn decide_latest(
         return Decision::Keep;
     }
     let latest = latest.expect("the offset map covers every keyed record");
-    assert!(latest >= offset, "offset map is missing a later write of a key");
+    assert!(
+        latest >= offset,
+        "offset map is missing a later write of a key"
+    );
     if latest != offset {
         return Decision::DropObsolete;
     }

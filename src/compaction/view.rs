@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::batch::{self, BatchHeader, ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, RECORDS_OFFSET};
+use crate::format::batch::{
+    self, BatchHeader, ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, RECORDS_OFFSET,
+};
 use crate::format::varint::{get_varint, get_varlong};
 
 /// One batch of a segment, checked up to its CRC.
@@ -98,9 +100,14 @@ pub fn batches<'a>(path: &Path, base_offset: i64, bytes: &'a [u8]) -> Result<Vec
 }
 
 /// The records of a batch (key, offset, timestamp, null value), without copying.
-pub fn records<'a>(path: &Path, batch: &BatchView<'a>, out: &mut Vec<RecordView<'a>>) -> Result<()> {
+pub fn records<'a>(
+    path: &Path,
+    batch: &BatchView<'a>,
+    out: &mut Vec<RecordView<'a>>,
+) -> Result<()> {
     out.clear();
-    let corrupt = |at: usize, kind: CorruptKind| Error::corrupt(path, batch.position + at as u64, kind);
+    let corrupt =
+        |at: usize, kind: CorruptKind| Error::corrupt(path, batch.position + at as u64, kind);
     let mut at = RECORDS_OFFSET;
     while at < batch.bytes.len() {
         let rest = batch.bytes.get(at..).unwrap_or_default();
