@@ -298,6 +298,18 @@ impl State {
         Ok(())
     }
 
+    /// Makes everything durable at once: every file's data and every pending op.
+    pub fn settle(&mut self) {
+        // The current entries already hold every pending op's effect.
+        self.pending.clear();
+        for node in self.nodes.values_mut() {
+            match node {
+                Node::File(file) => file.sync(),
+                Node::Dir(dir) => dir.durable = dir.entries.clone(),
+            }
+        }
+    }
+
     /// Every file and directory reachable in the current namespace, by path.
     pub fn walk(&self) -> Vec<(PathBuf, Ino)> {
         let mut out = Vec::new();

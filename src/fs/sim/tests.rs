@@ -599,3 +599,51 @@ fn images_share_file_buffers() {
     images[0].fs.append(p("/d/big"), b"x").unwrap();
     assert_eq!(fs.len(p("/d/big")).unwrap(), 1 << 16);
 }
+
+#[test]
+fn settle_makes_everything_durable_without_counting() {
+    let fs = busy_fs();
+    assert!(power_loss(&fs).len() > 1);
+    let ops = fs.mutating_ops();
+    fs.settle();
+    assert_eq!(fs.mutating_ops(), ops);
+    assert_eq!(fs.pending_dir_ops(), 0);
+    let images = power_loss(&fs);
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].fs.snapshot(), fs.snapshot());
+    assert_eq!(images[0].fs.snapshot_dirs(), fs.snapshot_dirs());
+}
+
+#[test]
+fn syncing_a_later_op_makes_the_earlier_op_on_its_entry_durable() {
+    let fs = SimFs::new();
+    fs.create_dir_all(p("/e")).unwrap();
+    fs.create_dir_all(p("/d")).unwrap();
+    fs.write_new(p("/e/x"), b"x").unwrap();
+    fs.sync_file(p("/e/x")).unwrap();
+    fs.settle();
+    fs.rename(p("/e/x"), p("/d/x")).unwrap();
+    fs.rename(p("/d/x"), p("/d/z")).unwrap();
+    // The second rename is durable by itself; it cannot be without the first one.
+    fs.sync_dir(p("/d")).unwrap();
+    assert_eq!(fs.pending_dir_ops(), 0);
+    assert_eq!(trees(&fs), BTreeSet::from([tree(&[("/d/z", b"x")])]));
+}
+
+#[test]
+fn a_kept_op_never_outlives_the_lost_op_it_depends_on() {
+    let fs = fs_with_dir();
+    fs.write_new(p("/d/tmp"), b"t").unwrap();
+    fs.sync_file(p("/d/tmp")).unwrap();
+    fs.rename(p("/d/tmp"), p("/d/final")).unwrap();
+    let images = power_loss(&fs);
+    // Losing the create loses the rename of the same entry: 3 images, not 4.
+    assert_eq!(images.len(), 3);
+    let create = images[1].lost[0].clone();
+    let rename = images[1].lost[1].clone();
+    assert!(create.to_string().ends_with("op=create tmp"), "{create}");
+    let err = fs.crash_image_with(&[create]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    let image = fs.crash_image_with(&[rename]).unwrap();
+    assert_eq!(image.snapshot(), tree(&[("/d/tmp", b"t")]));
+}
