@@ -218,9 +218,11 @@ impl RecordBatch {
         for record in &self.records {
             record.encode_into(out);
         }
-        let crc = crc32c::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
-        out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(out.len() - start, self.encoded_len());
+        let crc = crc32c::crc32c(out.get(start + ATTRIBUTES_OFFSET..).unwrap_or_default());
+        out.get_mut(start + CRC_OFFSET..start + CRC_OFFSET + 4)
+            .expect("the header was written above")
+            .copy_from_slice(&crc.to_be_bytes());
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -246,7 +248,9 @@ fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
     let bytes = buf
         .get(at..at + 2)
         .ok_or_else(|| truncated(at + 2, buf.len()))?;
-    Ok(i16::from_be_bytes([bytes[0], bytes[1]]))
+    let mut a = [0u8; 2];
+    a.copy_from_slice(bytes);
+    Ok(i16::from_be_bytes(a))
 }
 
 fn be_i32(buf: &[u8], at: usize) -> Result<i32, FormatError> {
@@ -427,6 +431,11 @@ pub fn decode(buf: &[u8]) -> Result<(RecordBatch, usize), FormatError> {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "tests index fixed layouts and panic on failure by design"
+)]
 mod tests {
     use super::*;
     use crate::format::record::Header;
