@@ -340,8 +340,7 @@ impl State {
                     let content = match choice {
                         None => file.data.clone(),
                         Some(Choice::Durable) => file.durable.clone(),
-                        Some(Choice::Kept(n)) if n == file.data.len() => file.data.clone(),
-                        Some(Choice::Kept(n)) => std::sync::Arc::new(file.data[..n].to_vec()),
+                        Some(Choice::Kept(n)) => file.data.prefix(n),
                     };
                     Node::File(FileNode::settled(content))
                 }

@@ -113,12 +113,12 @@ impl SimFs {
 
     /// Every call from the `k`-th mutating call on (0-based, counted by
     /// [`SimFs::mutating_ops`]) fails with `ErrorKind::Other` "simulated crash",
-    /// and the state stays as it was before call `k`. If `k` calls already
-    /// started, the crash happens at once.
+    /// and the state stays as it was before call `k`. If call `k` already
+    /// started (`k < mutating_ops()`), the crash happens at once.
     pub fn set_crash_before(&self, k: u64) {
         let mut inner = self.lock();
         inner.control.crash_before = Some(k);
-        if inner.control.ops >= k {
+        if inner.control.ops > k {
             inner.control.crashed = true;
         }
     }
@@ -192,7 +192,7 @@ impl SimFs {
             .walk()
             .into_iter()
             .filter_map(|(path, ino)| match state.nodes.get(&ino) {
-                Some(Node::File(file)) => Some((path, file.data.to_vec())),
+                Some(Node::File(file)) => Some((path, file.data.bytes().to_vec())),
                 _ => None,
             })
             .collect()
@@ -265,7 +265,7 @@ impl FileSystem for SimFs {
 
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         self.read(|s| {
-            let data = &s.file(path)?.data;
+            let data = s.file(path)?.data.bytes();
             let start = usize::try_from(offset)
                 .unwrap_or(usize::MAX)
                 .min(data.len());

@@ -95,20 +95,11 @@ impl State {
 
     /// Applies `parts` to the current namespace and queues them as one pending op.
     fn record(&mut self, dir: PathBuf, desc: String, parts: Vec<Part>) {
-        let mut current: BTreeMap<Ino, BTreeMap<String, Ino>> = BTreeMap::new();
         let mut unsynced_dirs = BTreeSet::new();
         for part in &parts {
             let (dir_ino, _) = part.slot();
             unsynced_dirs.insert(dir_ino);
-            current
-                .entry(dir_ino)
-                .or_insert_with(|| self.dir_mut(dir_ino).entries.clone());
-        }
-        for part in &parts {
-            part.apply(&mut current);
-        }
-        for (dir_ino, entries) in current {
-            self.dir_mut(dir_ino).entries = entries;
+            part.apply_to(&mut self.dir_mut(dir_ino).entries);
         }
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -278,7 +269,6 @@ impl State {
             }
         }
         let pending = std::mem::take(&mut self.pending);
-        let mut durable: BTreeMap<Ino, BTreeMap<String, Ino>> = BTreeMap::new();
         for (op, committed) in pending.into_iter().zip(commit) {
             if !committed {
                 self.pending.push(op);
@@ -286,14 +276,8 @@ impl State {
             }
             for part in &op.parts {
                 let (dir_ino, _) = part.slot();
-                durable
-                    .entry(dir_ino)
-                    .or_insert_with(|| self.dir_mut(dir_ino).durable.clone());
-                part.apply(&mut durable);
+                part.apply_to(&mut self.dir_mut(dir_ino).durable);
             }
-        }
-        for (dir_ino, entries) in durable {
-            self.dir_mut(dir_ino).durable = entries;
         }
         Ok(())
     }

@@ -585,19 +585,36 @@ fn images_share_file_buffers() {
     fs.write_new(p("/d/big"), &vec![7u8; 1 << 16]).unwrap();
     fs.sync_file(p("/d/big")).unwrap();
     fs.sync_dir(p("/d")).unwrap();
+    fs.append(p("/d/big"), &[8u8; 100]).unwrap();
     let images = fs.crash_images(CrashMode::PowerLoss, 10);
-    let share = |sim: &SimFs| {
+    assert!(images.len() >= 3);
+    let content = |sim: &SimFs| {
         let inner = sim.lock();
         let ino = inner.state.resolve(p("/d/big")).unwrap();
         match &inner.state.nodes[&ino] {
-            Node::File(file) => Arc::clone(&file.data),
+            Node::File(file) => file.data.clone(),
             Node::Dir(_) => panic!("not a file"),
         }
     };
-    assert!(Arc::ptr_eq(&share(&fs), &share(&images[0].fs)));
-    // Writing to the image does not touch the original.
-    images[0].fs.append(p("/d/big"), b"x").unwrap();
-    assert_eq!(fs.len(p("/d/big")).unwrap(), 1 << 16);
+    let original = content(&fs);
+    for image in &images {
+        // Torn cuts included: every image is a view of the same buffer.
+        assert!(
+            original.shares_buffer(&content(&image.fs)),
+            "{:?}",
+            image.lost
+        );
+    }
+    // Writing to an image copies only there; the original and other images keep theirs.
+    let torn = &images[2].fs;
+    let torn_len = torn.len(p("/d/big")).unwrap();
+    assert!(torn_len < (1 << 16) + 100);
+    torn.append(p("/d/big"), b"x").unwrap();
+    assert!(!original.shares_buffer(&content(torn)));
+    assert_eq!(torn.len(p("/d/big")).unwrap(), torn_len + 1);
+    assert_eq!(fs.len(p("/d/big")).unwrap(), (1 << 16) + 100);
+    assert_eq!(fs.read_all(p("/d/big")).unwrap()[(1 << 16)..], [8u8; 100]);
+    assert_eq!(images[0].fs.len(p("/d/big")).unwrap(), (1 << 16) + 100);
 }
 
 #[test]
@@ -646,4 +663,25 @@ fn a_kept_op_never_outlives_the_lost_op_it_depends_on() {
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     let image = fs.crash_image_with(&[rename]).unwrap();
     assert_eq!(image.snapshot(), tree(&[("/d/tmp", b"t")]));
+}
+
+#[test]
+fn crash_control_works_through_an_arc_dyn_file_system() {
+    let sim = Arc::new(SimFs::new());
+    let engine_fs: Arc<dyn FileSystem> = sim.clone();
+    engine_fs.create_dir_all(p("/d")).unwrap();
+    sim.set_crash_before(sim.mutating_ops());
+    assert!(!sim.is_crashed());
+    let err = engine_fs.create_file(p("/d/x")).unwrap_err();
+    assert_eq!(err.to_string(), CRASH_MESSAGE);
+    assert!(sim.is_crashed());
+    assert!(!sim.snapshot_dirs().is_empty());
+    assert!(sim.snapshot().is_empty());
+    // Asking for a crash before a call that already ran crashes at once.
+    let late = SimFs::new();
+    late.create_dir_all(p("/a")).unwrap();
+    late.set_crash_before(0);
+    assert!(late.is_crashed());
+    assert!(late.create_dir_all(p("/b")).is_err());
+    assert_eq!(late.snapshot_dirs().len(), 2);
 }

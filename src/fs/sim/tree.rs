@@ -17,13 +17,69 @@ use std::sync::Arc;
 pub(super) type Ino = u64;
 pub(super) const ROOT: Ino = 0;
 
+/// File bytes: a prefix view of a shared buffer, so a crash image (or a torn cut of
+/// a file) costs no copy. Writing copies the buffer only when it is shared.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Content {
+    buf: Arc<Vec<u8>>,
+    len: usize,
+}
+
+impl Content {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// The first `len` bytes, sharing this buffer.
+    pub fn prefix(&self, len: usize) -> Content {
+        assert!(len <= self.len, "prefix {len} beyond length {}", self.len);
+        Content {
+            buf: Arc::clone(&self.buf),
+            len,
+        }
+    }
+
+    /// True if both views share one buffer (no copy was made).
+    pub fn shares_buffer(&self, other: &Content) -> bool {
+        Arc::ptr_eq(&self.buf, &other.buf)
+    }
+
+    /// The buffer, owned by this view alone and exactly `len` long.
+    fn owned(&mut self) -> &mut Vec<u8> {
+        if Arc::get_mut(&mut self.buf).is_none() {
+            self.buf = Arc::new(self.buf[..self.len].to_vec());
+        }
+        let buf = Arc::get_mut(&mut self.buf).expect("unique after the copy above");
+        buf.truncate(self.len);
+        buf
+    }
+
+    pub fn extend(&mut self, bytes: &[u8]) {
+        self.owned().extend_from_slice(bytes);
+        self.len += bytes.len();
+        assert_eq!(self.buf.len(), self.len);
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        assert!(len <= self.len);
+        if let Some(buf) = Arc::get_mut(&mut self.buf) {
+            buf.truncate(len);
+        }
+        self.len = len;
+    }
+}
+
 /// A file inode: what was written and what `sync_file` made durable.
 #[derive(Debug, Clone)]
 pub(super) struct FileNode {
     /// Content as later reads see it.
-    pub data: Arc<Vec<u8>>,
+    pub data: Content,
     /// Content as of the last `sync_file` (empty for a never-synced file).
-    pub durable: Arc<Vec<u8>>,
+    pub durable: Content,
     /// Start of the unsynced region: `data[..base_len]` is settled, and a power loss
     /// keeps `data[..k]` for some `k` in `base_len..=data.len()`.
     pub base_len: usize,
@@ -38,8 +94,8 @@ pub(super) struct FileNode {
 impl FileNode {
     pub fn empty() -> Self {
         FileNode {
-            data: Arc::new(Vec::new()),
-            durable: Arc::new(Vec::new()),
+            data: Content::default(),
+            durable: Content::default(),
             base_len: 0,
             rewritten: false,
             append_ends: Vec::new(),
@@ -47,10 +103,10 @@ impl FileNode {
     }
 
     /// A settled file holding `content` (both written and durable).
-    pub fn settled(content: Arc<Vec<u8>>) -> Self {
+    pub fn settled(content: Content) -> Self {
         FileNode {
             base_len: content.len(),
-            data: Arc::clone(&content),
+            data: content.clone(),
             durable: content,
             rewritten: false,
             append_ends: Vec::new(),
@@ -66,7 +122,7 @@ impl FileNode {
         if bytes.is_empty() {
             return;
         }
-        Arc::make_mut(&mut self.data).extend_from_slice(bytes);
+        self.data.extend(bytes);
         self.append_ends.push(self.data.len());
     }
 
@@ -78,7 +134,7 @@ impl FileNode {
             self.append(&zeros);
             return;
         }
-        Arc::make_mut(&mut self.data).truncate(len);
+        self.data.truncate(len);
         if len >= self.base_len {
             // Cutting back unsynced appends: in-order persistence keeps a prefix.
             self.append_ends.retain(|&end| end < len);
@@ -95,7 +151,7 @@ impl FileNode {
     }
 
     pub fn sync(&mut self) {
-        self.durable = Arc::clone(&self.data);
+        self.durable = self.data.clone();
         self.base_len = self.data.len();
         self.rewritten = false;
         self.append_ends.clear();
@@ -131,12 +187,17 @@ impl Part {
 
     /// Applies this part to a map of directory entries (by directory inode).
     pub fn apply(&self, dirs: &mut BTreeMap<Ino, BTreeMap<String, Ino>>) {
+        let (dir, _) = self.slot();
+        self.apply_to(dirs.entry(dir).or_default());
+    }
+
+    /// Applies this part to the entries of its own directory.
+    pub fn apply_to(&self, entries: &mut BTreeMap<String, Ino>) {
         match self {
-            Part::Link { dir, name, ino } => {
-                dirs.entry(*dir).or_default().insert(name.clone(), *ino);
+            Part::Link { name, ino, .. } => {
+                entries.insert(name.clone(), *ino);
             }
-            Part::Unlink { dir, name, ino } => {
-                let entries = dirs.entry(*dir).or_default();
+            Part::Unlink { name, ino, .. } => {
                 if entries.get(name) == Some(ino) {
                     entries.remove(name);
                 }
