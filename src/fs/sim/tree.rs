@@ -44,6 +44,7 @@ impl Content {
     }
 
     /// True if both views share one buffer (no copy was made).
+    #[cfg(test)]
     pub fn shares_buffer(&self, other: &Content) -> bool {
         Arc::ptr_eq(&self.buf, &other.buf)
     }
