@@ -119,6 +119,12 @@ pub(super) enum Choice {
     Durable,
 }
 
+/// The current namespace of a state: every reachable path, and the inodes.
+pub(super) struct Now {
+    paths: Vec<(PathBuf, Ino)>,
+    reachable: BTreeSet<Ino>,
+}
+
 /// Which image: lost directory ops (by seq) and per-file content choices.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Spec {
@@ -148,11 +154,18 @@ impl State {
         lost
     }
 
+    /// The current namespace, walked once per batch of images.
+    pub(super) fn now(&self) -> Now {
+        let paths = self.walk();
+        let reachable = paths.iter().map(|(_, ino)| *ino).collect();
+        Now { paths, reachable }
+    }
+
     /// Files reachable now whose content a power loss could change, by path.
-    fn unsynced_files(&self) -> Vec<(PathBuf, Ino, &FileNode)> {
+    fn unsynced_files<'a>(&'a self, now: &Now) -> Vec<(PathBuf, Ino, &'a FileNode)> {
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
-        for (path, ino) in self.walk() {
+        for (path, ino) in now.paths.iter().cloned() {
             if let Some(Node::File(file)) = self.nodes.get(&ino) {
                 if file.is_unsynced() && seen.insert(ino) {
                     out.push((path, ino, file));
@@ -164,8 +177,8 @@ impl State {
 
     /// The image specs for a power loss, deterministic, deduplicated, in priority
     /// order (the images every sweep must see come first).
-    pub(super) fn power_loss_specs(&self) -> Vec<Spec> {
-        let files = self.unsynced_files();
+    pub(super) fn power_loss_specs(&self, now: &Now) -> Vec<Spec> {
+        let files = self.unsynced_files(now);
         let all_ops: BTreeSet<u64> = self.pending.iter().map(|op| op.seq).collect();
         let durable_files: BTreeMap<Ino, Choice> = files
             .iter()
@@ -218,7 +231,7 @@ impl State {
     }
 
     /// The one-line descriptions of what `spec` loses.
-    pub(super) fn lost_items(&self, spec: &Spec) -> Vec<LostItem> {
+    pub(super) fn lost_items(&self, now: &Now, spec: &Spec) -> Vec<LostItem> {
         let mut items: Vec<LostItem> = self
             .pending
             .iter()
@@ -229,7 +242,7 @@ impl State {
                 op: op.desc.clone(),
             })
             .collect();
-        for (path, ino, file) in self.unsynced_files() {
+        for (path, ino, file) in self.unsynced_files(now) {
             match spec.files.get(&ino) {
                 Some(Choice::Kept(kept)) => items.push(LostItem::FileBytes {
                     path,
@@ -294,7 +307,7 @@ impl State {
     }
 
     /// Builds the disk image `spec` describes: everything in it is durable.
-    pub(super) fn image(&self, spec: &Spec) -> State {
+    pub(super) fn image(&self, now: &Now, spec: &Spec) -> State {
         let mut entries: BTreeMap<Ino, BTreeMap<String, Ino>> = BTreeMap::new();
         for (&ino, node) in &self.nodes {
             if let Node::Dir(dir) = node {
@@ -308,7 +321,6 @@ impl State {
                 }
             }
         }
-        let reachable_now: BTreeSet<Ino> = self.walk().into_iter().map(|(_, ino)| ino).collect();
         let mut image = State {
             nodes: BTreeMap::new(),
             next_ino: self.next_ino,
@@ -334,7 +346,7 @@ impl State {
                 Some(Node::File(file)) => {
                     let choice = match spec.files.get(&ino) {
                         Some(choice) => Some(*choice),
-                        None if reachable_now.contains(&ino) => None,
+                        None if now.reachable.contains(&ino) => None,
                         None => Some(Choice::Durable),
                     };
                     let content = match choice {

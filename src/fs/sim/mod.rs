@@ -156,15 +156,18 @@ impl SimFs {
             .into_iter()
             .take(limit)
             .collect(),
-            CrashMode::PowerLoss => state
-                .power_loss_specs()
-                .into_iter()
-                .take(limit)
-                .map(|spec| CrashImage {
-                    fs: SimFs::from_state(state.image(&spec)),
-                    lost: state.lost_items(&spec),
-                })
-                .collect(),
+            CrashMode::PowerLoss => {
+                let now = state.now();
+                state
+                    .power_loss_specs(&now)
+                    .into_iter()
+                    .take(limit)
+                    .map(|spec| CrashImage {
+                        fs: SimFs::from_state(state.image(&now, &spec)),
+                        lost: state.lost_items(&now, &spec),
+                    })
+                    .collect()
+            }
         }
     }
 
@@ -181,7 +184,9 @@ impl SimFs {
                 "a kept directory op depends on a lost one (same directory entry)",
             ));
         }
-        Ok(SimFs::from_state(inner.state.image(&spec)))
+        Ok(SimFs::from_state(
+            inner.state.image(&inner.state.now(), &spec),
+        ))
     }
 
     /// Every file reachable now, by absolute path, with its current content.
