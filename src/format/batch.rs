@@ -193,6 +193,10 @@ impl RecordBatch {
     }
 
     /// Appends the encoded batch to `out`.
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "the CRC region and field were written just above, so they exist"
+    )]
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         assert_eq!(
             self.attributes & ATTR_COMPRESSION_MASK,
@@ -218,11 +222,9 @@ impl RecordBatch {
         for record in &self.records {
             record.encode_into(out);
         }
+        let crc = crc32c::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+        out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(out.len() - start, self.encoded_len());
-        let crc = crc32c::crc32c(out.get(start + ATTRIBUTES_OFFSET..).unwrap_or_default());
-        out.get_mut(start + CRC_OFFSET..start + CRC_OFFSET + 4)
-            .expect("the header was written above")
-            .copy_from_slice(&crc.to_be_bytes());
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -431,11 +433,6 @@ pub fn decode(buf: &[u8]) -> Result<(RecordBatch, usize), FormatError> {
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    reason = "tests index fixed layouts and panic on failure by design"
-)]
 mod tests {
     use super::*;
     use crate::format::record::Header;

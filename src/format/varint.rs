@@ -57,7 +57,6 @@ pub fn get_varint(buf: &[u8]) -> Result<(i32, usize), CorruptKind> {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests panic on failure by design")]
 mod tests {
     use super::*;
 
