@@ -49,7 +49,11 @@ pub struct AppendArgs {
     #[command(flatten)]
     pub log: LogArgs,
     /// One batch: a JSON array of {"key": str|null, "value": str|null, "ts": int}.
-    #[arg(long, conflicts_with = "batch_file", required_unless_present = "batch_file")]
+    #[arg(
+        long,
+        conflicts_with = "batch_file",
+        required_unless_present = "batch_file"
+    )]
     pub batch: Option<String>,
     /// A file with one JSON array (one batch) per line.
     #[arg(long)]
@@ -84,7 +88,13 @@ fn parse_batch(text: &str, what: &str) -> Result<Vec<NewRecord>> {
     }
     Ok(records
         .into_iter()
-        .map(|r| NewRecord::new(r.key.map(String::into_bytes), r.value.map(String::into_bytes), r.ts))
+        .map(|r| {
+            NewRecord::new(
+                r.key.map(String::into_bytes),
+                r.value.map(String::into_bytes),
+                r.ts,
+            )
+        })
         .collect())
 }
 
@@ -93,10 +103,11 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
     let batches = match (&args.batch, &args.batch_file) {
         (Some(text), _) => vec![parse_batch(text, "--batch")?],
         (None, Some(path)) => {
-            let bytes = StdFs::new().read_all(path).map_err(|e| Error::io(path, e))?;
-            let text = String::from_utf8(bytes).map_err(|_| {
-                Error::InvalidArgument(format!("{} is not UTF-8", path.display()))
-            })?;
+            let bytes = StdFs::new()
+                .read_all(path)
+                .map_err(|e| Error::io(path, e))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Error::InvalidArgument(format!("{} is not UTF-8", path.display())))?;
             let mut batches = Vec::new();
             for (i, line) in text.lines().enumerate() {
                 if !line.trim().is_empty() {
@@ -126,7 +137,9 @@ pub fn roll(args: LogArgs) -> Result<Outcome> {
     let (mut log, _report) = Log::open(&args.dir, args.config())?;
     let active_base_offset = log.roll()?;
     log.close()?;
-    Ok(Outcome::Ok(json!({ "active_base_offset": active_base_offset })))
+    Ok(Outcome::Ok(
+        json!({ "active_base_offset": active_base_offset }),
+    ))
 }
 
 /// `seglog recover`.
@@ -138,7 +151,8 @@ pub fn recover(args: LogArgs) -> Result<Outcome> {
 
 /// `seglog dump`: read-only; an invalid tail is reported on stderr and not shown.
 pub fn dump(args: DumpArgs) -> Result<Outcome> {
-    let (log, report) = Log::open_read_only(Arc::new(StdFs::new()), &args.log.dir, args.log.config())?;
+    let (log, report) =
+        Log::open_read_only(Arc::new(StdFs::new()), &args.log.dir, args.log.config())?;
     if let Some(reason) = &report.truncated_reason {
         eprintln!(
             "seglog: warning: {} bytes at the end of the last segment are not valid and are not shown ({reason}); `seglog recover` truncates them",
@@ -183,7 +197,8 @@ fn put_bytes(object: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) 
             object.insert(name.into(), json!(text));
         }
         Some(Err(_)) => {
-            let encoded = base64::engine::general_purpose::STANDARD.encode(bytes.unwrap_or_default());
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(bytes.unwrap_or_default());
             object.insert(name.into(), Value::Null);
             object.insert(format!("{name}_b64"), json!(encoded));
         }

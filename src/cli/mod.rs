@@ -25,7 +25,11 @@ pub const EXIT_CHECK_FAILED: i32 = 1;
 pub const EXIT_ERROR: i32 = 2;
 
 #[derive(Debug, Parser)]
-#[command(name = "seglog", version, about = "A Kafka-format partition log engine")]
+#[command(
+    name = "seglog",
+    version,
+    about = "A Kafka-format partition log engine"
+)]
 pub struct Cli {
     /// Indent the JSON output.
     #[arg(long, global = true)]

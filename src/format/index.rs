@@ -132,14 +132,23 @@ mod tests {
     #[test]
     fn entries_round_trip() {
         let offsets = vec![
-            OffsetEntry { relative_offset: 3, position: 0 },
-            OffsetEntry { relative_offset: 9, position: 4100 },
+            OffsetEntry {
+                relative_offset: 3,
+                position: 0,
+            },
+            OffsetEntry {
+                relative_offset: 9,
+                position: 4100,
+            },
         ];
         let bytes = encode_offset_entries(&offsets);
         assert_eq!(bytes.len(), 16);
         assert_eq!(&bytes[..8], &[0, 0, 0, 3, 0, 0, 0, 0]);
         assert_eq!(decode_offset_entries(&bytes).unwrap(), offsets);
-        let times = vec![TimeEntry { timestamp: -5, relative_offset: 7 }];
+        let times = vec![TimeEntry {
+            timestamp: -5,
+            relative_offset: 7,
+        }];
         let bytes = encode_time_entries(&times);
         assert_eq!(bytes.len(), 12);
         assert_eq!(decode_time_entries(&bytes).unwrap(), times);
@@ -152,7 +161,10 @@ mod tests {
             err,
             FormatError::Corrupt {
                 position: 8,
-                kind: CorruptKind::Truncated { needed: 16, available: 13 }
+                kind: CorruptKind::Truncated {
+                    needed: 16,
+                    available: 13
+                }
             }
         );
         assert!(decode_time_entries(&[0; 11]).is_err());

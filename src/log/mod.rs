@@ -9,9 +9,9 @@
 //! [`Log::roll`] fsync; nothing else does, and dropping a `Log` does not flush
 //! (a dropped log behaves like a crashed process).
 
+mod read;
 pub mod recovery;
 pub mod report;
-mod read;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -195,7 +195,9 @@ impl Log {
     }
 
     fn active(&self) -> &Segment {
-        self.segments.last().expect("a log always has an active segment")
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
     }
 
     fn active_mut(&mut self) -> &mut Segment {
@@ -214,7 +216,9 @@ impl Log {
     fn check_writable(&self) -> Result<()> {
         self.check_usable()?;
         if self.read_only {
-            return Err(Error::InvalidArgument("the log was opened read-only".into()));
+            return Err(Error::InvalidArgument(
+                "the log was opened read-only".into(),
+            ));
         }
         Ok(())
     }

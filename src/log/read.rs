@@ -35,8 +35,13 @@ impl Log {
             }
             let position = segment.index.lookup_position(from);
             let path = &segment.paths.log;
-            let mut reader =
-                BatchReader::with_chunk(self.fs.as_ref(), path, position, segment.bytes, chunk_bytes);
+            let mut reader = BatchReader::with_chunk(
+                self.fs.as_ref(),
+                path,
+                position,
+                segment.bytes,
+                chunk_bytes,
+            );
             while let Some((position, raw)) = reader.next_raw()? {
                 let header = decode_header(raw).map_err(|e| e.at(path, position))?;
                 if header.base_offset + i64::from(header.last_offset_delta) < from {
@@ -94,7 +99,9 @@ impl Log {
             .segments
             .iter()
             .find(|s| s.base_offset == base_offset)
-            .ok_or_else(|| Error::InvalidArgument(format!("no segment at base offset {base_offset}")))?;
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("no segment at base offset {base_offset}"))
+            })?;
         read_batches(self, segment)
     }
 

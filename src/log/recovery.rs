@@ -21,6 +21,8 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::format::filename;
 use crate::format::index::{encode_offset_entries, encode_time_entries};
+// The fail point names are only referenced when the `failpoints` feature is on.
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint::*;
 use crate::fs::FileSystem;
 use crate::segment::scan::{scan_segment, ScanOutcome};

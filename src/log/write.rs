@@ -4,6 +4,8 @@ use crate::error::{Error, Result};
 use crate::format::batch::{BATCH_BYTES_MAX, NO_TIMESTAMP};
 use crate::format::index::{OffsetEntry, TimeEntry};
 use crate::format::{ControlKind, NewRecord, RecordBatch};
+// The fail point names are only referenced when the `failpoints` feature is on.
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint::*;
 use crate::segment::{BatchFacts, Segment};
 
@@ -16,7 +18,9 @@ impl Log {
     pub fn append(&mut self, records: &[NewRecord]) -> Result<AppendInfo> {
         self.check_writable()?;
         if records.is_empty() {
-            return Err(Error::InvalidArgument("an append needs at least one record".into()));
+            return Err(Error::InvalidArgument(
+                "an append needs at least one record".into(),
+            ));
         }
         if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
             return Err(Error::InvalidArgument(format!(
@@ -42,8 +46,14 @@ impl Log {
                 "timestamp {timestamp} is below -1 (no timestamp)"
             )));
         }
-        let batch =
-            RecordBatch::control(self.next_offset(), kind, producer_id, producer_epoch, 0, timestamp);
+        let batch = RecordBatch::control(
+            self.next_offset(),
+            kind,
+            producer_id,
+            producer_epoch,
+            0,
+            timestamp,
+        );
         self.append_batch(&batch)
     }
 
@@ -127,18 +137,27 @@ impl Log {
         // The closed segment must be durable before the next one exists, so that
         // only the last segment can ever have a torn tail.
         crate::fail_point!(LOG_ROLL_SYNC_CLOSED);
-        for path in [&active.paths.log, &active.paths.index, &active.paths.time_index] {
+        for path in [
+            &active.paths.log,
+            &active.paths.index,
+            &active.paths.time_index,
+        ] {
             fs.sync_file(path).map_err(|e| Error::io(path, e))?;
         }
         let next_base_offset = active.next_offset;
-        let next = Segment::empty(&self.dir, next_base_offset, self.config.index_interval_bytes);
+        let next = Segment::empty(
+            &self.dir,
+            next_base_offset,
+            self.config.index_interval_bytes,
+        );
         crate::fail_point!(LOG_ROLL_CREATE_SEGMENT);
         create_segment_files(fs.as_ref(), &next.paths)?;
         let base_offset = next.base_offset;
         self.segments.push(next);
         // The new files' directory entries.
         crate::fail_point!(LOG_ROLL_SYNC_DIR);
-        fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        fs.sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
         self.assert_invariants();
         Ok(base_offset)
     }
@@ -158,14 +177,17 @@ impl Log {
         let fs = self.fs.as_ref();
         let paths = &self.active().paths;
         crate::fail_point!(LOG_FLUSH_SYNC_LOG);
-        fs.sync_file(&paths.log).map_err(|e| Error::io(&paths.log, e))?;
+        fs.sync_file(&paths.log)
+            .map_err(|e| Error::io(&paths.log, e))?;
         crate::fail_point!(LOG_FLUSH_SYNC_INDEX);
-        fs.sync_file(&paths.index).map_err(|e| Error::io(&paths.index, e))?;
+        fs.sync_file(&paths.index)
+            .map_err(|e| Error::io(&paths.index, e))?;
         crate::fail_point!(LOG_FLUSH_SYNC_TIME_INDEX);
         fs.sync_file(&paths.time_index)
             .map_err(|e| Error::io(&paths.time_index, e))?;
         crate::fail_point!(LOG_FLUSH_SYNC_DIR);
-        fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        fs.sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
         Ok(())
     }
 

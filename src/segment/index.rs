@@ -64,7 +64,11 @@ impl SegmentIndex {
     /// Relative offset of `offset` in this segment; the caller has checked the range.
     fn relative(&self, offset: i64) -> u32 {
         let relative = offset - self.base_offset;
-        assert!(relative >= 0, "offset {offset} below base {}", self.base_offset);
+        assert!(
+            relative >= 0,
+            "offset {offset} below base {}",
+            self.base_offset
+        );
         u32::try_from(relative).expect("relative offset checked against u32 by the caller")
     }
 
@@ -105,7 +109,10 @@ impl SegmentIndex {
     }
 
     fn time_maybe_append(&mut self) -> Option<TimeEntry> {
-        let last_timestamp = self.time_entries.last().map_or(NO_TIMESTAMP, |e| e.timestamp);
+        let last_timestamp = self
+            .time_entries
+            .last()
+            .map_or(NO_TIMESTAMP, |e| e.timestamp);
         if self.max_timestamp_so_far <= last_timestamp {
             return None;
         }
@@ -130,7 +137,10 @@ impl SegmentIndex {
         let after = self
             .offset_entries
             .partition_point(|e| i64::from(e.relative_offset) <= relative);
-        match after.checked_sub(1).and_then(|i| self.offset_entries.get(i)) {
+        match after
+            .checked_sub(1)
+            .and_then(|i| self.offset_entries.get(i))
+        {
             Some(entry) => u64::from(entry.position),
             None => 0,
         }
@@ -140,7 +150,9 @@ impl SegmentIndex {
     /// the last time index entry with timestamp <= `timestamp`, or the base offset.
     /// Every batch before that offset has a max timestamp < `timestamp`.
     pub fn lookup_timestamp(&self, timestamp: i64) -> i64 {
-        let after = self.time_entries.partition_point(|e| e.timestamp <= timestamp);
+        let after = self
+            .time_entries
+            .partition_point(|e| e.timestamp <= timestamp);
         match after.checked_sub(1).and_then(|i| self.time_entries.get(i)) {
             Some(entry) => self.base_offset + i64::from(entry.relative_offset),
             None => self.base_offset,
@@ -168,14 +180,26 @@ mod tests {
         assert_eq!(added[1], IndexAppend::default());
         assert_eq!(
             added[2].offset,
-            Some(OffsetEntry { relative_offset: 29, position: 200 })
+            Some(OffsetEntry {
+                relative_offset: 29,
+                position: 200
+            })
         );
-        assert_eq!(added[2].time, Some(TimeEntry { timestamp: 9, relative_offset: 29 }));
+        assert_eq!(
+            added[2].time,
+            Some(TimeEntry {
+                timestamp: 9,
+                relative_offset: 29
+            })
+        );
         assert_eq!(added[3], IndexAppend::default());
         // Batch 4 is indexed again, but the max timestamp (9 at offset 129) is unchanged.
         assert_eq!(
             added[4].offset,
-            Some(OffsetEntry { relative_offset: 49, position: 400 })
+            Some(OffsetEntry {
+                relative_offset: 49,
+                position: 400
+            })
         );
         assert_eq!(added[4].time, None);
         assert_eq!(index.on_roll(), None);
@@ -192,7 +216,13 @@ mod tests {
         let mut index = SegmentIndex::new(0, 4096);
         index.on_batch(0, 80, 2, 50);
         assert!(index.time_entries().is_empty());
-        assert_eq!(index.on_roll(), Some(TimeEntry { timestamp: 50, relative_offset: 2 }));
+        assert_eq!(
+            index.on_roll(),
+            Some(TimeEntry {
+                timestamp: 50,
+                relative_offset: 2
+            })
+        );
         assert_eq!(index.on_roll(), None);
         let mut untimed = SegmentIndex::new(0, 4096);
         untimed.on_batch(0, 80, 0, NO_TIMESTAMP);

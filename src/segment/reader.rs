@@ -81,7 +81,11 @@ impl<'a> BatchReader<'a> {
         while done < want {
             let n = self
                 .fs
-                .read_at(self.path, self.buf_position + done as u64, &mut self.buf[done..])
+                .read_at(
+                    self.path,
+                    self.buf_position + done as u64,
+                    &mut self.buf[done..],
+                )
                 .map_err(|e| Error::io(self.path, e))?;
             if n == 0 {
                 // The file shrank under us: report what we have as a torn tail.
