@@ -77,9 +77,7 @@ where
                 print!("{e}");
                 return EXIT_OK;
             }
-            let rendered = e.to_string();
-            let line = rendered.lines().next().unwrap_or("bad usage");
-            eprintln!("seglog: {}", line.trim_start_matches("error: "));
+            eprintln!("seglog: {}", usage_error_line(&e.to_string()));
             return EXIT_ERROR;
         }
     };
@@ -106,6 +104,18 @@ where
             EXIT_ERROR
         }
     }
+}
+
+/// clap's message without its usage block, on one line.
+fn usage_error_line(rendered: &str) -> String {
+    let parts: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = parts.join(" ");
+    line.trim_start_matches("error: ").to_string()
 }
 
 /// The binary's entry point.
