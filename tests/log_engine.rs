@@ -144,7 +144,7 @@ fn roll_rules_and_auto_roll_boundary() {
     }
     // A batch larger than segment_bytes goes alone into an empty segment.
     let big = NewRecord::new(None, Some(vec![7; 3 * size as usize]), 5);
-    log.append(&[big.clone()]).unwrap();
+    log.append(std::slice::from_ref(&big)).unwrap();
     log.append(&[big]).unwrap();
     let segments = log.segments();
     assert_eq!(segments.len(), 4);
@@ -349,7 +349,7 @@ fn indexes_are_rebuilt_when_missing_short_or_garbled() {
     );
     assert!(!pristine[&file_name(&time0)].is_empty());
 
-    let cases: Vec<(PathBuf, Box<dyn Fn(&Path)>, RebuildReason)> = vec![
+    let cases: Vec<(PathBuf, Damage, RebuildReason)> = vec![
         (
             index0.clone(),
             Box::new(|p: &Path| std::fs::remove_file(p).unwrap()),
@@ -397,6 +397,9 @@ fn indexes_are_rebuilt_when_missing_short_or_garbled() {
         assert_eq!(read_all(&log, 33).len(), 60 - 33);
     }
 }
+
+/// A way to damage an index file.
+type Damage = Box<dyn Fn(&Path)>;
 
 fn file_name(path: &Path) -> String {
     path.file_name().unwrap().to_string_lossy().into_owned()

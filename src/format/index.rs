@@ -87,7 +87,7 @@ fn partial_entry(len: usize, entry_bytes: usize) -> FormatError {
 /// Decodes a whole `.index` file. A partial trailing entry is an error; the order
 /// of entries is checked by the caller, who compares with the log.
 pub fn decode_offset_entries(buf: &[u8]) -> Result<Vec<OffsetEntry>, FormatError> {
-    if buf.len() % OFFSET_ENTRY_BYTES != 0 {
+    if !buf.len().is_multiple_of(OFFSET_ENTRY_BYTES) {
         return Err(partial_entry(buf.len(), OFFSET_ENTRY_BYTES));
     }
     Ok(buf
@@ -107,7 +107,7 @@ pub fn decode_offset_entries(buf: &[u8]) -> Result<Vec<OffsetEntry>, FormatError
 
 /// Decodes a whole `.timeindex` file (see [`decode_offset_entries`]).
 pub fn decode_time_entries(buf: &[u8]) -> Result<Vec<TimeEntry>, FormatError> {
-    if buf.len() % TIME_ENTRY_BYTES != 0 {
+    if !buf.len().is_multiple_of(TIME_ENTRY_BYTES) {
         return Err(partial_entry(buf.len(), TIME_ENTRY_BYTES));
     }
     Ok(buf
