@@ -204,8 +204,11 @@ mod tests {
         assert_eq!(added[4].time, None);
         assert_eq!(index.on_roll(), None);
         assert_eq!(index.lookup_position(99), 0);
-        assert_eq!(index.lookup_position(128), 200);
+        // Entries are keyed by a batch's *last* offset: offset 128 (inside the batch
+        // ending at 129) must start from the previous entry, here the file start.
+        assert_eq!(index.lookup_position(128), 0);
         assert_eq!(index.lookup_position(129), 200);
+        assert_eq!(index.lookup_position(148), 200);
         assert_eq!(index.lookup_position(149), 400);
         assert_eq!(index.lookup_timestamp(8), 100);
         assert_eq!(index.lookup_timestamp(9), 129);
