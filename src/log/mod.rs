@@ -2,6 +2,7 @@
 //!
 //! * [`recovery`]: the phases run by [`Log::open_with`].
 //! * [`report`]: the [`RecoveryReport`].
+//! * `encode`: a data batch encoded straight from the caller's records.
 //! * `write`: append, control batches, roll, flush, close.
 //! * `read`: read, offset for timestamp, a segment's batches.
 //!
@@ -9,6 +10,7 @@
 //! [`Log::roll`] fsync; nothing else does, and dropping a `Log` does not flush
 //! (a dropped log behaves like a crashed process).
 
+mod encode;
 mod read;
 pub mod recovery;
 pub mod report;

@@ -28,8 +28,24 @@ impl Log {
                 r.timestamp
             )));
         }
-        let batch = RecordBatch::build(self.next_offset(), records);
-        self.append_batch(&batch)
+        let size_bytes = super::encode::encoded_len(records);
+        if size_bytes > BATCH_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {size_bytes} bytes exceeds the limit of {BATCH_BYTES_MAX}"
+            )));
+        }
+        let base_offset = self.next_offset();
+        let facts = BatchFacts {
+            base_offset,
+            last_offset: base_offset + records.len() as i64 - 1,
+            size_bytes: size_bytes as u64,
+            records: records.len() as u64,
+            max_timestamp: records.iter().map(|r| r.timestamp).max().unwrap_or(NO_TIMESTAMP),
+        };
+        let mut bytes = std::mem::take(&mut self.scratch);
+        bytes.clear();
+        super::encode::encode_batch(base_offset, records, &mut bytes);
+        self.append_checked(&facts, bytes)
     }
 
     /// Appends one transaction marker (a control batch with one record).
@@ -58,18 +74,24 @@ impl Log {
     }
 
     fn append_batch(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
-        assert_eq!(batch.base_offset, self.next_offset());
+        let facts = BatchFacts {
+            base_offset: batch.base_offset,
+            last_offset: batch.last_offset(),
+            size_bytes: batch.encoded_len() as u64,
+            records: batch.records.len() as u64,
+            max_timestamp: batch.max_timestamp,
+        };
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
-        if batch.encoded_len() > BATCH_BYTES_MAX {
-            self.scratch = bytes;
-            return Err(Error::InvalidArgument(format!(
-                "batch of {} bytes exceeds the limit of {BATCH_BYTES_MAX}",
-                batch.encoded_len()
-            )));
-        }
         batch.encode_into(&mut bytes);
-        let result = self.append_encoded(batch, &bytes);
+        self.append_checked(&facts, bytes)
+    }
+
+    /// Writes an encoded batch; poisons the log on failure; keeps the buffer.
+    fn append_checked(&mut self, facts: &BatchFacts, bytes: Vec<u8>) -> Result<AppendInfo> {
+        assert_eq!(facts.base_offset, self.next_offset());
+        assert_eq!(facts.size_bytes, bytes.len() as u64);
+        let result = self.append_encoded(facts, &bytes);
         self.scratch = bytes;
         if result.is_err() {
             self.poisoned = true;
@@ -77,28 +99,21 @@ impl Log {
         result
     }
 
-    fn append_encoded(&mut self, batch: &RecordBatch, bytes: &[u8]) -> Result<AppendInfo> {
-        let size_bytes = bytes.len() as u64;
+    fn append_encoded(&mut self, facts: &BatchFacts, bytes: &[u8]) -> Result<AppendInfo> {
+        let size_bytes = facts.size_bytes;
         let active = self.active();
-        let relative_last = batch.last_offset() - active.base_offset;
+        let relative_last = facts.last_offset - active.base_offset;
         let too_big = active.bytes + size_bytes > self.config.segment_bytes;
         if !active.is_empty() && (too_big || relative_last > i64::from(u32::MAX)) {
             self.roll_active()?;
         }
-        let facts = BatchFacts {
-            base_offset: batch.base_offset,
-            last_offset: batch.last_offset(),
-            size_bytes,
-            records: batch.records.len() as u64,
-            max_timestamp: batch.max_timestamp,
-        };
         let fs = std::sync::Arc::clone(&self.fs);
         let active = self.active_mut();
         let position_before = active.bytes;
         crate::fail_point!(LOG_APPEND_WRITE);
         fs.append(&active.paths.log, bytes)
             .map_err(|e| Error::io(&active.paths.log, e))?;
-        let added = active.on_batch(&facts);
+        let added = active.on_batch(facts);
         if let Some(entry) = added.offset {
             append_offset_entry(fs.as_ref(), active, entry)?;
         }
@@ -106,10 +121,10 @@ impl Log {
             append_time_entry(fs.as_ref(), active, entry)?;
         }
         assert_eq!(active.bytes, position_before + size_bytes);
-        assert_eq!(active.next_offset, batch.next_offset());
+        assert_eq!(active.next_offset, facts.last_offset + 1);
         Ok(AppendInfo {
-            base_offset: batch.base_offset,
-            last_offset: batch.last_offset(),
+            base_offset: facts.base_offset,
+            last_offset: facts.last_offset,
         })
     }
 
