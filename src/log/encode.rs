@@ -114,7 +114,10 @@ mod tests {
                 if i % 11 == 0 { -1 } else { 1_000_000 - i * 977 },
             );
             if i % 4 == 0 {
-                r.headers.push(Header { key: format!("h{i}"), value: (i % 8 == 0).then(|| b"x".to_vec()) });
+                r.headers.push(Header {
+                    key: format!("h{i}"),
+                    value: (i % 8 == 0).then(|| b"x".to_vec()),
+                });
             }
             records.push(r);
         }

@@ -2,7 +2,6 @@
 
 use crate::error::{Error, Result};
 use crate::format::batch::{BATCH_BYTES_MAX, NO_TIMESTAMP};
-use crate::format::index::{OffsetEntry, TimeEntry};
 use crate::format::{ControlKind, NewRecord, RecordBatch};
 // The fail point names are only referenced when the `failpoints` feature is on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
@@ -40,7 +39,11 @@ impl Log {
             last_offset: base_offset + records.len() as i64 - 1,
             size_bytes: size_bytes as u64,
             records: records.len() as u64,
-            max_timestamp: records.iter().map(|r| r.timestamp).max().unwrap_or(NO_TIMESTAMP),
+            max_timestamp: records
+                .iter()
+                .map(|r| r.timestamp)
+                .max()
+                .unwrap_or(NO_TIMESTAMP),
         };
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
@@ -115,10 +118,13 @@ impl Log {
             .map_err(|e| Error::io(&active.paths.log, e))?;
         let added = active.on_batch(facts);
         if let Some(entry) = added.offset {
-            append_offset_entry(fs.as_ref(), active, entry)?;
+            entry.encode_into(&mut active.pending_index);
         }
         if let Some(entry) = added.time {
-            append_time_entry(fs.as_ref(), active, entry)?;
+            entry.encode_into(&mut active.pending_time_index);
+        }
+        if active.pending_index.len() + active.pending_time_index.len() >= PENDING_INDEX_BYTES_MAX {
+            write_pending_indexes(fs.as_ref(), active)?;
         }
         assert_eq!(active.bytes, position_before + size_bytes);
         assert_eq!(active.next_offset, facts.last_offset + 1);
@@ -147,8 +153,9 @@ impl Log {
         let active = self.active_mut();
         // Kafka's onBecomeInactiveSegment: a last time index entry for the max so far.
         if let Some(entry) = active.index.on_roll() {
-            append_time_entry(fs.as_ref(), active, entry)?;
+            entry.encode_into(&mut active.pending_time_index);
         }
+        write_pending_indexes(fs.as_ref(), active)?;
         // The closed segment must be durable before the next one exists, so that
         // only the last segment can ever have a torn tail.
         crate::fail_point!(LOG_ROLL_SYNC_CLOSED);
@@ -189,7 +196,9 @@ impl Log {
     }
 
     fn flush_active(&mut self) -> Result<()> {
-        let fs = self.fs.as_ref();
+        let fs = std::sync::Arc::clone(&self.fs);
+        write_pending_indexes(fs.as_ref(), self.active_mut())?;
+        let fs = fs.as_ref();
         let paths = &self.active().paths;
         crate::fail_point!(LOG_FLUSH_SYNC_LOG);
         fs.sync_file(&paths.log)
@@ -216,24 +225,24 @@ impl Log {
     }
 }
 
-fn append_offset_entry(
-    fs: &dyn crate::fs::FileSystem,
-    segment: &Segment,
-    entry: OffsetEntry,
-) -> Result<()> {
-    let mut bytes = Vec::with_capacity(8);
-    entry.encode_into(&mut bytes);
-    fs.append(&segment.paths.index, &bytes)
-        .map_err(|e| Error::io(&segment.paths.index, e))
-}
+/// Index entries are derived data (recovery rebuilds a short index), so they are
+/// buffered and appended to their files in bulk: before every fsync of the segment,
+/// and whenever this many bytes are pending.
+const PENDING_INDEX_BYTES_MAX: usize = 64 * 1024;
 
-fn append_time_entry(
-    fs: &dyn crate::fs::FileSystem,
-    segment: &Segment,
-    entry: TimeEntry,
-) -> Result<()> {
-    let mut bytes = Vec::with_capacity(12);
-    entry.encode_into(&mut bytes);
-    fs.append(&segment.paths.time_index, &bytes)
-        .map_err(|e| Error::io(&segment.paths.time_index, e))
+/// Appends the segment's buffered index entries to its index files.
+fn write_pending_indexes(fs: &dyn crate::fs::FileSystem, segment: &mut Segment) -> Result<()> {
+    if !segment.pending_index.is_empty() {
+        let path = &segment.paths.index;
+        fs.append(path, &segment.pending_index)
+            .map_err(|e| Error::io(path, e))?;
+        segment.pending_index.clear();
+    }
+    if !segment.pending_time_index.is_empty() {
+        let path = &segment.paths.time_index;
+        fs.append(path, &segment.pending_time_index)
+            .map_err(|e| Error::io(path, e))?;
+        segment.pending_time_index.clear();
+    }
+    Ok(())
 }

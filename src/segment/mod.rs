@@ -60,6 +60,10 @@ pub struct Segment {
     pub next_offset: i64,
     pub batches: u64,
     pub index: SegmentIndex,
+    /// Encoded `.index` entries not yet appended to the file.
+    pub pending_index: Vec<u8>,
+    /// Encoded `.timeindex` entries not yet appended to the file.
+    pub pending_time_index: Vec<u8>,
 }
 
 /// The facts about one batch the segment metadata needs.
@@ -84,6 +88,8 @@ impl Segment {
             next_offset: base_offset,
             batches: 0,
             index: SegmentIndex::new(base_offset, index_interval_bytes),
+            pending_index: Vec::new(),
+            pending_time_index: Vec::new(),
         }
     }
 
