@@ -600,3 +600,50 @@ fn read_only_open_changes_nothing() {
     .is_err());
     assert!(!dir.join("missing").exists());
 }
+
+#[test]
+fn read_raw_returns_whole_batches_from_the_one_holding_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(tmp.path(), config(600, 64)).unwrap();
+    fill(&mut log, 20, 3);
+    let mut offsets = Vec::new();
+    let mut from = 4;
+    loop {
+        let raw = log.read_raw(from, 250).unwrap();
+        if raw.is_empty() {
+            break;
+        }
+        let mut at = 0;
+        while at < raw.len() {
+            let (batch, used) = seglog::format::batch::decode(&raw[at..]).unwrap();
+            offsets.extend(
+                batch
+                    .records
+                    .iter()
+                    .map(|r| batch.offset_of(r))
+                    .filter(|o| *o >= from),
+            );
+            from = batch.next_offset();
+            at += used;
+        }
+    }
+    assert_eq!(offsets, (4..60).collect::<Vec<i64>>());
+    assert!(matches!(
+        log.read_raw(61, 10),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+    // A flipped bit in a batch is reported with the file and the CRC position.
+    log.close().unwrap();
+    let file = seg_path(tmp.path(), 0, ".log");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let (log, _) = Log::open(tmp.path(), config(600, 64)).unwrap();
+    bytes[70] ^= 1;
+    std::fs::write(&file, &bytes).unwrap();
+    match log.read_raw(0, 100) {
+        Err(Error::Corrupt { path, position, .. }) => {
+            assert_eq!(path, file);
+            assert_eq!(position, CRC_OFFSET as u64);
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}

@@ -1,14 +1,14 @@
 //! Reads: records from an offset, the offset for a timestamp, a segment's batches.
 
-use crate::error::{Error, Result};
-use crate::format::batch::{self, decode_header, RecordBatch};
+use crate::error::{CorruptKind, Error, Result};
+use crate::format::batch::{self, decode_header, RecordBatch, ATTRIBUTES_OFFSET, CRC_OFFSET};
 use crate::segment::reader::{BatchReader, CHUNK_BYTES};
 use crate::segment::Segment;
 
 use super::{Log, ReadRecord};
 
 /// Smallest read-ahead of one read call.
-const READ_CHUNK_BYTES_MIN: usize = 64 * 1024;
+const READ_CHUNK_BYTES_MIN: usize = 16 * 1024;
 
 impl Log {
     /// Stored records with offset >= `from`, in offset order: whole batches while
@@ -56,6 +56,52 @@ impl Log {
                 if out.len() > before {
                     taken_bytes += raw.len();
                 }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whole encoded batches, as Kafka's fetch returns them: every batch whose last
+    /// offset is >= `from`, in order, while their total stays within `max_bytes`
+    /// (always at least one if any exists). Records are not decoded, but each
+    /// batch's length bounds, magic and CRC-32C are checked. A batch may hold records
+    /// below `from` (the caller skips them, as a Kafka consumer does).
+    pub fn read_raw(&self, from: i64, max_bytes: usize) -> Result<Vec<u8>> {
+        self.check_usable()?;
+        let (start, next) = (self.log_start_offset(), self.next_offset());
+        if from < start || from > next {
+            return Err(Error::OffsetOutOfRange {
+                offset: from,
+                log_start_offset: start,
+                next_offset: next,
+            });
+        }
+        let mut out = Vec::new();
+        let chunk_bytes = max_bytes.clamp(READ_CHUNK_BYTES_MIN, CHUNK_BYTES);
+        for segment in self.segments.iter().skip(self.segment_index_for(from)) {
+            if segment.next_offset <= from {
+                continue;
+            }
+            let position = segment.index.lookup_position(from);
+            let path = &segment.paths.log;
+            let mut reader = BatchReader::with_chunk(
+                self.fs.as_ref(),
+                path,
+                position,
+                segment.bytes,
+                chunk_bytes,
+            );
+            while let Some((position, raw)) = reader.next_raw()? {
+                let header = decode_header(raw).map_err(|e| e.at(path, position))?;
+                if header.base_offset + i64::from(header.last_offset_delta) < from {
+                    continue;
+                }
+                if !out.is_empty() && out.len() + raw.len() > max_bytes {
+                    return Ok(out);
+                }
+                check_crc(raw)
+                    .map_err(|kind| Error::corrupt(path, position + CRC_OFFSET as u64, kind))?;
+                out.extend_from_slice(raw);
             }
         }
         Ok(out)
@@ -124,6 +170,23 @@ fn read_batches(log: &Log, segment: &Segment) -> Result<Vec<RecordBatch>> {
     }
     assert_eq!(batches.len() as u64, segment.batches);
     Ok(batches)
+}
+
+/// Checks the CRC-32C of one whole batch (`raw` has passed `decode_header`).
+fn check_crc(raw: &[u8]) -> std::result::Result<(), CorruptKind> {
+    let stored = raw
+        .get(CRC_OFFSET..CRC_OFFSET + 4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(u32::from_be_bytes)
+        .ok_or(CorruptKind::Field("crc"))?;
+    let computed = crc32c::crc32c(raw.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
+    if computed != stored {
+        return Err(CorruptKind::ChecksumMismatch {
+            got: computed,
+            expected: stored,
+        });
+    }
+    Ok(())
 }
 
 /// Moves the records of `batch` with offset >= `from` into `out`.

@@ -9,7 +9,7 @@ use crate::format::batch::{self, HEADER_LEN};
 use crate::fs::FileSystem;
 
 /// Default bytes read per call into the file system.
-pub const CHUNK_BYTES: usize = 1 << 20;
+pub const CHUNK_BYTES: usize = 128 * 1024;
 
 pub struct BatchReader<'a> {
     fs: &'a dyn FileSystem,
