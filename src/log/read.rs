@@ -25,7 +25,9 @@ impl Log {
                 next_offset: next,
             });
         }
-        let mut out = Vec::new();
+        // A record takes at least 8 bytes in a batch; reserving for the common case up
+        // front avoids repeated reallocations of a large result.
+        let mut out = Vec::with_capacity((max_bytes / 64).min(1 << 16));
         let mut taken_bytes = 0usize;
         let first = self.segment_index_for(from);
         let chunk_bytes = max_bytes.clamp(READ_CHUNK_BYTES_MIN, CHUNK_BYTES);

@@ -16,7 +16,10 @@ pub struct BatchReader<'a> {
     path: &'a Path,
     file_bytes: u64,
     chunk_bytes: usize,
+    /// Read buffer; only `buf[..filled]` holds file bytes. Its length only grows,
+    /// so refills do not zero memory again.
     buf: Vec<u8>,
+    filled: usize,
     /// File position of `buf[0]`.
     buf_position: u64,
     /// Index in `buf` of the next batch.
@@ -43,6 +46,7 @@ impl<'a> BatchReader<'a> {
             file_bytes,
             chunk_bytes: chunk_bytes.max(HEADER_LEN),
             buf: Vec::new(),
+            filled: 0,
             buf_position: position,
             at: 0,
         }
@@ -56,7 +60,7 @@ impl<'a> BatchReader<'a> {
     /// Makes `[position, position + needed)` available in `buf`, or reports how
     /// many bytes the file has left.
     fn ensure(&mut self, needed: usize) -> Result<()> {
-        if self.buf.len() - self.at >= needed {
+        if self.filled - self.at >= needed {
             return Ok(());
         }
         let position = self.position();
@@ -71,25 +75,27 @@ impl<'a> BatchReader<'a> {
                 },
             ));
         }
-        self.buf.drain(..self.at);
+        self.buf.copy_within(self.at..self.filled, 0);
+        self.filled -= self.at;
         self.buf_position = position;
         self.at = 0;
-        let have = self.buf.len();
         let want = (needed.max(self.chunk_bytes) as u64).min(remaining) as usize;
-        self.buf.resize(want, 0);
-        let mut done = have;
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        let mut done = self.filled;
         while done < want {
             let n = self
                 .fs
                 .read_at(
                     self.path,
                     self.buf_position + done as u64,
-                    &mut self.buf[done..],
+                    &mut self.buf[done..want],
                 )
                 .map_err(|e| Error::io(self.path, e))?;
             if n == 0 {
                 // The file shrank under us: report what we have as a torn tail.
-                self.buf.truncate(done);
+                self.filled = done;
                 return Err(Error::corrupt(
                     self.path,
                     position,
@@ -101,6 +107,7 @@ impl<'a> BatchReader<'a> {
             }
             done += n;
         }
+        self.filled = want;
         Ok(())
     }
 
