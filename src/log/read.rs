@@ -78,7 +78,7 @@ impl Log {
                 next_offset: next,
             });
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(max_bytes.min(8 * CHUNK_BYTES));
         let chunk_bytes = max_bytes.clamp(READ_CHUNK_BYTES_MIN, CHUNK_BYTES);
         for segment in self.segments.iter().skip(self.segment_index_for(from)) {
             if segment.next_offset <= from {
