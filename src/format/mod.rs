@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod filename;
+pub mod index;
 pub mod record;
 pub mod varint;
 
