@@ -1,1 +1,7 @@
-//! seglog-model: the reference spec and stateright models (see README.md).
+//! seglog-model: the executable reference spec of seglog and stateright models of its
+//! log, its compaction install protocol and its retention deletion order (see README.md).
+//!
+//! No IO, no dependency on the engine: the engine's tests and the crash suite depend on
+//! this crate, never the other way round.
+
+pub mod spec;
