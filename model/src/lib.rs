@@ -5,3 +5,5 @@
 //! this crate, never the other way round.
 
 pub mod spec;
+pub mod invariants;
+pub mod models;

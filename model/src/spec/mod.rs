@@ -14,7 +14,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use compact::CompactionSummary;
+pub use compact::{keeps, latest_offsets, tombstone_expired, CompactionSummary};
 
 /// Kafka's NO_TIMESTAMP, the `max_timestamp` of an empty segment.
 pub const NO_TIMESTAMP: i64 = -1;

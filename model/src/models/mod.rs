@@ -1,0 +1,4 @@
+//! The stateright models: (a) the log, (b) the compaction install protocol, (d) the
+//! retention deletion order. Each is a plain `stateright::Model`.
+
+pub mod log;
