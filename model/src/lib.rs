@@ -7,3 +7,5 @@
 pub mod spec;
 pub mod invariants;
 pub mod models;
+pub mod check;
+pub mod cli;

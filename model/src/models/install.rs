@@ -484,37 +484,46 @@ mod tests {
     use super::*;
     use stateright::Checker;
 
-    fn check(variant: InstallVariant) -> impl Checker<InstallModel> {
-        InstallModel::new(variant).checker().spawn_bfs().join()
-    }
-
     #[test]
     fn manifest_protocol_is_crash_safe() {
-        let checker = check(InstallVariant::Manifest);
+        let checker = InstallModel::new(InstallVariant::Manifest)
+            .checker()
+            .spawn_bfs()
+            .join();
         checker.assert_properties();
-        assert_eq!(checker.unique_state_count(), 0);
+        // Pinned: a change means the explored space changed; review before updating.
+        assert_eq!(checker.unique_state_count(), 306);
     }
 
     #[test]
-    fn broken_variants_have_counterexamples() {
-        for variant in [
-            InstallVariant::TwoRename,
-            InstallVariant::NoDirSync,
-            InstallVariant::NoTempSync,
-            InstallVariant::NoRecoverySync,
-        ] {
-            let checker = check(variant);
-            let found: Vec<&str> = checker
-                .discoveries()
-                .into_iter()
-                .filter(|(name, _)| !name.starts_with("recovered_") && !name.starts_with("installed_"))
-                .map(|(name, path)| {
-                    eprintln!("{variant:?} {name}: {:?}", path.into_actions());
-                    name
-                })
-                .collect();
-            eprintln!("{variant:?}: {found:?}");
-            assert!(!found.is_empty(), "{variant:?}");
-        }
+    fn crash_during_recovery_is_explored() {
+        let checker = InstallModel::new(InstallVariant::Manifest)
+            .checker()
+            .spawn_bfs()
+            .join();
+        let path = checker.assert_any_discovery("recovered_after_crash_in_recovery");
+        let crashes = path
+            .into_actions()
+            .iter()
+            .filter(|a| matches!(a, InstallAction::Crash { .. }))
+            .count();
+        assert_eq!(crashes, 2);
+    }
+
+    #[test]
+    fn power_loss_enumerates_every_subset_of_unsynced_items() {
+        let mut fs = FsState::initial();
+        run_step(&mut fs, InstallOp::BuildTemp);
+        // One pending create plus the temp dir's unsynced data: 4 subsets.
+        assert_eq!(power_losses(&fs).len(), 4);
+        run_step(&mut fs, InstallOp::SyncTempFiles);
+        run_step(&mut fs, InstallOp::SyncTempDir);
+        assert_eq!(power_losses(&fs).len(), 2);
+        run_step(&mut fs, InstallOp::SyncParent);
+        assert_eq!(power_losses(&fs).len(), 1);
+        let mut lost = fs.clone();
+        crash(&mut lost, CrashSemantics::PowerLoss, &[]);
+        assert_eq!(lost.content(Name::Temp), Some(Content::New));
+        assert_eq!(lost.content(Name::Live), Some(Content::Old));
     }
 }

@@ -5,3 +5,4 @@ pub mod dir;
 pub mod install;
 pub mod install_recovery;
 pub mod log;
+pub mod retention;

@@ -1,0 +1,31 @@
+//! `seglog-model check|explore`: the same subcommands as `seglog model`, runnable from
+//! this crate alone (`cargo run -p seglog-model -- check --model install`).
+
+use clap::Parser;
+use seglog_model::cli::{self, ModelCommand};
+
+#[derive(Parser)]
+#[command(name = "seglog-model", about = "Check seglog's stateright models")]
+struct Cli {
+    #[command(subcommand)]
+    command: ModelCommand,
+    /// Also write the first counterexample's actions (JSON) to this file.
+    #[arg(long, global = true)]
+    trace_out: Option<std::path::PathBuf>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let (Some(path), ModelCommand::Check(args)) = (&cli.trace_out, &cli.command) {
+        if let Ok(report) = seglog_model::check::run(&args.options()) {
+            if let Some(json) = cli::scenario_json(&report) {
+                // Tooling output, not engine IO: the FileSystem seam rule covers src/.
+                if let Err(e) = std::fs::write(path, json) {
+                    eprintln!("error: cannot write {}: {e}", path.display());
+                    std::process::exit(2);
+                }
+            }
+        }
+    }
+    std::process::exit(cli::run(&cli.command));
+}
