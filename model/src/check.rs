@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
-use stateright::{Checker, CheckerVisitor, Expectation, Model, Path, Property};
+use stateright::{Checker, CheckerVisitor, Expectation, HasDiscoveries, Model, Path, Property};
 
 use crate::models::install::{InstallModel, InstallVariant};
-use crate::models::log::LogModel;
+use crate::models::log::{LogModel, Mutant};
 use crate::models::retention::{RetentionModel, RetentionVariant};
 
 /// Which model to check.
@@ -34,8 +34,12 @@ pub enum ModelKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Variant {
-    /// Log model: the reference spec (its only variant).
+    /// Log model: the reference spec.
     Spec,
+    /// Log model: compaction whose latest-offset map ignores the active segment.
+    ClosedOnlyLatestMap,
+    /// Log model: compaction that drops tombstones without the grace period.
+    NoTombstoneGrace,
     /// Install: ours (manifest commit point, parent synced after every step).
     Manifest,
     /// Install: the seeds' swap (two renames, no manifest).
@@ -57,6 +61,8 @@ impl Variant {
     pub fn name(self) -> &'static str {
         match self {
             Variant::Spec => "spec",
+            Variant::ClosedOnlyLatestMap => "closed-only-latest-map",
+            Variant::NoTombstoneGrace => "no-tombstone-grace",
             Variant::Manifest => "manifest",
             Variant::TwoRename => "two-rename",
             Variant::NoDirSync => "no-dir-sync",
@@ -70,7 +76,11 @@ impl Variant {
     /// The variants valid for `model`, the default (correct) one first.
     pub fn all(model: ModelKind) -> &'static [Variant] {
         match model {
-            ModelKind::Log => &[Variant::Spec],
+            ModelKind::Log => &[
+                Variant::Spec,
+                Variant::ClosedOnlyLatestMap,
+                Variant::NoTombstoneGrace,
+            ],
             ModelKind::Install => &[
                 Variant::Manifest,
                 Variant::TwoRename,
@@ -192,6 +202,18 @@ fn resolve(options: &CheckOptions) -> Result<Variant, VariantError> {
     Ok(variant)
 }
 
+fn log_model(variant: Variant) -> LogModel {
+    let mutant = match variant {
+        Variant::ClosedOnlyLatestMap => Some(Mutant::ClosedOnlyLatestMap),
+        Variant::NoTombstoneGrace => Some(Mutant::NoTombstoneGrace),
+        _ => None,
+    };
+    LogModel {
+        mutant,
+        ..LogModel::default()
+    }
+}
+
 fn install_variant(variant: Variant) -> InstallVariant {
     match variant {
         Variant::TwoRename => InstallVariant::TwoRename,
@@ -213,7 +235,7 @@ fn retention_variant(variant: Variant) -> RetentionVariant {
 pub fn run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
     let variant = resolve(options)?;
     let mut report = match options.model {
-        ModelKind::Log => check_model(LogModel::default(), options.depth),
+        ModelKind::Log => check_model(log_model(variant), options.depth),
         ModelKind::Install => {
             check_model(InstallModel::new(install_variant(variant)), options.depth)
         }
@@ -233,7 +255,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
 pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
     let variant = resolve(options)?;
     match options.model {
-        ModelKind::Log => serve(LogModel::default(), addr),
+        ModelKind::Log => serve(log_model(variant), addr),
         ModelKind::Install => serve(InstallModel::new(install_variant(variant)), addr),
         ModelKind::Retention => serve(
             RetentionModel {
@@ -321,11 +343,15 @@ where
         // stateright keeps the last counterexample it meets; a second pass with a
         // visitor keeps the first, which breadth-first order makes a shortest one.
         let found = Arc::new(Mutex::new(BTreeMap::new()));
+        let names = violated.iter().map(|p| p.name).collect();
         let visitor = FirstViolations {
             properties: violated,
             found: Arc::clone(&found),
         };
+        // The visitor sees each state before the checker judges it, so stopping once
+        // every violated property is rediscovered loses no shorter trace.
         let _ = bounded(model.clone().checker())
+            .finish_when(HasDiscoveries::AllOf(names))
             .visitor(visitor)
             .spawn_bfs()
             .join();
@@ -377,7 +403,7 @@ mod tests {
     /// be refuted, with a shortest trace printed for the reviewer.
     #[test]
     fn broken_variants_are_refuted_with_a_trace() {
-        for model in [ModelKind::Install, ModelKind::Retention] {
+        for model in [ModelKind::Log, ModelKind::Install, ModelKind::Retention] {
             for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
                 let r = report(model, *variant);
                 assert!(!r.ok(), "{variant:?} passed");
@@ -417,6 +443,7 @@ mod tests {
     fn variants_are_checked_against_their_model() {
         assert_eq!(Variant::names(ModelKind::Retention), vec!["checkpoint-first", "delete-first"]);
         assert_eq!(Variant::names(ModelKind::Install)[0], "manifest");
+        assert_eq!(Variant::default_for(ModelKind::Log), Variant::Spec);
         let wrong = CheckOptions::new(ModelKind::Log).with_variant(Variant::Manifest);
         assert!(run(&wrong).is_err());
     }

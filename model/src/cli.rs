@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use crate::check::{self, CheckOptions, CheckReport, ModelKind, Variant};
 
 const VARIANTS_HELP: &str = "Variants per model (the first is ours and the default):
-  log:       spec
+  log:       spec, closed-only-latest-map, no-tombstone-grace
   install:   manifest, two-rename, no-dir-sync, no-temp-sync, no-recovery-sync
   retention: checkpoint-first, delete-first";
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 use crate::invariants::{check_step, Grace, StepKind};
-use crate::spec::{Rec, SpecLog, SpecRecordInput};
+use crate::spec::{Rec, SpecLog, SpecRecordInput, SpecSegment};
 
 /// Bounds and parameters of the log model. The defaults give two single-record batches
 /// per segment, expiry after two clock steps, and a state space checked in seconds.
@@ -23,6 +23,17 @@ pub struct LogModel {
     pub retention_ms: i64,
     pub retention_bytes: i64,
     pub delete_retention_ms: i64,
+    /// A deliberately wrong compaction, to show the invariants catch it.
+    pub mutant: Option<Mutant>,
+}
+
+/// Known-wrong compactions the log model must refute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Mutant {
+    /// The latest-offset map covers the closed segments only (ignores the active one).
+    ClosedOnlyLatestMap,
+    /// Latest tombstones are dropped at once, ignoring delete_retention_ms.
+    NoTombstoneGrace,
 }
 
 impl Default for LogModel {
@@ -35,6 +46,7 @@ impl Default for LogModel {
             retention_ms: 100,
             retention_bytes: 140,
             delete_retention_ms: 100,
+            mutant: None,
         }
     }
 }
@@ -135,8 +147,7 @@ impl LogModel {
             }
             LogAction::Compact => {
                 let grace = Grace { now, delete_retention_ms: self.delete_retention_ms };
-                log.compact(now, self.delete_retention_ms, None)
-                    .expect("valid compaction");
+                log = compact_as(self.mutant, &log, now, self.delete_retention_ms);
                 effect = tombstone_effect(&state.log, &log);
                 StepKind::Compact(grace)
             }
@@ -144,6 +155,39 @@ impl LogModel {
         };
         (log, kind, effect)
     }
+}
+
+fn compact_as(mutant: Option<Mutant>, log: &SpecLog, now: i64, delete_retention_ms: i64) -> SpecLog {
+    let mut out = log.clone();
+    match mutant {
+        None => {
+            out.compact(now, delete_retention_ms, None)
+                .expect("valid compaction");
+        }
+        Some(Mutant::NoTombstoneGrace) => {
+            out.compact(i64::MAX, delete_retention_ms, None)
+                .expect("valid compaction");
+        }
+        Some(Mutant::ClosedOnlyLatestMap) => {
+            // Compact a copy whose active segment is empty, then put the real one back.
+            let closed = log.closed_segments().to_vec();
+            if closed.is_empty() {
+                return out;
+            }
+            let mut parts = closed;
+            parts.push(SpecSegment::empty(log.active().base_offset));
+            let mut cut = SpecLog::from_parts(log.segment_bytes(), log.log_start_offset(), parts)
+                .expect("closed region is a log");
+            cut.compact(now, delete_retention_ms, None)
+                .expect("valid compaction");
+            let mut segments = cut.raw_segments().to_vec();
+            segments.pop();
+            segments.push(log.active().clone());
+            out = SpecLog::from_parts(log.segment_bytes(), log.log_start_offset(), segments)
+                .expect("compacted log");
+        }
+    }
+    out
 }
 
 /// Did this compaction drop a latest tombstone from the closed region (expired), or
@@ -263,7 +307,7 @@ impl Model for LogModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stateright::Checker;
+    use stateright::{Checker, HasDiscoveries};
 
     #[test]
     fn log_model_holds_every_invariant_and_reaches_every_example() {
@@ -271,5 +315,24 @@ mod tests {
         checker.assert_properties();
         // Pinned: a change here means the explored space changed; review before updating.
         assert_eq!(checker.unique_state_count(), 55_536);
+    }
+
+    #[test]
+    fn mutants_are_refuted() {
+        for (mutant, invariant) in [
+            (Mutant::ClosedOnlyLatestMap, "latest_per_key"),
+            (Mutant::NoTombstoneGrace, "tombstone_grace"),
+        ] {
+            let model = LogModel {
+                mutant: Some(mutant),
+                ..LogModel::default()
+            };
+            let checker = model
+                .checker()
+                .finish_when(HasDiscoveries::AnyOf([invariant].into()))
+                .spawn_bfs()
+                .join();
+            checker.assert_any_discovery(invariant);
+        }
     }
 }
