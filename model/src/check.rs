@@ -103,7 +103,10 @@ impl Variant {
 
     /// True for the variants the design adopts (the checker must find no violation).
     pub fn is_ours(self) -> bool {
-        matches!(self, Variant::Spec | Variant::Manifest | Variant::CheckpointFirst)
+        matches!(
+            self,
+            Variant::Spec | Variant::Manifest | Variant::CheckpointFirst
+        )
     }
 }
 
@@ -278,10 +281,13 @@ where
     }
 }
 
+/// The first violating action list seen for each property, shared with the visitor.
+type Found<A> = Arc<Mutex<BTreeMap<&'static str, Vec<A>>>>;
+
 /// Records, for each `always` property, the first violating path a BFS visits.
 struct FirstViolations<M: Model> {
     properties: Vec<Property<M>>,
-    found: Arc<Mutex<BTreeMap<&'static str, Vec<M::Action>>>>,
+    found: Found<M::Action>,
 }
 
 impl<M: Model> CheckerVisitor<M> for FirstViolations<M>
@@ -387,10 +393,7 @@ mod tests {
 
     #[test]
     fn ours_hold_every_property() {
-        for (model, unique_states) in [
-            (ModelKind::Install, 306),
-            (ModelKind::Retention, 27),
-        ] {
+        for (model, unique_states) in [(ModelKind::Install, 306), (ModelKind::Retention, 27)] {
             let r = report(model, Variant::default_for(model));
             assert!(r.ok(), "{r:?}");
             assert!(r.violations.is_empty());
@@ -407,9 +410,17 @@ mod tests {
             for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
                 let r = report(model, *variant);
                 assert!(!r.ok(), "{variant:?} passed");
-                assert!(!r.violations.is_empty(), "{variant:?} has no counterexample");
+                assert!(
+                    !r.violations.is_empty(),
+                    "{variant:?} has no counterexample"
+                );
                 for v in &r.violations {
-                    eprintln!("{} / {}: {}", variant.name(), v.property, v.trace.join(" -> "));
+                    eprintln!(
+                        "{} / {}: {}",
+                        variant.name(),
+                        v.property,
+                        v.trace.join(" -> ")
+                    );
                     assert!(!v.trace.is_empty());
                     assert_eq!(v.actions.as_array().map(Vec::len), Some(v.trace.len()));
                 }
@@ -441,7 +452,10 @@ mod tests {
 
     #[test]
     fn variants_are_checked_against_their_model() {
-        assert_eq!(Variant::names(ModelKind::Retention), vec!["checkpoint-first", "delete-first"]);
+        assert_eq!(
+            Variant::names(ModelKind::Retention),
+            vec!["checkpoint-first", "delete-first"]
+        );
         assert_eq!(Variant::names(ModelKind::Install)[0], "manifest");
         assert_eq!(Variant::default_for(ModelKind::Log), Variant::Spec);
         let wrong = CheckOptions::new(ModelKind::Log).with_variant(Variant::Manifest);
@@ -458,7 +472,13 @@ mod tests {
         assert!(!r.exhaustive);
         assert!(r.unique_states < 306);
         let json = serde_json::to_value(&r).expect("serializes");
-        for field in ["model", "variant", "states_explored", "unique_states", "seconds"] {
+        for field in [
+            "model",
+            "variant",
+            "states_explored",
+            "unique_states",
+            "seconds",
+        ] {
             assert!(json.get(field).is_some(), "{field}");
         }
         assert_eq!(json["model"], "install");

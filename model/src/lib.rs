@@ -4,8 +4,8 @@
 //! No IO, no dependency on the engine: the engine's tests and the crash suite depend on
 //! this crate, never the other way round.
 
-pub mod spec;
-pub mod invariants;
-pub mod models;
 pub mod check;
 pub mod cli;
+pub mod invariants;
+pub mod models;
+pub mod spec;

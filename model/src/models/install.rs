@@ -211,11 +211,20 @@ pub enum Lost {
 /// One action of the install model; a trace of these is a crash scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum InstallAction {
-    Step { n: usize, op: InstallOp },
-    Crash { semantics: CrashSemantics, lost: Vec<Lost> },
+    Step {
+        n: usize,
+        op: InstallOp,
+    },
+    Crash {
+        semantics: CrashSemantics,
+        lost: Vec<Lost>,
+    },
     /// `Log::open`: run the decision table.
     Recover,
-    RecoverStep { n: usize, op: RecoveryOp },
+    RecoverStep {
+        n: usize,
+        op: RecoveryOp,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -267,7 +276,8 @@ fn run_step(fs: &mut FsState, op: InstallOp) {
         SyncTempFiles => fs.sync_data(Obj::NewDir, true, false),
         SyncTempDir => fs.sync_data(Obj::NewDir, false, true),
         WriteManifestTemp => {
-            fs.parent.run(DirOp::Create(Name::ManifestTemp, Obj::ManifestFile));
+            fs.parent
+                .run(DirOp::Create(Name::ManifestTemp, Obj::ManifestFile));
             // A file has no entries of its own.
             fs.data.insert(
                 Obj::ManifestFile,
@@ -444,9 +454,10 @@ impl Model for InstallModel {
             Property::<Self>::always("recovered_state_durable", |_, s| {
                 !matches!(s.phase, Phase::Recovered(_))
                     || (s.fs.parent.is_durable()
-                        && s.fs.parent.get(&Name::Live).is_some_and(|o| {
-                            s.fs.data.get(o).is_some_and(Data::durable)
-                        }))
+                        && s.fs
+                            .parent
+                            .get(&Name::Live)
+                            .is_some_and(|o| s.fs.data.get(o).is_some_and(Data::durable)))
             }),
             Property::<Self>::always("no_leftovers", |_, s| {
                 !matches!(s.phase, Phase::Recovered(_))

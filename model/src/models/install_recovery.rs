@@ -70,7 +70,11 @@ pub fn decide_unsynced(fs: &FsState) -> Decision {
         if live.is_none() {
             return Decision::FailClosed("no live directory and no valid manifest");
         }
-        remove_each(fs, &[Name::Temp, Name::ManifestTemp, Name::Manifest], &mut plan);
+        remove_each(
+            fs,
+            &[Name::Temp, Name::ManifestTemp, Name::Manifest],
+            &mut plan,
+        );
         let case = if plan.is_empty() {
             RecoveryCase::Clean
         } else {

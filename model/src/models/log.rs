@@ -91,11 +91,26 @@ impl LogState {
 }
 
 const APPENDS: [LogAction; 6] = [
-    LogAction::Append { key: Some('a'), tombstone: false },
-    LogAction::Append { key: Some('a'), tombstone: true },
-    LogAction::Append { key: Some('b'), tombstone: false },
-    LogAction::Append { key: Some('b'), tombstone: true },
-    LogAction::Append { key: None, tombstone: false },
+    LogAction::Append {
+        key: Some('a'),
+        tombstone: false,
+    },
+    LogAction::Append {
+        key: Some('a'),
+        tombstone: true,
+    },
+    LogAction::Append {
+        key: Some('b'),
+        tombstone: false,
+    },
+    LogAction::Append {
+        key: Some('b'),
+        tombstone: true,
+    },
+    LogAction::Append {
+        key: None,
+        tombstone: false,
+    },
     LogAction::AppendControl { commit: true },
 ];
 
@@ -146,7 +161,10 @@ impl LogModel {
                 StepKind::Retain
             }
             LogAction::Compact => {
-                let grace = Grace { now, delete_retention_ms: self.delete_retention_ms };
+                let grace = Grace {
+                    now,
+                    delete_retention_ms: self.delete_retention_ms,
+                };
                 log = compact_as(self.mutant, &log, now, self.delete_retention_ms);
                 effect = tombstone_effect(&state.log, &log);
                 StepKind::Compact(grace)
@@ -157,7 +175,12 @@ impl LogModel {
     }
 }
 
-fn compact_as(mutant: Option<Mutant>, log: &SpecLog, now: i64, delete_retention_ms: i64) -> SpecLog {
+fn compact_as(
+    mutant: Option<Mutant>,
+    log: &SpecLog,
+    now: i64,
+    delete_retention_ms: i64,
+) -> SpecLog {
     let mut out = log.clone();
     match mutant {
         None => {
@@ -265,14 +288,23 @@ impl Model for LogModel {
     fn next_state(&self, state: &LogState, action: LogAction) -> Option<LogState> {
         let (log, kind, effect) = self.step(state, &action);
         let mut violated = state.violated.clone();
-        violated.extend(check_step(&state.log, &log, kind).iter().map(|v| v.invariant));
+        violated.extend(
+            check_step(&state.log, &log, kind)
+                .iter()
+                .map(|v| v.invariant),
+        );
         violated.sort_unstable();
         violated.dedup();
         let clock_ms = match action {
             LogAction::AdvanceClock => state.clock_ms + self.clock_step_ms,
             _ => state.clock_ms,
         };
-        Some(LogState { log, clock_ms, violated, effect })
+        Some(LogState {
+            log,
+            clock_ms,
+            violated,
+            effect,
+        })
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

@@ -55,7 +55,12 @@ pub enum RetentionVariant {
 impl RetentionVariant {
     pub fn steps(self) -> Vec<RetentionOp> {
         use RetentionOp::*;
-        let checkpoint = [WriteCheckpointTemp, SyncCheckpointTemp, RenameCheckpoint, SyncDir];
+        let checkpoint = [
+            WriteCheckpointTemp,
+            SyncCheckpointTemp,
+            RenameCheckpoint,
+            SyncDir,
+        ];
         let unlink = [Unlink(0), Unlink(10), SyncDir];
         match self {
             RetentionVariant::CheckpointFirst => checkpoint.into_iter().chain(unlink).collect(),
@@ -66,7 +71,10 @@ impl RetentionVariant {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RetentionAction {
-    Step { n: usize, op: RetentionOp },
+    Step {
+        n: usize,
+        op: RetentionOp,
+    },
     /// Power loss dropping the listed unsynced directory operations (and the checkpoint
     /// temp's data if `temp_data_lost`); an empty list with `process` is a process crash.
     Crash {
@@ -206,7 +214,11 @@ impl Model for RetentionModel {
         }
     }
 
-    fn next_state(&self, state: &RetentionState, action: RetentionAction) -> Option<RetentionState> {
+    fn next_state(
+        &self,
+        state: &RetentionState,
+        action: RetentionAction,
+    ) -> Option<RetentionState> {
         let mut next = state.clone();
         match action {
             RetentionAction::Step { n, op } => {

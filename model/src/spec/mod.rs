@@ -197,10 +197,16 @@ impl SpecLog {
         let mut next_min = log_start_offset;
         for (i, segment) in segments.iter().enumerate() {
             if segment.base_offset < next_min {
-                return bad(format!("segment {} overlaps its predecessor", segment.base_offset));
+                return bad(format!(
+                    "segment {} overlaps its predecessor",
+                    segment.base_offset
+                ));
             }
             if i > 0 && segment.base_offset <= segments[i - 1].base_offset {
-                return bad(format!("segment bases not increasing at {}", segment.base_offset));
+                return bad(format!(
+                    "segment bases not increasing at {}",
+                    segment.base_offset
+                ));
             }
             next_min = segment.base_offset;
             for batch in &segment.batches {
@@ -236,7 +242,9 @@ impl SpecLog {
     }
 
     pub fn active(&self) -> &SpecSegment {
-        self.segments.last().expect("a log always has an active segment")
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
     }
 
     pub fn segments(&self) -> Vec<SegmentView> {
@@ -276,7 +284,11 @@ impl SpecLog {
                 .map_err(|_| SpecError::InvalidArgument("batch too large".into()))?,
             control: false,
             base_timestamp: first.timestamp,
-            max_timestamp: records.iter().map(|r| r.timestamp).max().unwrap_or(NO_TIMESTAMP),
+            max_timestamp: records
+                .iter()
+                .map(|r| r.timestamp)
+                .max()
+                .unwrap_or(NO_TIMESTAMP),
             records: recs,
         };
         Ok(self.append_batch(batch))
@@ -364,24 +376,39 @@ impl SpecLog {
 
 fn check_batch(batch: &Batch, next_min: i64) -> Result<(), String> {
     if batch.base_offset < next_min {
-        return Err(format!("batch {} overlaps offset {next_min}", batch.base_offset));
+        return Err(format!(
+            "batch {} overlaps offset {next_min}",
+            batch.base_offset
+        ));
     }
     if batch.last_offset_delta < 0 || batch.records.is_empty() {
-        return Err(format!("batch {} is empty or has a negative delta", batch.base_offset));
+        return Err(format!(
+            "batch {} is empty or has a negative delta",
+            batch.base_offset
+        ));
     }
     if batch.control && batch.records.len() != 1 {
-        return Err(format!("control batch {} must hold one record", batch.base_offset));
+        return Err(format!(
+            "control batch {} must hold one record",
+            batch.base_offset
+        ));
     }
     let mut prev = batch.base_offset - 1;
     for rec in &batch.records {
         if rec.offset <= prev || rec.offset > batch.last_offset() {
-            return Err(format!("record {} outside or out of order in its batch", rec.offset));
+            return Err(format!(
+                "record {} outside or out of order in its batch",
+                rec.offset
+            ));
         }
         prev = rec.offset;
     }
     let max_timestamp = batch.records.iter().map(|r| r.timestamp).max();
     if max_timestamp != Some(batch.max_timestamp) {
-        return Err(format!("batch {} max_timestamp mismatch", batch.base_offset));
+        return Err(format!(
+            "batch {} max_timestamp mismatch",
+            batch.base_offset
+        ));
     }
     Ok(())
 }

@@ -69,7 +69,10 @@ impl SpecLog {
                 "cannot delete the active segment".into(),
             ));
         }
-        let prefix: Vec<i64> = closed[..bases.len()].iter().map(|s| s.base_offset).collect();
+        let prefix: Vec<i64> = closed[..bases.len()]
+            .iter()
+            .map(|s| s.base_offset)
+            .collect();
         if prefix != bases {
             return Err(SpecError::InvalidArgument(format!(
                 "{bases:?} is not the prefix {prefix:?} of closed segments"

@@ -39,7 +39,10 @@ fn seed_retention_at_300_with_100_ms_deletes_bases_0_1_2() {
     assert_eq!(log.next_offset(), 4);
     assert_eq!(log.segments().len(), 1);
     assert!(!log.segments()[0].closed);
-    assert!(matches!(log.read(2), Err(SpecError::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        log.read(2),
+        Err(SpecError::OffsetOutOfRange { .. })
+    ));
 }
 
 #[test]
@@ -55,13 +58,20 @@ fn seed_non_monotonic_maxima_delete_nothing() {
 #[test]
 fn seed_compaction_4_to_3_keeps_offsets() {
     let mut log = SpecLog::new(BIG);
-    log.append(&[input(Some("a"), Some("1"), 0), input(Some("b"), Some("x"), 1)])
-        .unwrap();
+    log.append(&[
+        input(Some("a"), Some("1"), 0),
+        input(Some("b"), Some("x"), 1),
+    ])
+    .unwrap();
     log.roll();
-    log.append(&[input(Some("a"), Some("2"), 2), input(None, Some("event"), 3)])
-        .unwrap();
+    log.append(&[
+        input(Some("a"), Some("2"), 2),
+        input(None, Some("event"), 3),
+    ])
+    .unwrap();
     log.roll();
-    log.append(&[input(Some("active"), Some("keep"), 4)]).unwrap();
+    log.append(&[input(Some("active"), Some("keep"), 4)])
+        .unwrap();
     let summary = log.compact(10, 1000, None).unwrap();
     assert_eq!(summary.records_before, 4);
     assert_eq!(summary.records_after, 3);
@@ -121,8 +131,11 @@ fn active_segment_counts_for_latest_but_is_copied_unchanged() {
     let mut log = SpecLog::new(BIG);
     log.append(&[input(Some("a"), Some("old"), 0)]).unwrap();
     log.roll();
-    log.append(&[input(Some("a"), Some("new"), 1), input(Some("a"), Some("newer"), 2)])
-        .unwrap();
+    log.append(&[
+        input(Some("a"), Some("new"), 1),
+        input(Some("a"), Some("newer"), 2),
+    ])
+    .unwrap();
     let active_before = log.active().clone();
     log.compact(10, 1000, None).unwrap();
     assert_eq!(log.active(), &active_before);
@@ -134,7 +147,8 @@ fn control_batches_pass_through_and_are_not_keys() {
     let mut log = SpecLog::new(BIG);
     assert_eq!(log.append_control(true, 0), (0, 0));
     // A data record whose key equals the control key is not superseded by the marker.
-    log.append(&[input(Some("\0\0\0\u{1}"), Some("v"), 1)]).unwrap();
+    log.append(&[input(Some("\0\0\0\u{1}"), Some("v"), 1)])
+        .unwrap();
     log.roll();
     log.compact(10, 1000, None).unwrap();
     let records = log.read(0).unwrap();
@@ -150,7 +164,11 @@ fn auto_roll_and_roll_rules() {
     // Two 70-byte batches fit in 140 bytes, a third does not.
     let mut log = SpecLog::new(140);
     log.roll();
-    assert_eq!(log.segments().len(), 1, "roll on an empty active segment is a no-op");
+    assert_eq!(
+        log.segments().len(),
+        1,
+        "roll on an empty active segment is a no-op"
+    );
     for ts in 0..3 {
         log.append(&[input(Some("a"), Some("1"), ts)]).unwrap();
     }
@@ -162,7 +180,10 @@ fn auto_roll_and_roll_rules() {
     tiny.append(&[input(None, Some("y"), 0)]).unwrap();
     assert_eq!(tiny.segments().len(), 2);
     assert_eq!(tiny.segments()[0].records, 1);
-    assert!(matches!(tiny.append(&[]), Err(SpecError::InvalidArgument(_))));
+    assert!(matches!(
+        tiny.append(&[]),
+        Err(SpecError::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -171,7 +192,11 @@ fn read_range_and_gaps() {
     log.append(&[input(Some("b"), Some("2"), 3)]).unwrap();
     log.compact(500, 1000, None).unwrap();
     assert_eq!(log.read(0).unwrap().first().map(|r| r.offset), Some(1));
-    assert_eq!(log.read(3).unwrap().len(), 0, "from == next_offset is empty");
+    assert_eq!(
+        log.read(3).unwrap().len(),
+        0,
+        "from == next_offset is empty"
+    );
     assert!(log.read(4).is_err());
     assert!(log.read(-1).is_err());
 }
@@ -189,7 +214,10 @@ fn size_retention_continues_after_time() {
     assert_eq!(log.retain(1050, None, Some(1)).unwrap(), vec![2]);
     assert!(log.retain(0, Some(-1), None).is_err());
     assert!(log.retain(0, None, Some(0)).is_err());
-    assert!(log.delete_prefix(&[3]).is_err(), "the active segment is never deleted");
+    assert!(
+        log.delete_prefix(&[3]).is_err(),
+        "the active segment is never deleted"
+    );
 }
 
 #[test]

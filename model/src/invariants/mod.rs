@@ -77,13 +77,19 @@ pub fn prefix_only_deletion(before: &SpecLog, after: &SpecLog) -> Result<(), Vio
     const NAME: &str = "prefix_only_deletion";
     let (old, new) = (before.raw_segments(), after.raw_segments());
     if new.len() > old.len() {
-        return fail(NAME, format!("{} segments grew to {}", old.len(), new.len()));
+        return fail(
+            NAME,
+            format!("{} segments grew to {}", old.len(), new.len()),
+        );
     }
     let removed = old.len() - new.len();
     if old[removed..] != *new {
         return fail(
             NAME,
-            format!("survivors are not the last {} segments unchanged", new.len()),
+            format!(
+                "survivors are not the last {} segments unchanged",
+                new.len()
+            ),
         );
     }
     if before.active() != after.active() {
@@ -185,13 +191,13 @@ pub fn offset_stability(before: &SpecLog, after: &SpecLog) -> Result<(), Violati
         }
         prev = Some(rec.offset);
         if rec.offset < before.next_offset() && old.get(&rec.offset) != Some(&rec) {
-            return fail(
-                NAME,
-                format!("offset {} reused or renumbered", rec.offset),
-            );
+            return fail(NAME, format!("offset {} reused or renumbered", rec.offset));
         }
         if rec.offset >= after.next_offset() || rec.offset < after.log_start_offset() {
-            return fail(NAME, format!("offset {} outside the log's range", rec.offset));
+            return fail(
+                NAME,
+                format!("offset {} outside the log's range", rec.offset),
+            );
         }
     }
     Ok(())
@@ -312,3 +318,6 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
     }
     checks.into_iter().filter_map(Result::err).collect()
 }
+
+#[cfg(test)]
+mod tests;
