@@ -18,10 +18,11 @@ use crate::models::log::{LogModel, Mutant};
 use crate::models::retention::{RetentionModel, RetentionVariant};
 
 /// Which model to check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum ModelKind {
     /// (a) the reference spec under append, roll, retain, compact and a clock.
+    #[default]
     Log,
     /// (b) the install protocol of compacted segments, with crashes and recovery.
     Install,
@@ -111,20 +112,22 @@ impl Variant {
 }
 
 /// What to check. `variant` defaults to the model's correct one; `depth` bounds the
-/// search depth (a bounded run is not exhaustive: the report says so).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// search depth (a bounded run is not exhaustive: the report says so); `records`
+/// overrides the log model's bound on appended offsets (default 3; 4 takes ~15 s in
+/// a release build).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CheckOptions {
     pub model: ModelKind,
     pub variant: Option<Variant>,
     pub depth: Option<usize>,
+    pub records: Option<i64>,
 }
 
 impl CheckOptions {
     pub fn new(model: ModelKind) -> CheckOptions {
         CheckOptions {
             model,
-            variant: None,
-            depth: None,
+            ..CheckOptions::default()
         }
     }
 
@@ -205,15 +208,17 @@ fn resolve(options: &CheckOptions) -> Result<Variant, VariantError> {
     Ok(variant)
 }
 
-fn log_model(variant: Variant) -> LogModel {
+fn log_model(variant: Variant, records: Option<i64>) -> LogModel {
     let mutant = match variant {
         Variant::ClosedOnlyLatestMap => Some(Mutant::ClosedOnlyLatestMap),
         Variant::NoTombstoneGrace => Some(Mutant::NoTombstoneGrace),
         _ => None,
     };
+    let defaults = LogModel::default();
     LogModel {
         mutant,
-        ..LogModel::default()
+        offsets_max: records.unwrap_or(defaults.offsets_max),
+        ..defaults
     }
 }
 
@@ -238,7 +243,7 @@ fn retention_variant(variant: Variant) -> RetentionVariant {
 pub fn run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
     let variant = resolve(options)?;
     let mut report = match options.model {
-        ModelKind::Log => check_model(log_model(variant), options.depth),
+        ModelKind::Log => check_model(log_model(variant, options.records), options.depth),
         ModelKind::Install => {
             check_model(InstallModel::new(install_variant(variant)), options.depth)
         }
@@ -258,7 +263,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
 pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
     let variant = resolve(options)?;
     match options.model {
-        ModelKind::Log => serve(log_model(variant), addr),
+        ModelKind::Log => serve(log_model(variant, options.records), addr),
         ModelKind::Install => serve(InstallModel::new(install_variant(variant)), addr),
         ModelKind::Retention => serve(
             RetentionModel {

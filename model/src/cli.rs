@@ -38,6 +38,9 @@ pub struct CheckArgs {
     /// Bound the search depth (the report then says `"exhaustive": false`).
     #[arg(long)]
     pub depth: Option<usize>,
+    /// Log model only: how many offsets may be appended (default 3).
+    #[arg(long)]
+    pub records: Option<i64>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -55,6 +58,7 @@ impl CheckArgs {
             model: self.target.model,
             variant: self.target.variant,
             depth: self.depth,
+            records: self.records,
         }
     }
 }
@@ -85,7 +89,7 @@ pub fn run(command: &ModelCommand) -> i32 {
             let options = CheckOptions {
                 model: args.target.model,
                 variant: args.target.variant,
-                depth: None,
+                ..CheckOptions::default()
             };
             eprintln!(
                 "serving the stateright Explorer for the {:?} model on http://{}",
