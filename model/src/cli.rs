@@ -72,7 +72,7 @@ pub fn scenario_json(report: &CheckReport) -> Option<String> {
 /// Runs a subcommand; returns the process exit code (0 ok, 1 violation, 2 usage).
 pub fn run(command: &ModelCommand) -> i32 {
     match command {
-        ModelCommand::Check(args) => match check::run(&args.options()) {
+        ModelCommand::Check(args) => match check::try_run(&args.options()) {
             Ok(report) => {
                 println!(
                     "{}",

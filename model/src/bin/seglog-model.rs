@@ -17,7 +17,7 @@ struct Cli {
 fn main() {
     let cli = Cli::parse();
     if let (Some(path), ModelCommand::Check(args)) = (&cli.trace_out, &cli.command) {
-        if let Ok(report) = seglog_model::check::run(&args.options()) {
+        if let Ok(report) = seglog_model::check::try_run(&args.options()) {
             if let Some(json) = cli::scenario_json(&report) {
                 // Tooling output, not engine IO: the FileSystem seam rule covers src/.
                 if let Err(e) = std::fs::write(path, json) {

@@ -362,6 +362,30 @@ impl SpecLog {
             .collect())
     }
 
+    /// `read` as the engine's `read(from, max_bytes)` bounds it: whole batches that hold
+    /// a record >= `from`, oldest first, until the next batch would take the total over
+    /// `max_bytes`; always at least one batch when there is one.
+    pub fn read_max(&self, from: i64, max_bytes: u64) -> Result<Vec<ReadRec>, SpecError> {
+        let all = self.read(from)?;
+        let mut total_bytes = 0;
+        let mut last_offset = None;
+        for batch in self
+            .batches()
+            .filter(|b| b.records.iter().any(|r| r.offset >= from))
+        {
+            let bytes = batch.bytes();
+            if last_offset.is_some() && total_bytes + bytes > max_bytes {
+                break;
+            }
+            total_bytes += bytes;
+            last_offset = Some(batch.last_offset());
+        }
+        Ok(match last_offset {
+            Some(end) => all.into_iter().filter(|r| r.offset <= end).collect(),
+            None => all,
+        })
+    }
+
     /// All batches, oldest first.
     pub fn batches(&self) -> impl Iterator<Item = &Batch> {
         self.segments.iter().flat_map(|s| s.batches.iter())

@@ -247,3 +247,26 @@ fn from_parts_round_trips_and_rejects_broken_structure() {
     overlapping[1].base_offset = 1;
     assert!(SpecLog::from_parts(BIG, 0, overlapping).is_err());
 }
+
+#[test]
+fn read_max_returns_whole_batches_and_at_least_one() {
+    let mut log = SpecLog::new(BIG);
+    log.append(&[
+        input(Some("a"), Some("1"), 0),
+        input(Some("b"), Some("2"), 0),
+    ])
+    .unwrap();
+    log.append(&[input(Some("c"), Some("3"), 0)]).unwrap();
+    // Batch sizes: 61 + 9 + 9 = 79, then 70.
+    assert_eq!(
+        log.read_max(0, 1).unwrap().len(),
+        2,
+        "one whole batch even if too big"
+    );
+    assert_eq!(log.read_max(0, 148).unwrap().len(), 2);
+    assert_eq!(log.read_max(0, 149).unwrap().len(), 3);
+    // From inside the first batch: only its records >= from.
+    let from_1 = log.read_max(1, 1).unwrap();
+    assert_eq!(from_1.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(log.read_max(3, 10).unwrap().len(), 0);
+}
