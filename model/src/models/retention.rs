@@ -95,9 +95,13 @@ pub enum RPhase {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RetentionState {
     pub dir: Dir<RName, RObj>,
-    /// The checkpoint temp's data: synced, torn by a power loss.
+    /// The new checkpoint's data (the only unsynced file data here): synced, or torn
+    /// by a power loss (the file then fails its checksum).
     pub temp_synced: bool,
     pub temp_torn: bool,
+    /// The highest log_start_offset the durable directory ever implied: what a reader
+    /// could have been told before a crash.
+    pub durable_start_max: i64,
     pub phase: RPhase,
 }
 
@@ -113,12 +117,29 @@ impl RetentionState {
             .collect()
     }
 
-    /// The checkpointed log_start_offset (0 if the file is unreadable: fail safe, keep all).
-    fn checkpoint(&self) -> i64 {
-        match self.dir.get(&RName::Checkpoint) {
+    /// The checkpointed log_start_offset in `entries` (0 if the file is missing or torn:
+    /// fail safe, keep every segment).
+    fn checkpoint_in(&self, entries: &BTreeMap<RName, RObj>) -> i64 {
+        match entries.get(&RName::Checkpoint) {
+            // The new checkpoint (value ACTIVE_BASE) is the temp file renamed.
             Some(RObj::Checkpoint(v)) if !(self.temp_torn && *v == ACTIVE_BASE) => *v,
             _ => 0,
         }
+    }
+
+    fn checkpoint(&self) -> i64 {
+        self.checkpoint_in(&self.dir.entries)
+    }
+
+    /// The log_start_offset the durable entries imply.
+    fn durable_start(&self) -> i64 {
+        let first = self.dir.durable.keys().find_map(|n| match n {
+            RName::Segment(b) => Some(*b),
+            _ => None,
+        });
+        first
+            .unwrap_or(ACTIVE_BASE)
+            .max(self.checkpoint_in(&self.dir.durable))
     }
 
     /// The log_start_offset a reopened log reports.
@@ -176,6 +197,7 @@ impl Model for RetentionModel {
             dir: Dir::synced(entries),
             temp_synced: false,
             temp_torn: false,
+            durable_start_max: 0,
             phase: RPhase::Running(0),
         }]
     }
@@ -223,6 +245,7 @@ impl Model for RetentionModel {
         match action {
             RetentionAction::Step { n, op } => {
                 run_op(&mut next, op);
+                next.durable_start_max = next.durable_start_max.max(next.durable_start());
                 next.phase = RPhase::Running(n + 1);
             }
             RetentionAction::Crash {
@@ -250,6 +273,9 @@ impl Model for RetentionModel {
                 s.phase != RPhase::Recovered
                     || (BASES.ends_with(&segments)
                         && s.log_start_offset() == segments.first().copied())
+            }),
+            Property::<Self>::always("log_start_offset_never_decreases", |_, s| {
+                s.phase != RPhase::Recovered || s.log_start_offset() >= Some(s.durable_start_max)
             }),
             Property::<Self>::always("active_survives", |_, s| {
                 s.segments().contains(&ACTIVE_BASE)
@@ -282,7 +308,7 @@ mod tests {
         .spawn_bfs()
         .join();
         checker.assert_properties();
-        assert_eq!(checker.unique_state_count(), 27);
+        assert_eq!(checker.unique_state_count(), 29);
     }
 
     #[test]
@@ -296,6 +322,6 @@ mod tests {
         let path = checker.assert_any_discovery("no_hole");
         let last = path.last_state();
         assert_eq!(last.segments(), vec![0, ACTIVE_BASE]);
-        assert_eq!(checker.unique_state_count(), 30);
+        assert_eq!(checker.unique_state_count(), 32);
     }
 }
