@@ -3,6 +3,5 @@
 
 pub mod dir;
 pub mod install;
-pub mod install_recovery;
 pub mod log;
 pub mod retention;

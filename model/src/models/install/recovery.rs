@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::install::{Content, FsState, Name};
+use super::fs::{Content, FsState, Name};
 
 /// One recovery action; every mutation is followed by a [`RecoveryOp::SyncParent`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
