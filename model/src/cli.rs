@@ -9,7 +9,7 @@ use crate::check::{self, CheckOptions, CheckReport, ModelKind, Variant};
 const VARIANTS_HELP: &str = "Variants per model (the first is ours and the default):
   log:       spec, closed-only-latest-map, no-tombstone-grace
   install:   manifest, two-rename, no-dir-sync, no-temp-sync, no-recovery-sync
-  retention: checkpoint-first, delete-first";
+  retention: checkpoint-first, delete-first, no-recovery-sync";
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum ModelCommand {

@@ -49,7 +49,8 @@ pub enum Variant {
     NoDirSync,
     /// Install: ours without syncing the temp dir before the commit point.
     NoTempSync,
-    /// Install: ours, but recovery acts before syncing the parent directory.
+    /// Install and retention: ours, but recovery acts before syncing the directory it
+    /// found after a crash.
     NoRecoverySync,
     /// Retention: ours (durable log_start_offset checkpoint before unlinking).
     CheckpointFirst,
@@ -89,7 +90,11 @@ impl Variant {
                 Variant::NoTempSync,
                 Variant::NoRecoverySync,
             ],
-            ModelKind::Retention => &[Variant::CheckpointFirst, Variant::DeleteFirst],
+            ModelKind::Retention => &[
+                Variant::CheckpointFirst,
+                Variant::DeleteFirst,
+                Variant::NoRecoverySync,
+            ],
         }
     }
 
@@ -235,6 +240,7 @@ fn install_variant(variant: Variant) -> InstallVariant {
 fn retention_variant(variant: Variant) -> RetentionVariant {
     match variant {
         Variant::DeleteFirst => RetentionVariant::DeleteFirst,
+        Variant::NoRecoverySync => RetentionVariant::NoRecoverySync,
         _ => RetentionVariant::CheckpointFirst,
     }
 }
@@ -257,9 +263,7 @@ pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
             check_model(InstallModel::new(install_variant(variant)), options.depth)
         }
         ModelKind::Retention => check_model(
-            RetentionModel {
-                variant: retention_variant(variant),
-            },
+            RetentionModel::new(retention_variant(variant)),
             options.depth,
         ),
     };
@@ -274,12 +278,7 @@ pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
     match options.model {
         ModelKind::Log => serve(log_model(variant, options.records), addr),
         ModelKind::Install => serve(InstallModel::new(install_variant(variant)), addr),
-        ModelKind::Retention => serve(
-            RetentionModel {
-                variant: retention_variant(variant),
-            },
-            addr,
-        ),
+        ModelKind::Retention => serve(RetentionModel::new(retention_variant(variant)), addr),
     }
 }
 

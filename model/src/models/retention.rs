@@ -44,12 +44,16 @@ pub enum RetentionOp {
     RenameCheckpoint,
     SyncDir,
     Unlink(i64),
+    /// Recovery: remove a leftover checkpoint temp.
+    RemoveCheckpointTemp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RetentionVariant {
     CheckpointFirst,
     DeleteFirst,
+    /// Checkpoint first, but recovery unlinks before syncing the directory it found.
+    NoRecoverySync,
 }
 
 impl RetentionVariant {
@@ -63,7 +67,9 @@ impl RetentionVariant {
         ];
         let unlink = [Unlink(0), Unlink(10), SyncDir];
         match self {
-            RetentionVariant::CheckpointFirst => checkpoint.into_iter().chain(unlink).collect(),
+            RetentionVariant::CheckpointFirst | RetentionVariant::NoRecoverySync => {
+                checkpoint.into_iter().chain(unlink).collect()
+            }
             RetentionVariant::DeleteFirst => unlink.into_iter().chain(checkpoint).collect(),
         }
     }
@@ -82,13 +88,19 @@ pub enum RetentionAction {
         lost_dir_ops: Vec<usize>,
         temp_data_lost: bool,
     },
+    /// Open: read the checkpoint and plan the cleanup.
     Recover,
+    RecoverStep {
+        n: usize,
+        op: RetentionOp,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RPhase {
     Running(usize),
     Crashed,
+    Recovering { plan: Vec<RetentionOp>, done: usize },
     Recovered,
 }
 
@@ -102,6 +114,7 @@ pub struct RetentionState {
     /// The highest log_start_offset the durable directory ever implied: what a reader
     /// could have been told before a crash.
     pub durable_start_max: i64,
+    pub crashes: u8,
     pub phase: RPhase,
 }
 
@@ -151,6 +164,17 @@ impl RetentionState {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RetentionModel {
     pub variant: RetentionVariant,
+    /// Crashes per behaviour; 2 covers a crash during recovery.
+    pub crashes_max: u8,
+}
+
+impl RetentionModel {
+    pub fn new(variant: RetentionVariant) -> RetentionModel {
+        RetentionModel {
+            variant,
+            crashes_max: 2,
+        }
+    }
 }
 
 fn run_op(state: &mut RetentionState, op: RetentionOp) {
@@ -166,21 +190,31 @@ fn run_op(state: &mut RetentionState, op: RetentionOp) {
         }),
         RetentionOp::SyncDir => state.dir.sync(),
         RetentionOp::Unlink(base) => state.dir.run(DirOp::Remove(RName::Segment(base))),
+        RetentionOp::RemoveCheckpointTemp => state.dir.run(DirOp::Remove(RName::CheckpointTemp)),
     }
+    state.durable_start_max = state.durable_start_max.max(state.durable_start());
 }
 
-fn recover(state: &mut RetentionState) {
+/// Recovery's plan: sync the directory first (what the crashed process did may still
+/// be unsynced, and acting on it first lets a power loss undo the base of the
+/// decision), remove the checkpoint temp, unlink every segment wholly below the
+/// checkpoint, sync.
+fn recovery_plan(state: &RetentionState, variant: RetentionVariant) -> Vec<RetentionOp> {
+    let mut plan = Vec::new();
+    if variant != RetentionVariant::NoRecoverySync {
+        plan.push(RetentionOp::SyncDir);
+    }
     if state.dir.get(&RName::CheckpointTemp).is_some() {
-        state.dir.run(DirOp::Remove(RName::CheckpointTemp));
+        plan.push(RetentionOp::RemoveCheckpointTemp);
     }
     let checkpoint = state.checkpoint();
     for base in state.segments() {
         if base + SEGMENT_OFFSETS <= checkpoint && base != ACTIVE_BASE {
-            state.dir.run(DirOp::Remove(RName::Segment(base)));
+            plan.push(RetentionOp::Unlink(base));
         }
     }
-    state.dir.sync();
-    state.phase = RPhase::Recovered;
+    plan.push(RetentionOp::SyncDir);
+    plan
 }
 
 impl Model for RetentionModel {
@@ -198,41 +232,50 @@ impl Model for RetentionModel {
             temp_synced: false,
             temp_torn: false,
             durable_start_max: 0,
+            crashes: 0,
             phase: RPhase::Running(0),
         }]
     }
 
     fn actions(&self, state: &RetentionState, actions: &mut Vec<RetentionAction>) {
         let steps = self.variant.steps();
-        match state.phase {
+        match &state.phase {
             RPhase::Running(n) => {
-                if let Some(op) = steps.get(n) {
-                    actions.push(RetentionAction::Step { n, op: *op });
-                }
-                actions.push(RetentionAction::Crash {
-                    process: true,
-                    lost_dir_ops: Vec::new(),
-                    temp_data_lost: false,
-                });
-                let temp_unsynced = state.dir.get(&RName::CheckpointTemp).is_some()
-                    || state.dir.get(&RName::Checkpoint) == Some(&RObj::Checkpoint(ACTIVE_BASE));
-                let temp_choices: &[bool] = if temp_unsynced && !state.temp_synced {
-                    &[false, true]
-                } else {
-                    &[false]
-                };
-                for lost_dir_ops in subsets(state.dir.pending.len()) {
-                    for temp_data_lost in temp_choices {
-                        actions.push(RetentionAction::Crash {
-                            process: false,
-                            lost_dir_ops: lost_dir_ops.clone(),
-                            temp_data_lost: *temp_data_lost,
-                        });
-                    }
+                if let Some(op) = steps.get(*n) {
+                    actions.push(RetentionAction::Step { n: *n, op: *op });
                 }
             }
+            RPhase::Recovering { plan, done } => actions.push(RetentionAction::RecoverStep {
+                n: *done,
+                op: plan[*done],
+            }),
             RPhase::Crashed => actions.push(RetentionAction::Recover),
             RPhase::Recovered => {}
+        }
+        let running = matches!(state.phase, RPhase::Running(_) | RPhase::Recovering { .. });
+        if !running || state.crashes >= self.crashes_max {
+            return;
+        }
+        actions.push(RetentionAction::Crash {
+            process: true,
+            lost_dir_ops: Vec::new(),
+            temp_data_lost: false,
+        });
+        let temp_exists = state.dir.get(&RName::CheckpointTemp).is_some()
+            || state.dir.get(&RName::Checkpoint) == Some(&RObj::Checkpoint(ACTIVE_BASE));
+        let temp_choices: &[bool] = if temp_exists && !state.temp_synced && !state.temp_torn {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        for lost_dir_ops in subsets(state.dir.pending.len()) {
+            for temp_data_lost in temp_choices {
+                actions.push(RetentionAction::Crash {
+                    process: false,
+                    lost_dir_ops: lost_dir_ops.clone(),
+                    temp_data_lost: *temp_data_lost,
+                });
+            }
         }
     }
 
@@ -245,7 +288,6 @@ impl Model for RetentionModel {
         match action {
             RetentionAction::Step { n, op } => {
                 run_op(&mut next, op);
-                next.durable_start_max = next.durable_start_max.max(next.durable_start());
                 next.phase = RPhase::Running(n + 1);
             }
             RetentionAction::Crash {
@@ -255,11 +297,31 @@ impl Model for RetentionModel {
             } => {
                 if !process {
                     next.dir.power_loss(&lost_dir_ops);
-                    next.temp_torn = temp_data_lost;
+                    next.temp_torn |= temp_data_lost;
+                    // After the reboot, whatever survived is on disk.
+                    next.temp_synced = true;
                 }
+                next.crashes += 1;
                 next.phase = RPhase::Crashed;
             }
-            RetentionAction::Recover => recover(&mut next),
+            RetentionAction::Recover => {
+                let plan = recovery_plan(&next, self.variant);
+                next.phase = RPhase::Recovering { plan, done: 0 };
+            }
+            RetentionAction::RecoverStep { n, op } => {
+                run_op(&mut next, op);
+                let RPhase::Recovering { plan, .. } = &state.phase else {
+                    unreachable!("RecoverStep is only offered while recovering");
+                };
+                next.phase = if n + 1 == plan.len() {
+                    RPhase::Recovered
+                } else {
+                    RPhase::Recovering {
+                        plan: plan.clone(),
+                        done: n + 1,
+                    }
+                };
+            }
         }
         Some(next)
     }
@@ -301,27 +363,23 @@ mod tests {
 
     #[test]
     fn checkpoint_first_leaves_no_hole() {
-        let checker = RetentionModel {
-            variant: RetentionVariant::CheckpointFirst,
-        }
-        .checker()
-        .spawn_bfs()
-        .join();
+        let checker = RetentionModel::new(RetentionVariant::CheckpointFirst)
+            .checker()
+            .spawn_bfs()
+            .join();
         checker.assert_properties();
-        assert_eq!(checker.unique_state_count(), 29);
+        assert_eq!(checker.unique_state_count(), 122);
     }
 
     #[test]
     fn delete_first_can_leave_a_hole() {
-        let checker = RetentionModel {
-            variant: RetentionVariant::DeleteFirst,
-        }
-        .checker()
-        .spawn_bfs()
-        .join();
+        let checker = RetentionModel::new(RetentionVariant::DeleteFirst)
+            .checker()
+            .spawn_bfs()
+            .join();
         let path = checker.assert_any_discovery("no_hole");
         let last = path.last_state();
         assert_eq!(last.segments(), vec![0, ACTIVE_BASE]);
-        assert_eq!(checker.unique_state_count(), 32);
+        assert_eq!(checker.unique_state_count(), 132);
     }
 }
