@@ -8,7 +8,8 @@
 //!   unlink of `10` but loses the unlink of `0` leaves segments 0 and 20 with a
 //!   checkpoint of 0: a hole at 10..20 that recovery cannot tell from data loss.
 //!
-//! Recovery (on open): remove the checkpoint temp, read the checkpoint, remove every
+//! Recovery (on open), one operation at a time so crashes during it are explored too:
+//! sync the log directory, remove the checkpoint temp, read the checkpoint, unlink every
 //! segment wholly below it, sync the directory.
 
 use std::collections::BTreeMap;
@@ -338,6 +339,12 @@ impl Model for RetentionModel {
             }),
             Property::<Self>::always("log_start_offset_never_decreases", |_, s| {
                 s.phase != RPhase::Recovered || s.log_start_offset() >= Some(s.durable_start_max)
+            }),
+            Property::<Self>::always("recovery_idempotent", |m, s| {
+                s.phase != RPhase::Recovered
+                    || recovery_plan(s, m.variant)
+                        .iter()
+                        .all(|op| *op == RetentionOp::SyncDir)
             }),
             Property::<Self>::always("active_survives", |_, s| {
                 s.segments().contains(&ACTIVE_BASE)
