@@ -145,12 +145,39 @@ pub enum SpecError {
     Inconsistent(String),
 }
 
-/// The reference partition log.
+/// The reference partition log. Deserializing goes through [`SpecLog::from_parts`], so
+/// a log read from JSON is structurally valid.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "SpecLogParts", into = "SpecLogParts")]
 pub struct SpecLog {
     segment_bytes: u64,
     /// Never empty; the last one is active.
     segments: Vec<SpecSegment>,
+}
+
+/// The serialized form of a [`SpecLog`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SpecLogParts {
+    segment_bytes: u64,
+    segments: Vec<SpecSegment>,
+}
+
+impl TryFrom<SpecLogParts> for SpecLog {
+    type Error = SpecError;
+
+    fn try_from(parts: SpecLogParts) -> Result<SpecLog, SpecError> {
+        let start = parts.segments.first().map_or(0, |s| s.base_offset);
+        SpecLog::from_parts(parts.segment_bytes, start, parts.segments)
+    }
+}
+
+impl From<SpecLog> for SpecLogParts {
+    fn from(log: SpecLog) -> SpecLogParts {
+        SpecLogParts {
+            segment_bytes: log.segment_bytes,
+            segments: log.segments,
+        }
+    }
 }
 
 /// Kafka's control record key and value: key = version 0, type (0 abort, 1 commit);

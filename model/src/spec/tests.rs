@@ -270,3 +270,16 @@ fn read_max_returns_whole_batches_and_at_least_one() {
     assert_eq!(from_1.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![1]);
     assert_eq!(log.read_max(3, 10).unwrap().len(), 0);
 }
+
+#[test]
+fn json_round_trip_validates_structure() {
+    let mut log = tombstone_log();
+    log.append_control(false, 200);
+    let json = serde_json::to_string(&log).unwrap();
+    let back: SpecLog = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, log);
+    // Overlapping segments are refused on the way in.
+    let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    value["segments"][1]["base_offset"] = serde_json::json!(0);
+    assert!(serde_json::from_value::<SpecLog>(value).is_err());
+}
