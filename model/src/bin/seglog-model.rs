@@ -2,6 +2,7 @@
 //! this crate alone (`cargo run -p seglog-model -- check --model install`).
 
 use clap::Parser;
+use seglog_model::check;
 use seglog_model::cli::{self, ModelCommand};
 
 #[derive(Parser)]
@@ -16,16 +17,26 @@ struct Cli {
 
 fn main() {
     let cli = Cli::parse();
-    if let (Some(path), ModelCommand::Check(args)) = (&cli.trace_out, &cli.command) {
-        if let Ok(report) = seglog_model::check::try_run(&args.options()) {
-            if let Some(json) = cli::scenario_json(&report) {
-                // Tooling output, not engine IO: the FileSystem seam rule covers src/.
-                if let Err(e) = std::fs::write(path, json) {
-                    eprintln!("error: cannot write {}: {e}", path.display());
-                    std::process::exit(2);
-                }
-            }
+    let (ModelCommand::Check(args), Some(path)) = (&cli.command, &cli.trace_out) else {
+        std::process::exit(cli::run(&cli.command));
+    };
+    let report = match check::try_run(&args.options()) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report).expect("report serializes")
+    );
+    if let Some(json) = cli::scenario_json(&report) {
+        // Tooling output, not engine IO: the FileSystem seam rule covers src/.
+        if let Err(e) = std::fs::write(path, json) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            std::process::exit(2);
         }
     }
-    std::process::exit(cli::run(&cli.command));
+    std::process::exit(i32::from(!report.ok()));
 }
