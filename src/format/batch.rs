@@ -193,6 +193,10 @@ impl RecordBatch {
     }
 
     /// Appends the encoded batch to `out`.
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "the CRC region and field were written just above, so they exist"
+    )]
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         assert_eq!(
             self.attributes & ATTR_COMPRESSION_MASK,
@@ -246,7 +250,9 @@ fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
     let bytes = buf
         .get(at..at + 2)
         .ok_or_else(|| truncated(at + 2, buf.len()))?;
-    Ok(i16::from_be_bytes([bytes[0], bytes[1]]))
+    let mut a = [0u8; 2];
+    a.copy_from_slice(bytes);
+    Ok(i16::from_be_bytes(a))
 }
 
 fn be_i32(buf: &[u8], at: usize) -> Result<i32, FormatError> {

@@ -16,15 +16,21 @@
 // --- log: append, roll, flush ---------------------------------------------
 pub const LOG_APPEND_WRITE: &str = "log::append::write";
 pub const LOG_ROLL_SYNC_CLOSED: &str = "log::roll::sync_closed";
+pub const LOG_ROLL_CREATE_SEGMENT: &str = "log::roll::create_segment";
+pub const LOG_ROLL_SYNC_DIR: &str = "log::roll::sync_dir";
 pub const LOG_FLUSH_SYNC_LOG: &str = "log::flush::sync_log";
 pub const LOG_FLUSH_SYNC_INDEX: &str = "log::flush::sync_index";
+pub const LOG_FLUSH_SYNC_TIME_INDEX: &str = "log::flush::sync_time_index";
 pub const LOG_FLUSH_SYNC_DIR: &str = "log::flush::sync_dir";
 // --- log: recovery on open ------------------------------------------------
 pub const LOG_RECOVERY_TRUNCATE_TAIL: &str = "log::recovery::truncate_tail";
 pub const LOG_RECOVERY_SYNC_TAIL: &str = "log::recovery::sync_tail";
 pub const LOG_RECOVERY_REBUILD_INDEX: &str = "log::recovery::rebuild_index";
+pub const LOG_RECOVERY_SYNC_INDEX: &str = "log::recovery::sync_index";
+pub const LOG_RECOVERY_CREATE_SEGMENT: &str = "log::recovery::create_segment";
 pub const LOG_RECOVERY_REMOVE_ORPHAN: &str = "log::recovery::remove_orphan";
 pub const LOG_RECOVERY_SYNC_DIR: &str = "log::recovery::sync_dir";
+pub const LOG_RECOVERY_SYNC_PARENT: &str = "log::recovery::sync_parent";
 
 // --- retention: checkpoint first, then delete --------------------------------
 pub const RETENTION_CHECKPOINT_SYNC_TMP: &str = "retention::checkpoint::sync_tmp";
@@ -65,14 +71,20 @@ pub const INSTALL_RECOVER_SYNC_PARENT: &str = "install::recover::sync_parent";
 pub const ALL: &[&str] = &[
     LOG_APPEND_WRITE,
     LOG_ROLL_SYNC_CLOSED,
+    LOG_ROLL_CREATE_SEGMENT,
+    LOG_ROLL_SYNC_DIR,
     LOG_FLUSH_SYNC_LOG,
     LOG_FLUSH_SYNC_INDEX,
+    LOG_FLUSH_SYNC_TIME_INDEX,
     LOG_FLUSH_SYNC_DIR,
     LOG_RECOVERY_TRUNCATE_TAIL,
     LOG_RECOVERY_SYNC_TAIL,
     LOG_RECOVERY_REBUILD_INDEX,
+    LOG_RECOVERY_SYNC_INDEX,
+    LOG_RECOVERY_CREATE_SEGMENT,
     LOG_RECOVERY_REMOVE_ORPHAN,
     LOG_RECOVERY_SYNC_DIR,
+    LOG_RECOVERY_SYNC_PARENT,
     RETENTION_CHECKPOINT_SYNC_TMP,
     RETENTION_CHECKPOINT_RENAME,
     RETENTION_CHECKPOINT_SYNC_DIR,
@@ -138,9 +150,10 @@ macro_rules! fail_point {
 }
 
 type Probe = Box<dyn Fn() -> u64>;
+type Recording = Option<(Vec<(&'static str, u64)>, Option<Probe>)>;
 
 thread_local! {
-    static RECORDER: std::cell::RefCell<Option<(Vec<(&'static str, u64)>, Option<Probe>)>> =
+    static RECORDER: std::cell::RefCell<Recording> =
         const { std::cell::RefCell::new(None) };
 }
 

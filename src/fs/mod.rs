@@ -11,6 +11,7 @@
 //!   durable with [`FileSystem::sync_dir`] on the directory that holds it.
 
 pub mod failpoint;
+pub mod sim;
 mod std_fs;
 
 use std::fmt::Debug;

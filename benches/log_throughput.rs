@@ -1,0 +1,168 @@
+//! Append and full read-back of 1,000,000 records (16-byte keys, 100-byte values,
+//! batches of 100), each beside a baseline measured in the same run: the same
+//! encoded bytes written with `BufWriter<File>` (then fsync) and read back with
+//! `BufReader<File>`. Report the ratio baseline_time / log_time (target >= 0.8).
+//! `read/log` decodes every record into an owned `ReadRecord`; `read_raw/log`
+//! returns whole CRC-checked batches (Kafka's fetch path).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use seglog::{Log, LogConfig, NewRecord, RecordBatch};
+
+const RECORDS: usize = 1_000_000;
+const PER_BATCH: usize = 100;
+const READ_BYTES: usize = 1 << 20;
+
+fn batches() -> Vec<Vec<NewRecord>> {
+    (0..RECORDS / PER_BATCH)
+        .map(|b| {
+            (0..PER_BATCH)
+                .map(|i| {
+                    let n = b * PER_BATCH + i;
+                    NewRecord::new(
+                        Some(format!("key-{n:012}").into_bytes()),
+                        Some(vec![(n % 251) as u8; 100]),
+                        1_700_000_000_000 + n as i64,
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The bytes the log writes for `batches` (its `.log` content).
+fn encoded(batches: &[Vec<NewRecord>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut next = 0i64;
+    for batch in batches {
+        let built = RecordBatch::build(next, batch);
+        next = built.next_offset();
+        built.encode_into(&mut out);
+    }
+    out
+}
+
+fn write_log(dir: &std::path::Path, batches: &[Vec<NewRecord>]) -> Duration {
+    let start = Instant::now();
+    let (mut log, _) = Log::open(dir, LogConfig::default()).unwrap();
+    for batch in batches {
+        log.append(batch).unwrap();
+    }
+    log.close().unwrap();
+    start.elapsed()
+}
+
+fn write_baseline(path: &std::path::Path, bytes: &[u8]) -> Duration {
+    let start = Instant::now();
+    let mut out = BufWriter::new(File::create(path).unwrap());
+    for chunk in bytes.chunks(12_500) {
+        out.write_all(chunk).unwrap();
+    }
+    let file = out.into_inner().unwrap();
+    file.sync_all().unwrap();
+    start.elapsed()
+}
+
+fn bench(c: &mut Criterion) {
+    let batches = batches();
+    let bytes = encoded(&batches);
+    let mut group = c.benchmark_group("log_throughput");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(8));
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+
+    group.bench_function("append/baseline_bufwriter", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let tmp = tempfile::tempdir().unwrap();
+                    write_baseline(&tmp.path().join("baseline"), &bytes)
+                })
+                .sum()
+        })
+    });
+    group.bench_function("append/log", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let tmp = tempfile::tempdir().unwrap();
+                    write_log(tmp.path(), &batches)
+                })
+                .sum()
+        })
+    });
+
+    let tmp = tempfile::tempdir().unwrap();
+    let baseline_path = tmp.path().join("baseline");
+    write_baseline(&baseline_path, &bytes);
+    let log_dir = tmp.path().join("log");
+    write_log(&log_dir, &batches);
+    let (log, _) = Log::open(&log_dir, LogConfig::default()).unwrap();
+    assert_eq!(log.next_offset(), RECORDS as i64);
+
+    group.bench_function("read/baseline_bufreader", |b| {
+        b.iter(|| {
+            let mut input = BufReader::new(File::open(&baseline_path).unwrap());
+            let mut chunk = vec![0u8; READ_BYTES];
+            let mut total = 0usize;
+            loop {
+                let n = input.read(&mut chunk).unwrap();
+                if n == 0 {
+                    break;
+                }
+                total += n;
+            }
+            assert_eq!(total, bytes.len());
+            total
+        })
+    });
+    group.bench_function("read/log", |b| {
+        b.iter(|| {
+            let mut from = 0;
+            let mut count = 0usize;
+            loop {
+                let records = log.read(from, READ_BYTES).unwrap();
+                let Some(last) = records.last() else { break };
+                from = last.offset + 1;
+                count += records.len();
+            }
+            assert_eq!(count, RECORDS);
+            count
+        })
+    });
+    group.bench_function("read_raw/log", |b| {
+        b.iter(|| {
+            let mut from = 0;
+            let mut total = 0usize;
+            while from < RECORDS as i64 {
+                let raw = log.read_raw(from, READ_BYTES).unwrap();
+                // The last batch's base offset and lastOffsetDelta give the next offset.
+                let last = last_batch_next_offset(&raw);
+                total += raw.len();
+                from = last;
+            }
+            assert_eq!(total, bytes.len());
+            total
+        })
+    });
+    group.finish();
+}
+
+/// The offset after the last batch in `raw` (walking the batch lengths).
+fn last_batch_next_offset(raw: &[u8]) -> i64 {
+    let mut at = 0;
+    let mut next = 0;
+    while at < raw.len() {
+        let header = seglog::format::batch::decode_header(&raw[at..]).unwrap();
+        next = header.base_offset + i64::from(header.last_offset_delta) + 1;
+        at += header.size;
+    }
+    next
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

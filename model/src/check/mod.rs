@@ -1,0 +1,422 @@
+//! Running the models: options, the report (JSON via serde), and the Explorer.
+//!
+//! Every run is a single-threaded breadth-first search, so the counterexample kept for
+//! each violated property (the first one the search meets, via a visitor) is a shortest
+//! trace.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use stateright::{Checker, CheckerVisitor, Expectation, HasDiscoveries, Model, Path, Property};
+
+use crate::models::install::{InstallModel, InstallVariant};
+use crate::models::log::{LogModel, Mutant};
+use crate::models::retention::{RetentionModel, RetentionVariant};
+
+/// Which model to check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// (a) the reference spec under append, roll, retain, compact and a clock.
+    #[default]
+    Log,
+    /// (b) the install protocol of compacted segments, with crashes and recovery.
+    Install,
+    /// (d) the order of retention deletion, with crashes and recovery.
+    Retention,
+}
+
+/// A protocol variant. `manifest` and `checkpoint-first` are ours; the others are
+/// known-broken designs the checker must refute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// Log model: the reference spec.
+    Spec,
+    /// Log model: compaction whose latest-offset map ignores the active segment.
+    ClosedOnlyLatestMap,
+    /// Log model: compaction that drops tombstones without the grace period.
+    NoTombstoneGrace,
+    /// Install: ours (manifest commit point, parent synced after every step).
+    Manifest,
+    /// Install: the seeds' swap (two renames, no manifest).
+    TwoRename,
+    /// Install: ours without the parent-directory syncs.
+    NoDirSync,
+    /// Install: ours without syncing the temp dir before the commit point.
+    NoTempSync,
+    /// Install and retention: ours, but recovery acts before syncing the directory it
+    /// found after a crash.
+    NoRecoverySync,
+    /// Retention: ours (durable log_start_offset checkpoint before unlinking).
+    CheckpointFirst,
+    /// Retention: unlink segments first, checkpoint after.
+    DeleteFirst,
+}
+
+impl Variant {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Spec => "spec",
+            Variant::ClosedOnlyLatestMap => "closed-only-latest-map",
+            Variant::NoTombstoneGrace => "no-tombstone-grace",
+            Variant::Manifest => "manifest",
+            Variant::TwoRename => "two-rename",
+            Variant::NoDirSync => "no-dir-sync",
+            Variant::NoTempSync => "no-temp-sync",
+            Variant::NoRecoverySync => "no-recovery-sync",
+            Variant::CheckpointFirst => "checkpoint-first",
+            Variant::DeleteFirst => "delete-first",
+        }
+    }
+
+    /// The variants valid for `model`, the default (correct) one first.
+    pub fn all(model: ModelKind) -> &'static [Variant] {
+        match model {
+            ModelKind::Log => &[
+                Variant::Spec,
+                Variant::ClosedOnlyLatestMap,
+                Variant::NoTombstoneGrace,
+            ],
+            ModelKind::Install => &[
+                Variant::Manifest,
+                Variant::TwoRename,
+                Variant::NoDirSync,
+                Variant::NoTempSync,
+                Variant::NoRecoverySync,
+            ],
+            ModelKind::Retention => &[
+                Variant::CheckpointFirst,
+                Variant::DeleteFirst,
+                Variant::NoRecoverySync,
+            ],
+        }
+    }
+
+    /// The names of the variants valid for `model` (for `--help`).
+    pub fn names(model: ModelKind) -> Vec<&'static str> {
+        Variant::all(model).iter().map(|v| v.name()).collect()
+    }
+
+    pub fn default_for(model: ModelKind) -> Variant {
+        Variant::all(model)[0]
+    }
+
+    /// True for the variants the design adopts (the checker must find no violation).
+    pub fn is_ours(self) -> bool {
+        matches!(
+            self,
+            Variant::Spec | Variant::Manifest | Variant::CheckpointFirst
+        )
+    }
+}
+
+/// What to check. `variant` defaults to the model's correct one; `depth` bounds the
+/// search depth (a bounded run is not exhaustive: the report says so); `records`
+/// overrides the log model's bound on appended offsets (default 3; 4 takes ~15 s in
+/// a release build).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CheckOptions {
+    pub model: ModelKind,
+    pub variant: Option<Variant>,
+    pub depth: Option<usize>,
+    pub records: Option<i64>,
+}
+
+impl CheckOptions {
+    pub fn new(model: ModelKind) -> CheckOptions {
+        CheckOptions {
+            model,
+            ..CheckOptions::default()
+        }
+    }
+
+    pub fn with_variant(self, variant: Variant) -> CheckOptions {
+        CheckOptions {
+            variant: Some(variant),
+            ..self
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PropertyKind {
+    Always,
+    Sometimes,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PropertyReport {
+    pub name: &'static str,
+    pub kind: PropertyKind,
+    /// `always`: no counterexample found; `sometimes`: an example was found.
+    pub holds: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ViolationReport {
+    pub property: &'static str,
+    /// One line per action (Debug form), shortest trace found.
+    pub trace: Vec<String>,
+    /// The same actions as serde JSON (the crash-scenario form).
+    pub actions: serde_json::Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckReport {
+    pub model: ModelKind,
+    pub variant: &'static str,
+    /// States generated, duplicates included.
+    pub states_explored: usize,
+    pub unique_states: usize,
+    pub max_depth: usize,
+    /// False when `depth` bounded the search.
+    pub exhaustive: bool,
+    pub seconds: f64,
+    pub properties: Vec<PropertyReport>,
+    pub violations: Vec<ViolationReport>,
+}
+
+impl CheckReport {
+    /// True if every property holds (no counterexample, every example found).
+    pub fn ok(&self) -> bool {
+        self.properties.iter().all(|p| p.holds)
+    }
+}
+
+/// Unknown variant for a model.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("variant {variant} does not apply to the {model:?} model (valid: {valid:?})")]
+pub struct VariantError {
+    pub model: ModelKind,
+    pub variant: &'static str,
+    pub valid: Vec<&'static str>,
+}
+
+fn resolve(options: &CheckOptions) -> Result<Variant, VariantError> {
+    let variant = options
+        .variant
+        .unwrap_or_else(|| Variant::default_for(options.model));
+    if !Variant::all(options.model).contains(&variant) {
+        return Err(VariantError {
+            model: options.model,
+            variant: variant.name(),
+            valid: Variant::names(options.model),
+        });
+    }
+    Ok(variant)
+}
+
+fn log_model(variant: Variant, records: Option<i64>) -> LogModel {
+    let mutant = match variant {
+        Variant::ClosedOnlyLatestMap => Some(Mutant::ClosedOnlyLatestMap),
+        Variant::NoTombstoneGrace => Some(Mutant::NoTombstoneGrace),
+        _ => None,
+    };
+    let defaults = LogModel::default();
+    LogModel {
+        mutant,
+        offsets_max: records.unwrap_or(defaults.offsets_max),
+        ..defaults
+    }
+}
+
+fn install_variant(variant: Variant) -> InstallVariant {
+    match variant {
+        Variant::TwoRename => InstallVariant::TwoRename,
+        Variant::NoDirSync => InstallVariant::NoDirSync,
+        Variant::NoTempSync => InstallVariant::NoTempSync,
+        Variant::NoRecoverySync => InstallVariant::NoRecoverySync,
+        _ => InstallVariant::Manifest,
+    }
+}
+
+fn retention_variant(variant: Variant) -> RetentionVariant {
+    match variant {
+        Variant::DeleteFirst => RetentionVariant::DeleteFirst,
+        Variant::NoRecoverySync => RetentionVariant::NoRecoverySync,
+        _ => RetentionVariant::CheckpointFirst,
+    }
+}
+
+/// Runs the check `options` asks for.
+///
+/// # Panics
+/// If `options.variant` does not belong to `options.model` (use [`try_run`] for input
+/// from users).
+pub fn run(options: &CheckOptions) -> CheckReport {
+    try_run(options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`run`], rejecting a variant of another model.
+pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
+    let variant = resolve(options)?;
+    let mut report = match options.model {
+        ModelKind::Log => check_model(log_model(variant, options.records), options.depth),
+        ModelKind::Install => {
+            check_model(InstallModel::new(install_variant(variant)), options.depth)
+        }
+        ModelKind::Retention => check_model(
+            RetentionModel::new(retention_variant(variant)),
+            options.depth,
+        ),
+    };
+    report.model = options.model;
+    report.variant = variant.name();
+    Ok(report)
+}
+
+/// Serves stateright's Explorer for the chosen model on `addr`; never returns.
+pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
+    let variant = resolve(options)?;
+    match options.model {
+        ModelKind::Log => serve(log_model(variant, options.records), addr),
+        ModelKind::Install => serve(InstallModel::new(install_variant(variant)), addr),
+        ModelKind::Retention => serve(RetentionModel::new(retention_variant(variant)), addr),
+    }
+}
+
+fn serve<M>(model: M, addr: &str) -> !
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Debug + Hash + Send + Sync + Clone + PartialEq,
+    M::Action: Debug + Send + Sync + Clone + PartialEq,
+{
+    let _checker = model.checker().serve(addr);
+    loop {
+        std::thread::park();
+    }
+}
+
+/// The first violating action list seen for each property, shared with the visitor.
+type Found<A> = Arc<Mutex<BTreeMap<&'static str, Vec<A>>>>;
+
+/// Replays `actions` from the model's first initial state, checking that each one is
+/// enabled where it is taken: the states visited (initial state first), or `None` if
+/// an action is not enabled. This is how a saved counterexample becomes a scenario.
+pub fn replay<M: Model>(model: &M, actions: &[M::Action]) -> Option<Vec<M::State>>
+where
+    M::State: Clone,
+    M::Action: Clone + PartialEq,
+{
+    let mut states = vec![model.init_states().into_iter().next()?];
+    for action in actions {
+        let state = states.last()?;
+        let mut enabled = Vec::new();
+        model.actions(state, &mut enabled);
+        if !enabled.contains(action) {
+            return None;
+        }
+        let next = model.next_state(state, action.clone())?;
+        states.push(next);
+    }
+    Some(states)
+}
+
+/// Records, for each `always` property, the first violating path a BFS visits.
+struct FirstViolations<M: Model> {
+    properties: Vec<Property<M>>,
+    found: Found<M::Action>,
+}
+
+impl<M: Model> CheckerVisitor<M> for FirstViolations<M>
+where
+    M::Action: Clone,
+{
+    fn visit(&self, model: &M, path: Path<M::State, M::Action>) {
+        let mut found = self.found.lock().expect("visitor lock");
+        let new: Vec<&'static str> = self
+            .properties
+            .iter()
+            .filter(|p| !found.contains_key(p.name) && !(p.condition)(model, path.last_state()))
+            .map(|p| p.name)
+            .collect();
+        if !new.is_empty() {
+            let actions = path.into_actions();
+            for name in new {
+                found.insert(name, actions.clone());
+            }
+        }
+    }
+}
+
+fn check_model<M>(model: M, depth: Option<usize>) -> CheckReport
+where
+    M: Model + Clone + Send + Sync + 'static,
+    M::State: Debug + Hash + Send + Sync + Clone + PartialEq + 'static,
+    M::Action: Debug + Serialize + Send + Sync + Clone + PartialEq + 'static,
+{
+    let started = Instant::now();
+    let bounded = |builder: stateright::CheckerBuilder<M>| match depth {
+        Some(d) => builder.target_max_depth(d),
+        None => builder,
+    };
+    let checker = bounded(model.clone().checker()).spawn_bfs().join();
+    let properties: Vec<PropertyReport> = model
+        .properties()
+        .iter()
+        .map(|p| {
+            let discovered = checker.discovery(p.name).is_some();
+            let (kind, holds) = match p.expectation {
+                Expectation::Sometimes => (PropertyKind::Sometimes, discovered),
+                _ => (PropertyKind::Always, !discovered),
+            };
+            PropertyReport {
+                name: p.name,
+                kind,
+                holds,
+            }
+        })
+        .collect();
+    let violated: Vec<Property<M>> = model
+        .properties()
+        .into_iter()
+        .filter(|p| p.expectation == Expectation::Always && checker.discovery(p.name).is_some())
+        .collect();
+    let mut violations = Vec::new();
+    if !violated.is_empty() {
+        // stateright keeps the last counterexample it meets; a second pass with a
+        // visitor keeps the first, which breadth-first order makes a shortest one.
+        let found = Arc::new(Mutex::new(BTreeMap::new()));
+        let names = violated.iter().map(|p| p.name).collect();
+        let visitor = FirstViolations {
+            properties: violated,
+            found: Arc::clone(&found),
+        };
+        // The visitor sees each state before the checker judges it, so stopping once
+        // every violated property is rediscovered loses no shorter trace.
+        let _ = bounded(model.clone().checker())
+            .finish_when(HasDiscoveries::AllOf(names))
+            .visitor(visitor)
+            .spawn_bfs()
+            .join();
+        let found = found.lock().expect("visitor lock");
+        for (property, actions) in found.iter() {
+            violations.push(ViolationReport {
+                property,
+                trace: actions.iter().map(|a| format!("{a:?}")).collect(),
+                actions: serde_json::to_value(actions).expect("actions serialize"),
+            });
+        }
+    }
+    CheckReport {
+        model: ModelKind::Log,
+        variant: "",
+        states_explored: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        exhaustive: depth.is_none(),
+        seconds: started.elapsed().as_secs_f64(),
+        properties,
+        violations,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+//! The protocol's steps and the variants the checker compares.
+
+use serde::{Deserialize, Serialize};
+
+/// One protocol operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InstallOp {
+    /// Create `D.compact-tmp` and write the compacted segments into it (unsynced).
+    BuildTemp,
+    /// fsync every file in the temp dir.
+    SyncTempFiles,
+    /// fsync the temp dir itself.
+    SyncTempDir,
+    /// Write the manifest to its temp name (unsynced).
+    WriteManifestTemp,
+    SyncManifestTemp,
+    /// Rename the manifest temp to `D.compact-manifest`.
+    RenameManifest,
+    /// fsync the parent directory.
+    SyncParent,
+    RenameLiveToBackup,
+    RenameTempToLive,
+    RemoveBackup,
+    RemoveManifest,
+}
+
+/// The protocol variants; only [`InstallVariant::Manifest`] is correct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InstallVariant {
+    /// Ours: manifest commit point, parent synced after every step.
+    Manifest,
+    /// The seeds' swap: two renames, no manifest.
+    TwoRename,
+    /// Ours without the parent-directory syncs.
+    NoDirSync,
+    /// Ours without syncing the temp dir's files and entries before the commit.
+    NoTempSync,
+    /// Ours, but recovery acts before syncing the parent directory it found.
+    NoRecoverySync,
+}
+
+impl InstallVariant {
+    pub fn steps(self) -> Vec<InstallOp> {
+        use InstallOp::*;
+        let ours = vec![
+            BuildTemp,
+            SyncTempFiles,
+            SyncTempDir,
+            WriteManifestTemp,
+            SyncManifestTemp,
+            RenameManifest,
+            SyncParent, // commit point
+            RenameLiveToBackup,
+            SyncParent,
+            RenameTempToLive,
+            SyncParent,
+            RemoveBackup,
+            SyncParent,
+            RemoveManifest,
+            SyncParent,
+        ];
+        match self {
+            InstallVariant::Manifest | InstallVariant::NoRecoverySync => ours,
+            InstallVariant::NoDirSync => ours.into_iter().filter(|s| *s != SyncParent).collect(),
+            InstallVariant::NoTempSync => ours
+                .into_iter()
+                .filter(|s| !matches!(s, SyncTempFiles | SyncTempDir))
+                .collect(),
+            InstallVariant::TwoRename => vec![
+                BuildTemp,
+                SyncTempFiles,
+                SyncTempDir,
+                RenameLiveToBackup,
+                RenameTempToLive,
+                SyncParent,
+                RemoveBackup,
+                SyncParent,
+            ],
+        }
+    }
+}

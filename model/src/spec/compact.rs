@@ -1,0 +1,143 @@
+//! Compaction: the latest-offset map over the whole log, the keep rule for closed
+//! batches, and the grouping of compacted source segments into output segments.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Batch, Rec, SpecError, SpecLog, SpecSegment};
+
+/// What a compaction changed in the closed region.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CompactionSummary {
+    pub records_before: u64,
+    pub records_after: u64,
+    pub segments_before: u64,
+    pub segments_after: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+/// Latest offset of every key, over all segments (active included), keyed records of
+/// non-control batches only.
+pub fn latest_offsets(log: &SpecLog) -> BTreeMap<Vec<u8>, i64> {
+    let mut latest = BTreeMap::new();
+    for batch in log.batches().filter(|b| !b.control) {
+        for rec in &batch.records {
+            if let Some(key) = &rec.key {
+                latest.insert(key.clone(), rec.offset);
+            }
+        }
+    }
+    latest
+}
+
+/// True if a kept latest tombstone is old enough to drop.
+pub fn tombstone_expired(rec: &Rec, now: i64, delete_retention_ms: i64) -> bool {
+    rec.value.is_none() && now.saturating_sub(rec.timestamp) > delete_retention_ms
+}
+
+/// The keep rule for one record of a closed data batch.
+pub fn keeps(
+    rec: &Rec,
+    latest: &BTreeMap<Vec<u8>, i64>,
+    now: i64,
+    delete_retention_ms: i64,
+) -> bool {
+    match &rec.key {
+        None => true,
+        Some(key) => {
+            latest.get(key) == Some(&rec.offset)
+                && !tombstone_expired(rec, now, delete_retention_ms)
+        }
+    }
+}
+
+fn compact_batch(
+    batch: &Batch,
+    latest: &BTreeMap<Vec<u8>, i64>,
+    now: i64,
+    delete_retention_ms: i64,
+) -> Option<Batch> {
+    if batch.control {
+        return Some(batch.clone());
+    }
+    let records: Vec<Rec> = batch
+        .records
+        .iter()
+        .filter(|r| keeps(r, latest, now, delete_retention_ms))
+        .cloned()
+        .collect();
+    let max_timestamp = records.iter().map(|r| r.timestamp).max()?;
+    Some(Batch {
+        max_timestamp,
+        records,
+        ..batch.clone()
+    })
+}
+
+impl SpecLog {
+    /// Compacts the closed region; `segment_bytes` (default: the log's) bounds the
+    /// output grouping. The active segment, `next_offset` and `log_start_offset` are
+    /// unchanged.
+    pub fn compact(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+    ) -> Result<CompactionSummary, SpecError> {
+        if delete_retention_ms < 0 {
+            return Err(SpecError::InvalidArgument(format!(
+                "delete_retention_ms {delete_retention_ms} < 0"
+            )));
+        }
+        let group_bytes_max = segment_bytes.unwrap_or(self.segment_bytes);
+        if group_bytes_max == 0 {
+            return Err(SpecError::InvalidArgument("segment_bytes 0".into()));
+        }
+        let closed = self.closed_segments();
+        if closed.is_empty() {
+            return Ok(CompactionSummary::default());
+        }
+        let latest = latest_offsets(self);
+        let mut summary = CompactionSummary {
+            segments_before: closed.len() as u64,
+            records_before: closed.iter().map(SpecSegment::record_count).sum(),
+            bytes_before: closed.iter().map(SpecSegment::bytes).sum(),
+            ..CompactionSummary::default()
+        };
+        let mut output: Vec<SpecSegment> = Vec::new();
+        let mut group_bytes = 0;
+        for source in closed {
+            let batches: Vec<Batch> = source
+                .batches
+                .iter()
+                .filter_map(|b| compact_batch(b, &latest, now, delete_retention_ms))
+                .collect();
+            let bytes: u64 = batches.iter().map(Batch::bytes).sum();
+            match output.last_mut() {
+                Some(group) if group_bytes + bytes <= group_bytes_max => {
+                    group.batches.extend(batches);
+                    group_bytes += bytes;
+                }
+                _ => {
+                    output.push(SpecSegment {
+                        base_offset: source.base_offset,
+                        batches,
+                    });
+                    group_bytes = bytes;
+                }
+            }
+        }
+        summary.segments_after = output.len() as u64;
+        summary.records_after = output.iter().map(SpecSegment::record_count).sum();
+        summary.bytes_after = output.iter().map(SpecSegment::bytes).sum();
+        let (start_before, next_before) = (self.log_start_offset(), self.next_offset());
+        let active = self.segments.pop().expect("active segment");
+        output.push(active);
+        self.segments = output;
+        assert_eq!(self.log_start_offset(), start_before);
+        assert_eq!(self.next_offset(), next_before);
+        Ok(summary)
+    }
+}

@@ -1,0 +1,465 @@
+//! The reference spec: a plain sequential state machine over an abstract partition log,
+//! following docs/design.md section 1 exactly. No IO; every size is computed with the
+//! Kafka v2 formula in [`size`].
+//!
+//! A log is a list of segments of batches; the last segment is the active one. Offsets
+//! are assigned once by `append`/`append_control` and never renumbered: retention drops
+//! a prefix of closed segments, compaction drops records inside closed segments.
+
+mod compact;
+mod retain;
+pub mod size;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use compact::{keeps, latest_offsets, tombstone_expired, CompactionSummary};
+
+/// Kafka's NO_TIMESTAMP, the `max_timestamp` of an empty segment.
+pub const NO_TIMESTAMP: i64 = -1;
+
+/// A record as the spec stores it: absolute offset and timestamp, no headers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Rec {
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub timestamp: i64,
+}
+
+impl Rec {
+    pub fn new(offset: i64, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) -> Rec {
+        Rec {
+            offset,
+            key: key.map(<[u8]>::to_vec),
+            value: value.map(<[u8]>::to_vec),
+            timestamp,
+        }
+    }
+}
+
+/// A record batch: the unit of append, of size accounting and of compaction output.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Batch {
+    pub base_offset: i64,
+    pub last_offset_delta: i32,
+    pub control: bool,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub records: Vec<Rec>,
+}
+
+impl Batch {
+    /// The last offset this batch covers (kept when compaction drops records).
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        size::batch_bytes(self)
+    }
+}
+
+/// A segment: its base offset (the file name) and its batches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SpecSegment {
+    pub base_offset: i64,
+    pub batches: Vec<Batch>,
+}
+
+impl SpecSegment {
+    pub fn empty(base_offset: i64) -> SpecSegment {
+        SpecSegment {
+            base_offset,
+            batches: Vec::new(),
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.batches.iter().map(Batch::bytes).sum()
+    }
+
+    pub fn record_count(&self) -> u64 {
+        self.batches.iter().map(|b| b.records.len() as u64).sum()
+    }
+
+    /// Max of the batches' `max_timestamp`, or -1 for an empty segment.
+    pub fn max_timestamp(&self) -> i64 {
+        self.batches
+            .iter()
+            .map(|b| b.max_timestamp)
+            .max()
+            .unwrap_or(NO_TIMESTAMP)
+    }
+
+    /// The offset after this segment's last batch, or its base when empty.
+    pub fn next_offset(&self) -> i64 {
+        self.batches
+            .last()
+            .map_or(self.base_offset, |b| b.last_offset() + 1)
+    }
+}
+
+/// A record a caller appends: the log assigns the offset.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SpecRecordInput {
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub timestamp: i64,
+}
+
+/// What `segments()` reports for each segment (the engine reports the same).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SegmentView {
+    pub base_offset: i64,
+    pub closed: bool,
+    pub bytes: u64,
+    pub records: u64,
+    pub max_timestamp: i64,
+}
+
+/// A record as `read` returns it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ReadRec {
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub timestamp: i64,
+    pub control: bool,
+}
+
+/// Errors of the spec, mirroring the engine's `InvalidArgument` / `OffsetOutOfRange`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum SpecError {
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("offset {from} out of range [{log_start_offset}, {next_offset}]")]
+    OffsetOutOfRange {
+        from: i64,
+        log_start_offset: i64,
+        next_offset: i64,
+    },
+    /// `from_parts` was given segments that break the log's structure.
+    #[error("inconsistent log: {0}")]
+    Inconsistent(String),
+}
+
+/// The reference partition log. Deserializing goes through [`SpecLog::from_parts`], so
+/// a log read from JSON is structurally valid.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "SpecLogParts", into = "SpecLogParts")]
+pub struct SpecLog {
+    segment_bytes: u64,
+    /// Never empty; the last one is active.
+    segments: Vec<SpecSegment>,
+}
+
+/// The serialized form of a [`SpecLog`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SpecLogParts {
+    segment_bytes: u64,
+    segments: Vec<SpecSegment>,
+}
+
+impl TryFrom<SpecLogParts> for SpecLog {
+    type Error = SpecError;
+
+    fn try_from(parts: SpecLogParts) -> Result<SpecLog, SpecError> {
+        let start = parts.segments.first().map_or(0, |s| s.base_offset);
+        SpecLog::from_parts(parts.segment_bytes, start, parts.segments)
+    }
+}
+
+impl From<SpecLog> for SpecLogParts {
+    fn from(log: SpecLog) -> SpecLogParts {
+        SpecLogParts {
+            segment_bytes: log.segment_bytes,
+            segments: log.segments,
+        }
+    }
+}
+
+/// Kafka's control record key and value: key = version 0, type (0 abort, 1 commit);
+/// value = version 0, coordinator epoch 0.
+pub fn control_record(offset: i64, commit: bool, timestamp: i64) -> Rec {
+    let kind = u8::from(commit);
+    Rec::new(
+        offset,
+        Some(&[0, 0, 0, kind]),
+        Some(&[0, 0, 0, 0, 0, 0]),
+        timestamp,
+    )
+}
+
+impl SpecLog {
+    /// An empty log: one empty active segment at offset 0.
+    pub fn new(segment_bytes: u64) -> SpecLog {
+        assert!(segment_bytes > 0, "segment_bytes must be positive");
+        SpecLog {
+            segment_bytes,
+            segments: vec![SpecSegment::empty(0)],
+        }
+    }
+
+    /// A log from raw segments (e.g. engine state read back), checked for structure:
+    /// at least one segment, strictly increasing bases, batches in offset order inside
+    /// their segment's range, records inside their batch, `log_start_offset` equal to
+    /// the first base.
+    pub fn from_parts(
+        segment_bytes: u64,
+        log_start_offset: i64,
+        segments: Vec<SpecSegment>,
+    ) -> Result<SpecLog, SpecError> {
+        let bad = |m: String| Err(SpecError::Inconsistent(m));
+        let Some(first) = segments.first() else {
+            return bad("a log needs at least one segment".into());
+        };
+        if first.base_offset != log_start_offset {
+            return bad(format!(
+                "log_start_offset {log_start_offset} != first segment base {}",
+                first.base_offset
+            ));
+        }
+        let mut next_min = log_start_offset;
+        for (i, segment) in segments.iter().enumerate() {
+            if segment.base_offset < next_min {
+                return bad(format!(
+                    "segment {} overlaps its predecessor",
+                    segment.base_offset
+                ));
+            }
+            if i > 0 && segment.base_offset <= segments[i - 1].base_offset {
+                return bad(format!(
+                    "segment bases not increasing at {}",
+                    segment.base_offset
+                ));
+            }
+            next_min = segment.base_offset;
+            for batch in &segment.batches {
+                check_batch(batch, next_min).map_err(SpecError::Inconsistent)?;
+                next_min = batch.last_offset() + 1;
+            }
+        }
+        Ok(SpecLog {
+            segment_bytes,
+            segments,
+        })
+    }
+
+    pub fn segment_bytes(&self) -> u64 {
+        self.segment_bytes
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments[0].base_offset
+    }
+
+    pub fn next_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+
+    /// The raw segments, oldest first; the last is active.
+    pub fn raw_segments(&self) -> &[SpecSegment] {
+        &self.segments
+    }
+
+    pub fn closed_segments(&self) -> &[SpecSegment] {
+        &self.segments[..self.segments.len() - 1]
+    }
+
+    pub fn active(&self) -> &SpecSegment {
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
+    }
+
+    pub fn segments(&self) -> Vec<SegmentView> {
+        let closed_count = self.segments.len() - 1;
+        self.segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SegmentView {
+                base_offset: s.base_offset,
+                closed: i < closed_count,
+                bytes: s.bytes(),
+                records: s.record_count(),
+                max_timestamp: s.max_timestamp(),
+            })
+            .collect()
+    }
+
+    /// Appends one data batch at `next_offset`: returns (first offset, last offset).
+    pub fn append(&mut self, records: &[SpecRecordInput]) -> Result<(i64, i64), SpecError> {
+        let Some(first) = records.first() else {
+            return Err(SpecError::InvalidArgument("empty append".into()));
+        };
+        let base_offset = self.next_offset();
+        let recs: Vec<Rec> = records
+            .iter()
+            .zip(base_offset..)
+            .map(|(r, offset)| Rec {
+                offset,
+                key: r.key.clone(),
+                value: r.value.clone(),
+                timestamp: r.timestamp,
+            })
+            .collect();
+        let batch = Batch {
+            base_offset,
+            last_offset_delta: i32::try_from(records.len() - 1)
+                .map_err(|_| SpecError::InvalidArgument("batch too large".into()))?,
+            control: false,
+            base_timestamp: first.timestamp,
+            max_timestamp: records
+                .iter()
+                .map(|r| r.timestamp)
+                .max()
+                .unwrap_or(NO_TIMESTAMP),
+            records: recs,
+        };
+        Ok(self.append_batch(batch))
+    }
+
+    /// Appends one control batch (a COMMIT or ABORT marker): returns its offset twice.
+    pub fn append_control(&mut self, commit: bool, timestamp: i64) -> (i64, i64) {
+        let offset = self.next_offset();
+        let batch = Batch {
+            base_offset: offset,
+            last_offset_delta: 0,
+            control: true,
+            base_timestamp: timestamp,
+            max_timestamp: timestamp,
+            records: vec![control_record(offset, commit, timestamp)],
+        };
+        self.append_batch(batch)
+    }
+
+    /// Auto-roll, then write `batch` into the active segment. The batch's offsets were
+    /// assigned from `next_offset`, which a roll does not change.
+    fn append_batch(&mut self, batch: Batch) -> (i64, i64) {
+        assert_eq!(batch.base_offset, self.next_offset());
+        let active = self.active();
+        if !active.batches.is_empty() && active.bytes() + batch.bytes() > self.segment_bytes {
+            self.roll();
+        }
+        let range = (batch.base_offset, batch.last_offset());
+        self.segments
+            .last_mut()
+            .expect("active segment")
+            .batches
+            .push(batch);
+        assert_eq!(self.next_offset(), range.1 + 1);
+        range
+    }
+
+    /// Closes a non-empty active segment and opens a new one at `next_offset`; a no-op
+    /// on an empty active segment.
+    pub fn roll(&mut self) {
+        if self.active().batches.is_empty() {
+            return;
+        }
+        let next_offset = self.next_offset();
+        self.segments.push(SpecSegment::empty(next_offset));
+    }
+
+    /// Every stored record with offset >= `from`, in offset order.
+    pub fn read(&self, from: i64) -> Result<Vec<ReadRec>, SpecError> {
+        if from < self.log_start_offset() || from > self.next_offset() {
+            return Err(SpecError::OffsetOutOfRange {
+                from,
+                log_start_offset: self.log_start_offset(),
+                next_offset: self.next_offset(),
+            });
+        }
+        Ok(self
+            .batches()
+            .flat_map(|b| {
+                b.records
+                    .iter()
+                    .filter(|r| r.offset >= from)
+                    .map(|r| ReadRec {
+                        offset: r.offset,
+                        key: r.key.clone(),
+                        value: r.value.clone(),
+                        timestamp: r.timestamp,
+                        control: b.control,
+                    })
+            })
+            .collect())
+    }
+
+    /// `read` as the engine's `read(from, max_bytes)` bounds it: whole batches that hold
+    /// a record >= `from`, oldest first, until the next batch would take the total over
+    /// `max_bytes`; always at least one batch when there is one.
+    pub fn read_max(&self, from: i64, max_bytes: u64) -> Result<Vec<ReadRec>, SpecError> {
+        let all = self.read(from)?;
+        let mut total_bytes = 0;
+        let mut last_offset = None;
+        for batch in self
+            .batches()
+            .filter(|b| b.records.iter().any(|r| r.offset >= from))
+        {
+            let bytes = batch.bytes();
+            if last_offset.is_some() && total_bytes + bytes > max_bytes {
+                break;
+            }
+            total_bytes += bytes;
+            last_offset = Some(batch.last_offset());
+        }
+        Ok(match last_offset {
+            Some(end) => all.into_iter().filter(|r| r.offset <= end).collect(),
+            None => all,
+        })
+    }
+
+    /// All batches, oldest first.
+    pub fn batches(&self) -> impl Iterator<Item = &Batch> {
+        self.segments.iter().flat_map(|s| s.batches.iter())
+    }
+
+    /// All records with their batch's control flag, oldest first.
+    pub fn records(&self) -> impl Iterator<Item = (&Rec, bool)> {
+        self.batches()
+            .flat_map(|b| b.records.iter().map(move |r| (r, b.control)))
+    }
+}
+
+fn check_batch(batch: &Batch, next_min: i64) -> Result<(), String> {
+    if batch.base_offset < next_min {
+        return Err(format!(
+            "batch {} overlaps offset {next_min}",
+            batch.base_offset
+        ));
+    }
+    if batch.last_offset_delta < 0 || batch.records.is_empty() {
+        return Err(format!(
+            "batch {} is empty or has a negative delta",
+            batch.base_offset
+        ));
+    }
+    if batch.control && batch.records.len() != 1 {
+        return Err(format!(
+            "control batch {} must hold one record",
+            batch.base_offset
+        ));
+    }
+    let mut prev = batch.base_offset - 1;
+    for rec in &batch.records {
+        if rec.offset <= prev || rec.offset > batch.last_offset() {
+            return Err(format!(
+                "record {} outside or out of order in its batch",
+                rec.offset
+            ));
+        }
+        prev = rec.offset;
+    }
+    let max_timestamp = batch.records.iter().map(|r| r.timestamp).max();
+    if max_timestamp != Some(batch.max_timestamp) {
+        return Err(format!(
+            "batch {} max_timestamp mismatch",
+            batch.base_offset
+        ));
+    }
+    Ok(())
+}

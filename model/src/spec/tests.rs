@@ -1,0 +1,285 @@
+//! The seeds' worked example and exercises, and the section 1 edge cases.
+
+use super::*;
+
+const BIG: u64 = 1 << 20;
+
+fn input(key: Option<&str>, value: Option<&str>, timestamp: i64) -> SpecRecordInput {
+    SpecRecordInput {
+        key: key.map(|k| k.as_bytes().to_vec()),
+        value: value.map(|v| v.as_bytes().to_vec()),
+        timestamp,
+    }
+}
+
+fn triples(log: &SpecLog, from: i64) -> Vec<(i64, Option<String>, Option<String>)> {
+    let text = |b: &Option<Vec<u8>>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+    log.read(from)
+        .unwrap()
+        .iter()
+        .map(|r| (r.offset, text(&r.key), text(&r.value)))
+        .collect()
+}
+
+fn seed_retention_log(maxima: [i64; 3]) -> SpecLog {
+    let mut log = SpecLog::new(BIG);
+    for ts in maxima {
+        log.append(&[input(None, Some("x"), ts)]).unwrap();
+        log.roll();
+    }
+    log.append(&[input(None, Some("250"), 250)]).unwrap();
+    log
+}
+
+#[test]
+fn seed_retention_at_300_with_100_ms_deletes_bases_0_1_2() {
+    let mut log = seed_retention_log([0, 50, 150]);
+    assert_eq!(log.retain(300, Some(100), None).unwrap(), vec![0, 1, 2]);
+    assert_eq!(log.log_start_offset(), 3);
+    assert_eq!(log.next_offset(), 4);
+    assert_eq!(log.segments().len(), 1);
+    assert!(!log.segments()[0].closed);
+    assert!(matches!(
+        log.read(2),
+        Err(SpecError::OffsetOutOfRange { .. })
+    ));
+}
+
+#[test]
+fn seed_non_monotonic_maxima_delete_nothing() {
+    let mut log = seed_retention_log([250, 0, 0]);
+    assert_eq!(log.retain(300, Some(100), None).unwrap(), Vec::<i64>::new());
+    assert_eq!(log.log_start_offset(), 0);
+    // The negative space: with the first segment expired the prefix would go.
+    let mut expired = seed_retention_log([0, 0, 0]);
+    assert_eq!(expired.retain(300, Some(100), None).unwrap(), vec![0, 1, 2]);
+}
+
+#[test]
+fn seed_compaction_4_to_3_keeps_offsets() {
+    let mut log = SpecLog::new(BIG);
+    log.append(&[
+        input(Some("a"), Some("1"), 0),
+        input(Some("b"), Some("x"), 1),
+    ])
+    .unwrap();
+    log.roll();
+    log.append(&[
+        input(Some("a"), Some("2"), 2),
+        input(None, Some("event"), 3),
+    ])
+    .unwrap();
+    log.roll();
+    log.append(&[input(Some("active"), Some("keep"), 4)])
+        .unwrap();
+    let summary = log.compact(10, 1000, None).unwrap();
+    assert_eq!(summary.records_before, 4);
+    assert_eq!(summary.records_after, 3);
+    assert_eq!(summary.segments_before, 2);
+    assert_eq!(summary.segments_after, 1);
+    // Keyless "event": body 1+1+1+1+6+1 = 11, + 1 = 12; the others take 9.
+    assert_eq!(summary.bytes_before, 2 * 61 + 9 + 9 + 9 + 12);
+    assert_eq!(summary.bytes_after, 2 * 61 + 9 + 9 + 12);
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        triples(&log, 0),
+        vec![
+            (1, s("b"), s("x")),
+            (2, s("a"), s("2")),
+            (3, None, s("event")),
+            (4, s("active"), s("keep")),
+        ]
+    );
+    // The partly kept first batch keeps base offset 0, delta 1 and base timestamp 0.
+    let first = &log.raw_segments()[0].batches[0];
+    assert_eq!((first.base_offset, first.last_offset_delta), (0, 1));
+    assert_eq!((first.base_timestamp, first.max_timestamp), (0, 1));
+    assert_eq!(log.log_start_offset(), 0);
+    assert_eq!(log.next_offset(), 5);
+}
+
+fn tombstone_log() -> SpecLog {
+    let mut log = SpecLog::new(BIG);
+    log.append(&[input(Some("a"), Some("1"), 0)]).unwrap();
+    log.append(&[input(Some("a"), None, 100)]).unwrap();
+    log.roll();
+    log
+}
+
+#[test]
+fn seed_tombstone_kept_at_500_gone_at_2000() {
+    let mut young = tombstone_log();
+    young.compact(500, 1000, None).unwrap();
+    let records = young.read(0).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].offset, 1);
+    assert_eq!(records[0].value, None);
+
+    let mut old = tombstone_log();
+    let summary = old.compact(2000, 1000, None).unwrap();
+    assert!(old.read(0).unwrap().is_empty());
+    assert_eq!(summary.records_after, 0);
+    // The emptied source segment stays as an empty output segment at its base.
+    assert_eq!(old.segments()[0].base_offset, 0);
+    assert_eq!(old.segments()[0].bytes, 0);
+    assert_eq!(old.segments()[0].max_timestamp, NO_TIMESTAMP);
+    assert_eq!(old.next_offset(), 2);
+}
+
+#[test]
+fn active_segment_counts_for_latest_but_is_copied_unchanged() {
+    let mut log = SpecLog::new(BIG);
+    log.append(&[input(Some("a"), Some("old"), 0)]).unwrap();
+    log.roll();
+    log.append(&[
+        input(Some("a"), Some("new"), 1),
+        input(Some("a"), Some("newer"), 2),
+    ])
+    .unwrap();
+    let active_before = log.active().clone();
+    log.compact(10, 1000, None).unwrap();
+    assert_eq!(log.active(), &active_before);
+    assert_eq!(triples(&log, 0).len(), 2);
+}
+
+#[test]
+fn control_batches_pass_through_and_are_not_keys() {
+    let mut log = SpecLog::new(BIG);
+    assert_eq!(log.append_control(true, 0), (0, 0));
+    // A data record whose key equals the control key is not superseded by the marker.
+    log.append(&[input(Some("\0\0\0\u{1}"), Some("v"), 1)])
+        .unwrap();
+    log.roll();
+    log.compact(10, 1000, None).unwrap();
+    let records = log.read(0).unwrap();
+    assert_eq!(records.len(), 2);
+    assert!(records[0].control);
+    assert!(!records[1].control);
+    // Marker: 61 + 17. Data: key 4 bytes, value 1 byte: body 1+1+1+5+2+1 = 11, + 1.
+    assert_eq!(log.segments()[0].bytes, 78 + 73);
+}
+
+#[test]
+fn auto_roll_and_roll_rules() {
+    // Two 70-byte batches fit in 140 bytes, a third does not.
+    let mut log = SpecLog::new(140);
+    log.roll();
+    assert_eq!(
+        log.segments().len(),
+        1,
+        "roll on an empty active segment is a no-op"
+    );
+    for ts in 0..3 {
+        log.append(&[input(Some("a"), Some("1"), ts)]).unwrap();
+    }
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    assert_eq!(bases, vec![0, 2]);
+    // A batch larger than segment_bytes goes alone into an empty segment.
+    let mut tiny = SpecLog::new(10);
+    tiny.append(&[input(None, Some("x"), 0)]).unwrap();
+    tiny.append(&[input(None, Some("y"), 0)]).unwrap();
+    assert_eq!(tiny.segments().len(), 2);
+    assert_eq!(tiny.segments()[0].records, 1);
+    assert!(matches!(
+        tiny.append(&[]),
+        Err(SpecError::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn read_range_and_gaps() {
+    let mut log = tombstone_log();
+    log.append(&[input(Some("b"), Some("2"), 3)]).unwrap();
+    log.compact(500, 1000, None).unwrap();
+    assert_eq!(log.read(0).unwrap().first().map(|r| r.offset), Some(1));
+    assert_eq!(
+        log.read(3).unwrap().len(),
+        0,
+        "from == next_offset is empty"
+    );
+    assert!(log.read(4).is_err());
+    assert!(log.read(-1).is_err());
+}
+
+#[test]
+fn size_retention_continues_after_time() {
+    let mut log = SpecLog::new(BIG);
+    for ts in [0, 1000, 1000] {
+        log.append(&[input(None, Some("x"), ts)]).unwrap();
+        log.roll();
+    }
+    log.append(&[input(None, Some("x"), 1000)]).unwrap();
+    // Each segment is 61 + 8 = 69 bytes. Time selects base 0; size then keeps two.
+    assert_eq!(log.retain(1050, Some(100), Some(138)).unwrap(), vec![0, 1]);
+    assert_eq!(log.retain(1050, None, Some(1)).unwrap(), vec![2]);
+    assert!(log.retain(0, Some(-1), None).is_err());
+    assert!(log.retain(0, None, Some(0)).is_err());
+    assert!(
+        log.delete_prefix(&[3]).is_err(),
+        "the active segment is never deleted"
+    );
+}
+
+#[test]
+fn compaction_groups_by_compacted_bytes() {
+    let mut log = SpecLog::new(BIG);
+    for key in ["a", "b", "c"] {
+        log.append(&[input(Some(key), Some("1"), 0)]).unwrap();
+        log.roll();
+    }
+    // 70 bytes each: with 140 the first two merge and the third starts a new group.
+    let summary = log.compact(0, 1000, Some(140)).unwrap();
+    assert_eq!(summary.segments_after, 2);
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    assert_eq!(bases, vec![0, 2, 3]);
+}
+
+#[test]
+fn from_parts_round_trips_and_rejects_broken_structure() {
+    let mut log = tombstone_log();
+    log.append(&[input(Some("b"), Some("2"), 3)]).unwrap();
+    let rebuilt =
+        SpecLog::from_parts(BIG, log.log_start_offset(), log.raw_segments().to_vec()).unwrap();
+    assert_eq!(rebuilt, log);
+    assert!(SpecLog::from_parts(BIG, 1, log.raw_segments().to_vec()).is_err());
+    assert!(SpecLog::from_parts(BIG, 0, Vec::new()).is_err());
+    let mut overlapping = log.raw_segments().to_vec();
+    overlapping[1].base_offset = 1;
+    assert!(SpecLog::from_parts(BIG, 0, overlapping).is_err());
+}
+
+#[test]
+fn read_max_returns_whole_batches_and_at_least_one() {
+    let mut log = SpecLog::new(BIG);
+    log.append(&[
+        input(Some("a"), Some("1"), 0),
+        input(Some("b"), Some("2"), 0),
+    ])
+    .unwrap();
+    log.append(&[input(Some("c"), Some("3"), 0)]).unwrap();
+    // Batch sizes: 61 + 9 + 9 = 79, then 70.
+    assert_eq!(
+        log.read_max(0, 1).unwrap().len(),
+        2,
+        "one whole batch even if too big"
+    );
+    assert_eq!(log.read_max(0, 148).unwrap().len(), 2);
+    assert_eq!(log.read_max(0, 149).unwrap().len(), 3);
+    // From inside the first batch: only its records >= from.
+    let from_1 = log.read_max(1, 1).unwrap();
+    assert_eq!(from_1.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(log.read_max(3, 10).unwrap().len(), 0);
+}
+
+#[test]
+fn json_round_trip_validates_structure() {
+    let mut log = tombstone_log();
+    log.append_control(false, 200);
+    let json = serde_json::to_string(&log).unwrap();
+    let back: SpecLog = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, log);
+    // Overlapping segments are refused on the way in.
+    let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    value["segments"][1]["base_offset"] = serde_json::json!(0);
+    assert!(serde_json::from_value::<SpecLog>(value).is_err());
+}

@@ -1,0 +1,211 @@
+//! `append`, `roll`, `dump`, `recover`, `failpoints`.
+//!
+//! Keys and values are UTF-8 strings in JSON. `dump` prints a key or value that is
+//! not valid UTF-8 as `"key": null` plus `"key_b64": "<standard base64>"` (and the
+//! same for `value`), so a null key stays distinguishable. Record headers are not
+//! printed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use base64::Engine;
+use clap::Args;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, StdFs};
+use crate::{Log, LogConfig, NewRecord};
+
+use super::Outcome;
+
+/// Bytes asked for per read while dumping.
+const DUMP_READ_BYTES: usize = 1 << 20;
+
+/// The log directory and its configuration.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// The partition log directory.
+    pub dir: PathBuf,
+    /// Roll before the active segment would exceed this many bytes.
+    #[arg(long, default_value_t = LogConfig::default().segment_bytes)]
+    pub segment_bytes: u64,
+    /// Bytes between sparse index entries.
+    #[arg(long, default_value_t = LogConfig::default().index_interval_bytes)]
+    pub index_interval_bytes: u64,
+}
+
+impl LogArgs {
+    fn config(&self) -> LogConfig {
+        LogConfig {
+            segment_bytes: self.segment_bytes,
+            index_interval_bytes: self.index_interval_bytes,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AppendArgs {
+    #[command(flatten)]
+    pub log: LogArgs,
+    /// One batch: a JSON array of {"key": str|null, "value": str|null, "ts": int}.
+    #[arg(
+        long,
+        conflicts_with = "batch_file",
+        required_unless_present = "batch_file"
+    )]
+    pub batch: Option<String>,
+    /// A file with one JSON array (one batch) per line.
+    #[arg(long)]
+    pub batch_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    #[command(flatten)]
+    pub log: LogArgs,
+    /// First offset to print (default: the log start offset).
+    #[arg(long, allow_negative_numbers = true)]
+    pub from: Option<i64>,
+}
+
+/// One record of `--batch`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonRecord {
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    value: Option<String>,
+    ts: i64,
+}
+
+fn parse_batch(text: &str, what: &str) -> Result<Vec<NewRecord>> {
+    let records: Vec<JsonRecord> = serde_json::from_str(text)
+        .map_err(|e| Error::InvalidArgument(format!("malformed batch JSON ({what}): {e}")))?;
+    if records.is_empty() {
+        return Err(Error::InvalidArgument(format!("empty batch ({what})")));
+    }
+    Ok(records
+        .into_iter()
+        .map(|r| {
+            NewRecord::new(
+                r.key.map(String::into_bytes),
+                r.value.map(String::into_bytes),
+                r.ts,
+            )
+        })
+        .collect())
+}
+
+/// `seglog append`: all input is parsed before the log is opened.
+pub fn append(args: AppendArgs) -> Result<Outcome> {
+    let batches = match (&args.batch, &args.batch_file) {
+        (Some(text), _) => vec![parse_batch(text, "--batch")?],
+        (None, Some(path)) => {
+            let bytes = StdFs::new()
+                .read_all(path)
+                .map_err(|e| Error::io(path, e))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Error::InvalidArgument(format!("{} is not UTF-8", path.display())))?;
+            let mut batches = Vec::new();
+            for (i, line) in text.lines().enumerate() {
+                if !line.trim().is_empty() {
+                    batches.push(parse_batch(line, &format!("line {}", i + 1))?);
+                }
+            }
+            batches
+        }
+        (None, None) => return Err(Error::InvalidArgument("--batch or --batch-file".into())),
+    };
+    let (mut log, _report) = Log::open(&args.log.dir, args.log.config())?;
+    let mut infos = Vec::with_capacity(batches.len());
+    for batch in &batches {
+        infos.push(log.append(batch)?);
+    }
+    log.close()?;
+    let value = if args.batch.is_some() {
+        json!(infos.first())
+    } else {
+        json!(infos)
+    };
+    Ok(Outcome::Ok(value))
+}
+
+/// `seglog roll`.
+pub fn roll(args: LogArgs) -> Result<Outcome> {
+    let (mut log, _report) = Log::open(&args.dir, args.config())?;
+    let active_base_offset = log.roll()?;
+    log.close()?;
+    Ok(Outcome::Ok(
+        json!({ "active_base_offset": active_base_offset }),
+    ))
+}
+
+/// `seglog recover`.
+pub fn recover(args: LogArgs) -> Result<Outcome> {
+    let (log, report) = Log::open(&args.dir, args.config())?;
+    log.close()?;
+    Ok(Outcome::Ok(json!(report)))
+}
+
+/// `seglog dump`: read-only; an invalid tail is reported on stderr and not shown.
+pub fn dump(args: DumpArgs) -> Result<Outcome> {
+    let (log, report) =
+        Log::open_read_only(Arc::new(StdFs::new()), &args.log.dir, args.log.config())?;
+    if let Some(reason) = &report.truncated_reason {
+        eprintln!(
+            "seglog: warning: {} bytes at the end of the last segment are not valid and are not shown ({reason}); `seglog recover` truncates them",
+            report.truncated_bytes
+        );
+    }
+    let mut from = args.from.unwrap_or_else(|| log.log_start_offset());
+    let mut records = Vec::new();
+    loop {
+        let batch = log.read(from, DUMP_READ_BYTES)?;
+        let Some(last) = batch.last() else { break };
+        from = last.offset + 1;
+        records.extend(batch.iter().map(record_json));
+    }
+    Ok(Outcome::Ok(json!({
+        "log_start_offset": log.log_start_offset(),
+        "next_offset": log.next_offset(),
+        "segments": log.segments(),
+        "records": records,
+    })))
+}
+
+fn record_json(record: &crate::ReadRecord) -> Value {
+    let mut object = Map::new();
+    object.insert("offset".into(), json!(record.offset));
+    put_bytes(&mut object, "key", record.key.as_deref());
+    put_bytes(&mut object, "value", record.value.as_deref());
+    object.insert("ts".into(), json!(record.timestamp));
+    if record.control {
+        object.insert("control".into(), json!(true));
+    }
+    Value::Object(object)
+}
+
+/// `"name": str|null`, plus `"name_b64"` when the bytes are not UTF-8.
+fn put_bytes(object: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
+    match bytes.map(std::str::from_utf8) {
+        None => {
+            object.insert(name.into(), Value::Null);
+        }
+        Some(Ok(text)) => {
+            object.insert(name.into(), json!(text));
+        }
+        Some(Err(_)) => {
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(bytes.unwrap_or_default());
+            object.insert(name.into(), Value::Null);
+            object.insert(format!("{name}_b64"), json!(encoded));
+        }
+    }
+}
+
+/// `seglog failpoints`.
+pub fn failpoints() -> Outcome {
+    Outcome::Ok(json!({ "failpoints": crate::fs::failpoint::ALL }))
+}

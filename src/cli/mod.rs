@@ -1,0 +1,129 @@
+//! The `seglog` command line: a thin layer over the library.
+//!
+//! Every command prints one JSON object on stdout (`--pretty` to indent it).
+//! Exit codes: 0 ok, 1 a check failed, 2 bad usage or an error (one line on stderr).
+//!
+//! To add commands: put their clap `Args` and their `run` functions in a file of
+//! their own (like [`log_cmds`]), add a variant to [`Command`] and a line to
+//! [`dispatch`].
+
+pub mod log_cmds;
+
+use clap::{Parser, Subcommand};
+
+/// What a command produced.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Success: printed, exit 0.
+    Ok(serde_json::Value),
+    /// A check ran and failed: printed, exit 1.
+    CheckFailed(serde_json::Value),
+}
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_CHECK_FAILED: i32 = 1;
+pub const EXIT_ERROR: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "seglog",
+    version,
+    about = "A Kafka-format partition log engine"
+)]
+pub struct Cli {
+    /// Indent the JSON output.
+    #[arg(long, global = true)]
+    pub pretty: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Append one batch (--batch) or one batch per line (--batch-file), then flush.
+    Append(log_cmds::AppendArgs),
+    /// Roll the active segment.
+    Roll(log_cmds::LogArgs),
+    /// Print the segments and the records (read-only).
+    Dump(log_cmds::DumpArgs),
+    /// Open the log, running recovery, and print the recovery report.
+    Recover(log_cmds::LogArgs),
+    /// List every fail point name.
+    Failpoints,
+}
+
+/// Runs one parsed command.
+pub fn dispatch(command: Command) -> crate::Result<Outcome> {
+    match command {
+        Command::Append(args) => log_cmds::append(args),
+        Command::Roll(args) => log_cmds::roll(args),
+        Command::Dump(args) => log_cmds::dump(args),
+        Command::Recover(args) => log_cmds::recover(args),
+        Command::Failpoints => Ok(log_cmds::failpoints()),
+    }
+}
+
+/// Parses `args`, runs the command, prints its output; returns the exit code.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return EXIT_OK;
+            }
+            eprintln!("seglog: {}", usage_error_line(&e.to_string()));
+            return EXIT_ERROR;
+        }
+    };
+    let (value, code) = match dispatch(cli.command) {
+        Ok(Outcome::Ok(value)) => (value, EXIT_OK),
+        Ok(Outcome::CheckFailed(value)) => (value, EXIT_CHECK_FAILED),
+        Err(e) => {
+            eprintln!("seglog: {e}");
+            return EXIT_ERROR;
+        }
+    };
+    let text = if cli.pretty {
+        serde_json::to_string_pretty(&value)
+    } else {
+        serde_json::to_string(&value)
+    };
+    match text {
+        Ok(text) => {
+            println!("{text}");
+            code
+        }
+        Err(e) => {
+            eprintln!("seglog: cannot print output: {e}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// clap's message without its usage block, on one line.
+fn usage_error_line(rendered: &str) -> String {
+    let parts: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = parts.join(" ");
+    line.trim_start_matches("error: ").to_string()
+}
+
+/// The binary's entry point.
+pub fn main() {
+    #[cfg(feature = "failpoints")]
+    let scenario = fail::FailScenario::setup();
+    let code = run(std::env::args_os());
+    #[cfg(feature = "failpoints")]
+    scenario.teardown();
+    std::process::exit(code);
+}

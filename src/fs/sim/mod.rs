@@ -1,0 +1,329 @@
+//! [`SimFs`]: an in-memory [`FileSystem`] that knows what a crash may take away.
+//!
+//! It keeps, per file, the bytes written and the bytes made durable by
+//! [`FileSystem::sync_file`], and per directory the entries made durable by
+//! [`FileSystem::sync_dir`]. [`SimFs::crash_images`] lists the disk states a crash
+//! may leave (each a fresh `SimFs` the engine can open), each with the exact
+//! [`LostItem`]s it lost; [`SimFs::crash_image_with`] rebuilds one image from that
+//! list. The persistence model is section 7 of `docs/design.md`.
+//!
+//! Fault injection counts *mutating* calls (create_dir_all, create_file, append,
+//! set_len, sync_file, sync_dir, rename, remove_file, remove_dir_all), numbered from
+//! 0: [`SimFs::set_crash_before`] freezes the state before call `k` and fails it and
+//! every later call; [`SimFs::fail_nth`] fails only call `k` (state untouched) and
+//! lets later calls work.
+//!
+//! ```
+//! use std::path::Path;
+//! use seglog::fs::{FileSystem, sim::{CrashMode, SimFs}};
+//!
+//! let fs = SimFs::new();
+//! fs.create_dir_all(Path::new("/log")).unwrap();
+//! fs.write_new(Path::new("/log/a"), b"hello").unwrap();
+//! fs.sync_file(Path::new("/log/a")).unwrap();
+//! // The directory was never synced: a power loss may drop `a` altogether.
+//! let images = fs.crash_images(CrashMode::PowerLoss, 100);
+//! assert!(images.iter().any(|image| !image.fs.exists(Path::new("/log/a"))));
+//! assert!(images.iter().any(|image| image.fs.exists(Path::new("/log/a"))));
+//! ```
+
+mod crash;
+mod state;
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+pub use crash::{CrashMode, LostItem};
+
+use super::FileSystem;
+use state::State;
+use tree::{error, Node};
+
+/// The message of the error every call returns once the simulated crash happened.
+pub const CRASH_MESSAGE: &str = "simulated crash";
+/// The message of an error injected by [`SimFs::fail_nth`].
+pub const INJECTED_MESSAGE: &str = "injected io error";
+
+/// One disk state a crash may leave, and what the crash took away to get there.
+#[derive(Debug)]
+pub struct CrashImage {
+    pub fs: SimFs,
+    /// Empty for the "everything completed" image.
+    pub lost: Vec<LostItem>,
+}
+
+#[derive(Debug, Default)]
+struct Control {
+    /// Mutating calls started so far (the number of the next one).
+    ops: u64,
+    crash_before: Option<u64>,
+    crashed: bool,
+    fail_ops: BTreeSet<u64>,
+}
+
+#[derive(Default)]
+struct Inner {
+    state: State,
+    control: Control,
+}
+
+/// An in-memory file system with a power-loss model. Usable as `Arc<dyn FileSystem>`;
+/// crash control goes through `&self` (interior mutability).
+#[derive(Default)]
+pub struct SimFs {
+    inner: Mutex<Inner>,
+}
+
+impl fmt::Debug for SimFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.lock();
+        f.debug_struct("SimFs")
+            .field("inodes", &inner.state.nodes.len())
+            .field("pending_dir_ops", &inner.state.pending.len())
+            .field("control", &inner.control)
+            .finish()
+    }
+}
+
+impl SimFs {
+    /// An empty file system holding only the root directory `/`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn from_state(state: State) -> Self {
+        SimFs {
+            inner: Mutex::new(Inner {
+                state,
+                control: Control::default(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every call from the `k`-th mutating call on (0-based, counted by
+    /// [`SimFs::mutating_ops`]) fails with `ErrorKind::Other` "simulated crash",
+    /// and the state stays as it was before call `k`. If call `k` already
+    /// started (`k < mutating_ops()`), the crash happens at once.
+    pub fn set_crash_before(&self, k: u64) {
+        let mut inner = self.lock();
+        inner.control.crash_before = Some(k);
+        if inner.control.ops > k {
+            inner.control.crashed = true;
+        }
+    }
+
+    /// True once the simulated crash happened.
+    pub fn is_crashed(&self) -> bool {
+        self.lock().control.crashed
+    }
+
+    /// How many mutating calls were started so far (failed ones included, the
+    /// crashed one and later excluded).
+    pub fn mutating_ops(&self) -> u64 {
+        self.lock().control.ops
+    }
+
+    /// Makes the `k`-th mutating call fail with `ErrorKind::Other` "injected io
+    /// error" without changing anything; later calls work. May be called for several `k`.
+    pub fn fail_nth(&self, k: u64) {
+        self.lock().control.fail_ops.insert(k);
+    }
+
+    /// The disk images a crash of `mode` may leave, at most `limit`, in a fixed
+    /// order for a given state. For [`CrashMode::PowerLoss`] the first image is
+    /// "everything completed" and the second "only durable"; then, for each file
+    /// with unsynced data, its torn cuts; then the directory-op subsets; then the
+    /// two mixed corners. For [`CrashMode::Process`] there is one image.
+    pub fn crash_images(&self, mode: CrashMode, limit: usize) -> Vec<CrashImage> {
+        let inner = self.lock();
+        let state = &inner.state;
+        match mode {
+            CrashMode::Process => vec![CrashImage {
+                fs: SimFs::from_state(state.process_image()),
+                lost: Vec::new(),
+            }]
+            .into_iter()
+            .take(limit)
+            .collect(),
+            CrashMode::PowerLoss => {
+                let now = state.now();
+                state
+                    .power_loss_specs(&now)
+                    .into_iter()
+                    .take(limit)
+                    .map(|spec| CrashImage {
+                        fs: SimFs::from_state(state.image(&now, &spec)),
+                        lost: state.lost_items(&now, &spec),
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Rebuilds the power-loss image that lost exactly `lost` (as listed by
+    /// [`SimFs::crash_images`] on the same state). `InvalidInput` if an item does
+    /// not fit this state.
+    pub fn crash_image_with(&self, lost: &[LostItem]) -> io::Result<SimFs> {
+        let inner = self.lock();
+        let spec = inner.state.spec_of(lost)?;
+        let closed = inner.state.close_lost(spec.lost_ops.clone());
+        if closed != spec.lost_ops {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a kept directory op depends on a lost one (same directory entry)",
+            ));
+        }
+        Ok(SimFs::from_state(
+            inner.state.image(&inner.state.now(), &spec),
+        ))
+    }
+
+    /// Every file reachable now, by absolute path, with its current content.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        let inner = self.lock();
+        let state = &inner.state;
+        state
+            .walk()
+            .into_iter()
+            .filter_map(|(path, ino)| match state.nodes.get(&ino) {
+                Some(Node::File(file)) => Some((path, file.data.bytes().to_vec())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every directory reachable now, by absolute path (the root `/` included).
+    pub fn snapshot_dirs(&self) -> BTreeSet<PathBuf> {
+        let inner = self.lock();
+        let state = &inner.state;
+        state
+            .walk()
+            .into_iter()
+            .filter(|(_, ino)| matches!(state.nodes.get(ino), Some(Node::Dir(_))))
+            .map(|(path, _)| path)
+            .collect()
+    }
+
+    /// Makes everything completed durable, as if every file and directory had been
+    /// synced, without counting an operation. For setting up fixtures: a power
+    /// loss right after `settle` can lose nothing.
+    pub fn settle(&self) {
+        self.lock().state.settle();
+    }
+
+    /// Directory operations completed but not yet durable.
+    pub fn pending_dir_ops(&self) -> usize {
+        self.lock().state.pending.len()
+    }
+
+    /// Runs a non-mutating call; fails after the crash.
+    fn read<T>(&self, f: impl FnOnce(&State) -> io::Result<T>) -> io::Result<T> {
+        let inner = self.lock();
+        if inner.control.crashed {
+            return Err(io::Error::other(CRASH_MESSAGE));
+        }
+        f(&inner.state)
+    }
+
+    /// Runs a mutating call through the crash and fault gates. A crashed or injected
+    /// call changes nothing; the state operations check before they change anything
+    /// (except `create_dir_all`, which like std keeps the directories it made).
+    fn mutate(&self, f: impl FnOnce(&mut State) -> io::Result<()>) -> io::Result<()> {
+        let mut inner = self.lock();
+        let control = &mut inner.control;
+        if control.crashed || control.crash_before == Some(control.ops) {
+            control.crashed = true;
+            return Err(io::Error::other(CRASH_MESSAGE));
+        }
+        let k = control.ops;
+        control.ops += 1;
+        if control.fail_ops.remove(&k) {
+            return Err(io::Error::other(INJECTED_MESSAGE));
+        }
+        f(&mut inner.state)
+    }
+}
+
+impl FileSystem for SimFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.mutate(|s| s.create_dir_all(path))
+    }
+
+    fn create_file(&self, path: &Path) -> io::Result<()> {
+        self.mutate(|s| s.create_file(path))
+    }
+
+    fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        self.mutate(|s| s.file_mut(path).map(|file| file.append(data)))
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.read(|s| {
+            let data = s.file(path)?.data.bytes();
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            let n = buf.len().min(data.len() - start);
+            buf[..n].copy_from_slice(&data[start..start + n]);
+            Ok(n)
+        })
+    }
+
+    fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
+        let len = usize::try_from(len)
+            .map_err(|_| error(io::ErrorKind::InvalidInput, path, "length too large"))?;
+        self.mutate(|s| s.file_mut(path).map(|file| file.set_len(len)))
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.mutate(|s| s.file_mut(path).map(|file| file.sync()))
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.mutate(|s| s.sync_dir(path))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.mutate(|s| s.rename(from, to))
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.mutate(|s| s.remove(path, false))
+    }
+
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.mutate(|s| s.remove(path, true))
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        // BTreeMap keys are already sorted.
+        self.read(|s| Ok(s.dir(path)?.1.entries.keys().cloned().collect()))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.lock().state.resolve(path).is_some()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        let inner = self.lock();
+        let state = &inner.state;
+        state
+            .resolve(path)
+            .is_some_and(|ino| matches!(state.nodes.get(&ino), Some(Node::Dir(_))))
+    }
+
+    fn len(&self, path: &Path) -> io::Result<u64> {
+        self.read(|s| Ok(s.file(path)?.data.len() as u64))
+    }
+}

@@ -1,0 +1,244 @@
+//! [`Log`]: one partition's ordered segments, with append, roll, flush and read.
+//!
+//! * [`recovery`]: the phases run by [`Log::open_with`].
+//! * [`report`]: the [`RecoveryReport`].
+//! * `encode`: a data batch encoded straight from the caller's records.
+//! * `write`: append, control batches, roll, flush, close.
+//! * `read`: read, offset for timestamp, a segment's batches.
+//!
+//! Semantics: docs/design.md section 1. Durability: [`Log::flush`] and
+//! [`Log::roll`] fsync; nothing else does, and dropping a `Log` does not flush
+//! (a dropped log behaves like a crashed process).
+
+mod encode;
+mod read;
+pub mod recovery;
+pub mod report;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::format::Header;
+use crate::fs::{FileSystem, StdFs};
+use crate::segment::{Segment, SegmentInfo};
+
+pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
+
+/// Largest `segment_bytes`: positions must fit the 32-bit index entries even with
+/// one oversized batch past the limit (Kafka's limit too).
+pub const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
+
+/// Configuration of a log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogConfig {
+    /// Roll before a batch would make the active segment larger than this.
+    pub segment_bytes: u64,
+    /// Bytes between sparse index entries (Kafka's `index.interval.bytes`).
+    pub index_interval_bytes: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            index_interval_bytes: 4096,
+        }
+    }
+}
+
+impl LogConfig {
+    /// Rejects values that can never work.
+    pub fn validate(&self) -> Result<()> {
+        if self.segment_bytes == 0 || self.segment_bytes > SEGMENT_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "segment_bytes must be in 1..={SEGMENT_BYTES_MAX}, got {}",
+                self.segment_bytes
+            )));
+        }
+        if self.index_interval_bytes > SEGMENT_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "index_interval_bytes must be at most {SEGMENT_BYTES_MAX}, got {}",
+                self.index_interval_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Offsets assigned by an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub last_offset: i64,
+}
+
+/// A record as read back, with its stored offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRecord {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<Header>,
+    /// True for the marker record of a control batch.
+    pub control: bool,
+}
+
+/// A partition log in one directory. Not thread-safe by itself (`&mut self` to write).
+#[derive(Debug)]
+pub struct Log {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    config: LogConfig,
+    /// Ascending by base offset; the last one is active. Never empty.
+    segments: Vec<Segment>,
+    /// Set by a failed IO in append/roll/flush; the log must be reopened.
+    poisoned: bool,
+    /// Opened with [`Log::open_read_only`]: writes are refused.
+    read_only: bool,
+    /// Reused encode buffer.
+    scratch: Vec<u8>,
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir` on the real file system.
+    pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<(Log, RecoveryReport)> {
+        Self::open_with(Arc::new(StdFs::new()), dir, config)
+    }
+
+    /// Opens (or creates) the log in `dir` through `fs`, running recovery.
+    pub fn open_with(
+        fs: Arc<dyn FileSystem>,
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> Result<(Log, RecoveryReport)> {
+        config.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let mut report = RecoveryReport::default();
+        let segments = recovery::recover(fs.as_ref(), &dir, &config, &mut report)?;
+        let log = Log {
+            fs,
+            dir,
+            config,
+            segments,
+            poisoned: false,
+            read_only: false,
+            scratch: Vec::new(),
+        };
+        log.assert_invariants();
+        Ok((log, report))
+    }
+
+    /// Opens an existing log without changing anything on disk (no directory or
+    /// segment creation, no truncation, no index rewrite). An invalid tail of the
+    /// last segment is left out (the report says where it starts); appends, rolls
+    /// and flushes are refused with [`Error::InvalidArgument`].
+    pub fn open_read_only(
+        fs: Arc<dyn FileSystem>,
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> Result<(Log, RecoveryReport)> {
+        config.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let mut report = RecoveryReport::default();
+        let segments = recovery::inspect(fs.as_ref(), &dir, &config, &mut report)?;
+        let log = Log {
+            fs,
+            dir,
+            config,
+            segments,
+            poisoned: false,
+            read_only: true,
+            scratch: Vec::new(),
+        };
+        log.assert_invariants();
+        Ok((log, report))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.fs
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Base offset of the first segment.
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments.first().map_or(0, |s| s.base_offset)
+    }
+
+    /// The offset the next appended record gets.
+    pub fn next_offset(&self) -> i64 {
+        self.active().next_offset
+    }
+
+    /// Every segment, oldest first; only the last is not closed.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let last = self.segments.len() - 1;
+        self.segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.info(i != last))
+            .collect()
+    }
+
+    /// True after an IO error in append/roll/flush.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .last_mut()
+            .expect("a log always has an active segment")
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        self.check_usable()?;
+        if self.read_only {
+            return Err(Error::InvalidArgument(
+                "the log was opened read-only".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The structural invariants: non-empty, ascending bases, each segment's base at
+    /// or after its predecessor's next offset.
+    fn assert_invariants(&self) {
+        assert!(!self.segments.is_empty());
+        for pair in self.segments.windows(2) {
+            let [before, after] = pair else { continue };
+            assert!(before.base_offset < after.base_offset);
+            assert!(before.next_offset <= after.base_offset);
+        }
+        for segment in &self.segments {
+            assert!(segment.next_offset >= segment.base_offset);
+            if segment.is_empty() {
+                assert_eq!(segment.records, 0);
+            }
+        }
+    }
+}

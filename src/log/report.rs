@@ -1,0 +1,64 @@
+//! [`RecoveryReport`]: what opening a log found and did.
+
+use serde::Serialize;
+
+/// Why an index file was rewritten on open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RebuildReason {
+    /// The file did not exist.
+    Missing,
+    /// The file holds a strict prefix of the expected entries (or a partial entry).
+    Short,
+    /// The file differs from what the `.log` implies.
+    Inconsistent,
+}
+
+/// One rewritten index file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RebuiltIndex {
+    pub file: String,
+    pub reason: RebuildReason,
+}
+
+/// What recovery found and did. Phases of other modules (install, retention
+/// checkpoint) add their own fields here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecoveryReport {
+    /// True for a read-only inspection ([`crate::Log::open_read_only`]): nothing was
+    /// changed, and the truncation, rebuild and removal fields say what a writable
+    /// open would do.
+    pub read_only: bool,
+    /// True if the directory or its first segment had to be created.
+    pub created: bool,
+    /// Segments after recovery.
+    pub segments: u64,
+    /// Batches scanned and found valid, over all segments.
+    pub batches: u64,
+    /// Bytes cut from the tail of the last segment.
+    pub truncated_bytes: u64,
+    /// Batches (whole or partial) cut from the tail of the last segment.
+    pub truncated_batches: u64,
+    /// Base offset of the segment whose tail was cut.
+    pub truncated_segment: Option<i64>,
+    /// Why the tail was cut (the first invalid batch).
+    pub truncated_reason: Option<String>,
+    /// Index files rewritten from their `.log`.
+    pub rebuilt_indexes: Vec<RebuiltIndex>,
+    /// Orphan index files (no `.log`) that were removed.
+    pub removed_files: Vec<String>,
+    /// Entries this module does not own; left alone.
+    pub unknown_files: Vec<String>,
+    pub log_start_offset: i64,
+    pub next_offset: i64,
+}
+
+impl RecoveryReport {
+    /// True if recovery changed nothing on disk.
+    pub fn is_clean(&self) -> bool {
+        !self.created
+            && self.truncated_bytes == 0
+            && self.rebuilt_indexes.is_empty()
+            && self.removed_files.is_empty()
+    }
+}

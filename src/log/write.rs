@@ -1,0 +1,248 @@
+//! Append, roll, flush and close. Any IO error here poisons the log.
+
+use crate::error::{Error, Result};
+use crate::format::batch::{BATCH_BYTES_MAX, NO_TIMESTAMP};
+use crate::format::{ControlKind, NewRecord, RecordBatch};
+// The fail point names are only referenced when the `failpoints` feature is on.
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
+use crate::fs::failpoint::*;
+use crate::segment::{BatchFacts, Segment};
+
+use super::recovery::create_segment_files;
+use super::{AppendInfo, Log};
+
+impl Log {
+    /// Appends `records` as one batch at `next_offset` (rolling first if the
+    /// active segment would exceed `segment_bytes`). Not durable until [`Log::flush`].
+    pub fn append(&mut self, records: &[NewRecord]) -> Result<AppendInfo> {
+        self.check_writable()?;
+        if records.is_empty() {
+            return Err(Error::InvalidArgument(
+                "an append needs at least one record".into(),
+            ));
+        }
+        if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
+            return Err(Error::InvalidArgument(format!(
+                "timestamp {} is below -1 (no timestamp)",
+                r.timestamp
+            )));
+        }
+        let size_bytes = super::encode::encoded_len(records);
+        if size_bytes > BATCH_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {size_bytes} bytes exceeds the limit of {BATCH_BYTES_MAX}"
+            )));
+        }
+        let base_offset = self.next_offset();
+        let facts = BatchFacts {
+            base_offset,
+            last_offset: base_offset + records.len() as i64 - 1,
+            size_bytes: size_bytes as u64,
+            records: records.len() as u64,
+            max_timestamp: records
+                .iter()
+                .map(|r| r.timestamp)
+                .max()
+                .unwrap_or(NO_TIMESTAMP),
+        };
+        let mut bytes = std::mem::take(&mut self.scratch);
+        bytes.clear();
+        super::encode::encode_batch(base_offset, records, &mut bytes);
+        self.append_checked(&facts, bytes)
+    }
+
+    /// Appends one transaction marker (a control batch with one record).
+    pub fn append_control(
+        &mut self,
+        kind: ControlKind,
+        producer_id: i64,
+        producer_epoch: i16,
+        timestamp: i64,
+    ) -> Result<AppendInfo> {
+        self.check_writable()?;
+        if timestamp < NO_TIMESTAMP {
+            return Err(Error::InvalidArgument(format!(
+                "timestamp {timestamp} is below -1 (no timestamp)"
+            )));
+        }
+        let batch = RecordBatch::control(
+            self.next_offset(),
+            kind,
+            producer_id,
+            producer_epoch,
+            0,
+            timestamp,
+        );
+        self.append_batch(&batch)
+    }
+
+    fn append_batch(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
+        let facts = BatchFacts {
+            base_offset: batch.base_offset,
+            last_offset: batch.last_offset(),
+            size_bytes: batch.encoded_len() as u64,
+            records: batch.records.len() as u64,
+            max_timestamp: batch.max_timestamp,
+        };
+        let mut bytes = std::mem::take(&mut self.scratch);
+        bytes.clear();
+        batch.encode_into(&mut bytes);
+        self.append_checked(&facts, bytes)
+    }
+
+    /// Writes an encoded batch; poisons the log on failure; keeps the buffer.
+    fn append_checked(&mut self, facts: &BatchFacts, bytes: Vec<u8>) -> Result<AppendInfo> {
+        assert_eq!(facts.base_offset, self.next_offset());
+        assert_eq!(facts.size_bytes, bytes.len() as u64);
+        let result = self.append_encoded(facts, &bytes);
+        self.scratch = bytes;
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    fn append_encoded(&mut self, facts: &BatchFacts, bytes: &[u8]) -> Result<AppendInfo> {
+        let size_bytes = facts.size_bytes;
+        let active = self.active();
+        let relative_last = facts.last_offset - active.base_offset;
+        let too_big = active.bytes + size_bytes > self.config.segment_bytes;
+        if !active.is_empty() && (too_big || relative_last > i64::from(u32::MAX)) {
+            self.roll_active()?;
+        }
+        let fs = std::sync::Arc::clone(&self.fs);
+        let active = self.active_mut();
+        let position_before = active.bytes;
+        crate::fail_point!(LOG_APPEND_WRITE);
+        fs.append(&active.paths.log, bytes)
+            .map_err(|e| Error::io(&active.paths.log, e))?;
+        let added = active.on_batch(facts);
+        if let Some(entry) = added.offset {
+            entry.encode_into(&mut active.pending_index);
+        }
+        if let Some(entry) = added.time {
+            entry.encode_into(&mut active.pending_time_index);
+        }
+        if active.pending_index.len() + active.pending_time_index.len() >= PENDING_INDEX_BYTES_MAX {
+            write_pending_indexes(fs.as_ref(), active)?;
+        }
+        assert_eq!(active.bytes, position_before + size_bytes);
+        assert_eq!(active.next_offset, facts.last_offset + 1);
+        Ok(AppendInfo {
+            base_offset: facts.base_offset,
+            last_offset: facts.last_offset,
+        })
+    }
+
+    /// Closes the active segment (durably) and starts a new one at `next_offset`.
+    /// On an empty active segment, does nothing. Returns the active base offset.
+    pub fn roll(&mut self) -> Result<i64> {
+        self.check_writable()?;
+        let result = self.roll_active();
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    fn roll_active(&mut self) -> Result<i64> {
+        if self.active().is_empty() {
+            return Ok(self.active().base_offset);
+        }
+        let fs = std::sync::Arc::clone(&self.fs);
+        let active = self.active_mut();
+        // Kafka's onBecomeInactiveSegment: a last time index entry for the max so far.
+        if let Some(entry) = active.index.on_roll() {
+            entry.encode_into(&mut active.pending_time_index);
+        }
+        write_pending_indexes(fs.as_ref(), active)?;
+        // The closed segment must be durable before the next one exists, so that
+        // only the last segment can ever have a torn tail.
+        crate::fail_point!(LOG_ROLL_SYNC_CLOSED);
+        for path in [
+            &active.paths.log,
+            &active.paths.index,
+            &active.paths.time_index,
+        ] {
+            fs.sync_file(path).map_err(|e| Error::io(path, e))?;
+        }
+        let next_base_offset = active.next_offset;
+        let next = Segment::empty(
+            &self.dir,
+            next_base_offset,
+            self.config.index_interval_bytes,
+        );
+        crate::fail_point!(LOG_ROLL_CREATE_SEGMENT);
+        create_segment_files(fs.as_ref(), &next.paths)?;
+        let base_offset = next.base_offset;
+        self.segments.push(next);
+        // The new files' directory entries.
+        crate::fail_point!(LOG_ROLL_SYNC_DIR);
+        fs.sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
+        self.assert_invariants();
+        Ok(base_offset)
+    }
+
+    /// Makes everything appended so far durable: fsync of the active segment's
+    /// three files, then of the directory.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_writable()?;
+        let result = self.flush_active();
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    fn flush_active(&mut self) -> Result<()> {
+        let fs = std::sync::Arc::clone(&self.fs);
+        write_pending_indexes(fs.as_ref(), self.active_mut())?;
+        let fs = fs.as_ref();
+        let paths = &self.active().paths;
+        crate::fail_point!(LOG_FLUSH_SYNC_LOG);
+        fs.sync_file(&paths.log)
+            .map_err(|e| Error::io(&paths.log, e))?;
+        crate::fail_point!(LOG_FLUSH_SYNC_INDEX);
+        fs.sync_file(&paths.index)
+            .map_err(|e| Error::io(&paths.index, e))?;
+        crate::fail_point!(LOG_FLUSH_SYNC_TIME_INDEX);
+        fs.sync_file(&paths.time_index)
+            .map_err(|e| Error::io(&paths.time_index, e))?;
+        crate::fail_point!(LOG_FLUSH_SYNC_DIR);
+        fs.sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
+        Ok(())
+    }
+
+    /// Flushes and closes the log.
+    /// (A read-only log has nothing to flush.)
+    pub fn close(mut self) -> Result<()> {
+        if self.read_only {
+            return self.check_usable();
+        }
+        self.flush()
+    }
+}
+
+/// Index entries are derived data (recovery rebuilds a short index), so they are
+/// buffered and appended to their files in bulk: before every fsync of the segment,
+/// and whenever this many bytes are pending.
+const PENDING_INDEX_BYTES_MAX: usize = 64 * 1024;
+
+/// Appends the segment's buffered index entries to its index files.
+fn write_pending_indexes(fs: &dyn crate::fs::FileSystem, segment: &mut Segment) -> Result<()> {
+    if !segment.pending_index.is_empty() {
+        let path = &segment.paths.index;
+        fs.append(path, &segment.pending_index)
+            .map_err(|e| Error::io(path, e))?;
+        segment.pending_index.clear();
+    }
+    if !segment.pending_time_index.is_empty() {
+        let path = &segment.paths.time_index;
+        fs.append(path, &segment.pending_time_index)
+            .map_err(|e| Error::io(path, e))?;
+        segment.pending_time_index.clear();
+    }
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! The in-memory image of a segment's `.index` and `.timeindex`, and Kafka's rule
+//! for when each gets an entry (`LogSegment.append` / `recover`).
+//!
+//! For each batch, in file order:
+//! 1. if `batch.maxTimestamp > maxTimestampSoFar`, remember
+//!    `(batch.maxTimestamp, batch.lastOffset)` as the max so far;
+//! 2. if more than `index_interval_bytes` were written since the last entry, append
+//!    the offset entry `(batch.lastOffset - base, position of the batch)` and
+//!    `maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)` to the time index,
+//!    which appends only if the timestamp is greater than the last entry's
+//!    (an empty time index behaves as if its last timestamp were -1);
+//! 3. add the batch's bytes to the bytes since the last entry.
+//!
+//! When the segment is rolled (becomes inactive) the time index gets one final
+//! `maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)`.
+//!
+//! Recovery recomputes the same entries from the `.log` and compares them with
+//! the files, so append and recovery share this one implementation.
+
+use crate::format::batch::NO_TIMESTAMP;
+use crate::format::index::{OffsetEntry, TimeEntry};
+
+/// What one batch added to the indexes (to be appended to the files).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexAppend {
+    pub offset: Option<OffsetEntry>,
+    pub time: Option<TimeEntry>,
+}
+
+/// Both sparse indexes of one segment, plus the state Kafka's rule needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentIndex {
+    base_offset: i64,
+    index_interval_bytes: u64,
+    offset_entries: Vec<OffsetEntry>,
+    time_entries: Vec<TimeEntry>,
+    bytes_since_last_entry: u64,
+    max_timestamp_so_far: i64,
+    offset_of_max_timestamp_so_far: i64,
+}
+
+impl SegmentIndex {
+    pub fn new(base_offset: i64, index_interval_bytes: u64) -> Self {
+        assert!(base_offset >= 0);
+        SegmentIndex {
+            base_offset,
+            index_interval_bytes,
+            offset_entries: Vec::new(),
+            time_entries: Vec::new(),
+            bytes_since_last_entry: 0,
+            max_timestamp_so_far: NO_TIMESTAMP,
+            offset_of_max_timestamp_so_far: base_offset,
+        }
+    }
+
+    pub fn offset_entries(&self) -> &[OffsetEntry] {
+        &self.offset_entries
+    }
+
+    pub fn time_entries(&self) -> &[TimeEntry] {
+        &self.time_entries
+    }
+
+    /// Relative offset of `offset` in this segment; the caller has checked the range.
+    fn relative(&self, offset: i64) -> u32 {
+        let relative = offset - self.base_offset;
+        assert!(
+            relative >= 0,
+            "offset {offset} below base {}",
+            self.base_offset
+        );
+        u32::try_from(relative).expect("relative offset checked against u32 by the caller")
+    }
+
+    /// Applies Kafka's rule for a batch of `size_bytes` at `position` (see module docs).
+    pub fn on_batch(
+        &mut self,
+        position: u64,
+        size_bytes: u64,
+        last_offset: i64,
+        max_timestamp: i64,
+    ) -> IndexAppend {
+        let mut added = IndexAppend::default();
+        if max_timestamp > self.max_timestamp_so_far {
+            self.max_timestamp_so_far = max_timestamp;
+            self.offset_of_max_timestamp_so_far = last_offset;
+        }
+        if self.bytes_since_last_entry > self.index_interval_bytes {
+            let entry = OffsetEntry {
+                relative_offset: self.relative(last_offset),
+                position: u32::try_from(position).expect("position checked by the caller"),
+            };
+            if let Some(last) = self.offset_entries.last() {
+                assert!(entry.relative_offset > last.relative_offset);
+                assert!(entry.position > last.position);
+            }
+            self.offset_entries.push(entry);
+            added.offset = Some(entry);
+            added.time = self.time_maybe_append();
+            self.bytes_since_last_entry = 0;
+        }
+        self.bytes_since_last_entry += size_bytes;
+        added
+    }
+
+    /// The final time index entry Kafka adds when the segment becomes inactive.
+    pub fn on_roll(&mut self) -> Option<TimeEntry> {
+        self.time_maybe_append()
+    }
+
+    fn time_maybe_append(&mut self) -> Option<TimeEntry> {
+        let last_timestamp = self
+            .time_entries
+            .last()
+            .map_or(NO_TIMESTAMP, |e| e.timestamp);
+        if self.max_timestamp_so_far <= last_timestamp {
+            return None;
+        }
+        let entry = TimeEntry {
+            timestamp: self.max_timestamp_so_far,
+            relative_offset: self.relative(self.offset_of_max_timestamp_so_far),
+        };
+        if let Some(last) = self.time_entries.last() {
+            assert!(entry.relative_offset >= last.relative_offset);
+        }
+        self.time_entries.push(entry);
+        Some(entry)
+    }
+
+    /// Byte position to start scanning for `offset`: the position of the last
+    /// indexed batch whose last offset is <= `offset`, or 0.
+    pub fn lookup_position(&self, offset: i64) -> u64 {
+        let relative = offset - self.base_offset;
+        if relative < 0 {
+            return 0;
+        }
+        let after = self
+            .offset_entries
+            .partition_point(|e| i64::from(e.relative_offset) <= relative);
+        match after
+            .checked_sub(1)
+            .and_then(|i| self.offset_entries.get(i))
+        {
+            Some(entry) => u64::from(entry.position),
+            None => 0,
+        }
+    }
+
+    /// Offset to start scanning for the first timestamp >= `timestamp`: the offset of
+    /// the last time index entry with timestamp <= `timestamp`, or the base offset.
+    /// Every batch before that offset has a max timestamp < `timestamp`.
+    pub fn lookup_timestamp(&self, timestamp: i64) -> i64 {
+        let after = self
+            .time_entries
+            .partition_point(|e| e.timestamp <= timestamp);
+        match after.checked_sub(1).and_then(|i| self.time_entries.get(i)) {
+            Some(entry) => self.base_offset + i64::from(entry.relative_offset),
+            None => self.base_offset,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_rule_indexes_after_interval_and_uses_max_so_far() {
+        let mut index = SegmentIndex::new(100, 150);
+        // Batches of 100 bytes; offsets 100..=109, 110..=119, ...
+        let mut position = 0;
+        let mut added = Vec::new();
+        for (i, ts) in [5, 3, 9, 9, 7].iter().enumerate() {
+            let last = 109 + 10 * i as i64;
+            added.push(index.on_batch(position, 100, last, *ts));
+            position += 100;
+        }
+        // After batch 0: 100 bytes (not > 150). After batch 1: 200 > 150, so batch 2 is indexed.
+        assert_eq!(added[0], IndexAppend::default());
+        assert_eq!(added[1], IndexAppend::default());
+        assert_eq!(
+            added[2].offset,
+            Some(OffsetEntry {
+                relative_offset: 29,
+                position: 200
+            })
+        );
+        assert_eq!(
+            added[2].time,
+            Some(TimeEntry {
+                timestamp: 9,
+                relative_offset: 29
+            })
+        );
+        assert_eq!(added[3], IndexAppend::default());
+        // Batch 4 is indexed again, but the max timestamp (9 at offset 129) is unchanged.
+        assert_eq!(
+            added[4].offset,
+            Some(OffsetEntry {
+                relative_offset: 49,
+                position: 400
+            })
+        );
+        assert_eq!(added[4].time, None);
+        assert_eq!(index.on_roll(), None);
+        assert_eq!(index.lookup_position(99), 0);
+        // Entries are keyed by a batch's *last* offset: offset 128 (inside the batch
+        // ending at 129) must start from the previous entry, here the file start.
+        assert_eq!(index.lookup_position(128), 0);
+        assert_eq!(index.lookup_position(129), 200);
+        assert_eq!(index.lookup_position(148), 200);
+        assert_eq!(index.lookup_position(149), 400);
+        assert_eq!(index.lookup_timestamp(8), 100);
+        assert_eq!(index.lookup_timestamp(9), 129);
+    }
+
+    #[test]
+    fn roll_appends_final_time_entry_only_when_greater() {
+        let mut index = SegmentIndex::new(0, 4096);
+        index.on_batch(0, 80, 2, 50);
+        assert!(index.time_entries().is_empty());
+        assert_eq!(
+            index.on_roll(),
+            Some(TimeEntry {
+                timestamp: 50,
+                relative_offset: 2
+            })
+        );
+        assert_eq!(index.on_roll(), None);
+        let mut untimed = SegmentIndex::new(0, 4096);
+        untimed.on_batch(0, 80, 0, NO_TIMESTAMP);
+        assert_eq!(untimed.on_roll(), None);
+    }
+}

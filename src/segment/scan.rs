@@ -1,0 +1,148 @@
+//! The full validation of one `.log` on open.
+//!
+//! Every batch is decoded (length bounds, magic, CRC-32C, record count, offset
+//! deltas: see [`crate::format::batch::decode`]) and checked against the segment:
+//! the first batch's base offset is >= the segment's base offset, each batch's base
+//! offset is > the previous batch's last offset, every last offset is below the next
+//! segment's base offset, and relative offsets and positions fit the 32-bit index
+//! fields. The scan stops at the first invalid batch and says where; it never
+//! modifies anything (the caller decides: truncate the active tail, or fail).
+
+use std::path::Path;
+
+use crate::error::{CorruptKind, Error, Result};
+use crate::format::batch;
+use crate::fs::FileSystem;
+
+use super::reader::BatchReader;
+use super::{BatchFacts, Segment};
+
+/// What a scan found.
+#[derive(Debug)]
+pub struct ScanOutcome {
+    /// Metadata and indexes of the valid prefix.
+    pub segment: Segment,
+    /// Length of the `.log` file.
+    pub file_bytes: u64,
+    /// The first invalid batch (an [`Error::Corrupt`] naming file and position).
+    pub invalid: Option<Error>,
+    /// Batches (whole or partial) after the valid prefix, counted by walking the
+    /// declared lengths until they stop making sense; at least 1 if `invalid`.
+    pub invalid_batches: u64,
+}
+
+impl ScanOutcome {
+    pub fn valid_bytes(&self) -> u64 {
+        self.segment.bytes
+    }
+}
+
+/// Scans the segment at `base_offset` in `dir`. `upper_bound` is the next segment's
+/// base offset, if any. IO errors and unsupported batches are returned as `Err`;
+/// corruption is returned in [`ScanOutcome::invalid`].
+pub fn scan_segment(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    base_offset: i64,
+    upper_bound: Option<i64>,
+    index_interval_bytes: u64,
+) -> Result<ScanOutcome> {
+    let mut segment = Segment::empty(dir, base_offset, index_interval_bytes);
+    let path = segment.paths.log.clone();
+    let file_bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
+    let mut reader = BatchReader::new(fs, &path, 0, file_bytes);
+    let mut invalid = None;
+    loop {
+        let (position, raw) = match reader.next_raw() {
+            Ok(Some(next)) => next,
+            Ok(None) => break,
+            Err(e) if e.is_corrupt() => {
+                invalid = Some(e);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        let facts = match batch::decode(raw) {
+            Ok((decoded, size)) => BatchFacts {
+                base_offset: decoded.base_offset,
+                last_offset: decoded.last_offset(),
+                size_bytes: size as u64,
+                records: decoded.records.len() as u64,
+                max_timestamp: decoded.max_timestamp,
+            },
+            Err(e) => {
+                let e = e.at(&path, position);
+                if !e.is_corrupt() {
+                    return Err(e);
+                }
+                invalid = Some(e);
+                break;
+            }
+        };
+        if let Some(kind) = check_placement(&segment, &facts, upper_bound, position) {
+            invalid = Some(Error::corrupt(&path, position, kind));
+            break;
+        }
+        segment.on_batch(&facts);
+        debug_assert_eq!(segment.bytes, reader.position());
+    }
+    let invalid_batches = if invalid.is_some() {
+        count_batches(fs, &path, segment.bytes, file_bytes)?
+    } else {
+        0
+    };
+    if invalid.is_none() {
+        assert_eq!(segment.bytes, file_bytes);
+    }
+    Ok(ScanOutcome {
+        segment,
+        file_bytes,
+        invalid,
+        invalid_batches,
+    })
+}
+
+/// The segment-level checks of one decoded batch.
+fn check_placement(
+    segment: &Segment,
+    batch: &BatchFacts,
+    upper_bound: Option<i64>,
+    position: u64,
+) -> Option<CorruptKind> {
+    let previous = segment.next_offset - 1;
+    let misplaced = CorruptKind::BaseOffset {
+        got: batch.base_offset,
+        previous,
+    };
+    if batch.base_offset < segment.next_offset {
+        return Some(misplaced);
+    }
+    if let Some(upper) = upper_bound {
+        if batch.last_offset >= upper {
+            return Some(misplaced);
+        }
+    }
+    if batch.last_offset - segment.base_offset > i64::from(u32::MAX) {
+        return Some(misplaced);
+    }
+    if position > u64::from(u32::MAX) {
+        return Some(CorruptKind::Other(format!(
+            "batch position {position} does not fit a 32-bit index entry"
+        )));
+    }
+    None
+}
+
+/// Counts the (possibly partial) batches in `[from, to)` by their declared lengths.
+fn count_batches(fs: &dyn FileSystem, path: &Path, from: u64, to: u64) -> Result<u64> {
+    let mut reader = BatchReader::new(fs, path, from, to);
+    let mut count = 0;
+    loop {
+        match reader.next_raw() {
+            Ok(Some(_)) => count += 1,
+            Ok(None) => return Ok(count),
+            Err(e) if e.is_corrupt() => return Ok(count + 1),
+            Err(e) => return Err(e),
+        }
+    }
+}
