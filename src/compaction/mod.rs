@@ -4,6 +4,7 @@
 //!
 //! Semantics: docs/design.md section 1; map memory and collisions: section 6.
 
+pub mod apply;
 pub mod cleaner;
 pub mod offset_map;
 pub mod planner;

@@ -33,10 +33,11 @@ use super::validate;
 use super::InstallPaths;
 
 /// Which row of the decision table applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InstallCase {
     /// No install state next to the log directory.
+    #[default]
     Clean,
     /// A compaction never committed: its temp dir / manifest temp were removed.
     NotCommitted,
@@ -51,7 +52,7 @@ pub enum InstallCase {
 }
 
 /// What install recovery found and did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct InstallRecovery {
     pub case: InstallCase,
     /// Sibling paths removed or renamed, in order, as `"op path"` lines.
@@ -153,6 +154,29 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
     remove_file(fs, &paths.manifest, &mut out)?;
     recover_sync(fs, &paths)?;
     Ok(out)
+}
+
+/// For read-only opens: an error if an install is pending next to `live` (a
+/// writable open, e.g. `seglog recover`, must decide it first).
+pub fn pending(fs: &dyn FileSystem, live: &Path) -> Result<()> {
+    let paths = InstallPaths::new(live)?;
+    let present: Vec<_> = [
+        &paths.tmp,
+        &paths.backup,
+        &paths.manifest,
+        &paths.manifest_tmp,
+    ]
+    .into_iter()
+    .filter(|p| fs.exists(p))
+    .cloned()
+    .collect();
+    if present.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Ambiguous {
+        reason: "a compaction install is pending; open the log writable (seglog recover) to finish or roll it back".into(),
+        dirs: present,
+    })
 }
 
 fn ambiguous(paths: &InstallPaths, reason: &str) -> Error {

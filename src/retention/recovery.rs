@@ -51,9 +51,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
     }
     let bases = list_segments(fs, dir)?;
     if let Some(start) = checkpoint {
-        // The last segment whose base is <= start holds `start`; all before it go.
-        let keep_from = bases.iter().rposition(|&base| base <= start).unwrap_or(0);
-        for &base in &bases[..keep_from] {
+        for &base in &bases[..keep_from(&bases, start)] {
             for suffix in [
                 filename::TIME_INDEX_SUFFIX,
                 filename::INDEX_SUFFIX,
@@ -80,6 +78,21 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
         fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
     }
     Ok(report)
+}
+
+/// Index of the first segment to keep under checkpoint `start`: the last segment
+/// whose base is `<= start` holds `start`; every segment before it is wholly below.
+fn keep_from(bases: &[i64], start: i64) -> usize {
+    bases.iter().rposition(|&base| base <= start).unwrap_or(0)
+}
+
+/// The bases of `bases` that recovery would remove as wholly below the checkpoint
+/// of `dir` (read-only; for read-only opens).
+pub fn wholly_below(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Vec<i64>> {
+    Ok(match read_checkpoint(fs, dir)? {
+        Some(start) => bases[..keep_from(bases, start)].to_vec(),
+        None => Vec::new(),
+    })
 }
 
 fn recover_remove(
