@@ -6,12 +6,14 @@
 //!    below checkpoint `C` when a later segment has a base offset `<= C`. The
 //!    segment holding `C` and everything after it stay, so no hole can appear, and
 //!    the active segment is never removed.
-//! 3. Orphan `.index` / `.timeindex` files (no `.log` beside them) are removed.
-//! 4. If anything was removed, the directory is synced.
+//! 3. If anything was removed, the directory is synced.
+//!
+//! Orphan `.index` / `.timeindex` files (which a power loss can leave when a `.log`
+//! removal persisted and an index removal did not) are removed by the log's own
+//! recovery phase right after this one, once its read-only scan has passed.
 //!
 //! A damaged checkpoint is an `Error::Corrupt` and nothing is removed.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde::Serialize;
@@ -33,7 +35,7 @@ pub struct RetentionRecovery {
     pub checkpoint: Option<i64>,
     /// Base offsets of segments removed because they were wholly below the checkpoint.
     pub removed_segments: Vec<i64>,
-    /// Names of every file removed (segments, orphan indexes, checkpoint temp file).
+    /// Names of every file removed (segment files, checkpoint temp file).
     pub removed_files: Vec<String>,
 }
 
@@ -62,15 +64,6 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
                 }
             }
             report.removed_segments.push(base);
-        }
-    }
-    let logs: BTreeSet<i64> = list_segments(fs, dir)?.into_iter().collect();
-    let names = fs.list_dir(dir).map_err(|e| Error::io(dir, e))?;
-    for name in names {
-        if let Some((base, suffix)) = filename::parse(&name) {
-            if suffix != filename::LOG_SUFFIX && !logs.contains(&base) {
-                recover_remove(fs, dir, &name, &mut report)?;
-            }
         }
     }
     if !report.removed_files.is_empty() {
