@@ -1,36 +1,24 @@
 //! Fail-point crash tests for the retention, compaction and install paths.
 //!
-//! Invariants checked: for every fail point on these paths, a child process that
-//! runs the operation and is crashed there (`FAILPOINTS=<name>=return` aborts at
-//! once, like `kill -9`) leaves a directory that the next open's recovery turns
-//! into exactly the old or the new content (same rows, `log_start_offset`,
-//! `next_offset`), with no sibling directory, manifest, temp checkpoint or orphan
-//! index left. Crashing the recovery itself, then recovering again, ends the same
-//! way. The run fails if some fail point on these paths is never crashed at.
-//!
-//! Runs without the libtest harness (`harness = false`): the same binary is the
-//! child (`SEGLOG_FP_CHILD=<op>`), so the fail-point registry of the parent is
-//! never configured. Needs `--features failpoints`.
-
-mod cleanup_support;
+//! Invariants checked: for every fail point on these paths, the `seglog` binary
+//! (built with `--features failpoints`) running `retain` or `compact`, crashed there
+//! (`FAILPOINTS=<name>=return` aborts at once, like `kill -9`), leaves a directory
+//! that the next `Log::open` turns into exactly the old or the new content as the
+//! reference spec (`seglog_model::spec::SpecLog`) computes it: same
+//! `log_start_offset`, `next_offset`, segment metadata and records, with no sibling
+//! directory, manifest, temp checkpoint or unknown file left. Crashing the recovery
+//! itself (`seglog recover`), then opening again, ends the same way. The test fails
+//! if some fail point on these paths is never crashed at.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use cleanup_support::*;
-use seglog::compaction::{compact_dir, source, CompactOptions};
-use seglog::format::{checkpoint, filename};
 use seglog::fs::failpoint::{self as fp, ALL};
 use seglog::fs::{FileSystem, StdFs};
-use seglog::install::InstallPaths;
-use seglog::{install, retention};
-
-const COMPACT: CompactOptions = CompactOptions {
-    now: 10_000,
-    delete_retention_ms: 100,
-    segment_bytes: 1 << 20,
-};
+use seglog::install::{InstallCase, InstallPaths};
+use seglog::{Log, LogConfig, NewRecord};
+use seglog_model::spec::{SpecLog, SpecRecordInput};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Op {
@@ -38,78 +26,123 @@ enum Op {
     Compact,
 }
 
-impl Op {
-    fn name(self) -> &'static str {
-        match self {
-            Op::Retain => "retain",
-            Op::Compact => "compact",
-        }
+/// Compaction crash cases need at least this many closed segments' worth of work.
+fn workload(op: Op) -> Vec<Option<Vec<(Option<&'static str>, Option<&'static str>, i64)>>> {
+    // `None` is a roll.
+    match op {
+        Op::Compact => vec![
+            Some(vec![(Some("a"), Some("1"), 0), (Some("b"), Some("x"), 1)]),
+            Some(vec![(Some("c"), Some("1"), 2)]),
+            None,
+            Some(vec![(Some("a"), Some("2"), 3), (None, Some("event"), 4)]),
+            Some(vec![(Some("b"), None, 5)]),
+            None,
+            Some(vec![(Some("c"), Some("2"), 6)]),
+            None,
+            Some(vec![(Some("a"), Some("3"), 7)]),
+        ],
+        Op::Retain => vec![
+            Some(vec![(None, Some("0"), 0)]),
+            None,
+            Some(vec![(None, Some("50"), 50)]),
+            None,
+            Some(vec![(None, Some("150"), 150)]),
+            None,
+            Some(vec![(None, Some("250"), 250)]),
+        ],
     }
 }
 
-fn workload(op: Op, fs: &dyn FileSystem, dir: &Path) {
-    match op {
-        Op::Compact => {
-            write_log(
-                fs,
-                dir,
-                0,
-                &[
-                    vec![
-                        vec![rec(Some("a"), Some("1"), 0), rec(Some("b"), Some("x"), 1)],
-                        vec![rec(Some("c"), Some("1"), 2)],
-                    ],
-                    vec![
-                        vec![rec(Some("a"), Some("2"), 3), rec(None, Some("event"), 4)],
-                        vec![rec(Some("b"), None, 5)],
-                    ],
-                    vec![vec![rec(Some("c"), Some("2"), 6)]],
-                    vec![vec![rec(Some("a"), Some("3"), 7)]],
-                ],
-            );
-        }
-        Op::Retain => {
-            let bases = write_log(
-                fs,
-                dir,
-                0,
-                &[
-                    vec![vec![rec(None, Some("0"), 0)]],
-                    vec![vec![rec(None, Some("50"), 50)]],
-                    vec![vec![rec(None, Some("150"), 150)]],
-                    vec![vec![rec(None, Some("250"), 250)]],
-                ],
-            );
-            for base in bases {
-                for suffix in [filename::INDEX_SUFFIX, filename::TIME_INDEX_SUFFIX] {
-                    fs.write_new(&dir.join(filename::build(base, suffix)), b"")
-                        .unwrap();
-                }
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1 << 20,
+        index_interval_bytes: 1,
+    }
+}
+
+/// Writes the workload into `dir` through the engine and the spec.
+fn prepare(op: Op, dir: &Path) -> SpecLog {
+    let (mut log, _) = Log::open(dir, config()).unwrap();
+    let mut spec = SpecLog::new(config().segment_bytes);
+    for step in workload(op) {
+        match step {
+            None => {
+                log.roll().unwrap();
+                spec.roll();
+            }
+            Some(records) => {
+                let new: Vec<NewRecord> = records
+                    .iter()
+                    .map(|(k, v, ts)| {
+                        NewRecord::new(
+                            k.map(|k| k.as_bytes().to_vec()),
+                            v.map(|v| v.as_bytes().to_vec()),
+                            *ts,
+                        )
+                    })
+                    .collect();
+                log.append(&new).unwrap();
+                let input: Vec<SpecRecordInput> = new
+                    .into_iter()
+                    .map(|r| SpecRecordInput {
+                        key: r.key,
+                        value: r.value,
+                        timestamp: r.timestamp,
+                    })
+                    .collect();
+                spec.append(&input).unwrap();
             }
         }
     }
+    log.close().unwrap();
+    spec
 }
 
-fn run(op: &str, fs: &dyn FileSystem, dir: &Path) -> seglog::Result<()> {
+const NOW_RETAIN: i64 = 300;
+const RETENTION_MS: i64 = 100;
+const NOW_COMPACT: i64 = 10_000;
+const DELETE_RETENTION_MS: i64 = 100;
+
+fn args(op: Op, dir: &Path) -> Vec<String> {
+    let dir = dir.to_str().unwrap().to_string();
     match op {
-        "retain" => {
-            let metas = source::scan(fs, dir)?;
-            let plan = retention::plan(&metas, 300, Some(100), None)?;
-            retention::delete_prefix(fs, dir, &plan.delete)?;
-        }
-        "compact" => {
-            compact_dir(fs, dir, COMPACT)?;
-        }
-        "recover" => recover(fs, dir)?,
-        other => panic!("unknown op {other}"),
+        Op::Retain => vec![
+            "retain".into(),
+            dir,
+            "--now".into(),
+            NOW_RETAIN.to_string(),
+            "--retention-ms".into(),
+            RETENTION_MS.to_string(),
+        ],
+        Op::Compact => vec![
+            "compact".into(),
+            dir,
+            "--now".into(),
+            NOW_COMPACT.to_string(),
+            "--delete-retention-ms".into(),
+            DELETE_RETENTION_MS.to_string(),
+            "--segment-bytes".into(),
+            config().segment_bytes.to_string(),
+        ],
     }
-    Ok(())
 }
 
-fn recover(fs: &dyn FileSystem, dir: &Path) -> seglog::Result<()> {
-    install::recover(fs, dir)?;
-    retention::recover(fs, dir)?;
-    Ok(())
+/// The spec after the operation.
+fn apply(op: Op, spec: &SpecLog) -> SpecLog {
+    let mut spec = spec.clone();
+    match op {
+        Op::Retain => {
+            let deleted = spec.retain(NOW_RETAIN, Some(RETENTION_MS), None).unwrap();
+            assert_eq!(deleted.len(), 3);
+        }
+        Op::Compact => {
+            let summary = spec
+                .compact(NOW_COMPACT, DELETE_RETENTION_MS, None)
+                .unwrap();
+            assert!(summary.records_after < summary.records_before);
+        }
+    }
+    spec
 }
 
 /// One crash: run `op`, crash at the `hit`-th reach of `point`; optionally damage the
@@ -242,7 +275,7 @@ fn cases() -> Vec<Case> {
     }
     for (recovery_point, hit) in [
         (fp::RETENTION_RECOVER_REMOVE_FILE, 1),
-        (fp::RETENTION_RECOVER_REMOVE_FILE, 3),
+        (fp::RETENTION_RECOVER_REMOVE_FILE, 4),
         (fp::RETENTION_RECOVER_SYNC_DIR, 1),
     ] {
         out.push(Case {
@@ -261,95 +294,126 @@ fn action(hit: u32) -> String {
     }
 }
 
-/// Runs `op` in a child process, expecting it to crash at `point`.
-fn crash_child(op: &str, dir: &Path, point: &str, hit: u32) {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .env("SEGLOG_FP_CHILD", op)
-        .env("SEGLOG_FP_DIR", dir)
+/// Runs `seglog ARGS` with a crash configured at `point`, expecting the crash.
+fn crash_binary(args: &[String], point: &str, hit: u32) {
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(args)
         .env("FAILPOINTS", format!("{point}={}", action(hit)))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        !output.status.success() && output.status.code().is_none(),
-        "{op} did not crash at {point} (hit {hit}): {:?} {stderr}",
+        output.status.code().is_none(),
+        "{args:?} did not crash at {point} (hit {hit}): {:?} {stderr}",
         output.status
     );
     assert!(
         stderr.contains(&format!("crashed at fail point {point}")),
-        "{op}: {stderr}"
+        "{args:?}: {stderr}"
     );
 }
 
-fn outcome(op: Op) -> (Dump, Dump) {
-    let fs = StdFs::new();
-    let (_root, dir) = temp_log();
-    workload(op, &fs, &dir);
-    let old = dump(&fs, &dir);
-    run(op.name(), &fs, &dir).unwrap();
-    recover(&fs, &dir).unwrap();
-    let new = dump(&fs, &dir);
-    assert_ne!(old, new);
-    (old, new)
+/// Everything observable, engine side.
+type View = (
+    i64,
+    i64,
+    Vec<(i64, bool, u64, u64, i64)>,
+    Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>, i64, bool)>,
+);
+
+fn engine_view(log: &Log) -> View {
+    (
+        log.log_start_offset(),
+        log.next_offset(),
+        log.segments()
+            .iter()
+            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
+            .collect(),
+        log.read(log.log_start_offset(), usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.offset, r.key, r.value, r.timestamp, r.control))
+            .collect(),
+    )
 }
 
-fn check_case(c: &Case, old: &Dump, new: &Dump) {
-    let fs = StdFs::new();
-    let (_root, dir) = temp_log();
-    workload(c.op, &fs, &dir);
-    crash_child(c.op.name(), &dir, c.point, c.hit);
-    let fs = StdFs::new();
+fn spec_view(spec: &SpecLog) -> View {
+    (
+        spec.log_start_offset(),
+        spec.next_offset(),
+        spec.segments()
+            .iter()
+            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
+            .collect(),
+        spec.read(spec.log_start_offset())
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.offset, r.key, r.value, r.timestamp, r.control))
+            .collect(),
+    )
+}
+
+fn siblings(dir: &Path) -> Vec<String> {
+    let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+    StdFs::new()
+        .list_dir(dir.parent().unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with(&name) && *n != name)
+        .collect()
+}
+
+fn check_case(c: &Case) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("log");
+    let old = prepare(c.op, &dir);
+    let new = apply(c.op, &old);
+    assert_ne!(spec_view(&old), spec_view(&new));
+    crash_binary(&args(c.op, &dir), c.point, c.hit);
     if c.tamper_tmp {
+        let fs = StdFs::new();
         let tmp = InstallPaths::new(&dir).unwrap().tmp;
         let first = fs.list_dir(&tmp).unwrap().remove(0);
         fs.append(&tmp.join(first), b"damage").unwrap();
     }
     if let Some((point, hit)) = c.recovery {
-        crash_child("recover", &dir, point, hit);
+        crash_binary(
+            &["recover".to_string(), dir.to_str().unwrap().to_string()],
+            point,
+            hit,
+        );
     }
-    // A fresh handle cache: the child renamed directories under the paths the
-    // workload's `StdFs` still holds open handles for.
-    let fs = StdFs::new();
-    recover(&fs, &dir).unwrap();
-    let after = dump(&fs, &dir);
-    let expected = if c.expect_new { new } else { old };
+    let (log, report) = Log::open(&dir, config()).unwrap();
+    let expected = if c.expect_new { &new } else { &old };
     assert_eq!(
-        &after,
-        expected,
-        "{} at {} (hit {})",
-        c.op.name(),
+        engine_view(&log),
+        spec_view(expected),
+        "{:?} at {} (hit {}), recovery {:?}: {report:?}",
+        c.op,
         c.point,
-        c.hit
+        c.hit,
+        c.recovery
     );
-    assert_eq!(after.next_offset, old.next_offset);
+    assert_eq!(log.next_offset(), old.next_offset());
     assert!(siblings(&dir).is_empty(), "leftovers: {:?}", siblings(&dir));
-    for name in non_log_files(&dir) {
-        if name == checkpoint::CHECKPOINT_NAME {
-            continue;
-        }
-        let (base, _) = filename::parse(&name).expect("unknown leftover file");
-        assert!(after.segments.iter().any(|s| s.0 == base), "orphan {name}");
-    }
+    assert!(
+        report.unknown_files.is_empty(),
+        "{:?}",
+        report.unknown_files
+    );
+    log.close().unwrap();
+    // Recovery is idempotent: a second open finds nothing to do.
+    let (_, again) = Log::open(&dir, config()).unwrap();
+    assert_eq!(again.install.case, InstallCase::Clean);
+    assert!(again.retention.removed_files.is_empty());
+    assert!(again.removed_files.is_empty());
 }
 
-fn main() {
-    if let Ok(op) = std::env::var("SEGLOG_FP_CHILD") {
-        let _scenario = fail::FailScenario::setup();
-        let dir = std::env::var("SEGLOG_FP_DIR").unwrap();
-        run(&op, &StdFs::new(), Path::new(&dir)).unwrap();
-        return;
-    }
-    let compact = outcome(Op::Compact);
-    let retain = outcome(Op::Retain);
+#[test]
+fn every_cleanup_fail_point_crash_recovers_to_old_or_new() {
     let mut crashed: BTreeSet<&str> = BTreeSet::new();
-    let all = cases();
-    for c in &all {
-        let (old, new) = if c.op == Op::Compact {
-            &compact
-        } else {
-            &retain
-        };
-        check_case(c, old, new);
+    for c in cases() {
+        check_case(&c);
         crashed.insert(c.point);
         if let Some((point, _)) = c.recovery {
             crashed.insert(point);
@@ -368,9 +432,28 @@ fn main() {
         missing.is_empty(),
         "fail points never crashed at: {missing:?}"
     );
-    println!(
-        "failpoints_cleanup: {} crash cases passed, {} fail points covered",
-        all.len(),
-        crashed.len()
-    );
+}
+
+#[test]
+fn binary_lists_every_cleanup_fail_point() {
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .arg("failpoints")
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed: Vec<&str> = json["failpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for name in [
+        fp::RETENTION_CHECKPOINT_RENAME,
+        fp::COMPACTION_BUILD_SYNC_FILE,
+        fp::INSTALL_SWAP_RENAME_TMP_LIVE,
+        fp::INSTALL_RECOVER_SYNC_PARENT,
+    ] {
+        assert!(listed.contains(&name), "{name} not listed");
+    }
+    assert_eq!(listed, ALL);
 }
