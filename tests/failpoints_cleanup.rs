@@ -26,8 +26,11 @@ enum Op {
     Compact,
 }
 
-/// Compaction crash cases need at least this many closed segments' worth of work.
-fn workload(op: Op) -> Vec<Option<Vec<(Option<&'static str>, Option<&'static str>, i64)>>> {
+/// One appended record: key, value, timestamp.
+type Rec = (Option<&'static str>, Option<&'static str>, i64);
+
+/// The steps that build the log before the crashed operation.
+fn workload(op: Op) -> Vec<Option<Vec<Rec>>> {
     // `None` is a roll.
     match op {
         Op::Compact => vec![
