@@ -90,13 +90,13 @@ pub fn inspect(
     report: &mut RecoveryReport,
 ) -> Result<Vec<Segment>> {
     report.read_only = true;
+    crate::install::recovery::pending(fs, dir)?;
     if !fs.is_dir(dir) {
         return Err(Error::io(
             dir,
             std::io::Error::new(std::io::ErrorKind::NotFound, "no log directory here"),
         ));
     }
-    crate::install::recovery::pending(fs, dir)?;
     let mut listing = recovery_list(fs, dir, report)?;
     // What retention recovery would remove is not shown.
     let below = crate::retention::recovery::wholly_below(fs, dir, &listing.bases)?;
