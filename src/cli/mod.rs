@@ -8,6 +8,7 @@
 //! [`dispatch`].
 
 pub mod log_cmds;
+pub mod model_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -50,6 +51,9 @@ pub enum Command {
     Recover(log_cmds::LogArgs),
     /// List every fail point name.
     Failpoints,
+    /// Check the stateright models (log, install, retention) or explore them in a browser.
+    #[command(subcommand)]
+    Model(seglog_model::cli::ModelCommand),
 }
 
 /// Runs one parsed command.
@@ -60,6 +64,7 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Dump(args) => log_cmds::dump(args),
         Command::Recover(args) => log_cmds::recover(args),
         Command::Failpoints => Ok(log_cmds::failpoints()),
+        Command::Model(command) => model_cmd::model(command),
     }
 }
 
