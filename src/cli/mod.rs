@@ -9,6 +9,7 @@
 
 pub mod cleanup_cmds;
 pub mod log_cmds;
+pub mod model_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -56,6 +57,9 @@ pub enum Command {
     Compact(cleanup_cmds::CompactArgs),
     /// List every fail point name.
     Failpoints,
+    /// Check the stateright models (log, install, retention) or explore them in a browser.
+    #[command(subcommand)]
+    Model(seglog_model::cli::ModelCommand),
 }
 
 /// Runs one parsed command.
@@ -68,6 +72,7 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Retain(args) => cleanup_cmds::retain(args),
         Command::Compact(args) => cleanup_cmds::compact(args),
         Command::Failpoints => Ok(log_cmds::failpoints()),
+        Command::Model(command) => model_cmd::model(command),
     }
 }
 
