@@ -187,6 +187,12 @@ fn bench(c: &mut Criterion) {
     let compaction = median(&mut compaction_runs);
     let baseline = median(&mut baseline_runs);
     let report = report.unwrap();
+    // Where the time goes: the offset-map pass alone.
+    let bases = seglog::compaction::source::list_segments(&fs, &fixture.dir).unwrap();
+    let start = Instant::now();
+    let map = cleaner::build_map(&fs, &fixture.dir, &bases).unwrap();
+    let map_pass = start.elapsed();
+    drop(map);
     let mib = fixture.input_bytes as f64 / (1024.0 * 1024.0);
     println!(
         "compaction: input {mib:.1} MiB, {} keys, records {} -> {}, closed bytes {} -> {}",
@@ -203,6 +209,10 @@ fn bench(c: &mut Criterion) {
         baseline.as_secs_f64(),
         mib / baseline.as_secs_f64(),
         baseline.as_secs_f64() / compaction.as_secs_f64()
+    );
+    println!(
+        "of which the offset-map pass (read, parse, hash, sort) takes {:.3} s",
+        map_pass.as_secs_f64()
     );
     println!(
         "offset map: {} keys, {:.1} bytes/key resident, {:.1} bytes/key peak (target <= 24)",
