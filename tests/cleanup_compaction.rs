@@ -11,7 +11,7 @@ mod cleanup_support;
 
 use cleanup_support::*;
 use proptest::prelude::*;
-use seglog::compaction::{compact_dir, source, CompactOptions};
+use seglog::compaction::{compact_dir, source, CompactOptions, Compactor, Horizon, SourceSegment};
 use seglog::format::{filename, NewRecord};
 use seglog::fs::{FileSystem, StdFs};
 use std::collections::HashMap;
@@ -62,8 +62,62 @@ fn check(segments: &[Vec<Vec<NewRecord>>], options: CompactOptions) {
         .iter()
         .map(|s| s.1)
         .collect();
+    let sources: Vec<SourceSegment> = before
+        .segments
+        .iter()
+        .map(|(base, _)| SourceSegment {
+            base_offset: *base,
+            batches: source::read_batches(
+                &fs,
+                &source::segment_path(&dir, *base, filename::LOG_SUFFIX),
+                *base,
+            )
+            .unwrap(),
+        })
+        .collect();
+    let horizon = Horizon {
+        now: options.now,
+        delete_retention_ms: options.delete_retention_ms,
+    };
+    let plan = Compactor::plan(&sources, horizon, options.segment_bytes);
     let report = compact_dir(&fs, &dir, options).unwrap();
     let after = dump(&fs, &dir);
+    // The streaming executor writes exactly what the pure plan says.
+    let written: Vec<(i64, Vec<seglog::format::RecordBatch>)> = after.segments
+        [..after.segments.len() - 1]
+        .iter()
+        .map(|(base, _)| {
+            let path = source::segment_path(&dir, *base, filename::LOG_SUFFIX);
+            (*base, source::read_batches(&fs, &path, *base).unwrap())
+        })
+        .collect();
+    let planned: Vec<(i64, Vec<seglog::format::RecordBatch>)> = plan
+        .closed
+        .iter()
+        .map(|s| (s.base_offset, s.batches.clone()))
+        .collect();
+    if report.is_some() {
+        assert_eq!(written, planned);
+        let r = report.as_ref().unwrap();
+        assert_eq!(
+            (
+                r.records_before,
+                r.records_after,
+                r.segments_before,
+                r.segments_after,
+                r.bytes_before,
+                r.bytes_after
+            ),
+            (
+                plan.report.records_before,
+                plan.report.records_after,
+                plan.report.segments_before,
+                plan.report.segments_after,
+                plan.report.bytes_before,
+                plan.report.bytes_after
+            )
+        );
+    }
     let Some(report) = report else {
         assert_eq!(segments.len(), 1, "no closed segment is the only no-op");
         assert_eq!(after, before);

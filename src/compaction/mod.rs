@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod cleaner;
 pub mod offset_map;
+pub mod plan;
 pub mod planner;
 pub mod source;
 pub mod view;
@@ -17,6 +18,7 @@ use crate::error::Result;
 use crate::fs::FileSystem;
 
 pub use cleaner::{build, Built, CompactOptions, CompactionReport};
+pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use planner::{Decision, Horizon};
 
 /// Compacts the log directory `dir` and installs the result (steps 1 to 6).
