@@ -96,9 +96,8 @@ fn check(segments: &[Vec<Vec<NewRecord>>], options: CompactOptions) {
         .iter()
         .map(|s| (s.base_offset, s.batches.clone()))
         .collect();
-    if report.is_some() {
+    if let Some(r) = &report {
         assert_eq!(written, planned);
-        let r = report.as_ref().unwrap();
         assert_eq!(
             (
                 r.records_before,
