@@ -296,3 +296,38 @@ proptest! {
         check(&segments, CompactOptions { now, delete_retention_ms, segment_bytes });
     }
 }
+
+#[test]
+fn files_the_log_does_not_own_move_with_it_and_directories_are_refused() {
+    let fs = StdFs::new();
+    let (_root, dir) = temp_log();
+    write_log(
+        &fs,
+        &dir,
+        0,
+        &[
+            vec![vec![rec(Some("a"), Some("1"), 0)]],
+            vec![vec![rec(Some("a"), Some("2"), 1)]],
+        ],
+    );
+    fs.write_new(&dir.join("notes.txt"), b"keep me").unwrap();
+    seglog::retention::executor::write_checkpoint(&fs, &dir, 0).unwrap();
+    let options = CompactOptions {
+        now: 0,
+        delete_retention_ms: 0,
+        segment_bytes: 1 << 20,
+    };
+    compact_dir(&fs, &dir, options).unwrap().unwrap();
+    assert_eq!(fs.read_all(&dir.join("notes.txt")).unwrap(), b"keep me");
+    assert_eq!(
+        seglog::retention::executor::read_checkpoint(&fs, &dir).unwrap(),
+        Some(0)
+    );
+    std::fs::create_dir(dir.join("subdir")).unwrap();
+    let err = compact_dir(&fs, &dir, options).unwrap_err();
+    assert!(matches!(err, seglog::Error::InvalidArgument(_)), "{err}");
+    assert!(
+        siblings(&dir).is_empty(),
+        "nothing built for a refused compaction"
+    );
+}

@@ -184,6 +184,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
             dirs: vec![paths.tmp.clone()],
         });
     }
+    carried_files(fs, dir)?;
     let map = build_map(fs, dir, &bases)?;
     let horizon = Horizon {
         now: options.now,
@@ -254,6 +255,22 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
         bytes: active_bytes.len() as u64,
         crc32c: crc32c::crc32c(&active_bytes),
     });
+    // Files the log does not own (and the retention checkpoint) move with the log,
+    // unchanged; index files are not copied (the next open rebuilds them).
+    for name in carried_files(fs, dir)? {
+        let bytes = fs
+            .read_all(&dir.join(&name))
+            .map_err(|e| Error::io(dir.join(&name), e))?;
+        let path = paths.tmp.join(&name);
+        fs.write_new(&path, &bytes)
+            .map_err(|e| Error::io(&path, e))?;
+        build_sync_file(fs, &path)?;
+        files.push(ManifestFile {
+            name,
+            bytes: bytes.len() as u64,
+            crc32c: crc32c::crc32c(&bytes),
+        });
+    }
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
     fs.sync_dir(&paths.tmp)
         .map_err(|e| Error::io(&paths.tmp, e))?;
@@ -269,6 +286,25 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
         },
         report,
     }))
+}
+
+/// Names in `dir` that are not segment files: copied into the new directory as they
+/// are. A subdirectory is refused before anything is written (the install swaps
+/// whole directories and must not lose what it does not understand).
+fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for name in fs.list_dir(dir).map_err(|e| Error::io(dir, e))? {
+        if fs.is_dir(&dir.join(&name)) {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds a directory {name:?}; compaction would not carry it over",
+                dir.display()
+            )));
+        }
+        if filename::parse(&name).is_none() {
+            out.push(name);
+        }
+    }
+    Ok(out)
 }
 
 /// Reads the whole file into `buf`, reusing its allocation (no fresh zeroed pages
