@@ -16,7 +16,7 @@ use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
 use super::offset_map::{Digest, OffsetMap};
-use super::planner::{decide_view, Decision, Grouper, Horizon, Placement};
+use super::planner::{decide_fields, Decision, Grouper, Horizon, Placement};
 use super::source::{list_segments, segment_path};
 use super::view;
 
@@ -81,9 +81,21 @@ pub fn build_map(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Offse
 /// Buffers reused from one source segment to the next (no fresh pages per segment).
 #[derive(Debug, Default)]
 struct Scratch {
+    /// Every record of the segment, in order, reduced to what the rule needs.
+    records: Vec<Pending>,
     queries: Vec<(Digest, u32)>,
     latest: Vec<Option<i64>>,
     keep: Vec<bool>,
+}
+
+/// One record awaiting its decision (no borrow of the segment bytes, so the buffer
+/// is reused from segment to segment).
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    offset: i64,
+    timestamp: i64,
+    keyed: bool,
+    value_is_null: bool,
 }
 
 /// Appends the compacted form of one source segment to `out`; returns
@@ -103,23 +115,30 @@ fn compact_segment(
     out: &mut Vec<u8>,
 ) -> Result<(u64, u64)> {
     let batches = view::batches(path, base, bytes)?;
-    let mut records = Vec::with_capacity(batches.len() * 8);
     let mut ranges = Vec::with_capacity(batches.len());
-    let mut scratch = Vec::new();
+    let records = &mut work.records;
     let queries = &mut work.queries;
     let latest = &mut work.latest;
     let keep = &mut work.keep;
+    records.clear();
     queries.clear();
+    // Views borrow this segment's bytes; one batch's worth at a time.
+    let mut views: Vec<view::RecordView<'_>> = Vec::new();
     for batch in &batches {
-        view::records(path, batch, &mut scratch)?;
+        view::records(path, batch, &mut views)?;
         let start = records.len();
-        for record in &scratch {
+        for record in &views {
             if let (Some(key), false) = (record.key, batch.is_control()) {
                 let tag =
                     u32::try_from(records.len()).expect("fewer than 2^32 records per segment");
                 queries.push((map.digest(key), tag));
             }
-            records.push(*record);
+            records.push(Pending {
+                offset: record.offset,
+                timestamp: record.timestamp,
+                keyed: record.key.is_some(),
+                value_is_null: record.value_is_null,
+            });
         }
         ranges.push(start..records.len());
     }
@@ -131,7 +150,16 @@ fn compact_segment(
     for (batch, range) in batches.iter().zip(ranges) {
         keep.clear();
         keep.extend(range.clone().map(|i| {
-            decide_view(batch.is_control(), &records[i], latest[i], horizon) == Decision::Keep
+            let r = records[i];
+            decide_fields(
+                batch.is_control(),
+                r.keyed,
+                r.offset,
+                r.value_is_null,
+                r.timestamp,
+                latest[i],
+                horizon,
+            ) == Decision::Keep
         }));
         let kept = keep.iter().filter(|k| **k).count();
         before += keep.len() as u64;

@@ -48,7 +48,7 @@ pub fn decide_view(
     latest: Option<i64>,
     horizon: Horizon,
 ) -> Decision {
-    decide_latest(
+    decide_fields(
         control,
         record.key.is_some(),
         record.offset,
@@ -72,7 +72,7 @@ fn decide_parts(
         Some(key) if !control => map.latest(key),
         _ => None,
     };
-    decide_latest(
+    decide_fields(
         control,
         key.is_some(),
         offset,
@@ -83,8 +83,9 @@ fn decide_parts(
     )
 }
 
-/// The rule itself (docs/design.md section 1).
-fn decide_latest(
+/// The rule itself (docs/design.md section 1), on plain fields: `latest` is the
+/// latest offset of the record's key (`None` for keyless records and control batches).
+pub fn decide_fields(
     control: bool,
     keyed: bool,
     offset: i64,
