@@ -19,6 +19,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -77,12 +78,18 @@ pub struct AppendInfo {
 }
 
 /// A record as read back, with its stored offset.
+///
+/// `key` and `value` are zero-copy slices of the buffer [`Log::read`] read the
+/// segment into: cloning one is cheap, and the buffer (about `max_bytes` of one
+/// read) lives until the last slice of it is dropped. Copy out
+/// (`Bytes::copy_from_slice`) what you keep long after the rest of a read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {
     pub offset: i64,
     pub timestamp: i64,
-    pub key: Option<Vec<u8>>,
-    pub value: Option<Vec<u8>>,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    /// Empty (and unallocated) for a record without headers.
     pub headers: Vec<Header>,
     /// True for the marker record of a control batch.
     pub control: bool,

@@ -1,14 +1,22 @@
 //! Reads: records from an offset, the offset for a timestamp, a segment's batches.
 
+use bytes::Bytes;
+
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::batch::{self, decode_header, RecordBatch, ATTRIBUTES_OFFSET, CRC_OFFSET};
+use crate::format::batch::{
+    self, decode_header, RecordBatch, ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_LEN,
+};
+use crate::format::{BatchView, FormatError};
 use crate::segment::reader::{BatchReader, CHUNK_BYTES};
+use crate::segment::region::RegionReader;
 use crate::segment::Segment;
 
 use super::{Log, ReadRecord};
 
 /// Smallest read-ahead of one read call.
 const READ_CHUNK_BYTES_MIN: usize = 16 * 1024;
+/// Largest buffer `read` reads a segment into at once (more are read as needed).
+const READ_CHUNK_BYTES_MAX: usize = 8 * 1024 * 1024;
 
 impl Log {
     /// Stored records with offset >= `from`, in offset order: whole batches while
@@ -29,38 +37,48 @@ impl Log {
         // front avoids repeated reallocations of a large result.
         let mut out = Vec::with_capacity((max_bytes / 64).min(1 << 16));
         let mut taken_bytes = 0usize;
-        let first = self.segment_index_for(from);
-        let chunk_bytes = max_bytes.clamp(READ_CHUNK_BYTES_MIN, CHUNK_BYTES);
-        for segment in self.segments.iter().skip(first) {
+        for segment in self.segments.iter().skip(self.segment_index_for(from)) {
             if segment.next_offset <= from {
                 continue;
             }
             let position = segment.index.lookup_position(from);
             let path = &segment.paths.log;
-            let mut reader = BatchReader::with_chunk(
+            let mut reader = RegionReader::new(
                 self.fs.as_ref(),
                 path,
                 position,
                 segment.bytes,
-                chunk_bytes,
+                self.read_chunk_bytes(max_bytes.saturating_sub(taken_bytes)),
             );
-            while let Some((position, raw)) = reader.next_raw()? {
-                let header = decode_header(raw).map_err(|e| e.at(path, position))?;
+            while let Some((position, raw)) = reader.next_batch()? {
+                let header = decode_header(&raw).map_err(|e| e.at(path, position))?;
                 if header.base_offset + i64::from(header.last_offset_delta) < from {
                     continue;
                 }
                 if !out.is_empty() && taken_bytes + raw.len() > max_bytes {
                     return Ok(out);
                 }
-                let (decoded, _) = batch::decode(raw).map_err(|e| e.at(path, position))?;
                 let before = out.len();
-                push_records(decoded, from, &mut out);
+                push_records(&raw, from, &mut out).map_err(|e| e.at(path, position))?;
                 if out.len() > before {
                     taken_bytes += raw.len();
                 }
             }
         }
         Ok(out)
+    }
+
+    /// Bytes of the first read of a segment when up to `budget_bytes` of batches may
+    /// be returned from it: the budget, plus the batches the sparse index makes us
+    /// skip (about one index interval), plus the next batch's header (to see that it
+    /// does not fit), so that one read usually suffices.
+    fn read_chunk_bytes(&self, budget_bytes: usize) -> usize {
+        let interval_bytes =
+            usize::try_from(self.config.index_interval_bytes).unwrap_or(usize::MAX);
+        budget_bytes
+            .saturating_add(interval_bytes)
+            .saturating_add(HEADER_LEN)
+            .clamp(READ_CHUNK_BYTES_MIN, READ_CHUNK_BYTES_MAX)
     }
 
     /// Whole encoded batches, as Kafka's fetch returns them: every batch whose last
@@ -191,13 +209,17 @@ fn check_crc(raw: &[u8]) -> std::result::Result<(), CorruptKind> {
     Ok(())
 }
 
-/// Moves the records of `batch` with offset >= `from` into `out`.
-fn push_records(batch: RecordBatch, from: i64, out: &mut Vec<ReadRecord>) {
+/// Checks and decodes `raw` (one whole batch) and appends its records with offset
+/// >= `from` to `out`, their keys and values as slices of `raw` (no copies).
+/// On an error, `out` may hold some of the batch's records.
+fn push_records(raw: &Bytes, from: i64, out: &mut Vec<ReadRecord>) -> Result<(), FormatError> {
+    let (batch, size) = BatchView::decode(raw)?;
+    assert_eq!(size, raw.len());
     let control = batch.is_control();
-    let (base_offset, base_timestamp) = (batch.base_offset, batch.base_timestamp);
-    out.reserve(batch.records.len());
-    for record in batch.records {
-        let offset = base_offset + i64::from(record.offset_delta);
+    out.reserve(batch.record_count);
+    for record in batch.records() {
+        let record = record?;
+        let offset = batch.base_offset + i64::from(record.offset_delta);
         if offset < from {
             continue;
         }
@@ -206,11 +228,12 @@ fn push_records(batch: RecordBatch, from: i64, out: &mut Vec<ReadRecord>) {
         }
         out.push(ReadRecord {
             offset,
-            timestamp: base_timestamp + record.timestamp_delta,
-            key: record.key,
-            value: record.value,
+            timestamp: batch.base_timestamp + record.timestamp_delta,
+            key: record.key.map(|key| raw.slice_ref(key)),
+            value: record.value.map(|value| raw.slice_ref(value)),
             headers: record.headers,
             control,
         });
     }
+    Ok(())
 }
