@@ -17,7 +17,7 @@ pub mod report;
 mod write;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -109,6 +109,9 @@ pub struct Log {
     read_only: bool,
     /// Reused encode buffer.
     scratch: Vec<u8>,
+    /// The last buffer `read` read into; its memory is reused by the next read once
+    /// the records sliced from it are dropped.
+    read_buffer: Mutex<Bytes>,
 }
 
 impl Log {
@@ -135,6 +138,7 @@ impl Log {
             poisoned: false,
             read_only: false,
             scratch: Vec::new(),
+            read_buffer: Mutex::new(Bytes::new()),
         };
         log.assert_invariants();
         Ok((log, report))
@@ -161,6 +165,7 @@ impl Log {
             poisoned: false,
             read_only: true,
             scratch: Vec::new(),
+            read_buffer: Mutex::new(Bytes::new()),
         };
         log.assert_invariants();
         Ok((log, report))
