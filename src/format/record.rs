@@ -95,18 +95,21 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn varint(&mut self) -> Result<i32, CorruptKind> {
         let (v, used) = get_varint(self.buf.get(self.at..).unwrap_or_default())?;
         self.at += used;
         Ok(v)
     }
 
+    #[inline]
     fn varlong(&mut self) -> Result<i64, CorruptKind> {
         let (v, used) = get_varlong(self.buf.get(self.at..).unwrap_or_default())?;
         self.at += used;
         Ok(v)
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], CorruptKind> {
         let end = self.at.checked_add(n).ok_or(CorruptKind::Field("length"))?;
         let bytes = self.buf.get(self.at..end).ok_or(CorruptKind::Truncated {
@@ -117,6 +120,7 @@ impl<'a> Cursor<'a> {
         Ok(bytes)
     }
 
+    #[inline]
     fn nullable(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, CorruptKind> {
         match self.varint()? {
             -1 => Ok(None),

@@ -88,9 +88,10 @@ macro_rules! fail_point {
 }
 
 type Probe = Box<dyn Fn() -> u64>;
+type Recording = Option<(Vec<(&'static str, u64)>, Option<Probe>)>;
 
 thread_local! {
-    static RECORDER: std::cell::RefCell<Option<(Vec<(&'static str, u64)>, Option<Probe>)>> =
+    static RECORDER: std::cell::RefCell<Recording> =
         const { std::cell::RefCell::new(None) };
 }
 

@@ -252,8 +252,8 @@ fn check_crc(raw: &[u8]) -> std::result::Result<(), CorruptKind> {
     Ok(())
 }
 
-/// Checks and decodes `raw` (one whole batch) and appends its records with offset
-/// >= `from` to `out`, their keys and values as slices of `raw` (no copies).
+/// Checks and decodes `raw` (one whole batch) and appends its records with an
+/// offset at or after `from` to `out`, their keys and values as slices of `raw`.
 /// On an error, `out` may hold some of the batch's records.
 fn push_records(raw: &Bytes, from: i64, out: &mut Vec<ReadRecord>) -> Result<(), FormatError> {
     let (batch, size) = BatchView::decode(raw)?;
