@@ -453,4 +453,37 @@ mod tests {
         assert_eq!(owned(&first), read_by_decode(&segments, 0, 400));
         assert!(!second.is_empty());
     }
+
+    #[test]
+    fn read_buffer_is_reused_only_when_no_record_shares_it() {
+        let fs = Arc::new(SimFs::new());
+        let (mut log, _) = Log::open_with(fs, "/p0", LogConfig::default()).unwrap();
+        for b in 0..10 {
+            let records: Vec<NewRecord> = (0..10).map(|i| new_record(b * 10 + i)).collect();
+            log.append(&records).unwrap();
+        }
+        let value_at = |records: &[ReadRecord]| {
+            let value = records[3].value.as_ref().unwrap();
+            assert!(!value.is_empty());
+            value.as_ptr()
+        };
+        let first = log.read(0, 1 << 20).unwrap();
+        let kept = value_at(&first);
+        let second = log.read(0, 1 << 20).unwrap();
+        assert_ne!(
+            value_at(&second),
+            kept,
+            "the first read's buffer is still shared"
+        );
+        assert_eq!(first, second);
+        drop(first);
+        let reused = value_at(&second);
+        drop(second);
+        let third = log.read(0, 1 << 20).unwrap();
+        assert_eq!(
+            value_at(&third),
+            reused,
+            "no record shares the buffer any more"
+        );
+    }
 }
