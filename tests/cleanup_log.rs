@@ -64,13 +64,29 @@ fn check_same(log: &Log, spec: &SpecLog) {
         .read(log.log_start_offset(), usize::MAX)
         .unwrap()
         .into_iter()
-        .map(|r| (r.offset, r.key, r.value, r.timestamp, r.control))
+        .map(|r| {
+            (
+                r.offset,
+                r.key.map(|b| b.to_vec()),
+                r.value.map(|b| b.to_vec()),
+                r.timestamp,
+                r.control,
+            )
+        })
         .collect();
     let expected: Vec<_> = spec
         .read(spec.log_start_offset())
         .unwrap()
         .into_iter()
-        .map(|r| (r.offset, r.key, r.value, r.timestamp, r.control))
+        .map(|r| {
+            (
+                r.offset,
+                r.key.map(|b| b.to_vec()),
+                r.value.map(|b| b.to_vec()),
+                r.timestamp,
+                r.control,
+            )
+        })
         .collect();
     assert_eq!(rows, expected);
 }

@@ -335,7 +335,15 @@ fn engine_view(log: &Log) -> View {
         log.read(log.log_start_offset(), usize::MAX)
             .unwrap()
             .into_iter()
-            .map(|r| (r.offset, r.key, r.value, r.timestamp, r.control))
+            .map(|r| {
+                (
+                    r.offset,
+                    r.key.map(|b| b.to_vec()),
+                    r.value.map(|b| b.to_vec()),
+                    r.timestamp,
+                    r.control,
+                )
+            })
             .collect(),
     )
 }
@@ -351,7 +359,15 @@ fn spec_view(spec: &SpecLog) -> View {
         spec.read(spec.log_start_offset())
             .unwrap()
             .into_iter()
-            .map(|r| (r.offset, r.key, r.value, r.timestamp, r.control))
+            .map(|r| {
+                (
+                    r.offset,
+                    r.key.map(|b| b.to_vec()),
+                    r.value.map(|b| b.to_vec()),
+                    r.timestamp,
+                    r.control,
+                )
+            })
             .collect(),
     )
 }
