@@ -10,6 +10,8 @@
 pub mod cleanup_cmds;
 pub mod log_cmds;
 pub mod model_cmd;
+pub mod replay_cmd;
+pub mod sweep_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -60,6 +62,10 @@ pub enum Command {
     /// Check the stateright models (log, install, retention) or explore them in a browser.
     #[command(subcommand)]
     Model(seglog_model::cli::ModelCommand),
+    /// Replay crash scenarios (crash-scenarios/*.toml) on the simulated file system; exit 1 on a failure.
+    Replay(replay_cmd::ReplayArgs),
+    /// Crash before every file-system operation of the named workloads, recover every disk image.
+    Sweep(sweep_cmd::SweepArgs),
 }
 
 /// Runs one parsed command.
@@ -73,6 +79,8 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Compact(args) => cleanup_cmds::compact(args),
         Command::Failpoints => Ok(log_cmds::failpoints()),
         Command::Model(command) => model_cmd::model(command),
+        Command::Replay(args) => replay_cmd::replay(args),
+        Command::Sweep(args) => sweep_cmd::sweep(args),
     }
 }
 

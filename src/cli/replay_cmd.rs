@@ -1,0 +1,93 @@
+//! `seglog replay FILE...`: replay crash scenarios on the simulated file system.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::json;
+
+use super::Outcome;
+use crate::fs::{FileSystem, StdFs};
+use crate::scenario::{self, Scenario};
+use crate::Result;
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Scenario files (TOML), or directories of them.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Replay against this protocol variant instead of the scenario's own (the broken
+    /// variants need a build with `--features test-variants`).
+    #[arg(long)]
+    pub variant: Option<String>,
+}
+
+/// Expands directories into their `*.toml` files, sorted.
+pub fn scenario_paths(fs: &dyn FileSystem, inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for input in inputs {
+        if fs.is_dir(input) {
+            let names = fs.list_dir(input).map_err(|e| crate::Error::io(input, e))?;
+            out.extend(
+                names
+                    .into_iter()
+                    .filter(|n| n.ends_with(".toml"))
+                    .map(|n| input.join(n)),
+            );
+        } else {
+            out.push(input.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reads and parses one scenario file.
+pub fn load(fs: &dyn FileSystem, path: &Path) -> std::result::Result<Scenario, String> {
+    let bytes = fs
+        .read_all(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
+    Scenario::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn replay(args: ReplayArgs) -> Result<Outcome> {
+    let fs = StdFs::new();
+    let paths = scenario_paths(&fs, &args.files)?;
+    let mut results = Vec::new();
+    let mut failed = 0;
+    for path in &paths {
+        let scenario = load(&fs, path).map_err(crate::Error::InvalidArgument)?;
+        let result = scenario::replay(&scenario, args.variant.as_deref());
+        if result.passed {
+            eprintln!(
+                "PASS {} ({}: expected {:?}, got {})",
+                path.display(),
+                result.variant,
+                result.expected,
+                result.actual
+            );
+        } else {
+            failed += 1;
+            eprintln!(
+                "FAIL {} ({}: expected {:?}, got {})",
+                path.display(),
+                result.variant,
+                result.expected,
+                result.actual
+            );
+            for line in &result.diff {
+                eprintln!("    {line}");
+            }
+        }
+        results.push(json!({ "file": path.display().to_string(), "result": result }));
+    }
+    let value = json!({
+        "scenarios": results,
+        "passed": paths.len() - failed,
+        "failed": failed,
+    });
+    Ok(if failed == 0 {
+        Outcome::Ok(value)
+    } else {
+        Outcome::CheckFailed(value)
+    })
+}
