@@ -19,6 +19,10 @@ pub struct ReplayArgs {
     /// variants need a build with `--features test-variants`).
     #[arg(long)]
     pub variant: Option<String>,
+    /// Do not replay: list the power-loss images possible at each scenario's crash
+    /// point (as `lost` lists), to write a power-loss scenario.
+    #[arg(long)]
+    pub list_images: bool,
 }
 
 /// Expands directories into their `*.toml` files, sorted.
@@ -56,6 +60,13 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
     let mut failed = 0;
     for path in &paths {
         let scenario = load(&fs, path).map_err(crate::Error::InvalidArgument)?;
+        if args.list_images {
+            let variant = args.variant.as_deref().unwrap_or(&scenario.variant);
+            let images = scenario::replay::crash_point_images(&scenario, variant, 256)
+                .map_err(crate::Error::InvalidArgument)?;
+            results.push(json!({ "file": path.display().to_string(), "images": images }));
+            continue;
+        }
         let result = scenario::replay(&scenario, args.variant.as_deref());
         if result.passed {
             eprintln!(
