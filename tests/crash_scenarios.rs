@@ -9,9 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use seglog::cli::replay_cmd::{load, scenario_paths};
 use seglog::fs::StdFs;
-use seglog::scenario::{self, Outcome, Scenario};
+use seglog::scenario::{self, load, scenario_paths, Outcome, Scenario};
 
 fn scenarios() -> Vec<(PathBuf, Scenario)> {
     let fs = StdFs::new();

@@ -22,6 +22,8 @@ pub enum Outcome {
     Ok(serde_json::Value),
     /// A check ran and failed: printed, exit 1.
     CheckFailed(serde_json::Value),
+    /// The command printed its own report (`verify`): exit 0 if it passed, else 1.
+    Printed { passed: bool },
 }
 
 pub const EXIT_OK: i32 = 0;
@@ -105,6 +107,9 @@ where
     let (value, code) = match dispatch(cli.command) {
         Ok(Outcome::Ok(value)) => (value, EXIT_OK),
         Ok(Outcome::CheckFailed(value)) => (value, EXIT_CHECK_FAILED),
+        Ok(Outcome::Printed { passed }) => {
+            return if passed { EXIT_OK } else { EXIT_CHECK_FAILED };
+        }
         Err(e) => {
             eprintln!("seglog: {e}");
             return EXIT_ERROR;

@@ -1,13 +1,13 @@
 //! `seglog replay FILE...`: replay crash scenarios on the simulated file system.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
 
 use super::Outcome;
-use crate::fs::{FileSystem, StdFs};
-use crate::scenario::{self, Scenario};
+use crate::fs::StdFs;
+use crate::scenario::{self, load, scenario_paths};
 use crate::Result;
 
 #[derive(Debug, Args)]
@@ -23,34 +23,6 @@ pub struct ReplayArgs {
     /// point (as `lost` lists), to write a power-loss scenario.
     #[arg(long)]
     pub list_images: bool,
-}
-
-/// Expands directories into their `*.toml` files, sorted.
-pub fn scenario_paths(fs: &dyn FileSystem, inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for input in inputs {
-        if fs.is_dir(input) {
-            let names = fs.list_dir(input).map_err(|e| crate::Error::io(input, e))?;
-            out.extend(
-                names
-                    .into_iter()
-                    .filter(|n| n.ends_with(".toml"))
-                    .map(|n| input.join(n)),
-            );
-        } else {
-            out.push(input.clone());
-        }
-    }
-    Ok(out)
-}
-
-/// Reads and parses one scenario file.
-pub fn load(fs: &dyn FileSystem, path: &Path) -> std::result::Result<Scenario, String> {
-    let bytes = fs
-        .read_all(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
-    Scenario::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
