@@ -21,6 +21,7 @@
 pub mod cli;
 pub mod clock;
 pub mod compaction;
+pub mod conformance;
 pub mod error;
 pub mod format;
 pub mod fs;
