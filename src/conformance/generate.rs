@@ -18,7 +18,7 @@ use super::Step;
 /// One drawn step before the clock is folded in (`now` comes from the clock).
 #[derive(Debug, Clone)]
 enum Draw {
-    Append(Vec<(Option<u8>, Option<u8>, i64)>),
+    Append(Vec<Drawn>),
     Control {
         commit: bool,
         ts_delta: i64,
@@ -41,9 +41,14 @@ enum Draw {
     Reopen,
 }
 
-fn record() -> impl Strategy<Value = (Option<u8>, Option<u8>, i64)> {
+/// A drawn record: key number, value (number, padding bytes), timestamp delta.
+type Drawn = (Option<u8>, Option<(u8, usize)>, i64);
+
+fn record() -> impl Strategy<Value = Drawn> {
     let key = prop_oneof![1 => Just(None), 4 => (0u8..4).prop_map(Some)];
-    let value = prop_oneof![1 => Just(None), 4 => any::<u8>().prop_map(Some)];
+    // Now and then a value larger than a segment: the batch goes alone into a segment.
+    let padding = prop_oneof![12 => Just(0usize), 1 => 100usize..400];
+    let value = prop_oneof![1 => Just(None), 4 => (any::<u8>(), padding).prop_map(Some)];
     (key, value, -20i64..20)
 }
 
@@ -70,10 +75,10 @@ fn draw() -> impl Strategy<Value = Draw> {
     ]
 }
 
-fn record_spec((key, value, ts_delta): (Option<u8>, Option<u8>, i64), clock: i64) -> RecordSpec {
+fn record_spec((key, value, ts_delta): Drawn, clock: i64) -> RecordSpec {
     RecordSpec {
         key: key.map(|k| format!("k{k}")),
-        value: value.map(|v| format!("v{v}")),
+        value: value.map(|(v, padding)| format!("v{v}{}", ".".repeat(padding))),
         ts: (clock + ts_delta).max(0),
     }
 }
