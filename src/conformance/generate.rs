@@ -41,15 +41,30 @@ enum Draw {
     Reopen,
 }
 
-/// A drawn record: key number, value (number, padding bytes), timestamp delta.
-type Drawn = (Option<u8>, Option<(u8, usize)>, i64);
+/// A drawn record: key number, value (number, padding bytes), timestamp.
+type Drawn = (Option<u8>, Option<(u8, usize)>, Ts);
+
+/// A record timestamp: near the clock, or one of the edges of the valid range
+/// (-1 is Kafka's NO_TIMESTAMP, -2 is invalid, `i64::MAX` the largest).
+#[derive(Debug, Clone, Copy)]
+enum Ts {
+    Clock(i64),
+    Exactly(i64),
+}
+
+fn timestamp() -> impl Strategy<Value = Ts> {
+    prop_oneof![
+        40 => (-20i64..20).prop_map(Ts::Clock),
+        1 => prop_oneof![Just(-1i64), Just(-2), Just(i64::MAX), Just(i64::MIN)].prop_map(Ts::Exactly),
+    ]
+}
 
 fn record() -> impl Strategy<Value = Drawn> {
     let key = prop_oneof![1 => Just(None), 4 => (0u8..4).prop_map(Some)];
     // Now and then a value larger than a segment: the batch goes alone into a segment.
     let padding = prop_oneof![12 => Just(0usize), 1 => 100usize..400];
     let value = prop_oneof![1 => Just(None), 4 => (any::<u8>(), padding).prop_map(Some)];
-    (key, value, -20i64..20)
+    (key, value, timestamp())
 }
 
 fn draw() -> impl Strategy<Value = Draw> {
@@ -75,11 +90,14 @@ fn draw() -> impl Strategy<Value = Draw> {
     ]
 }
 
-fn record_spec((key, value, ts_delta): Drawn, clock: i64) -> RecordSpec {
+fn record_spec((key, value, ts): Drawn, clock: i64) -> RecordSpec {
     RecordSpec {
         key: key.map(|k| format!("k{k}")),
         value: value.map(|(v, padding)| format!("v{v}{}", ".".repeat(padding))),
-        ts: (clock + ts_delta).max(0),
+        ts: match ts {
+            Ts::Clock(delta) => (clock + delta).max(0),
+            Ts::Exactly(ts) => ts,
+        },
     }
 }
 
