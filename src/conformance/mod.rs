@@ -145,11 +145,17 @@ pub struct Divergence {
 
 impl std::fmt::Display for Divergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.seed != 0 {
+            write!(f, "seed {} ", self.seed)?;
+        }
         writeln!(
             f,
-            "seed {} on {:?}: step {} diverged: {}",
-            self.seed, self.backend, self.step, self.detail
+            "on {:?}: step {} diverged: {}",
+            self.backend, self.step, self.detail
         )?;
+        if let Some(lost) = &self.crash_lost {
+            writeln!(f, "  the crash image lost: [{}]", lost.join("; "))?;
+        }
         for (i, step) in self.steps.iter().enumerate() {
             let mark = if i == self.step { ">" } else { " " };
             writeln!(f, "{mark} {i:3} {step}")?;
