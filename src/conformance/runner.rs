@@ -103,12 +103,12 @@ pub(super) fn crash_images(fs: &SimFs) -> Vec<CrashImage> {
 
 /// Spec states a crash now may recover to: from the last durability point (first)
 /// to the current state (last).
-struct Durable {
-    states: Vec<SpecLog>,
+pub(super) struct Durable {
+    pub(super) states: Vec<SpecLog>,
 }
 
 impl Durable {
-    fn new(state: &SpecLog) -> Durable {
+    pub(super) fn new(state: &SpecLog) -> Durable {
         Durable {
             states: vec![state.clone()],
         }
@@ -120,7 +120,7 @@ impl Durable {
     }
 
     /// Records the state after a mutation that succeeded on both sides.
-    fn after(&mut self, op: &Op, before: &SpecLog, after: &SpecLog) {
+    pub(super) fn after(&mut self, op: &Op, before: &SpecLog, after: &SpecLog) {
         let append = matches!(op, Op::Append { .. } | Op::AppendControl { .. });
         if op.is_durability_point() {
             self.reset(after);

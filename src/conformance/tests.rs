@@ -213,3 +213,63 @@ fn divergence_becomes_a_replayable_scenario() {
     assert!(no_crash.crash.is_none());
     assert!(crate::scenario::replay(&no_crash, None).passed);
 }
+
+#[test]
+fn the_allowed_range_starts_at_the_last_durability_point() {
+    use super::runner::Durable;
+    use crate::workload::spec::apply;
+    let mut log = SpecLog::new(case_config().segment_bytes);
+    let mut durable = Durable::new(&log);
+    let mut states = vec![log.clone()];
+    let ops = [
+        Op::Append {
+            records: vec![RecordSpec {
+                key: None,
+                value: Some("1".into()),
+                ts: 0,
+            }],
+        },
+        Op::Flush,
+        Op::Append {
+            records: vec![RecordSpec {
+                key: None,
+                value: Some("2".into()),
+                ts: 0,
+            }],
+        },
+        Op::Append {
+            records: vec![RecordSpec {
+                key: None,
+                value: Some("3".into()),
+                ts: 0,
+            }],
+        },
+    ];
+    for op in &ops {
+        let before = log.clone();
+        apply(&mut log, op);
+        durable.after(op, &before, &log);
+        states.push(log.clone());
+    }
+    // Allowed: the flushed state (flush does not change the spec, so states 1 and 2
+    // are equal) and the two unflushed appends; never the empty log, which would
+    // lose the flushed record.
+    assert_eq!(durable.states, states[2..].to_vec());
+    assert!(!durable.states.contains(&states[0]));
+    // An append that auto-rolls makes everything before its batch durable.
+    let big = "x".repeat(300);
+    let op = Op::Append {
+        records: vec![RecordSpec {
+            key: None,
+            value: Some(big),
+            ts: 0,
+        }],
+    };
+    let before = log.clone();
+    apply(&mut log, &op);
+    assert!(log.raw_segments().len() > before.raw_segments().len());
+    durable.after(&op, &before, &log);
+    let mut rolled = before.clone();
+    rolled.roll();
+    assert_eq!(durable.states, vec![rolled, log.clone()]);
+}
