@@ -21,6 +21,7 @@
 pub mod cli;
 pub mod clock;
 pub mod compaction;
+pub mod conformance;
 pub mod error;
 pub mod format;
 pub mod fs;
@@ -30,6 +31,7 @@ pub mod retention;
 pub mod scenario;
 pub mod segment;
 pub mod sweep;
+pub mod verify;
 pub mod workload;
 
 /// The shared byte buffers [`ReadRecord`] keys and values are slices of.

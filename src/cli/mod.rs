@@ -12,6 +12,7 @@ pub mod log_cmds;
 pub mod model_cmd;
 pub mod replay_cmd;
 pub mod sweep_cmd;
+pub mod verify_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -68,6 +69,9 @@ pub enum Command {
     Replay(replay_cmd::ReplayArgs),
     /// Crash before every file-system operation of the named workloads, recover every disk image.
     Sweep(sweep_cmd::SweepArgs),
+    /// The main job: model checks, conformance, crash sweep, scenario replay (and fuzzing
+    /// overnight), with a report at a glance and `--json FILE` for machines.
+    Verify(verify_cmd::VerifyArgs),
 }
 
 /// Runs one parsed command.
@@ -83,6 +87,7 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Model(command) => model_cmd::model(command),
         Command::Replay(args) => replay_cmd::replay(args),
         Command::Sweep(args) => sweep_cmd::sweep(args),
+        Command::Verify(args) => verify_cmd::verify(args),
     }
 }
 

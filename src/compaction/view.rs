@@ -147,7 +147,7 @@ pub fn records<'a>(
         }
         out.push(RecordView {
             offset: batch.header.base_offset + i64::from(offset_delta),
-            timestamp: batch.base_timestamp + timestamp_delta,
+            timestamp: batch.base_timestamp.wrapping_add(timestamp_delta),
             key,
             value_is_null: value_len < 0,
         });

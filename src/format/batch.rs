@@ -97,7 +97,7 @@ impl RecordBatch {
             .enumerate()
             .map(|(i, r)| Record {
                 attributes: 0,
-                timestamp_delta: r.timestamp - base_timestamp,
+                timestamp_delta: r.timestamp.wrapping_sub(base_timestamp),
                 offset_delta: i32::try_from(i).expect("batch too large"),
                 key: r.key.clone(),
                 value: r.value.clone(),
@@ -165,7 +165,7 @@ impl RecordBatch {
     }
 
     pub fn timestamp_of(&self, record: &Record) -> i64 {
-        self.base_timestamp + record.timestamp_delta
+        self.base_timestamp.wrapping_add(record.timestamp_delta)
     }
 
     /// A copy that keeps only the records `keep` accepts, with the same base offset,
@@ -178,7 +178,7 @@ impl RecordBatch {
         }
         let max_timestamp = records
             .iter()
-            .map(|r| self.base_timestamp + r.timestamp_delta)
+            .map(|r| self.base_timestamp.wrapping_add(r.timestamp_delta))
             .max()
             .unwrap_or(NO_TIMESTAMP);
         Some(RecordBatch {

@@ -48,7 +48,7 @@ pub fn encoded_len(records: &[NewRecord]) -> usize {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let body = body_len(r, r.timestamp - base_timestamp, i as i64);
+                let body = body_len(r, r.timestamp.wrapping_sub(base_timestamp), i as i64);
                 varlong_len(body as i64) + body
             })
             .sum::<usize>()
@@ -79,7 +79,7 @@ pub fn encode_batch(base_offset: i64, records: &[NewRecord], out: &mut Vec<u8>) 
     out.extend_from_slice(&NO_SEQUENCE.to_be_bytes());
     out.extend_from_slice(&(last_offset_delta + 1).to_be_bytes());
     for (i, record) in records.iter().enumerate() {
-        let timestamp_delta = record.timestamp - base_timestamp;
+        let timestamp_delta = record.timestamp.wrapping_sub(base_timestamp);
         let body = body_len(record, timestamp_delta, i as i64);
         put_varint(out, i32::try_from(body).expect("record size checked"));
         out.push(0);

@@ -271,7 +271,7 @@ fn push_records(raw: &Bytes, from: i64, out: &mut Vec<ReadRecord>) -> Result<(),
         }
         out.push(ReadRecord {
             offset,
-            timestamp: batch.base_timestamp + record.timestamp_delta,
+            timestamp: batch.base_timestamp.wrapping_add(record.timestamp_delta),
             key: record.key.map(|key| raw.slice_ref(key)),
             value: record.value.map(|value| raw.slice_ref(value)),
             headers: record.headers,

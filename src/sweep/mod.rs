@@ -48,7 +48,9 @@ impl Default for SweepOptions {
     fn default() -> Self {
         SweepOptions {
             images_per_point: 32,
-            recovery_crash_images: 1,
+            // The "everything completed" and the "only durable" image of each point:
+            // the second is where recovery has work to do (truncation, index rebuilds).
+            recovery_crash_images: 2,
         }
     }
 }

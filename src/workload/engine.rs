@@ -135,13 +135,14 @@ fn compact(
 /// rejects come back as `Ok(OpOutcome::Rejected)`; IO errors and corruption as `Err`.
 pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome> {
     let outcome = match op {
-        Op::Append { records } => {
-            let info = log.append(&new_records(records))?;
-            OpOutcome::Appended {
+        Op::Append { records } => match log.append(&new_records(records)) {
+            Ok(info) => OpOutcome::Appended {
                 base_offset: info.base_offset,
                 last_offset: info.last_offset,
-            }
-        }
+            },
+            Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+            Err(e) => return Err(e),
+        },
         Op::AppendControl { commit, ts } => {
             let kind = if *commit {
                 ControlKind::Commit

@@ -294,6 +294,13 @@ impl SpecLog {
         let Some(first) = records.first() else {
             return Err(SpecError::InvalidArgument("empty append".into()));
         };
+        // Kafka's rule: a timestamp is >= 0 or NO_TIMESTAMP.
+        if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
+            return Err(SpecError::InvalidArgument(format!(
+                "timestamp {} is below {NO_TIMESTAMP}",
+                r.timestamp
+            )));
+        }
         let base_offset = self.next_offset();
         let recs: Vec<Rec> = records
             .iter()

@@ -46,7 +46,7 @@ pub fn record_bytes(
 pub fn rec_bytes(rec: &Rec, base_offset: i64, base_timestamp: i64) -> u64 {
     record_bytes(
         rec.offset - base_offset,
-        rec.timestamp - base_timestamp,
+        rec.timestamp.wrapping_sub(base_timestamp),
         rec.key.as_deref(),
         rec.value.as_deref(),
     )

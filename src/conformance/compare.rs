@@ -1,0 +1,183 @@
+//! Comparing the engine's log with the spec's: the whole structure (segments,
+//! batches, records), the segment metadata, and reads from every position.
+
+use seglog_model::spec::{Batch, Rec, SpecLog, SpecSegment};
+
+use crate::format::RecordBatch;
+use crate::log::Log;
+use crate::workload::{engine, spec, RecordView};
+use crate::Error;
+
+/// The engine's log as a spec log: every segment decoded batch by batch.
+pub fn engine_spec(log: &Log, segment_bytes: u64) -> Result<SpecLog, String> {
+    let mut segments = Vec::new();
+    for info in log.segments() {
+        let batches = log
+            .segment_batches(info.base_offset)
+            .map_err(|e| format!("reading segment {}: {e}", info.base_offset))?;
+        segments.push(SpecSegment {
+            base_offset: info.base_offset,
+            batches: batches.iter().map(spec_batch).collect(),
+        });
+    }
+    SpecLog::from_parts(segment_bytes, log.log_start_offset(), segments)
+        .map_err(|e| format!("the engine's log is not a well-formed log: {e}"))
+}
+
+fn spec_batch(batch: &RecordBatch) -> Batch {
+    Batch {
+        base_offset: batch.base_offset,
+        last_offset_delta: batch.last_offset_delta,
+        control: batch.is_control(),
+        base_timestamp: batch.base_timestamp,
+        max_timestamp: batch.max_timestamp,
+        records: batch
+            .records
+            .iter()
+            .map(|r| Rec {
+                offset: batch.offset_of(r),
+                key: r.key.clone(),
+                value: r.value.clone(),
+                timestamp: batch.timestamp_of(r),
+            })
+            .collect(),
+    }
+}
+
+/// The first difference between two spec logs (engine first), `None` if equal.
+pub fn structure_diff(engine: &SpecLog, spec: &SpecLog) -> Option<String> {
+    if engine == spec {
+        return None;
+    }
+    if engine.log_start_offset() != spec.log_start_offset() {
+        return Some(format!(
+            "log_start_offset: engine {} spec {}",
+            engine.log_start_offset(),
+            spec.log_start_offset()
+        ));
+    }
+    if engine.next_offset() != spec.next_offset() {
+        return Some(format!(
+            "next_offset: engine {} spec {}",
+            engine.next_offset(),
+            spec.next_offset()
+        ));
+    }
+    let bases =
+        |log: &SpecLog| -> Vec<i64> { log.raw_segments().iter().map(|s| s.base_offset).collect() };
+    if bases(engine) != bases(spec) {
+        return Some(format!(
+            "segment bases: engine {:?} spec {:?}",
+            bases(engine),
+            bases(spec)
+        ));
+    }
+    for (a, b) in engine.raw_segments().iter().zip(spec.raw_segments()) {
+        if a != b {
+            let batch = a
+                .batches
+                .iter()
+                .zip(&b.batches)
+                .find(|(x, y)| x != y)
+                .map(|(x, y)| format!("first different batch: engine {x:?} spec {y:?}"))
+                .unwrap_or_else(|| {
+                    format!(
+                        "{} batches in the engine, {} in the spec",
+                        a.batches.len(),
+                        b.batches.len()
+                    )
+                });
+            return Some(format!("segment {}: {batch}", a.base_offset));
+        }
+    }
+    Some("the logs differ (segment_bytes)".into())
+}
+
+/// Compares everything observable; returns the number of reads compared.
+pub fn compare(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
+    if log.is_poisoned() {
+        return Err("the engine's log is poisoned".into());
+    }
+    let engine_log = engine_spec(log, spec_log.segment_bytes())?;
+    if let Some(diff) = structure_diff(&engine_log, spec_log) {
+        return Err(diff);
+    }
+    let engine_view = engine::view(log).map_err(|e| format!("engine view: {e}"))?;
+    let spec_view = spec::view(spec_log);
+    if engine_view != spec_view {
+        return Err(format!(
+            "view (engine vs spec): {}",
+            engine_view.diff(&spec_view).join("; ")
+        ));
+    }
+    compare_reads(log, spec_log)
+}
+
+fn read_views(records: Vec<crate::ReadRecord>) -> Vec<RecordView> {
+    records
+        .into_iter()
+        .map(|r| RecordView {
+            offset: r.offset,
+            key: r.key.map(|k| k.to_vec()),
+            value: r.value.map(|v| v.to_vec()),
+            ts: r.timestamp,
+            control: r.control,
+        })
+        .collect()
+}
+
+fn spec_views(records: Vec<seglog_model::spec::ReadRec>) -> Vec<RecordView> {
+    records
+        .into_iter()
+        .map(|r| RecordView {
+            offset: r.offset,
+            key: r.key,
+            value: r.value,
+            ts: r.timestamp,
+            control: r.control,
+        })
+        .collect()
+}
+
+/// Bounds of the reads compared at every position: unbounded, one byte (always
+/// one batch), and a few batches.
+const READ_MAX_BYTES: [usize; 3] = [usize::MAX, 1, 200];
+
+/// Reads from every position `log_start_offset - 1 ..= next_offset + 1` with every
+/// bound in [`READ_MAX_BYTES`]; both sides must agree (records or rejection).
+pub fn compare_reads(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
+    let mut reads = 0;
+    for from in spec_log.log_start_offset() - 1..=spec_log.next_offset() + 1 {
+        for max_bytes in READ_MAX_BYTES {
+            reads += 1;
+            let engine_read = match log.read(from, max_bytes) {
+                Ok(records) => Some(read_views(records)),
+                Err(Error::OffsetOutOfRange { .. }) => None,
+                Err(e) => return Err(format!("read({from}, {max_bytes}) failed: {e}")),
+            };
+            let spec_read = spec_log
+                .read_max(from, max_bytes as u64)
+                .ok()
+                .map(spec_views);
+            if engine_read != spec_read {
+                return Err(format!(
+                    "read({from}, {max_bytes}): engine {} spec {}",
+                    describe(&engine_read),
+                    describe(&spec_read)
+                ));
+            }
+        }
+    }
+    Ok(reads)
+}
+
+fn describe(read: &Option<Vec<RecordView>>) -> String {
+    match read {
+        None => "out of range".into(),
+        Some(records) => format!(
+            "{} records {:?}",
+            records.len(),
+            records.iter().map(|r| r.offset).collect::<Vec<_>>()
+        ),
+    }
+}

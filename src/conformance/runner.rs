@@ -1,0 +1,273 @@
+//! [`run_case`]: one case on the engine and the spec in lockstep.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use seglog_model::invariants::{check_step, Grace, StepKind};
+use seglog_model::spec::SpecLog;
+
+use crate::fs::sim::{CrashImage, CrashMode, SimFs};
+use crate::fs::{FileSystem, StdFs};
+use crate::log::{Log, LogConfig};
+use crate::sweep::LOG_DIR;
+use crate::workload::engine::{self, Variant};
+use crate::workload::{spec, Op, OpOutcome};
+
+use super::compare::{compare, engine_spec, structure_diff};
+use super::{case_config, Backend, CaseStats, Divergence, Step, CRASH_IMAGES_MAX};
+
+/// The engine side: the log and where its files live.
+struct Engine {
+    backend: Backend,
+    config: LogConfig,
+    dir: PathBuf,
+    /// The current simulated disk (replaced by the chosen image after a crash).
+    sim: Option<Arc<SimFs>>,
+    /// Keeps the real-disk directory alive for the case.
+    _tempdir: Option<tempfile::TempDir>,
+    log: Option<Log>,
+}
+
+impl Engine {
+    fn start(backend: Backend, config: LogConfig) -> Result<Engine, String> {
+        let mut engine = match backend {
+            Backend::Sim => Engine {
+                backend,
+                config,
+                dir: PathBuf::from(LOG_DIR),
+                sim: Some(Arc::new(SimFs::new())),
+                _tempdir: None,
+                log: None,
+            },
+            Backend::Disk => {
+                let tempdir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+                Engine {
+                    backend,
+                    config,
+                    dir: tempdir.path().join("log"),
+                    sim: None,
+                    _tempdir: Some(tempdir),
+                    log: None,
+                }
+            }
+        };
+        engine.open()?;
+        Ok(engine)
+    }
+
+    /// Opens the log (running recovery) on the current disk.
+    fn open(&mut self) -> Result<(), String> {
+        let fs: Arc<dyn FileSystem> = match &self.sim {
+            Some(sim) => sim.clone(),
+            // A fresh handle cache, as a new process would have.
+            None => Arc::new(StdFs::new()),
+        };
+        let (log, _report) = Log::open_with(fs, &self.dir, self.config.clone())
+            .map_err(|e| format!("open failed: {e}"))?;
+        self.log = Some(log);
+        Ok(())
+    }
+
+    fn log(&mut self) -> &mut Log {
+        self.log
+            .as_mut()
+            .expect("the engine's log is open between steps")
+    }
+
+    /// Drops the log without closing it (no flush; `Log` has no `Drop` that writes).
+    /// On SimFs, replaces the disk by image `image % len` of the process image
+    /// followed by the power-loss images; returns that image's lost items and whether
+    /// it is the process image.
+    fn crash(&mut self, image: u32) -> (Vec<String>, bool) {
+        drop(self.log.take());
+        let Some(sim) = &self.sim else {
+            return (Vec::new(), true);
+        };
+        let mut images = crash_images(sim);
+        let index = image as usize % images.len();
+        let chosen = images.swap_remove(index);
+        let process = index == 0;
+        let lost = chosen.lost.iter().map(ToString::to_string).collect();
+        self.sim = Some(Arc::new(chosen.fs));
+        (lost, process)
+    }
+}
+
+/// The images a crash at this point may leave: the process image first, then up to
+/// [`CRASH_IMAGES_MAX`] - 1 power-loss images (the first of which keeps everything).
+pub(super) fn crash_images(fs: &SimFs) -> Vec<CrashImage> {
+    let mut images = fs.crash_images(CrashMode::Process, 1);
+    images.extend(fs.crash_images(CrashMode::PowerLoss, CRASH_IMAGES_MAX - 1));
+    images
+}
+
+/// Spec states a crash now may recover to: from the last durability point (first)
+/// to the current state (last).
+pub(super) struct Durable {
+    pub(super) states: Vec<SpecLog>,
+}
+
+impl Durable {
+    pub(super) fn new(state: &SpecLog) -> Durable {
+        Durable {
+            states: vec![state.clone()],
+        }
+    }
+
+    /// Everything up to `state` is durable.
+    fn reset(&mut self, state: &SpecLog) {
+        self.states = vec![state.clone()];
+    }
+
+    /// Records the state after a mutation that succeeded on both sides.
+    pub(super) fn after(&mut self, op: &Op, before: &SpecLog, after: &SpecLog) {
+        let append = matches!(op, Op::Append { .. } | Op::AppendControl { .. });
+        if op.is_durability_point() {
+            self.reset(after);
+        } else if append && after.raw_segments().len() > before.raw_segments().len() {
+            // An auto-roll made everything before the batch durable.
+            let mut rolled = before.clone();
+            rolled.roll();
+            self.states = vec![rolled, after.clone()];
+        } else {
+            self.states.push(after.clone());
+        }
+    }
+}
+
+fn step_kind(op: &Op) -> StepKind {
+    match op {
+        Op::Retain { .. } => StepKind::Retain,
+        Op::Compact {
+            now,
+            delete_retention_ms,
+            ..
+        } => StepKind::Compact(Grace {
+            now: *now,
+            delete_retention_ms: *delete_retention_ms,
+        }),
+        Op::Roll => StepKind::Roll,
+        _ => StepKind::Append,
+    }
+}
+
+fn invariants(before: &SpecLog, after: &SpecLog, kind: StepKind) -> Result<(), String> {
+    let violations = check_step(before, after, kind);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "invariants broken: {}",
+        violations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+}
+
+/// Runs `steps` on the engine (on `backend`, running protocol `variant`) and on the
+/// spec in lockstep, checking everything listed in the module docs after each step.
+pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseStats, Divergence> {
+    let fail = |step: usize, detail: String, crash_lost: Option<Vec<String>>| Divergence {
+        seed: 0,
+        backend,
+        steps: steps.to_vec(),
+        step,
+        detail,
+        crash_lost,
+    };
+    let variant_parsed = Variant::parse(variant).map_err(|e| fail(0, e, None))?;
+    let config = case_config();
+    let mut engine = Engine::start(backend, config.clone()).map_err(|e| fail(0, e, None))?;
+    let mut spec_log = SpecLog::new(config.segment_bytes);
+    let mut durable = Durable::new(&spec_log);
+    let mut stats = CaseStats::default();
+    stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(0, e, None))?;
+    for (i, step) in steps.iter().enumerate() {
+        stats.steps += 1;
+        match step {
+            Step::Op(op) => {
+                let before = spec_log.clone();
+                let engine_outcome = engine::apply_with(engine.log(), op, variant_parsed)
+                    .map_err(|e| fail(i, format!("engine error: {e}"), None))?;
+                let spec_outcome = spec::apply(&mut spec_log, op);
+                if engine_outcome != spec_outcome {
+                    return Err(fail(
+                        i,
+                        format!("outcome: engine {engine_outcome:?} spec {spec_outcome:?}"),
+                        None,
+                    ));
+                }
+                if op.is_mutation() && spec_outcome != OpOutcome::Rejected {
+                    durable.after(op, &before, &spec_log);
+                    // The engine equals the spec (compared below), so these are the
+                    // engine's states too.
+                    invariants(&before, &spec_log, step_kind(op)).map_err(|e| fail(i, e, None))?;
+                }
+                if op.is_mutation() {
+                    stats.reads +=
+                        compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
+                } else {
+                    stats.reads += 1;
+                }
+            }
+            Step::AdvanceClock(_) => {}
+            Step::Reopen => {
+                let log = engine.log.take().expect("open between steps");
+                log.close()
+                    .map_err(|e| fail(i, format!("close failed: {e}"), None))?;
+                engine.open().map_err(|e| fail(i, e, None))?;
+                durable.reset(&spec_log);
+                stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
+            }
+            Step::CrashReopen { image } => {
+                stats.crashes += 1;
+                let (lost, process) = engine.crash(*image);
+                let lost_for = |detail: String| fail(i, detail, Some(lost.clone()));
+                engine
+                    .open()
+                    .map_err(|e| lost_for(format!("recovery: {e}")))?;
+                let recovered =
+                    engine_spec(engine.log(), config.segment_bytes).map_err(&lost_for)?;
+                let Some(m) = durable.states.iter().rposition(|s| *s == recovered) else {
+                    let closest = durable
+                        .states
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(j, s)| structure_diff(&recovered, s).map(|d| (j, d)))
+                        .map(|(j, d)| format!("allowed state {j}: {d}"))
+                        .collect::<Vec<_>>();
+                    return Err(lost_for(format!(
+                        "recovered log is not between the last durability point and the state before the crash ({} allowed states; {})",
+                        durable.states.len(),
+                        closest.join(" | ")
+                    )));
+                };
+                if process && m + 1 != durable.states.len() {
+                    // Dropping the log on the real disk, or SimFs's process image.
+                    return Err(lost_for(format!(
+                        "a process crash lost completed writes ({:?}): recovered to allowed state {m} of 0..={}",
+                        engine.backend,
+                        durable.states.len() - 1
+                    )));
+                }
+                if m + 1 < durable.states.len() {
+                    stats.crashes_lost_tail += 1;
+                }
+                let floor = durable.states[0].clone();
+                spec_log = durable.states[m].clone();
+                if process {
+                    // Unsynced data stays unsynced: a later power loss may still take it.
+                    durable.states.truncate(m + 1);
+                } else {
+                    // A power-loss image is durable as a whole.
+                    durable.reset(&spec_log);
+                }
+                invariants(&floor, &spec_log, StepKind::Append).map_err(&lost_for)?;
+                stats.reads += compare(engine.log(), &spec_log).map_err(&lost_for)?;
+            }
+        }
+    }
+    Ok(stats)
+}

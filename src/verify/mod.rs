@@ -1,0 +1,167 @@
+//! `seglog verify`: the whole suite at a chosen budget, one stage after another,
+//! with a report a person reads at a glance and a JSON report for machines.
+//!
+//! Stages (docs/design.md section 8): `model` (stateright, exhaustive), `conformance`
+//! (engine vs spec on random operation sequences, with crashes), `crash_sweep` (every
+//! crash point of the named workloads, every enumerated disk image), `replay` (every
+//! file in crash-scenarios/), and `fuzz` (overnight only).
+
+mod progress;
+mod stages;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+pub use progress::Progress;
+
+/// How much work each stage does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// CI: a couple of minutes on 2 cores.
+    Quick,
+    /// Before merging a protocol change: tens of minutes.
+    Standard,
+    /// Hours, fuzzing included.
+    Overnight,
+}
+
+/// Every knob of a run; [`VerifyOptions::for_budget`] fills them from a budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyOptions {
+    pub budget: Budget,
+    /// Protocol variant under test: `manifest` (ours) or a broken one.
+    pub variant: String,
+    /// Log-model bound: offsets that may be appended.
+    pub model_records: Option<i64>,
+    pub conformance_cases: u64,
+    pub conformance_ops: usize,
+    pub seed: u64,
+    pub images_per_point: usize,
+    pub recovery_crash_images: usize,
+    pub scenarios_dir: PathBuf,
+    /// Seconds per fuzz target; 0 skips the fuzz stage.
+    pub fuzz_seconds: u64,
+    /// Where failing stages write their counterexample as a scenario file.
+    pub emit_scenario_dir: PathBuf,
+}
+
+impl VerifyOptions {
+    pub fn for_budget(budget: Budget) -> VerifyOptions {
+        let (model_records, cases, ops, images, recovery, fuzz) = match budget {
+            Budget::Quick => (None, 200, 40, 32, 2, 0),
+            Budget::Standard => (Some(4), 3_000, 40, 128, 4, 0),
+            Budget::Overnight => (Some(4), 200_000, 60, 1_024, 16, 3_600),
+        };
+        VerifyOptions {
+            budget,
+            variant: "manifest".into(),
+            model_records,
+            conformance_cases: cases,
+            conformance_ops: ops,
+            seed: 0x5e6_106,
+            images_per_point: images,
+            recovery_crash_images: recovery,
+            scenarios_dir: PathBuf::from("crash-scenarios"),
+            fuzz_seconds: fuzz,
+            emit_scenario_dir: PathBuf::from("target/seglog-counterexamples"),
+        }
+    }
+}
+
+/// One stage's result. `details` carries the stage's own keys (the crash sweep's:
+/// `workloads`, `crash_points`, `disk_images`, `violations`, `seconds`).
+#[derive(Debug, Clone, Serialize)]
+pub struct StageReport {
+    pub stage: &'static str,
+    pub passed: bool,
+    pub seconds: f64,
+    /// One line for the human summary.
+    pub summary: String,
+    #[serde(flatten)]
+    pub details: serde_json::Map<String, serde_json::Value>,
+    /// A failing stage's counterexample file and the command that replays it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counterexample: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_command: Option<String>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    pub passed: bool,
+    pub budget: Budget,
+    pub variant: String,
+    pub seconds: f64,
+    /// One object per stage, keyed by stage name.
+    pub stages: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip)]
+    pub ordered: Vec<StageReport>,
+}
+
+impl VerifyReport {
+    /// The at-a-glance text report.
+    pub fn human(&self) -> String {
+        let mut out = String::new();
+        out.push_str(&format!(
+            "seglog verify: budget {:?}, variant {}\n",
+            self.budget, self.variant
+        ));
+        for stage in &self.ordered {
+            out.push_str(&format!(
+                "  {:<5} {:<12} {:>7.1}s  {}\n",
+                if stage.passed { "ok" } else { "FAIL" },
+                stage.stage,
+                stage.seconds,
+                stage.summary
+            ));
+            if let Some(path) = &stage.counterexample {
+                out.push_str(&format!("        counterexample: {path}\n"));
+            }
+            if let Some(cmd) = &stage.replay_command {
+                out.push_str(&format!("        replay with:    {cmd}\n"));
+            }
+        }
+        out.push_str(&format!(
+            "{} in {:.1}s\n",
+            if self.passed { "PASSED" } else { "FAILED" },
+            self.seconds
+        ));
+        out
+    }
+}
+
+/// Runs every stage; never stops early, so one report shows everything.
+pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
+    let started = Instant::now();
+    let mut ordered = vec![
+        stages::model(options, progress),
+        stages::conformance(options, progress),
+        stages::crash_sweep(options, progress),
+        stages::replay(options, progress),
+    ];
+    if options.fuzz_seconds > 0 {
+        ordered.push(stages::fuzz(options, progress));
+    }
+    let passed = ordered.iter().all(|s| s.passed);
+    let stages = ordered
+        .iter()
+        .map(|s| {
+            (
+                s.stage.to_string(),
+                serde_json::to_value(s).unwrap_or(serde_json::Value::Null),
+            )
+        })
+        .collect();
+    VerifyReport {
+        passed,
+        budget: options.budget,
+        variant: options.variant.clone(),
+        seconds: started.elapsed().as_secs_f64(),
+        stages,
+        ordered,
+    }
+}

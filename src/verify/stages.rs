@@ -1,0 +1,328 @@
+//! The stages of `seglog verify`.
+
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use seglog_model::check::{self, CheckOptions, ModelKind, Variant};
+
+use crate::conformance::{self, ConformanceOptions};
+use crate::fs::{FileSystem, StdFs};
+use crate::scenario::{self, load, scenario_paths, Scenario};
+use crate::sweep::{self, SweepOptions};
+
+use super::{Progress, StageReport, VerifyOptions};
+
+fn stage(
+    name: &'static str,
+    started: Instant,
+    passed: bool,
+    summary: String,
+    details: Value,
+) -> StageReport {
+    let details = match details {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    StageReport {
+        stage: name,
+        passed,
+        seconds: started.elapsed().as_secs_f64(),
+        summary,
+        details,
+        counterexample: None,
+        replay_command: None,
+    }
+}
+
+/// Writes `text` as `name` in the counterexample directory; returns its path.
+fn emit(options: &VerifyOptions, name: &str, text: &str) -> Option<String> {
+    let fs = StdFs::new();
+    let dir = &options.emit_scenario_dir;
+    let path = dir.join(name);
+    fs.create_dir_all(dir).ok()?;
+    fs.write_new(&path, text.as_bytes()).ok()?;
+    fs.sync_file(&path).ok()?;
+    Some(path.display().to_string())
+}
+
+/// The model variant `name` selects for `model`, if it names one of its variants.
+fn model_variant(model: ModelKind, name: &str) -> Option<Variant> {
+    let variant = <Variant as clap::ValueEnum>::from_str(name, true).ok()?;
+    Variant::all(model).contains(&variant).then_some(variant)
+}
+
+pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let models = [ModelKind::Log, ModelKind::Install, ModelKind::Retention];
+    progress.start("model", models.len() as u64);
+    let mut reports = Vec::new();
+    let mut counterexample = None;
+    let mut replay_command = None;
+    for (i, model) in models.into_iter().enumerate() {
+        let variant = model_variant(model, &options.variant);
+        let check_options = CheckOptions {
+            model,
+            variant,
+            depth: None,
+            records: if model == ModelKind::Log {
+                options.model_records
+            } else {
+                None
+            },
+        };
+        progress.set(i as u64, models.len() as u64, &format!("{model:?}"));
+        let report = check::run(&check_options);
+        if !report.ok() && counterexample.is_none() {
+            let variant_name = variant.map_or("default", Variant::name);
+            let text = serde_json::to_string_pretty(&report.violations).unwrap_or_default();
+            counterexample = emit(
+                options,
+                &format!("model-{model:?}-{variant_name}.json").to_lowercase(),
+                &text,
+            );
+            replay_command = Some(format!(
+                "seglog model check --model {} --variant {variant_name}",
+                format!("{model:?}").to_lowercase()
+            ));
+        }
+        reports.push(report);
+    }
+    let passed = reports.iter().all(|r| r.ok());
+    let unique: u64 = reports.iter().map(|r| r.unique_states as u64).sum();
+    let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
+    let summary = format!(
+        "{} models, {unique} unique states, {violations} violations",
+        reports.len()
+    );
+    progress.done(&summary);
+    let mut report = stage(
+        "model",
+        started,
+        passed,
+        summary,
+        json!({ "models": reports, "unique_states": unique, "violations": violations }),
+    );
+    report.counterexample = counterexample;
+    report.replay_command = replay_command;
+    report
+}
+
+pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let total = options.conformance_cases;
+    progress.start("conformance", total);
+    let conformance_options = ConformanceOptions {
+        cases: total,
+        ops_per_case: options.conformance_ops,
+        seed: options.seed,
+        variant: options.variant.clone(),
+    };
+    let result = conformance::run_random(&conformance_options, |done| {
+        progress.set(done, total, "cases")
+    });
+    let passed = result.failures.is_empty();
+    let summary = format!(
+        "{} cases, {} steps, {} crashes, {} divergences",
+        result.cases,
+        result.steps,
+        result.crashes,
+        result.failures.len()
+    );
+    progress.done(&summary);
+    let mut counterexample = None;
+    let mut replay_command = None;
+    if let Some(first) = result.failures.first() {
+        let scenario = first.to_scenario(&options.variant);
+        counterexample = emit(
+            options,
+            &format!("{}.toml", scenario.name),
+            &scenario.to_toml(),
+        );
+        replay_command = counterexample
+            .as_ref()
+            .map(|p| format!("seglog replay {p}"));
+    }
+    let mut report = stage(
+        "conformance",
+        started,
+        passed,
+        summary,
+        serde_json::to_value(&result).unwrap_or(Value::Null),
+    );
+    report.counterexample = counterexample;
+    report.replay_command = replay_command;
+    report
+}
+
+pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let workloads = sweep::named_workloads();
+    let sweep_options = SweepOptions {
+        images_per_point: options.images_per_point,
+        recovery_crash_images: options.recovery_crash_images,
+    };
+    progress.start("crash_sweep", workloads.len() as u64);
+    let mut reports = Vec::new();
+    for (i, mut workload) in workloads.into_iter().enumerate() {
+        workload.variant = options.variant.clone();
+        let name = workload.name.clone();
+        let report = sweep::sweep(&workload, &sweep_options, |k, total| {
+            progress.set(
+                i as u64,
+                (i as u64 + 1).max(1),
+                &format!("{name} {k}/{total}"),
+            );
+        });
+        reports.push((workload, report));
+    }
+    let crash_points: u64 = reports.iter().map(|(_, r)| r.crash_points).sum();
+    let disk_images: u64 = reports.iter().map(|(_, r)| r.disk_images).sum();
+    let violations: usize = reports.iter().map(|(_, r)| r.violations.len()).sum();
+    let seconds = started.elapsed().as_secs_f64();
+    let summary = format!(
+        "{} workloads, {crash_points} crash points, {disk_images} disk images, {violations} violations ({:.0} images/s)",
+        reports.len(),
+        disk_images as f64 / seconds.max(1e-9)
+    );
+    progress.done(&summary);
+    let mut counterexample = None;
+    let mut replay_command = None;
+    if let Some((workload, violation)) = reports
+        .iter()
+        .find_map(|(w, r)| r.violations.first().map(|v| (w, v)))
+    {
+        let scenario = Scenario::from_violation(workload, violation);
+        counterexample = emit(
+            options,
+            &format!("{}.toml", scenario.name),
+            &scenario.to_toml(),
+        );
+        replay_command = counterexample
+            .as_ref()
+            .map(|p| format!("seglog replay {p}"));
+    }
+    let per_workload: Vec<Value> = reports
+        .iter()
+        .map(|(_, r)| serde_json::to_value(r).unwrap_or(Value::Null))
+        .collect();
+    let mut report = stage(
+        "crash_sweep",
+        started,
+        violations == 0,
+        summary,
+        json!({
+            "workloads": reports.len(),
+            "crash_points": crash_points,
+            "disk_images": disk_images,
+            "violations": violations,
+            "seconds": seconds,
+            "per_workload": per_workload,
+        }),
+    );
+    report.counterexample = counterexample;
+    report.replay_command = replay_command;
+    report
+}
+
+pub fn replay(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let fs = StdFs::new();
+    let files =
+        scenario_paths(&fs, std::slice::from_ref(&options.scenarios_dir)).unwrap_or_default();
+    progress.start("replay", files.len() as u64);
+    let mut results = Vec::new();
+    let mut failed = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        progress.set(i as u64, files.len() as u64, &file.display().to_string());
+        match load(&fs, file) {
+            Ok(scenario) => {
+                // Against a broken variant, what our protocol must do still holds:
+                // the suite fails if the variant breaks a scenario.
+                let result = scenario::replay_expecting(
+                    &scenario,
+                    &options.variant,
+                    scenario.expected_for("manifest"),
+                );
+                if !result.passed {
+                    failed.push(file.display().to_string());
+                }
+                results.push(json!({ "file": file.display().to_string(), "result": result }));
+            }
+            Err(e) => {
+                failed.push(file.display().to_string());
+                results.push(json!({ "file": file.display().to_string(), "error": e }));
+            }
+        }
+    }
+    let passed = failed.is_empty() && !files.is_empty();
+    let summary = if files.is_empty() {
+        format!("no scenario files in {}", options.scenarios_dir.display())
+    } else {
+        format!("{} scenarios, {} failed", files.len(), failed.len())
+    };
+    progress.done(&summary);
+    let mut report = stage(
+        "replay",
+        started,
+        passed,
+        summary,
+        json!({ "scenarios": files.len(), "failed": failed, "results": results }),
+    );
+    if let Some(first) = report
+        .details
+        .get("failed")
+        .and_then(|f| f.get(0))
+        .and_then(Value::as_str)
+    {
+        report.replay_command = Some(format!(
+            "seglog replay --variant {} {first}",
+            options.variant
+        ));
+    }
+    report
+}
+
+pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let targets = ["decode_batch", "open_dir", "ops_vs_model", "crash_recovery"];
+    progress.start("fuzz", targets.len() as u64);
+    let mut results = Vec::new();
+    let mut passed = true;
+    for (i, target) in targets.iter().enumerate() {
+        progress.set(i as u64, targets.len() as u64, target);
+        let status = std::process::Command::new("cargo")
+            .args(["fuzz", "run", "-s", "none", target, "--"])
+            .arg(format!("-max_total_time={}", options.fuzz_seconds))
+            .current_dir("fuzz")
+            .status();
+        let ok = matches!(&status, Ok(s) if s.success());
+        passed &= ok;
+        results.push(json!({
+            "target": target,
+            "passed": ok,
+            "error": status.err().map(|e| format!("cannot run cargo fuzz ({e}); install it with `cargo install cargo-fuzz`")),
+        }));
+    }
+    let summary = format!(
+        "{} targets x {}s, {} failed",
+        targets.len(),
+        options.fuzz_seconds,
+        results
+            .iter()
+            .filter(|r| r["passed"] == json!(false))
+            .count()
+    );
+    progress.done(&summary);
+    let mut report = stage(
+        "fuzz",
+        started,
+        passed,
+        summary,
+        json!({ "targets": results }),
+    );
+    if !passed {
+        report.replay_command = Some("ls fuzz/artifacts/*/ and see fuzz/README.md".into());
+    }
+    report
+}

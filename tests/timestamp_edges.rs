@@ -1,0 +1,99 @@
+//! Regression (found by the conformance test, `tests/conformance.rs`): timestamps at
+//! the edges of the valid range.
+//!
+//! What failed: (1) an append with a timestamp below -1 (proptest shrank it to one
+//! record at `i64::MIN`) was rejected by the engine with `InvalidArgument` but
+//! accepted by the spec, and the workload adapter reported the engine's rejection as
+//! an IO-level error; (2) a batch whose timestamps span more than `i64::MAX` (first
+//! record at -1 = NO_TIMESTAMP, a later one at `i64::MAX`) made the engine panic
+//! with "attempt to subtract with overflow" while encoding the timestamp delta (and
+//! the spec's size formula likewise).
+//!
+//! Invariant: engine and spec agree on every append (same offsets, or both reject),
+//! and every stored timestamp reads back exactly.
+//!
+//! Fix: the contract (docs/design.md section 1) now says a timestamp below -1 is
+//! `InvalidArgument`, in the spec as in the engine, and the adapter maps it to
+//! `Rejected`; timestamp deltas use wrapping arithmetic, as Kafka's Java `long`s do,
+//! so `base + (ts - base)` gives back `ts` for every pair of valid timestamps.
+
+use seglog::conformance::{run_case, Backend, Step};
+use seglog::workload::{Op, RecordSpec};
+use seglog::{Log, LogConfig, NewRecord};
+
+fn rec(ts: i64) -> RecordSpec {
+    RecordSpec {
+        key: Some("k".into()),
+        value: Some("v".into()),
+        ts,
+    }
+}
+
+#[test]
+fn a_timestamp_below_minus_one_is_rejected_by_both() {
+    let steps = vec![
+        Step::Op(Op::Append {
+            records: vec![rec(i64::MIN)],
+        }),
+        Step::Op(Op::Append {
+            records: vec![rec(3), rec(-2)],
+        }),
+        Step::Op(Op::Append {
+            records: vec![rec(-1)],
+        }),
+    ];
+    for backend in [Backend::Sim, Backend::Disk] {
+        run_case(&steps, backend, "manifest").unwrap_or_else(|d| panic!("{d}"));
+    }
+}
+
+#[test]
+fn timestamps_spanning_more_than_i64_max_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 1 << 20,
+        index_interval_bytes: 64,
+    };
+    let (mut log, _) = Log::open(dir.path().join("p0"), config.clone()).unwrap();
+    let stamps = [-1, i64::MAX, 0, i64::MAX - 1, -1];
+    let records: Vec<NewRecord> = stamps
+        .iter()
+        .map(|&ts| NewRecord::new(Some(b"k".to_vec()), None, ts))
+        .collect();
+    log.append(&records).unwrap();
+    log.close().unwrap();
+    let (log, report) = Log::open(dir.path().join("p0"), config).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    let read: Vec<i64> = log
+        .read(0, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|r| r.timestamp)
+        .collect();
+    assert_eq!(read, stamps);
+    assert_eq!(log.segments()[0].max_timestamp, i64::MAX);
+    // And in lockstep with the spec, through compaction, retention and a crash.
+    let steps = vec![
+        Step::Op(Op::Append {
+            records: vec![rec(-1), rec(i64::MAX), rec(0)],
+        }),
+        Step::Op(Op::Append {
+            records: vec![rec(i64::MAX), rec(-1)],
+        }),
+        Step::Op(Op::Roll),
+        Step::Op(Op::Compact {
+            now: i64::MAX,
+            delete_retention_ms: 0,
+            segment_bytes: None,
+        }),
+        Step::Op(Op::Retain {
+            now: i64::MAX,
+            retention_ms: Some(0),
+            retention_bytes: None,
+        }),
+        Step::CrashReopen { image: 2 },
+    ];
+    for backend in [Backend::Sim, Backend::Disk] {
+        run_case(&steps, backend, "manifest").unwrap_or_else(|d| panic!("{d}"));
+    }
+}
