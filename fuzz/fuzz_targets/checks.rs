@@ -1,0 +1,337 @@
+//! The checks behind every fuzz target, one function per target. Shared with
+//! `tests/fuzz_corpus.rs` (included by path), so `cargo test` replays the committed
+//! seed corpora through exactly what the fuzzers run. Each function panics with a
+//! description when an invariant breaks; the invariants are listed on each function
+//! and in the target files' headers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use seglog::format::batch::{decode, decode_header};
+use seglog::format::filename;
+use seglog::format::index::{encode_offset_entries, encode_time_entries};
+use seglog::format::{ControlKind, RecordBatch};
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::segment::index::SegmentIndex;
+use seglog::workload::{new_records, RecordView};
+use seglog::{Error, Log};
+
+use crate::common::{Damage, DirInput, IndexFiles, Stranger};
+
+/// Where the targets keep the log inside the simulated file system.
+pub const LOG_DIR: &str = "/data/log";
+
+// ---- decode_batch ----
+
+/// Decodes arbitrary bytes as a record batch.
+///
+/// Invariants checked:
+/// - `decode` returns `Ok` or a structured `FormatError`; it never panics, never reads
+///   out of bounds, never allocates without bound (the 64 MiB batch cap).
+/// - An `Ok` batch uses at most the bytes given and round-trips: encoding it and
+///   decoding the result gives the same batch, using exactly the encoded length
+///   (byte equality with the input is not required: like Kafka, the decoder accepts
+///   non-minimal varints, which the encoder never writes).
+/// - `decode_header` agrees with `decode` on base offset and size.
+pub fn decode_batch(data: &[u8]) {
+    let Ok((batch, used)) = decode(data) else {
+        return;
+    };
+    assert!(used <= data.len(), "used {used} of {} bytes", data.len());
+    let encoded = batch.encode();
+    assert_eq!(encoded.len(), batch.encoded_len());
+    let (again, again_used) = decode(&encoded).expect("a re-encoded batch must decode");
+    assert_eq!(again, batch);
+    assert_eq!(again_used, encoded.len());
+    let header = decode_header(data).expect("the header of a decoded batch decodes");
+    assert_eq!(header.size, used);
+    assert_eq!(header.base_offset, batch.base_offset);
+}
+
+// ---- open_dir ----
+
+/// A directory built from a [`DirInput`], before the open under test.
+pub struct BuiltDir {
+    pub fs: Arc<SimFs>,
+    /// Per segment (by `.log` path), the records it holds as the engine must read them.
+    pub records: BTreeMap<PathBuf, Vec<RecordView>>,
+    /// Every file that was damaged (truncated, flipped, extended or removed).
+    pub damaged: BTreeSet<PathBuf>,
+}
+
+/// Builds the directory a [`DirInput`] describes: valid segments (compaction gaps
+/// and control batches included) with exact, missing, cut or garbage indexes,
+/// files the log does not own, then the damage. Everything is durable (settled).
+pub fn build_dir(input: &DirInput) -> BuiltDir {
+    let fs = Arc::new(SimFs::new());
+    let dir = Path::new(LOG_DIR);
+    fs.create_dir_all(dir).expect("mkdir");
+    let mut records = BTreeMap::new();
+    let mut next = input.first_base.0;
+    let count = input.segments.0.len();
+    for (i, segment) in input.segments.0.iter().enumerate() {
+        let base = next + segment.gap.0;
+        let mut index = SegmentIndex::new(base, input.config.index_interval_bytes);
+        let mut bytes = Vec::new();
+        let mut views = Vec::new();
+        let mut offset = base;
+        for spec in &segment.batches.0 {
+            offset += spec.gap.0;
+            let first_ts = spec.records.0.first().map_or(0, |r| r.ts.0);
+            let batch = match spec.control {
+                Some(commit) => {
+                    let kind = if commit { ControlKind::Commit } else { ControlKind::Abort };
+                    Some(RecordBatch::control(offset, kind, 1, 0, 0, first_ts))
+                }
+                None => {
+                    let specs: Vec<_> = spec.records.0.iter().map(|r| r.spec()).collect();
+                    let full = RecordBatch::build(offset, &new_records(&specs));
+                    // A mask that keeps nothing keeps everything (a batch with no
+                    // record is not stored; its offsets are a gap, which `gap` covers).
+                    full.retain(|r| spec.kept_mask & (1 << r.offset_delta) != 0)
+                        .or(Some(full))
+                }
+            };
+            let Some(batch) = batch else { continue };
+            let encoded = batch.encode();
+            index.on_batch(
+                bytes.len() as u64,
+                encoded.len() as u64,
+                batch.last_offset(),
+                batch.max_timestamp,
+            );
+            for r in &batch.records {
+                views.push(RecordView {
+                    offset: batch.offset_of(r),
+                    key: r.key.clone(),
+                    value: r.value.clone(),
+                    ts: batch.timestamp_of(r),
+                    control: batch.is_control(),
+                });
+            }
+            bytes.extend_from_slice(&encoded);
+            offset = batch.next_offset();
+        }
+        if i + 1 < count {
+            index.on_roll();
+        }
+        // An empty segment still takes its base: the next one starts after it.
+        next = offset.max(base + 1);
+        let log_path = dir.join(filename::build(base, filename::LOG_SUFFIX));
+        fs.write_new(&log_path, &bytes).expect("write log");
+        let offset_index = encode_offset_entries(index.offset_entries());
+        let time_index = encode_time_entries(index.time_entries());
+        let (offset_bytes, time_bytes) = match &segment.indexes {
+            IndexFiles::Exact => (Some(offset_index), Some(time_index)),
+            IndexFiles::Missing => (None, None),
+            IndexFiles::Cut(n) => {
+                let n = usize::from(*n);
+                let cut = |mut v: Vec<u8>| {
+                    let len = v.len();
+                    v.truncate(n % (len + 1));
+                    v
+                };
+                (Some(cut(offset_index)), Some(cut(time_index)))
+            }
+            IndexFiles::Garbage(bytes) => (Some(bytes.0.clone()), Some(bytes.0.clone())),
+        };
+        for (suffix, content) in [
+            (filename::INDEX_SUFFIX, offset_bytes),
+            (filename::TIME_INDEX_SUFFIX, time_bytes),
+        ] {
+            if let Some(content) = content {
+                let path = dir.join(filename::build(base, suffix));
+                fs.write_new(&path, &content).expect("write index");
+            }
+        }
+        records.insert(log_path, views);
+    }
+    for (i, stranger) in input.strangers.0.iter().enumerate() {
+        let (path, content) = match stranger {
+            Stranger::Temp => (dir.join(format!("scratch-{i}.tmp")), b"temp".to_vec()),
+            Stranger::OddName => (dir.join(format!("{i}.log")), b"not a segment".to_vec()),
+            Stranger::Subdir => {
+                let sub = dir.join(format!("sub-{i}"));
+                fs.create_dir_all(&sub).expect("mkdir sub");
+                (sub.join("00000000000000000000.log"), b"nested".to_vec())
+            }
+        };
+        fs.write_new(&path, &content).expect("write stranger");
+    }
+    let mut damaged = BTreeSet::new();
+    for damage in &input.damage.0 {
+        let files: Vec<PathBuf> = fs.snapshot().into_keys().collect();
+        if files.is_empty() {
+            break;
+        }
+        let pick = |file: u8| files[usize::from(file) % files.len()].clone();
+        let path = match damage {
+            Damage::Truncate { file, at } => {
+                let path = pick(*file);
+                let len = fs.len(&path).expect("len");
+                fs.set_len(&path, u64::from(*at) % (len + 1)).expect("truncate");
+                path
+            }
+            Damage::FlipBit { file, at, bit } => {
+                let path = pick(*file);
+                let mut bytes = fs.read_all(&path).expect("read");
+                if bytes.is_empty() {
+                    continue;
+                }
+                let at = usize::from(*at) % bytes.len();
+                bytes[at] ^= 1 << (bit % 8);
+                fs.write_new(&path, &bytes).expect("rewrite");
+                path
+            }
+            Damage::AppendBytes { file, bytes } => {
+                let path = pick(*file);
+                fs.append(&path, &bytes.0).expect("append");
+                path
+            }
+            Damage::Remove { file } => {
+                let path = pick(*file);
+                fs.remove_file(&path).expect("remove");
+                path
+            }
+        };
+        damaged.insert(path);
+    }
+    fs.settle();
+    BuiltDir {
+        fs,
+        records,
+        damaged,
+    }
+}
+
+fn is_index(path: &Path) -> bool {
+    path.parent() == Some(Path::new(LOG_DIR))
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(filename::parse)
+            .is_some_and(|(_, suffix)| suffix != filename::LOG_SUFFIX)
+}
+
+/// The `.log` files of the log directory, ascending by base offset.
+fn segment_logs(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
+    files
+        .keys()
+        .filter(|p| p.parent() == Some(Path::new(LOG_DIR)))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(filename::parse)
+                .is_some_and(|(_, suffix)| suffix == filename::LOG_SUFFIX)
+        })
+        .cloned()
+        .collect()
+}
+
+/// Opens a small arbitrary directory of segment and index files.
+///
+/// Invariants checked:
+/// - `Log::open` never panics.
+/// - An open that fails changed nothing at all (every file and directory as before),
+///   fails only if something was damaged, and a `Corrupt` error names a damaged file.
+/// - An open that succeeds deleted no byte outside a torn active tail: every file
+///   other than the index files keeps its bytes, and the last segment's `.log`
+///   keeps a prefix. New files are index files only (or the first segment of a
+///   directory that had none); no directory disappears.
+/// - Every record of the segments before the first damaged `.log` is read back
+///   exactly; an undamaged directory reads back everything and truncates nothing.
+/// - Recovery is idempotent: a second open changes no byte and finds nothing to repair.
+pub fn open_dir(input: &DirInput) {
+    let built = build_dir(input);
+    let fs = built.fs.clone();
+    let before = fs.snapshot();
+    let dirs_before = fs.snapshot_dirs();
+    let logs_before = segment_logs(&before);
+    let config = input.config.log_config();
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (log, report) = match Log::open_with(dyn_fs.clone(), LOG_DIR, config.clone()) {
+        Ok(opened) => opened,
+        Err(e) => {
+            assert!(fs.snapshot() == before, "a failed open ({e}) changed files");
+            assert_eq!(fs.snapshot_dirs(), dirs_before, "a failed open ({e}) changed dirs");
+            assert!(!built.damaged.is_empty(), "an undamaged directory failed to open: {e}");
+            match &e {
+                Error::Corrupt { path, .. } => assert!(
+                    built.damaged.contains(path),
+                    "corruption reported in an undamaged file: {e}"
+                ),
+                Error::Unsupported(_) => {}
+                other => panic!("unexpected error kind: {other}"),
+            }
+            return;
+        }
+    };
+    let after = fs.snapshot();
+    let last_log = logs_before.last();
+    for (path, bytes) in &before {
+        if is_index(path) {
+            continue;
+        }
+        let now = after
+            .get(path)
+            .unwrap_or_else(|| panic!("open deleted {}", path.display()));
+        if Some(path) == last_log {
+            assert!(
+                bytes.starts_with(now),
+                "the active segment {} is not a prefix of what it was",
+                path.display()
+            );
+        } else {
+            assert!(now == bytes, "open changed {}", path.display());
+        }
+    }
+    for path in after.keys().filter(|p| !before.contains_key(*p)) {
+        let first_segment = logs_before.is_empty()
+            && *path == Path::new(LOG_DIR).join(filename::build(0, filename::LOG_SUFFIX));
+        assert!(
+            is_index(path) || first_segment,
+            "open created {}",
+            path.display()
+        );
+    }
+    assert!(dirs_before.is_subset(&fs.snapshot_dirs()), "open removed a directory");
+
+    let read = log
+        .read(log.log_start_offset(), usize::MAX)
+        .expect("read everything after open");
+    let read: Vec<RecordView> = read
+        .into_iter()
+        .map(|r| RecordView {
+            offset: r.offset,
+            key: r.key,
+            value: r.value,
+            ts: r.timestamp,
+            control: r.control,
+        })
+        .collect();
+    let mut intact = Vec::new();
+    for path in &logs_before {
+        if built.damaged.contains(path) {
+            break;
+        }
+        intact.extend(built.records.get(path).cloned().unwrap_or_default());
+    }
+    assert!(
+        read.starts_with(&intact),
+        "records of intact segments are missing: read {read:?}, intact {intact:?}"
+    );
+    if built.damaged.is_empty() {
+        assert_eq!(read, intact, "an undamaged directory must read back exactly");
+        assert_eq!(report.truncated_bytes, 0);
+        assert!(report.removed_files.is_empty(), "{report:?}");
+    }
+    drop(log);
+
+    let settled = fs.snapshot();
+    let (again, report) = Log::open_with(dyn_fs, LOG_DIR, config).expect("second open");
+    assert!(fs.snapshot() == settled, "a second open changed files: {report:?}");
+    assert!(report.is_clean(), "a second open repaired something: {report:?}");
+    drop(again);
+}
