@@ -82,7 +82,11 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
             let first_ts = spec.records.0.first().map_or(0, |r| r.ts.0);
             let batch = match spec.control {
                 Some(commit) => {
-                    let kind = if commit { ControlKind::Commit } else { ControlKind::Abort };
+                    let kind = if commit {
+                        ControlKind::Commit
+                    } else {
+                        ControlKind::Abort
+                    };
                     Some(RecordBatch::control(offset, kind, 1, 0, 0, first_ts))
                 }
                 None => {
@@ -171,7 +175,8 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
             Damage::Truncate { file, at } => {
                 let path = pick(*file);
                 let len = fs.len(&path).expect("len");
-                fs.set_len(&path, u64::from(*at) % (len + 1)).expect("truncate");
+                fs.set_len(&path, u64::from(*at) % (len + 1))
+                    .expect("truncate");
                 path
             }
             Damage::FlipBit { file, at, bit } => {
@@ -240,10 +245,13 @@ fn segment_logs(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
 ///   other than the index files keeps its bytes, and the last segment's `.log`
 ///   keeps a prefix. New files are index files only (or the first segment of a
 ///   directory that had none); no directory disappears.
+/// - After a successful open every `.log` decodes completely, batch after batch
+///   (closed segments were never cut, so they must have been whole), and the engine
+///   reads back exactly the records those files hold.
 /// - Every record of the segments before the first damaged `.log` is read back
 ///   exactly; an undamaged directory reads back everything and truncates nothing.
 /// - Recovery is idempotent: a second open changes no byte and finds nothing to repair.
-pub fn open_dir(input: &DirInput) {
+pub fn open_dir(input: &DirInput) -> DirOutcome {
     let built = build_dir(input);
     let fs = built.fs.clone();
     let before = fs.snapshot();
@@ -255,8 +263,15 @@ pub fn open_dir(input: &DirInput) {
         Ok(opened) => opened,
         Err(e) => {
             assert!(fs.snapshot() == before, "a failed open ({e}) changed files");
-            assert_eq!(fs.snapshot_dirs(), dirs_before, "a failed open ({e}) changed dirs");
-            assert!(!built.damaged.is_empty(), "an undamaged directory failed to open: {e}");
+            assert_eq!(
+                fs.snapshot_dirs(),
+                dirs_before,
+                "a failed open ({e}) changed dirs"
+            );
+            assert!(
+                !built.damaged.is_empty(),
+                "an undamaged directory failed to open: {e}"
+            );
             match &e {
                 Error::Corrupt { path, .. } => assert!(
                     built.damaged.contains(path),
@@ -265,7 +280,7 @@ pub fn open_dir(input: &DirInput) {
                 Error::Unsupported(_) => {}
                 other => panic!("unexpected error kind: {other}"),
             }
-            return;
+            return DirOutcome::Refused;
         }
     };
     let after = fs.snapshot();
@@ -296,7 +311,10 @@ pub fn open_dir(input: &DirInput) {
             path.display()
         );
     }
-    assert!(dirs_before.is_subset(&fs.snapshot_dirs()), "open removed a directory");
+    assert!(
+        dirs_before.is_subset(&fs.snapshot_dirs()),
+        "open removed a directory"
+    );
 
     let read = log
         .read(log.log_start_offset(), usize::MAX)
@@ -311,6 +329,36 @@ pub fn open_dir(input: &DirInput) {
             control: r.control,
         })
         .collect();
+    // An independent reading of the files as they are now: every closed segment
+    // decodes completely, batch after batch, and the engine serves exactly those
+    // records (the last segment was cut to its valid prefix).
+    let logs_after = segment_logs(&after);
+    let mut on_disk = Vec::new();
+    for (i, path) in logs_after.iter().enumerate() {
+        let bytes = &after[path];
+        let mut at = 0;
+        while at < bytes.len() {
+            let (batch, used) = decode(&bytes[at..]).unwrap_or_else(|e| {
+                panic!(
+                    "open accepted {} (segment {i} of {}) with an undecodable batch at {at}: {e:?}",
+                    path.display(),
+                    logs_after.len()
+                )
+            });
+            on_disk.extend(batch.records.iter().map(|r| RecordView {
+                offset: batch.offset_of(r),
+                key: r.key.clone(),
+                value: r.value.clone(),
+                ts: batch.timestamp_of(r),
+                control: batch.is_control(),
+            }));
+            at += used;
+        }
+    }
+    assert!(
+        read == on_disk,
+        "the engine reads {read:?}, the files hold {on_disk:?}"
+    );
     let mut intact = Vec::new();
     for path in &logs_before {
         if built.damaged.contains(path) {
@@ -323,15 +371,39 @@ pub fn open_dir(input: &DirInput) {
         "records of intact segments are missing: read {read:?}, intact {intact:?}"
     );
     if built.damaged.is_empty() {
-        assert_eq!(read, intact, "an undamaged directory must read back exactly");
+        assert_eq!(
+            read, intact,
+            "an undamaged directory must read back exactly"
+        );
         assert_eq!(report.truncated_bytes, 0);
         assert!(report.removed_files.is_empty(), "{report:?}");
     }
     drop(log);
 
     let settled = fs.snapshot();
-    let (again, report) = Log::open_with(dyn_fs, LOG_DIR, config).expect("second open");
-    assert!(fs.snapshot() == settled, "a second open changed files: {report:?}");
-    assert!(report.is_clean(), "a second open repaired something: {report:?}");
+    let (again, second) = Log::open_with(dyn_fs, LOG_DIR, config).expect("second open");
+    assert!(
+        fs.snapshot() == settled,
+        "a second open changed files: {second:?}"
+    );
+    assert!(
+        second.is_clean(),
+        "a second open repaired something: {second:?}"
+    );
     drop(again);
+    DirOutcome::Opened {
+        truncated_bytes: report.truncated_bytes,
+        rebuilt_indexes: report.rebuilt_indexes.len(),
+    }
+}
+
+/// What [`open_dir`] saw, so seed replays can show which paths they reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirOutcome {
+    /// The open failed (and changed nothing).
+    Refused,
+    Opened {
+        truncated_bytes: u64,
+        rebuilt_indexes: usize,
+    },
 }
