@@ -2,8 +2,9 @@
 //! batches of 100), each beside a baseline measured in the same run: the same
 //! encoded bytes written with `BufWriter<File>` (then fsync) and read back with
 //! `BufReader<File>`. Report the ratio baseline_time / log_time (target >= 0.8).
-//! `read/log` decodes every record into an owned `ReadRecord`; `read_raw/log`
-//! returns whole CRC-checked batches (Kafka's fetch path).
+//! `read/log` checks and decodes every record into a `ReadRecord` (key and value
+//! are `Bytes` slices of the read buffer, not copies); `read_raw/log` returns whole
+//! CRC-checked batches (Kafka's fetch path).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};

@@ -27,6 +27,8 @@ pub mod log;
 pub mod segment;
 pub mod workload;
 
+/// The shared byte buffers [`ReadRecord`] keys and values are slices of.
+pub use bytes::{self, Bytes};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{CorruptKind, Error, Result};
 pub use format::{ControlKind, Header, NewRecord, RecordBatch};

@@ -105,8 +105,8 @@ fn append_read_roll_reopen() {
     assert_eq!(read.len(), all.len());
     for (i, (r, want)) in read.iter().zip(&all).enumerate() {
         assert_eq!(r.offset, i as i64);
-        assert_eq!(r.key, want.key);
-        assert_eq!(r.value, want.value);
+        assert_eq!(r.key.as_deref(), want.key.as_deref());
+        assert_eq!(r.value.as_deref(), want.value.as_deref());
         assert_eq!(r.timestamp, want.timestamp);
         assert!(!r.control);
     }

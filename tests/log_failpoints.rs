@@ -78,7 +78,7 @@ fn check_recovers(dir: &Path, flushed: &[NewRecord], case: &str) {
     }
     for (i, want) in flushed.iter().enumerate() {
         assert_eq!(all[i].offset, i as i64, "{case}");
-        assert_eq!(all[i].value, want.value, "{case}");
+        assert_eq!(all[i].value.as_deref(), want.value.as_deref(), "{case}");
     }
     drop(log);
     let (_, again) = Log::open(dir, cfg()).unwrap();

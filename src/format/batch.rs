@@ -23,6 +23,7 @@
 
 use crate::error::CorruptKind;
 
+use super::batch_view::BatchView;
 use super::record::{ControlKind, NewRecord, Record};
 use super::FormatError;
 
@@ -246,7 +247,7 @@ pub struct BatchHeader {
     pub record_count: i32,
 }
 
-fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
+pub(super) fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
     let bytes = buf
         .get(at..at + 2)
         .ok_or_else(|| truncated(at + 2, buf.len()))?;
@@ -255,7 +256,7 @@ fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
     Ok(i16::from_be_bytes(a))
 }
 
-fn be_i32(buf: &[u8], at: usize) -> Result<i32, FormatError> {
+pub(super) fn be_i32(buf: &[u8], at: usize) -> Result<i32, FormatError> {
     let bytes = buf
         .get(at..at + 4)
         .ok_or_else(|| truncated(at + 4, buf.len()))?;
@@ -264,7 +265,7 @@ fn be_i32(buf: &[u8], at: usize) -> Result<i32, FormatError> {
     Ok(i32::from_be_bytes(a))
 }
 
-fn be_i64(buf: &[u8], at: usize) -> Result<i64, FormatError> {
+pub(super) fn be_i64(buf: &[u8], at: usize) -> Result<i64, FormatError> {
     let bytes = buf
         .get(at..at + 8)
         .ok_or_else(|| truncated(at + 8, buf.len()))?;
@@ -273,7 +274,7 @@ fn be_i64(buf: &[u8], at: usize) -> Result<i64, FormatError> {
     Ok(i64::from_be_bytes(a))
 }
 
-fn truncated(needed: usize, available: usize) -> FormatError {
+pub(super) fn truncated(needed: usize, available: usize) -> FormatError {
     FormatError::Corrupt {
         position: 0,
         kind: CorruptKind::Truncated {
@@ -335,101 +336,28 @@ pub fn decode_header(buf: &[u8]) -> Result<BatchHeader, FormatError> {
 /// bounds; magic; CRC-32C; compression (an `Unsupported` error); record count
 /// non-negative and equal to the records decoded; every record's length; offset
 /// deltas strictly increasing from >= 0 and <= lastOffsetDelta; no trailing bytes.
+/// The checks are [`BatchView`]'s; this copies the records out.
 pub fn decode(buf: &[u8]) -> Result<(RecordBatch, usize), FormatError> {
-    let header = decode_header(buf)?;
-    let body = buf
-        .get(..header.size)
-        .ok_or_else(|| truncated(header.size, buf.len()))?;
-    let stored_crc = be_i32(body, CRC_OFFSET)? as u32;
-    let crc_region = body
-        .get(ATTRIBUTES_OFFSET..)
-        .ok_or_else(|| truncated(ATTRIBUTES_OFFSET, body.len()))?;
-    let computed = crc32c::crc32c(crc_region);
-    if computed != stored_crc {
-        return Err(FormatError::Corrupt {
-            position: CRC_OFFSET as u64,
-            kind: CorruptKind::ChecksumMismatch {
-                got: computed,
-                expected: stored_crc,
-            },
-        });
+    let (view, size) = BatchView::decode(buf)?;
+    let mut records = Vec::with_capacity(view.record_count);
+    for record in view.records() {
+        records.push(record?.into_record());
     }
-    if header.attributes & ATTR_COMPRESSION_MASK != 0 {
-        return Err(FormatError::Unsupported(format!(
-            "compressed batch (codec {}) at offset {}",
-            header.attributes & ATTR_COMPRESSION_MASK,
-            header.base_offset
-        )));
-    }
-    if header.last_offset_delta < 0 {
-        return Err(FormatError::Corrupt {
-            position: LAST_OFFSET_DELTA_OFFSET as u64,
-            kind: CorruptKind::OffsetDelta {
-                delta: i64::from(header.last_offset_delta),
-                last: i64::from(header.last_offset_delta),
-            },
-        });
-    }
-    if header.record_count < 0
-        || i64::from(header.record_count) > i64::from(header.last_offset_delta) + 1
-    {
-        return Err(FormatError::Corrupt {
-            position: RECORD_COUNT_OFFSET as u64,
-            kind: CorruptKind::RecordCount {
-                declared: i64::from(header.record_count),
-                actual: -1,
-            },
-        });
-    }
-    let mut records = Vec::with_capacity(header.record_count as usize);
-    let mut position = RECORDS_OFFSET;
-    let mut previous_delta: i64 = -1;
-    while position < header.size {
-        let rest = body.get(position..).unwrap_or_default();
-        let (record, used) = Record::decode(rest).map_err(|kind| FormatError::Corrupt {
-            position: position as u64,
-            kind,
-        })?;
-        let delta = i64::from(record.offset_delta);
-        if delta <= previous_delta || delta > i64::from(header.last_offset_delta) {
-            return Err(FormatError::Corrupt {
-                position: position as u64,
-                kind: CorruptKind::OffsetDelta {
-                    delta,
-                    last: i64::from(header.last_offset_delta),
-                },
-            });
-        }
-        previous_delta = delta;
-        records.push(record);
-        position += used;
-        if records.len() > header.record_count as usize {
-            break;
-        }
-    }
-    if records.len() != header.record_count as usize || position != header.size {
-        return Err(FormatError::Corrupt {
-            position: RECORD_COUNT_OFFSET as u64,
-            kind: CorruptKind::RecordCount {
-                declared: i64::from(header.record_count),
-                actual: records.len() as i64,
-            },
-        });
-    }
+    assert_eq!(records.len(), view.record_count);
     let batch = RecordBatch {
-        base_offset: header.base_offset,
-        partition_leader_epoch: be_i32(body, PARTITION_LEADER_EPOCH_OFFSET)?,
-        attributes: header.attributes,
-        last_offset_delta: header.last_offset_delta,
-        base_timestamp: be_i64(body, BASE_TIMESTAMP_OFFSET)?,
-        max_timestamp: header.max_timestamp,
-        producer_id: be_i64(body, PRODUCER_ID_OFFSET)?,
-        producer_epoch: be_i16(body, PRODUCER_EPOCH_OFFSET)?,
-        base_sequence: be_i32(body, BASE_SEQUENCE_OFFSET)?,
+        base_offset: view.base_offset,
+        partition_leader_epoch: view.partition_leader_epoch,
+        attributes: view.attributes,
+        last_offset_delta: view.last_offset_delta,
+        base_timestamp: view.base_timestamp,
+        max_timestamp: view.max_timestamp,
+        producer_id: view.producer_id,
+        producer_epoch: view.producer_epoch,
+        base_sequence: view.base_sequence,
         records,
     };
-    debug_assert_eq!(batch.encoded_len(), header.size);
-    Ok((batch, header.size))
+    debug_assert_eq!(batch.encoded_len(), size);
+    Ok((batch, size))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Pure encode/decode of everything the engine stores. No IO here.
 //!
 //! * [`batch`] / [`record`]: Kafka record batch v2, byte-compatible with Kafka.
+//! * [`batch_view`]: the same batches checked and decoded in place (zero-copy).
 //! * [`varint`]: zigzag varints.
 //! * [`filename`]: 20-digit zero-padded segment file names.
 
@@ -8,6 +9,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod batch;
+pub mod batch_view;
 pub mod filename;
 pub mod index;
 pub mod record;
@@ -18,7 +20,8 @@ use std::path::Path;
 use crate::error::{CorruptKind, Error};
 
 pub use batch::RecordBatch;
-pub use record::{ControlKind, Header, NewRecord, Record};
+pub use batch_view::{BatchView, RecordViews};
+pub use record::{ControlKind, Header, NewRecord, Record, RecordView};
 
 /// A decoding failure, with the byte position relative to the decoded buffer.
 /// The caller adds the file and the buffer's position in it ([`FormatError::at`]).

@@ -95,18 +95,21 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn varint(&mut self) -> Result<i32, CorruptKind> {
         let (v, used) = get_varint(self.buf.get(self.at..).unwrap_or_default())?;
         self.at += used;
         Ok(v)
     }
 
+    #[inline]
     fn varlong(&mut self) -> Result<i64, CorruptKind> {
         let (v, used) = get_varlong(self.buf.get(self.at..).unwrap_or_default())?;
         self.at += used;
         Ok(v)
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], CorruptKind> {
         let end = self.at.checked_add(n).ok_or(CorruptKind::Field("length"))?;
         let bytes = self.buf.get(self.at..end).ok_or(CorruptKind::Truncated {
@@ -117,11 +120,12 @@ impl<'a> Cursor<'a> {
         Ok(bytes)
     }
 
-    fn nullable(&mut self, what: &'static str) -> Result<Option<Vec<u8>>, CorruptKind> {
+    #[inline]
+    fn nullable(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, CorruptKind> {
         match self.varint()? {
             -1 => Ok(None),
             n if n < 0 => Err(CorruptKind::Field(what)),
-            n => Ok(Some(self.take(n as usize)?.to_vec())),
+            n => Ok(Some(self.take(n as usize)?)),
         }
     }
 }
@@ -202,6 +206,28 @@ impl Record {
 
     /// Decodes one record from the front of `buf`: (record, bytes used).
     pub fn decode(buf: &[u8]) -> Result<(Record, usize), CorruptKind> {
+        let (view, used) = RecordView::decode(buf)?;
+        Ok((view.into_record(), used))
+    }
+}
+
+/// A record decoded in place: its key and value borrow the buffer it was decoded
+/// from, so decoding allocates nothing unless the record has headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub attributes: i8,
+    pub timestamp_delta: i64,
+    pub offset_delta: i32,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    /// Owned: headers are rare, and an empty `Vec` does not allocate.
+    pub headers: Vec<Header>,
+}
+
+impl<'a> RecordView<'a> {
+    /// Decodes one record from the front of `buf`: (record, bytes used). Checks every
+    /// length against the record's own length prefix and header keys for UTF-8.
+    pub fn decode(buf: &'a [u8]) -> Result<(RecordView<'a>, usize), CorruptKind> {
         let mut outer = Cursor { buf, at: 0 };
         let length = outer.varint()?;
         if length < 0 {
@@ -227,14 +253,14 @@ impl Record {
             let key = std::str::from_utf8(c.take(key_len as usize)?)
                 .map_err(|_| CorruptKind::Field("header key utf-8"))?
                 .to_string();
-            let value = c.nullable("header value length")?;
+            let value = c.nullable("header value length")?.map(<[u8]>::to_vec);
             headers.push(Header { key, value });
         }
         if c.at != body.len() {
             return Err(CorruptKind::Field("record length mismatch"));
         }
         Ok((
-            Record {
+            RecordView {
                 attributes,
                 timestamp_delta,
                 offset_delta,
@@ -244,5 +270,17 @@ impl Record {
             },
             outer.at,
         ))
+    }
+
+    /// The owned record (copies the key and value).
+    pub fn into_record(self) -> Record {
+        Record {
+            attributes: self.attributes,
+            timestamp_delta: self.timestamp_delta,
+            offset_delta: self.offset_delta,
+            key: self.key.map(<[u8]>::to_vec),
+            value: self.value.map(<[u8]>::to_vec),
+            headers: self.headers,
+        }
     }
 }

@@ -30,7 +30,15 @@ pub fn varlong_len(value: i64) -> usize {
 
 /// Decodes a zigzag varlong from the front of `buf`: (value, bytes used).
 /// At most 10 bytes; a longer or unterminated encoding is [`CorruptKind::Varint`].
+#[inline]
 pub fn get_varlong(buf: &[u8]) -> Result<(i64, usize), CorruptKind> {
+    // Fast path: most fields of a record (attributes aside) fit one byte.
+    if let Some(&byte) = buf.first() {
+        if byte & 0x80 == 0 {
+            let raw = u64::from(byte);
+            return Ok((((raw >> 1) as i64) ^ -((raw & 1) as i64), 1));
+        }
+    }
     let mut raw: u64 = 0;
     for (i, byte) in buf.iter().enumerate().take(10) {
         let bits = u64::from(byte & 0x7f);
@@ -47,6 +55,7 @@ pub fn get_varlong(buf: &[u8]) -> Result<(i64, usize), CorruptKind> {
 }
 
 /// Decodes a zigzag varint that must fit 32 bits.
+#[inline]
 pub fn get_varint(buf: &[u8]) -> Result<(i32, usize), CorruptKind> {
     let (value, used) = get_varlong(buf)?;
     let value = i32::try_from(value).map_err(|_| CorruptKind::Varint)?;

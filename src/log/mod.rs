@@ -17,8 +17,9 @@ pub mod report;
 mod write;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -77,12 +78,18 @@ pub struct AppendInfo {
 }
 
 /// A record as read back, with its stored offset.
+///
+/// `key` and `value` are zero-copy slices of the buffer [`Log::read`] read the
+/// segment into: cloning one is cheap, and the buffer (about `max_bytes` of one
+/// read) lives until the last slice of it is dropped. Copy out
+/// (`Bytes::copy_from_slice`) what you keep long after the rest of a read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {
     pub offset: i64,
     pub timestamp: i64,
-    pub key: Option<Vec<u8>>,
-    pub value: Option<Vec<u8>>,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    /// Empty (and unallocated) for a record without headers.
     pub headers: Vec<Header>,
     /// True for the marker record of a control batch.
     pub control: bool,
@@ -102,6 +109,9 @@ pub struct Log {
     read_only: bool,
     /// Reused encode buffer.
     scratch: Vec<u8>,
+    /// The last buffer `read` read into; its memory is reused by the next read once
+    /// the records sliced from it are dropped.
+    read_buffer: Mutex<Bytes>,
 }
 
 impl Log {
@@ -128,6 +138,7 @@ impl Log {
             poisoned: false,
             read_only: false,
             scratch: Vec::new(),
+            read_buffer: Mutex::new(Bytes::new()),
         };
         log.assert_invariants();
         Ok((log, report))
@@ -154,6 +165,7 @@ impl Log {
             poisoned: false,
             read_only: true,
             scratch: Vec::new(),
+            read_buffer: Mutex::new(Bytes::new()),
         };
         log.assert_invariants();
         Ok((log, report))

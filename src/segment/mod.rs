@@ -2,10 +2,12 @@
 //!
 //! * [`index`]: Kafka's rule for index entries, and lookups.
 //! * [`reader`]: a buffered, bounds-checked walk over the batches of a `.log`.
+//! * [`region`]: the same walk handing out batches that share their read buffer.
 //! * [`scan`]: the full validation of a `.log` on open (every batch decoded).
 
 pub mod index;
 pub mod reader;
+pub mod region;
 pub mod scan;
 
 use std::path::{Path, PathBuf};

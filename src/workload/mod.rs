@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod spec;
+
 /// A record as workloads and scenario files write it: UTF-8 key and value, each
 /// optional (absent key = keyless record; absent value = tombstone).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

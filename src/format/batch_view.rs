@@ -1,0 +1,220 @@
+//! [`BatchView`]: a record batch checked in place, its records decoded one at a
+//! time as [`RecordView`]s that borrow the batch's bytes (no allocation per record).
+//! [`super::batch::decode`] is this plus owned copies, so both apply exactly the
+//! same checks.
+
+use crate::error::CorruptKind;
+
+use super::batch::{
+    be_i16, be_i32, be_i64, decode_header, truncated, ATTRIBUTES_OFFSET, ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET, RECORDS_OFFSET, RECORD_COUNT_OFFSET,
+};
+use super::record::RecordView;
+use super::FormatError;
+
+/// A batch whose header fields, length, magic, CRC-32C and compression are checked;
+/// its records are checked as [`BatchView::records`] decodes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchView<'a> {
+    pub base_offset: i64,
+    pub partition_leader_epoch: i32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    /// The declared record count, checked to be in `0..=last_offset_delta + 1`.
+    pub record_count: usize,
+    /// The whole batch.
+    bytes: &'a [u8],
+}
+
+impl<'a> BatchView<'a> {
+    /// Checks the batch at the front of `buf`; returns it and its size.
+    ///
+    /// Checks, in order: enough bytes for the header and the declared length; length
+    /// bounds; magic; CRC-32C; compression (an `Unsupported` error); last offset
+    /// delta non-negative; record count in `0..=last_offset_delta + 1`. The records
+    /// are checked by [`BatchView::records`].
+    pub fn decode(buf: &'a [u8]) -> Result<(BatchView<'a>, usize), FormatError> {
+        let header = decode_header(buf)?;
+        let bytes = buf
+            .get(..header.size)
+            .ok_or_else(|| truncated(header.size, buf.len()))?;
+        let stored_crc = be_i32(bytes, CRC_OFFSET)? as u32;
+        let crc_region = bytes
+            .get(ATTRIBUTES_OFFSET..)
+            .ok_or_else(|| truncated(ATTRIBUTES_OFFSET, bytes.len()))?;
+        let computed = crc32c::crc32c(crc_region);
+        if computed != stored_crc {
+            return Err(FormatError::Corrupt {
+                position: CRC_OFFSET as u64,
+                kind: CorruptKind::ChecksumMismatch {
+                    got: computed,
+                    expected: stored_crc,
+                },
+            });
+        }
+        if header.attributes & ATTR_COMPRESSION_MASK != 0 {
+            return Err(FormatError::Unsupported(format!(
+                "compressed batch (codec {}) at offset {}",
+                header.attributes & ATTR_COMPRESSION_MASK,
+                header.base_offset
+            )));
+        }
+        if header.last_offset_delta < 0 {
+            return Err(FormatError::Corrupt {
+                position: LAST_OFFSET_DELTA_OFFSET as u64,
+                kind: CorruptKind::OffsetDelta {
+                    delta: i64::from(header.last_offset_delta),
+                    last: i64::from(header.last_offset_delta),
+                },
+            });
+        }
+        if header.record_count < 0
+            || i64::from(header.record_count) > i64::from(header.last_offset_delta) + 1
+        {
+            return Err(FormatError::Corrupt {
+                position: RECORD_COUNT_OFFSET as u64,
+                kind: CorruptKind::RecordCount {
+                    declared: i64::from(header.record_count),
+                    actual: -1,
+                },
+            });
+        }
+        let view = BatchView {
+            base_offset: header.base_offset,
+            partition_leader_epoch: be_i32(bytes, PARTITION_LEADER_EPOCH_OFFSET)?,
+            attributes: header.attributes,
+            last_offset_delta: header.last_offset_delta,
+            base_timestamp: be_i64(bytes, BASE_TIMESTAMP_OFFSET)?,
+            max_timestamp: header.max_timestamp,
+            producer_id: be_i64(bytes, PRODUCER_ID_OFFSET)?,
+            producer_epoch: be_i16(bytes, PRODUCER_EPOCH_OFFSET)?,
+            base_sequence: be_i32(bytes, BASE_SEQUENCE_OFFSET)?,
+            record_count: header.record_count as usize,
+            bytes,
+        };
+        Ok((view, header.size))
+    }
+
+    /// Bytes of the whole batch.
+    pub fn size(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & ATTR_CONTROL != 0
+    }
+
+    /// The records, decoded one at a time. The batch is valid only if the iterator
+    /// ends without yielding an error: it checks every record's length, offset
+    /// deltas strictly increasing from >= 0 and <= lastOffsetDelta, the declared
+    /// record count and that no bytes trail the last record. It stops after the
+    /// first error.
+    pub fn records(&self) -> RecordViews<'a> {
+        RecordViews {
+            batch: self.bytes,
+            record_count: self.record_count,
+            last_offset_delta: i64::from(self.last_offset_delta),
+            position: RECORDS_OFFSET,
+            previous_delta: -1,
+            decoded: 0,
+            done: false,
+        }
+    }
+}
+
+/// Iterator over the records of a [`BatchView`].
+#[derive(Debug, Clone)]
+#[must_use = "a batch is checked only as far as its records are iterated"]
+pub struct RecordViews<'a> {
+    batch: &'a [u8],
+    record_count: usize,
+    last_offset_delta: i64,
+    /// Position in `batch` of the next record.
+    position: usize,
+    previous_delta: i64,
+    decoded: usize,
+    done: bool,
+}
+
+impl<'a> RecordViews<'a> {
+    fn step(&mut self) -> Option<Result<RecordView<'a>, FormatError>> {
+        let size = self.batch.len();
+        if self.position >= size {
+            if self.decoded != self.record_count || self.position != size {
+                return Some(Err(self.count_mismatch()));
+            }
+            return None;
+        }
+        let position = self.position;
+        let rest = self.batch.get(position..).unwrap_or_default();
+        let (record, used) = match RecordView::decode(rest) {
+            Ok(decoded) => decoded,
+            Err(kind) => {
+                return Some(Err(FormatError::Corrupt {
+                    position: position as u64,
+                    kind,
+                }))
+            }
+        };
+        let delta = i64::from(record.offset_delta);
+        if delta <= self.previous_delta || delta > self.last_offset_delta {
+            return Some(Err(FormatError::Corrupt {
+                position: position as u64,
+                kind: CorruptKind::OffsetDelta {
+                    delta,
+                    last: self.last_offset_delta,
+                },
+            }));
+        }
+        self.previous_delta = delta;
+        self.position += used;
+        self.decoded += 1;
+        if self.decoded > self.record_count {
+            return Some(Err(self.count_mismatch()));
+        }
+        Some(Ok(record))
+    }
+
+    fn count_mismatch(&self) -> FormatError {
+        FormatError::Corrupt {
+            position: RECORD_COUNT_OFFSET as u64,
+            kind: CorruptKind::RecordCount {
+                declared: self.record_count as i64,
+                actual: self.decoded as i64,
+            },
+        }
+    }
+}
+
+impl<'a> Iterator for RecordViews<'a> {
+    type Item = Result<RecordView<'a>, FormatError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = self.step();
+        if !matches!(item, Some(Ok(_))) {
+            self.done = true;
+        }
+        item
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            return (0, Some(0));
+        }
+        // A corrupt batch may yield one error after its declared records.
+        let left = self.record_count.saturating_sub(self.decoded);
+        (0, Some(left + 1))
+    }
+}
+
+impl std::iter::FusedIterator for RecordViews<'_> {}

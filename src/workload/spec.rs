@@ -1,0 +1,111 @@
+//! Applying workload operations to the reference spec (`seglog_model::spec::SpecLog`).
+
+use seglog_model::spec::{SpecLog, SpecRecordInput};
+
+use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
+
+/// Applies `op` to the spec; a spec error is `OpOutcome::Rejected`.
+pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
+    match op {
+        Op::Append { records } => {
+            let input: Vec<SpecRecordInput> = records
+                .iter()
+                .map(|r| SpecRecordInput {
+                    key: r.key.as_ref().map(|k| k.as_bytes().to_vec()),
+                    value: r.value.as_ref().map(|v| v.as_bytes().to_vec()),
+                    timestamp: r.ts,
+                })
+                .collect();
+            match spec.append(&input) {
+                Ok((base_offset, last_offset)) => OpOutcome::Appended {
+                    base_offset,
+                    last_offset,
+                },
+                Err(_) => OpOutcome::Rejected,
+            }
+        }
+        Op::AppendControl { commit, ts } => {
+            let (base_offset, last_offset) = spec.append_control(*commit, *ts);
+            OpOutcome::Appended {
+                base_offset,
+                last_offset,
+            }
+        }
+        Op::Roll => {
+            spec.roll();
+            OpOutcome::Rolled
+        }
+        Op::Flush => OpOutcome::Flushed,
+        Op::Retain {
+            now,
+            retention_ms,
+            retention_bytes,
+        } => match spec.retain(*now, *retention_ms, *retention_bytes) {
+            Ok(deleted_segments) => OpOutcome::Retained { deleted_segments },
+            Err(_) => OpOutcome::Rejected,
+        },
+        Op::Compact {
+            now,
+            delete_retention_ms,
+            segment_bytes,
+        } => match spec.compact(*now, *delete_retention_ms, *segment_bytes) {
+            Ok(s) => OpOutcome::Compacted {
+                records_before: s.records_before,
+                records_after: s.records_after,
+                segments_before: s.segments_before,
+                segments_after: s.segments_after,
+                bytes_before: s.bytes_before,
+                bytes_after: s.bytes_after,
+            },
+            Err(_) => OpOutcome::Rejected,
+        },
+        Op::Read { from } => match spec.read(*from) {
+            Ok(records) => OpOutcome::Read {
+                records: records
+                    .into_iter()
+                    .map(|r| RecordView {
+                        offset: r.offset,
+                        key: r.key,
+                        value: r.value,
+                        ts: r.timestamp,
+                        control: r.control,
+                    })
+                    .collect(),
+            },
+            Err(_) => OpOutcome::Rejected,
+        },
+    }
+}
+
+/// Everything observable about the spec's log.
+pub fn view(spec: &SpecLog) -> LogView {
+    let records = match spec.read(spec.log_start_offset()) {
+        Ok(records) => records
+            .into_iter()
+            .map(|r| RecordView {
+                offset: r.offset,
+                key: r.key,
+                value: r.value,
+                ts: r.timestamp,
+                control: r.control,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    LogView {
+        log_start_offset: spec.log_start_offset(),
+        next_offset: spec.next_offset(),
+        segments: spec
+            .segments()
+            .into_iter()
+            .map(|s| SegmentView {
+                base_offset: s.base_offset,
+                closed: s.closed,
+                bytes: s.bytes,
+                records: s.records,
+                max_timestamp: s.max_timestamp,
+            })
+            .collect(),
+        records,
+    }
+}
