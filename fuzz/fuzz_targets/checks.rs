@@ -323,8 +323,8 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
         .into_iter()
         .map(|r| RecordView {
             offset: r.offset,
-            key: r.key,
-            value: r.value,
+            key: r.key.map(|k| k.to_vec()),
+            value: r.value.map(|v| v.to_vec()),
             ts: r.timestamp,
             control: r.control,
         })
