@@ -20,10 +20,13 @@
 
 pub mod cli;
 pub mod clock;
+pub mod compaction;
 pub mod error;
 pub mod format;
 pub mod fs;
+pub mod install;
 pub mod log;
+pub mod retention;
 pub mod segment;
 pub mod workload;
 

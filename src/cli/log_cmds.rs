@@ -36,7 +36,7 @@ pub struct LogArgs {
 }
 
 impl LogArgs {
-    fn config(&self) -> LogConfig {
+    pub(crate) fn config(&self) -> LogConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
             index_interval_bytes: self.index_interval_bytes,

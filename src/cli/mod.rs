@@ -7,6 +7,7 @@
 //! their own (like [`log_cmds`]), add a variant to [`Command`] and a line to
 //! [`dispatch`].
 
+pub mod cleanup_cmds;
 pub mod log_cmds;
 pub mod model_cmd;
 
@@ -47,8 +48,13 @@ pub enum Command {
     Roll(log_cmds::LogArgs),
     /// Print the segments and the records (read-only).
     Dump(log_cmds::DumpArgs),
-    /// Open the log, running recovery, and print the recovery report.
+    /// Open the log, running recovery, and print the recovery report
+    /// (`install.case` names the install protocol's row that applied).
     Recover(log_cmds::LogArgs),
+    /// Delete expired closed segments (time, then size), checkpoint first.
+    Retain(cleanup_cmds::RetainArgs),
+    /// Compact the closed segments by key and install the result crash-safely.
+    Compact(cleanup_cmds::CompactArgs),
     /// List every fail point name.
     Failpoints,
     /// Check the stateright models (log, install, retention) or explore them in a browser.
@@ -63,6 +69,8 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Roll(args) => log_cmds::roll(args),
         Command::Dump(args) => log_cmds::dump(args),
         Command::Recover(args) => log_cmds::recover(args),
+        Command::Retain(args) => cleanup_cmds::retain(args),
+        Command::Compact(args) => cleanup_cmds::compact(args),
         Command::Failpoints => Ok(log_cmds::failpoints()),
         Command::Model(command) => model_cmd::model(command),
     }

@@ -4,14 +4,18 @@
 //! * [`batch_view`]: the same batches checked and decoded in place (zero-copy).
 //! * [`varint`]: zigzag varints.
 //! * [`filename`]: 20-digit zero-padded segment file names.
+//! * [`checkpoint`]: the retention checkpoint (`log-start-offset.checkpoint`).
+//! * [`manifest`]: the install manifest, the commit point of a compaction.
 
 // Tests may unwrap and index; the decoders may not.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod batch;
 pub mod batch_view;
+pub mod checkpoint;
 pub mod filename;
 pub mod index;
+pub mod manifest;
 pub mod record;
 pub mod varint;
 

@@ -32,6 +32,40 @@ pub const LOG_RECOVERY_REMOVE_ORPHAN: &str = "log::recovery::remove_orphan";
 pub const LOG_RECOVERY_SYNC_DIR: &str = "log::recovery::sync_dir";
 pub const LOG_RECOVERY_SYNC_PARENT: &str = "log::recovery::sync_parent";
 
+// --- retention: checkpoint first, then delete --------------------------------
+pub const RETENTION_CHECKPOINT_SYNC_TMP: &str = "retention::checkpoint::sync_tmp";
+pub const RETENTION_CHECKPOINT_RENAME: &str = "retention::checkpoint::rename";
+pub const RETENTION_CHECKPOINT_SYNC_DIR: &str = "retention::checkpoint::sync_dir";
+pub const RETENTION_DELETE_REMOVE_FILE: &str = "retention::delete::remove_file";
+pub const RETENTION_DELETE_SYNC_DIR: &str = "retention::delete::sync_dir";
+// --- retention: recovery on open --------------------------------------------
+pub const RETENTION_RECOVER_REMOVE_FILE: &str = "retention::recover::remove_file";
+pub const RETENTION_RECOVER_SYNC_DIR: &str = "retention::recover::sync_dir";
+// --- compaction: building the temp directory (install step 1) --------------
+pub const COMPACTION_BUILD_SYNC_FILE: &str = "compaction::build::sync_file";
+pub const COMPACTION_BUILD_SYNC_TMP_DIR: &str = "compaction::build::sync_tmp_dir";
+// --- install: steps 2 to 6 ---------------------------------------------------
+pub const INSTALL_MANIFEST_SYNC_TMP: &str = "install::manifest::sync_tmp";
+pub const INSTALL_MANIFEST_RENAME: &str = "install::manifest::rename";
+pub const INSTALL_MANIFEST_SYNC_PARENT: &str = "install::manifest::sync_parent";
+pub const INSTALL_SWAP_RENAME_LIVE_BACKUP: &str = "install::swap::rename_live_backup";
+pub const INSTALL_SWAP_SYNC_PARENT_BACKUP: &str = "install::swap::sync_parent_backup";
+pub const INSTALL_SWAP_RENAME_TMP_LIVE: &str = "install::swap::rename_tmp_live";
+pub const INSTALL_SWAP_SYNC_PARENT_LIVE: &str = "install::swap::sync_parent_live";
+pub const INSTALL_CLEANUP_REMOVE_BACKUP: &str = "install::cleanup::remove_backup";
+pub const INSTALL_CLEANUP_SYNC_PARENT_BACKUP: &str = "install::cleanup::sync_parent_backup";
+pub const INSTALL_CLEANUP_REMOVE_MANIFEST: &str = "install::cleanup::remove_manifest";
+pub const INSTALL_CLEANUP_SYNC_PARENT_MANIFEST: &str = "install::cleanup::sync_parent_manifest";
+// --- install: recovery on open (the decision table) -------------------------
+pub const INSTALL_RECOVER_REMOVE_MANIFEST_TMP: &str = "install::recover::remove_manifest_tmp";
+pub const INSTALL_RECOVER_REMOVE_TMP: &str = "install::recover::remove_tmp";
+pub const INSTALL_RECOVER_RENAME_LIVE_ASIDE: &str = "install::recover::rename_live_aside";
+pub const INSTALL_RECOVER_RENAME_TMP_LIVE: &str = "install::recover::rename_tmp_live";
+pub const INSTALL_RECOVER_RENAME_BACKUP_LIVE: &str = "install::recover::rename_backup_live";
+pub const INSTALL_RECOVER_REMOVE_BACKUP: &str = "install::recover::remove_backup";
+pub const INSTALL_RECOVER_REMOVE_MANIFEST: &str = "install::recover::remove_manifest";
+pub const INSTALL_RECOVER_SYNC_PARENT: &str = "install::recover::sync_parent";
+
 /// Every fail point name, in the order the engine's paths reach them.
 /// `seglog failpoints` prints this list. Keep it in step with the constants.
 pub const ALL: &[&str] = &[
@@ -51,6 +85,34 @@ pub const ALL: &[&str] = &[
     LOG_RECOVERY_REMOVE_ORPHAN,
     LOG_RECOVERY_SYNC_DIR,
     LOG_RECOVERY_SYNC_PARENT,
+    RETENTION_CHECKPOINT_SYNC_TMP,
+    RETENTION_CHECKPOINT_RENAME,
+    RETENTION_CHECKPOINT_SYNC_DIR,
+    RETENTION_DELETE_REMOVE_FILE,
+    RETENTION_DELETE_SYNC_DIR,
+    RETENTION_RECOVER_REMOVE_FILE,
+    RETENTION_RECOVER_SYNC_DIR,
+    COMPACTION_BUILD_SYNC_FILE,
+    COMPACTION_BUILD_SYNC_TMP_DIR,
+    INSTALL_MANIFEST_SYNC_TMP,
+    INSTALL_MANIFEST_RENAME,
+    INSTALL_MANIFEST_SYNC_PARENT,
+    INSTALL_SWAP_RENAME_LIVE_BACKUP,
+    INSTALL_SWAP_SYNC_PARENT_BACKUP,
+    INSTALL_SWAP_RENAME_TMP_LIVE,
+    INSTALL_SWAP_SYNC_PARENT_LIVE,
+    INSTALL_CLEANUP_REMOVE_BACKUP,
+    INSTALL_CLEANUP_SYNC_PARENT_BACKUP,
+    INSTALL_CLEANUP_REMOVE_MANIFEST,
+    INSTALL_CLEANUP_SYNC_PARENT_MANIFEST,
+    INSTALL_RECOVER_REMOVE_MANIFEST_TMP,
+    INSTALL_RECOVER_REMOVE_TMP,
+    INSTALL_RECOVER_RENAME_LIVE_ASIDE,
+    INSTALL_RECOVER_RENAME_TMP_LIVE,
+    INSTALL_RECOVER_RENAME_BACKUP_LIVE,
+    INSTALL_RECOVER_REMOVE_BACKUP,
+    INSTALL_RECOVER_REMOVE_MANIFEST,
+    INSTALL_RECOVER_SYNC_PARENT,
 ];
 
 /// Called by [`crate::fail_point!`] when a fail point fires with `return`.

@@ -208,6 +208,12 @@ impl Log {
         self.poisoned
     }
 
+    /// Marks the log unusable until reopened (retention and compaction call this when
+    /// an IO error leaves the directory and this handle out of step).
+    pub(crate) fn poison(&mut self) {
+        self.poisoned = true;
+    }
+
     fn active(&self) -> &Segment {
         self.segments
             .last()

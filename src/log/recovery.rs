@@ -55,9 +55,12 @@ pub fn recover(
     config: &LogConfig,
     report: &mut RecoveryReport,
 ) -> Result<Vec<Segment>> {
+    // Directory-level recoveries first: the install protocol decides what `dir` is
+    // (it may not even exist after a crash mid-swap), then retention finishes a
+    // checkpointed deletion. Both fail closed on anything they cannot parse.
+    report.install = crate::install::recover(fs, dir)?;
+    report.retention = crate::retention::recover(fs, dir)?;
     recovery_ensure_dir(fs, dir, report)?;
-    // Directory-level recoveries of other modules (install, retention checkpoint)
-    // belong here, before the segments are listed.
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
     let mut scans = recovery_scan(fs, dir, &listing, config)?;
@@ -87,13 +90,17 @@ pub fn inspect(
     report: &mut RecoveryReport,
 ) -> Result<Vec<Segment>> {
     report.read_only = true;
+    crate::install::recovery::pending(fs, dir)?;
     if !fs.is_dir(dir) {
         return Err(Error::io(
             dir,
             std::io::Error::new(std::io::ErrorKind::NotFound, "no log directory here"),
         ));
     }
-    let listing = recovery_list(fs, dir, report)?;
+    let mut listing = recovery_list(fs, dir, report)?;
+    // What retention recovery would remove is not shown.
+    let below = crate::retention::recovery::wholly_below(fs, dir, &listing.bases)?;
+    listing.bases.retain(|base| !below.contains(base));
     if listing.bases.is_empty() {
         return Err(Error::io(
             dir,
@@ -163,6 +170,7 @@ pub fn recovery_list(
                 logs.insert(base);
             }
             Some((base, _)) if !fs.is_dir(&dir.join(&name)) => indexes.push((base, name)),
+            _ if name == crate::format::checkpoint::CHECKPOINT_NAME => {}
             _ => report.unknown_files.push(name),
         }
     }

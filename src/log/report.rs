@@ -51,6 +51,12 @@ pub struct RecoveryReport {
     pub unknown_files: Vec<String>,
     pub log_start_offset: i64,
     pub next_offset: i64,
+    /// The install protocol's recovery: which row of the decision table applied
+    /// (docs/design.md section 6). Runs first, before the directory is even created.
+    pub install: crate::install::InstallRecovery,
+    /// Retention recovery: segments wholly below the checkpoint and orphan indexes
+    /// removed (docs/design.md section 5).
+    pub retention: crate::retention::RetentionRecovery,
 }
 
 impl RecoveryReport {
@@ -60,5 +66,7 @@ impl RecoveryReport {
             && self.truncated_bytes == 0
             && self.rebuilt_indexes.is_empty()
             && self.removed_files.is_empty()
+            && self.install.case == crate::install::InstallCase::Clean
+            && self.retention.removed_files.is_empty()
     }
 }

@@ -1,0 +1,226 @@
+//! Compaction throughput beside a plain buffered-IO baseline, measured in the same run.
+//!
+//! Data: a closed region of about 256 MiB (1,000,000 distinct 16-byte keys, each
+//! written twice with ~100-byte values, so 50% of the records are obsolete), in
+//! 64 MiB segments, plus a small active segment. `SEGLOG_BENCH_MIB` scales the
+//! region down for a quick run (default 256).
+//!
+//! * `compaction/build`: install step 1 (offset map over all segments, rewrite of
+//!   the closed region, copy of the active segment, fsync of every file), the part
+//!   that touches every byte; the renames of steps 2-6 are a handful of syscalls.
+//! * `compaction/baseline_copy`: read every segment file with `BufReader` and write
+//!   the same bytes with `BufWriter`, then fsync: the same bytes, plain buffered IO.
+//!
+//! Both report throughput over the input bytes; the ratio
+//! `baseline time / compaction time` is printed at the end, with the map's bytes
+//! per distinct key (resident and peak).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use seglog::compaction::{cleaner, CompactOptions};
+use seglog::format::{filename, NewRecord, RecordBatch};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::install::InstallPaths;
+
+const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+const VALUE_BYTES: usize = 100;
+const BATCH_RECORDS: usize = 100;
+
+struct Fixture {
+    _root: tempfile::TempDir,
+    dir: PathBuf,
+    input_bytes: u64,
+    keys: u64,
+}
+
+fn fixture() -> Fixture {
+    let mib: u64 = std::env::var("SEGLOG_BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    // ~134 bytes per record (16-byte key, 100-byte value, record and batch overhead).
+    let keys = mib * 1024 * 1024 / 134 / 2;
+    let keys = if mib == 256 { 1_000_000 } else { keys };
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("log");
+    let fs = StdFs::new();
+    fs.create_dir_all(&dir).unwrap();
+    let mut next = 0i64;
+    let mut segment_base = 0i64;
+    let mut segment_bytes = 0u64;
+    let mut path = dir.join(filename::build(0, filename::LOG_SUFFIX));
+    fs.create_file(&path).unwrap();
+    let value = vec![b'v'; VALUE_BYTES];
+    let mut write = |records: &[NewRecord], force_roll: bool| {
+        let batch = RecordBatch::build(next, records).encode();
+        if force_roll || segment_bytes + batch.len() as u64 > SEGMENT_BYTES {
+            fs.sync_file(&path).unwrap();
+            segment_base = next;
+            segment_bytes = 0;
+            path = dir.join(filename::build(segment_base, filename::LOG_SUFFIX));
+            fs.create_file(&path).unwrap();
+        }
+        fs.append(&path, &batch).unwrap();
+        segment_bytes += batch.len() as u64;
+        next += records.len() as i64;
+    };
+    for round in 0..2u64 {
+        for chunk in 0..keys.div_ceil(BATCH_RECORDS as u64) {
+            let records: Vec<NewRecord> = (chunk * BATCH_RECORDS as u64
+                ..((chunk + 1) * BATCH_RECORDS as u64).min(keys))
+                .map(|k| {
+                    let key = format!("key-{:012}", (k + round * (keys / 2)) % keys).into_bytes();
+                    NewRecord::new(Some(key), Some(value.clone()), (round * keys + k) as i64)
+                })
+                .collect();
+            write(&records, false);
+        }
+    }
+    // A small active segment.
+    write(
+        &[NewRecord::new(
+            Some(b"active".to_vec()),
+            Some(value.clone()),
+            0,
+        )],
+        true,
+    );
+    fs.sync_file(&path).unwrap();
+    fs.sync_dir(&dir).unwrap();
+    let input_bytes = fs
+        .list_dir(&dir)
+        .unwrap()
+        .iter()
+        .map(|n| fs.len(&dir.join(n)).unwrap())
+        .sum();
+    Fixture {
+        _root: root,
+        dir,
+        input_bytes,
+        keys,
+    }
+}
+
+fn compaction_build(fs: &dyn FileSystem, dir: &Path) -> cleaner::Built {
+    let options = CompactOptions {
+        now: i64::MAX / 2,
+        delete_retention_ms: 0,
+        segment_bytes: SEGMENT_BYTES,
+    };
+    cleaner::build(fs, dir, options).unwrap().unwrap()
+}
+
+fn baseline_copy(dir: &Path, out: &Path) {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    std::fs::create_dir_all(out).unwrap();
+    let mut buf = vec![0u8; 64 * 1024];
+    for path in names {
+        let mut reader = BufReader::new(File::open(&path).unwrap());
+        let target = File::create(out.join(path.file_name().unwrap())).unwrap();
+        let mut writer = BufWriter::new(target);
+        loop {
+            let n = reader.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            writer.write_all(&buf[..n]).unwrap();
+        }
+        writer.into_inner().unwrap().sync_all().unwrap();
+    }
+    File::open(out).unwrap().sync_all().unwrap();
+}
+
+fn bench(c: &mut Criterion) {
+    let fixture = fixture();
+    let fs = StdFs::new();
+    let tmp = InstallPaths::new(&fixture.dir).unwrap().tmp;
+    let mut group = c.benchmark_group("compaction");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Bytes(fixture.input_bytes));
+    let mut compaction_runs = Vec::new();
+    let mut report = None;
+    group.bench_function("build", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                let built = compaction_build(&fs, &fixture.dir);
+                let took = start.elapsed();
+                total += took;
+                compaction_runs.push(took);
+                report = Some(built.report);
+                std::fs::remove_dir_all(&tmp).unwrap();
+            }
+            total
+        })
+    });
+    let mut baseline_runs = Vec::new();
+    let out = fixture.dir.with_file_name("baseline-copy");
+    group.bench_function("baseline_copy", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                baseline_copy(&fixture.dir, &out);
+                let took = start.elapsed();
+                total += took;
+                baseline_runs.push(took);
+                std::fs::remove_dir_all(&out).unwrap();
+            }
+            total
+        })
+    });
+    group.finish();
+    let median = |runs: &mut Vec<Duration>| {
+        runs.sort();
+        runs[runs.len() / 2]
+    };
+    let compaction = median(&mut compaction_runs);
+    let baseline = median(&mut baseline_runs);
+    let report = report.unwrap();
+    // Where the time goes: the offset-map pass alone.
+    let bases = seglog::compaction::source::list_segments(&fs, &fixture.dir).unwrap();
+    let start = Instant::now();
+    let map = cleaner::build_map(&fs, &fixture.dir, &bases).unwrap();
+    let map_pass = start.elapsed();
+    drop(map);
+    let mib = fixture.input_bytes as f64 / (1024.0 * 1024.0);
+    println!(
+        "compaction: input {mib:.1} MiB, {} keys, records {} -> {}, closed bytes {} -> {}",
+        fixture.keys,
+        report.records_before,
+        report.records_after,
+        report.bytes_before,
+        report.bytes_after
+    );
+    println!(
+        "compaction median {:.3} s ({:.1} MiB/s); baseline median {:.3} s ({:.1} MiB/s); ratio {:.2}x (target >= 0.5x)",
+        compaction.as_secs_f64(),
+        mib / compaction.as_secs_f64(),
+        baseline.as_secs_f64(),
+        mib / baseline.as_secs_f64(),
+        baseline.as_secs_f64() / compaction.as_secs_f64()
+    );
+    println!(
+        "of which the offset-map pass (read, parse, hash, sort) takes {:.3} s",
+        map_pass.as_secs_f64()
+    );
+    println!(
+        "offset map: {} keys, {:.1} bytes/key resident, {:.1} bytes/key peak (target <= 24)",
+        report.map_keys,
+        report.map_bytes as f64 / report.map_keys as f64,
+        report.map_bytes_peak as f64 / report.map_keys as f64
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,52 @@
+//! Key-based compaction: a pure [`planner`] (latest-offset map over all segments
+//! including the active one, keep/drop per record, greedy grouping) and a
+//! [`cleaner`] that writes the new directory, installed by [`crate::install`].
+//!
+//! Semantics: docs/design.md section 1; map memory and collisions: section 6.
+
+pub mod apply;
+pub mod cleaner;
+pub mod offset_map;
+pub mod plan;
+pub mod planner;
+pub mod source;
+pub mod view;
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::fs::FileSystem;
+
+pub use cleaner::{build, Built, CompactOptions, CompactionReport};
+pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
+pub use planner::{Decision, Horizon};
+
+/// Compacts the log directory `dir` and installs the result (steps 1 to 6).
+/// `None` when there is no closed segment. The directory's segment files must be
+/// durable (flush the log first) and no `Log` may have it open while this runs.
+pub fn compact_dir(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+) -> Result<Option<CompactionReport>> {
+    let Some(built) = cleaner::build(fs, dir, options)? else {
+        return Ok(None);
+    };
+    crate::install::install(fs, dir, &built.manifest)?;
+    Ok(Some(built.report))
+}
+
+/// [`compact_dir`] with a chosen (possibly broken) install protocol. Test builds only.
+#[cfg(any(test, feature = "test-variants"))]
+pub fn compact_dir_with(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    variant: crate::install::InstallVariant,
+) -> Result<Option<CompactionReport>> {
+    let Some(built) = cleaner::build(fs, dir, options)? else {
+        return Ok(None);
+    };
+    crate::install::install_with(fs, dir, &built.manifest, variant)?;
+    Ok(Some(built.report))
+}

@@ -1,0 +1,149 @@
+//! The retention checkpoint: `log-start-offset.checkpoint` in the log directory.
+//!
+//! ```text
+//! offset  size  field             notes
+//!      0     4  magic             b"SLCK"
+//!      4     2  version           u16 = 1
+//!      6     8  log_start_offset  i64, >= 0
+//!     14     4  crc               u32, CRC-32C of bytes [0, 14)
+//!     18        end
+//! ```
+//! All integers big-endian. Written to `log-start-offset.checkpoint.tmp`, synced,
+//! renamed over the checkpoint, and the directory synced (section 5 of docs/design.md).
+
+use crate::error::CorruptKind;
+
+use super::FormatError;
+
+/// File name of the checkpoint inside the log directory.
+pub const CHECKPOINT_NAME: &str = "log-start-offset.checkpoint";
+/// Temp name the checkpoint is written under before the rename.
+pub const CHECKPOINT_TMP_NAME: &str = "log-start-offset.checkpoint.tmp";
+
+pub const MAGIC: [u8; 4] = *b"SLCK";
+pub const VERSION: u16 = 1;
+
+const MAGIC_OFFSET: usize = 0;
+const VERSION_OFFSET: usize = MAGIC_OFFSET + 4;
+const LOG_START_OFFSET_OFFSET: usize = VERSION_OFFSET + 2;
+const CRC_OFFSET: usize = LOG_START_OFFSET_OFFSET + 8;
+/// Total bytes of a checkpoint file.
+pub const CHECKPOINT_LEN: usize = CRC_OFFSET + 4;
+
+const _: () = assert!(CHECKPOINT_LEN == 18);
+
+/// Encodes a checkpoint holding `log_start_offset`.
+pub fn encode(log_start_offset: i64) -> Vec<u8> {
+    assert!(log_start_offset >= 0, "negative log start offset");
+    let mut out = Vec::with_capacity(CHECKPOINT_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_be_bytes());
+    out.extend_from_slice(&log_start_offset.to_be_bytes());
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_be_bytes());
+    assert_eq!(out.len(), CHECKPOINT_LEN);
+    out
+}
+
+/// Decodes a checkpoint; any damage is a structured corruption error.
+pub fn decode(buf: &[u8]) -> Result<i64, FormatError> {
+    if buf.len() != CHECKPOINT_LEN {
+        return Err(FormatError::Corrupt {
+            position: buf.len().min(CHECKPOINT_LEN) as u64,
+            kind: CorruptKind::Truncated {
+                needed: CHECKPOINT_LEN as u64,
+                available: buf.len() as u64,
+            },
+        });
+    }
+    let field = |at: usize, len: usize| buf.get(at..at + len).unwrap_or_default();
+    if field(MAGIC_OFFSET, 4) != MAGIC {
+        return Err(FormatError::Corrupt {
+            position: MAGIC_OFFSET as u64,
+            kind: CorruptKind::BadMagic {
+                got: i64::from(u32::from_be_bytes(to_array(field(MAGIC_OFFSET, 4)))),
+                expected: i64::from(u32::from_be_bytes(MAGIC)),
+            },
+        });
+    }
+    let stored = u32::from_be_bytes(to_array(field(CRC_OFFSET, 4)));
+    let computed = crc32c::crc32c(field(0, CRC_OFFSET));
+    if stored != computed {
+        return Err(FormatError::Corrupt {
+            position: CRC_OFFSET as u64,
+            kind: CorruptKind::ChecksumMismatch {
+                got: computed,
+                expected: stored,
+            },
+        });
+    }
+    let version = u16::from_be_bytes(to_array(field(VERSION_OFFSET, 2)));
+    if version != VERSION {
+        return Err(FormatError::Unsupported(format!(
+            "checkpoint version {version}"
+        )));
+    }
+    let log_start_offset = i64::from_be_bytes(to_array(field(LOG_START_OFFSET_OFFSET, 8)));
+    if log_start_offset < 0 {
+        return Err(FormatError::Corrupt {
+            position: LOG_START_OFFSET_OFFSET as u64,
+            kind: CorruptKind::Other(format!("negative log start offset {log_start_offset}")),
+        });
+    }
+    Ok(log_start_offset)
+}
+
+/// Copies a slice of known length into an array (zero-filled if short, which the
+/// callers rule out by checking lengths first).
+pub(crate) fn to_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut out = [0u8; N];
+    for (dst, src) in out.iter_mut().zip(bytes) {
+        *dst = *src;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        for value in [0, 1, 42, i64::MAX] {
+            let bytes = encode(value);
+            assert_eq!(bytes.len(), CHECKPOINT_LEN);
+            assert_eq!(decode(&bytes), Ok(value));
+        }
+    }
+
+    #[test]
+    fn every_flip_and_truncation_is_detected() {
+        let bytes = encode(1234);
+        for i in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= 0x01;
+            assert!(decode(&damaged).is_err(), "flip at {i} went unnoticed");
+        }
+        for cut in 0..bytes.len() {
+            assert!(
+                matches!(decode(&bytes[..cut]), Err(FormatError::Corrupt { .. })),
+                "cut at {cut}"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_err());
+    }
+
+    #[test]
+    fn garbage_is_bad_magic() {
+        let err = decode(&[0xAB; CHECKPOINT_LEN]).expect_err("garbage must not decode");
+        assert!(matches!(
+            err,
+            FormatError::Corrupt {
+                kind: CorruptKind::BadMagic { .. },
+                ..
+            }
+        ));
+    }
+}

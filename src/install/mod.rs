@@ -1,0 +1,225 @@
+//! The crash-safe install of a compacted directory: live `D`, temp `D.compact-tmp`,
+//! backup `D.compact-bak` and the manifest `D.compact-manifest`, all in `D`'s parent.
+//!
+//! Steps ([`install`]; step 1 is the cleaner's [`crate::compaction`] build):
+//! 1. build `D.compact-tmp`; sync every file; sync the temp dir;
+//! 2. write the manifest to `D.compact-manifest.tmp`, sync it, rename it to
+//!    `D.compact-manifest`, sync the parent: **the commit point**;
+//! 3. rename `D` -> `D.compact-bak`, sync the parent;
+//! 4. rename `D.compact-tmp` -> `D`, sync the parent;
+//! 5. remove `D.compact-bak`, sync the parent;
+//! 6. remove the manifest, sync the parent.
+//!
+//! [`recovery::recover`] decides, on open, what a crash at any point left behind.
+//! The table and the crash window each step closes are in docs/design.md section 6.
+
+pub mod recovery;
+pub mod validate;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::fail_point;
+use crate::format::manifest::Manifest;
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
+use crate::fs::failpoint as fp;
+use crate::fs::FileSystem;
+
+pub use recovery::{recover, InstallCase, InstallRecovery};
+
+/// The names next to a live log directory `D`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallPaths {
+    pub live: PathBuf,
+    pub tmp: PathBuf,
+    pub backup: PathBuf,
+    pub manifest: PathBuf,
+    pub manifest_tmp: PathBuf,
+    pub parent: PathBuf,
+}
+
+impl InstallPaths {
+    /// The sibling paths of `live`. `live` must have a file name.
+    pub fn new(live: &Path) -> Result<InstallPaths> {
+        let name = live.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            Error::InvalidArgument(format!("log dir {} has no name", live.display()))
+        })?;
+        let parent = match live.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(InstallPaths {
+            live: live.to_path_buf(),
+            tmp: parent.join(format!("{name}.compact-tmp")),
+            backup: parent.join(format!("{name}.compact-bak")),
+            manifest: parent.join(format!("{name}.compact-manifest")),
+            manifest_tmp: parent.join(format!("{name}.compact-manifest.tmp")),
+            parent,
+        })
+    }
+}
+
+/// Test-only: the protocol and its deliberately broken forms for the teeth checks.
+#[cfg(any(test, feature = "test-variants"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InstallVariant {
+    /// The protocol above.
+    #[default]
+    Manifest,
+    /// The seeds' MiniKafka swap: no manifest; rename live -> backup, temp -> live,
+    /// one parent sync, remove the backup.
+    TwoRename,
+    /// The protocol without the parent-directory sync after each rename.
+    NoDirSync,
+    /// Step 3 (live -> backup) runs before the manifest is written.
+    BackupBeforeManifest,
+}
+
+/// Which steps run: always all of them outside test builds.
+#[derive(Debug, Clone, Copy)]
+struct Knobs {
+    manifest: bool,
+    sync_after_rename: bool,
+    backup_before_manifest: bool,
+}
+
+const CORRECT: Knobs = Knobs {
+    manifest: true,
+    sync_after_rename: true,
+    backup_before_manifest: false,
+};
+
+/// Runs steps 2 to 6 for a built and synced `D.compact-tmp` whose content `manifest`
+/// describes. On return the new content is `D` and no sibling is left.
+pub fn install(fs: &dyn FileSystem, live: &Path, manifest: &Manifest) -> Result<()> {
+    install_steps(fs, &InstallPaths::new(live)?, manifest, CORRECT)
+}
+
+/// [`install`] in a chosen (possibly broken) form. Test builds only.
+#[cfg(any(test, feature = "test-variants"))]
+pub fn install_with(
+    fs: &dyn FileSystem,
+    live: &Path,
+    manifest: &Manifest,
+    variant: InstallVariant,
+) -> Result<()> {
+    let knobs = match variant {
+        InstallVariant::Manifest => CORRECT,
+        InstallVariant::TwoRename => Knobs {
+            manifest: false,
+            ..CORRECT
+        },
+        InstallVariant::NoDirSync => Knobs {
+            sync_after_rename: false,
+            ..CORRECT
+        },
+        InstallVariant::BackupBeforeManifest => Knobs {
+            backup_before_manifest: true,
+            ..CORRECT
+        },
+    };
+    install_steps(fs, &InstallPaths::new(live)?, manifest, knobs)
+}
+
+fn install_steps(
+    fs: &dyn FileSystem,
+    paths: &InstallPaths,
+    manifest: &Manifest,
+    knobs: Knobs,
+) -> Result<()> {
+    assert!(fs.is_dir(&paths.tmp), "step 1 must have built the temp dir");
+    assert!(fs.is_dir(&paths.live), "the live dir must exist");
+    assert!(
+        !fs.exists(&paths.backup),
+        "a backup is left over: recover first"
+    );
+    if !knobs.manifest {
+        fs.rename(&paths.live, &paths.backup)
+            .map_err(|e| Error::io(&paths.backup, e))?;
+        fs.rename(&paths.tmp, &paths.live)
+            .map_err(|e| Error::io(&paths.live, e))?;
+        sync_parent(fs, paths)?;
+        fs.remove_dir_all(&paths.backup)
+            .map_err(|e| Error::io(&paths.backup, e))?;
+        return sync_parent(fs, paths);
+    }
+    if knobs.backup_before_manifest {
+        install_backup(fs, paths, knobs)?;
+        install_commit(fs, paths, manifest, knobs)?;
+    } else {
+        install_commit(fs, paths, manifest, knobs)?;
+        install_backup(fs, paths, knobs)?;
+    }
+    install_publish(fs, paths, knobs)?;
+    install_cleanup(fs, paths)
+}
+
+/// Step 2: the manifest becomes durable under its final name. Before this the
+/// compaction never happened; after it, recovery rolls forward when it can.
+fn install_commit(
+    fs: &dyn FileSystem,
+    paths: &InstallPaths,
+    manifest: &Manifest,
+    knobs: Knobs,
+) -> Result<()> {
+    let tmp = &paths.manifest_tmp;
+    fs.write_new(tmp, &manifest.encode())
+        .map_err(|e| Error::io(tmp, e))?;
+    // Content durable before the name: a power loss must never leave a manifest
+    // name over torn bytes.
+    fail_point!(fp::INSTALL_MANIFEST_SYNC_TMP);
+    fs.sync_file(tmp).map_err(|e| Error::io(tmp, e))?;
+    fail_point!(fp::INSTALL_MANIFEST_RENAME);
+    fs.rename(tmp, &paths.manifest)
+        .map_err(|e| Error::io(&paths.manifest, e))?;
+    // The commit point: the rename is durable only with the parent synced.
+    if knobs.sync_after_rename {
+        fail_point!(fp::INSTALL_MANIFEST_SYNC_PARENT);
+        sync_parent(fs, paths)?;
+    }
+    Ok(())
+}
+
+/// Step 3: the old content moves aside (it stays whole until step 5).
+fn install_backup(fs: &dyn FileSystem, paths: &InstallPaths, knobs: Knobs) -> Result<()> {
+    fail_point!(fp::INSTALL_SWAP_RENAME_LIVE_BACKUP);
+    fs.rename(&paths.live, &paths.backup)
+        .map_err(|e| Error::io(&paths.backup, e))?;
+    if knobs.sync_after_rename {
+        fail_point!(fp::INSTALL_SWAP_SYNC_PARENT_BACKUP);
+        sync_parent(fs, paths)?;
+    }
+    Ok(())
+}
+
+/// Step 4: the new content becomes `D`.
+fn install_publish(fs: &dyn FileSystem, paths: &InstallPaths, knobs: Knobs) -> Result<()> {
+    fail_point!(fp::INSTALL_SWAP_RENAME_TMP_LIVE);
+    fs.rename(&paths.tmp, &paths.live)
+        .map_err(|e| Error::io(&paths.live, e))?;
+    if knobs.sync_after_rename {
+        fail_point!(fp::INSTALL_SWAP_SYNC_PARENT_LIVE);
+        sync_parent(fs, paths)?;
+    }
+    Ok(())
+}
+
+/// Steps 5 and 6: the backup goes first, the manifest last, so as long as the
+/// backup may exist the manifest says which content is new.
+fn install_cleanup(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
+    fail_point!(fp::INSTALL_CLEANUP_REMOVE_BACKUP);
+    fs.remove_dir_all(&paths.backup)
+        .map_err(|e| Error::io(&paths.backup, e))?;
+    fail_point!(fp::INSTALL_CLEANUP_SYNC_PARENT_BACKUP);
+    sync_parent(fs, paths)?;
+    fail_point!(fp::INSTALL_CLEANUP_REMOVE_MANIFEST);
+    fs.remove_file(&paths.manifest)
+        .map_err(|e| Error::io(&paths.manifest, e))?;
+    fail_point!(fp::INSTALL_CLEANUP_SYNC_PARENT_MANIFEST);
+    sync_parent(fs, paths)
+}
+
+fn sync_parent(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
+    fs.sync_dir(&paths.parent)
+        .map_err(|e| Error::io(&paths.parent, e))
+}

@@ -1,0 +1,217 @@
+//! Install recovery: the decision table run by `Log::open` before anything else.
+//!
+//! | manifest | live `D`        | temp          | backup | case                  | action |
+//! |----------|-----------------|---------------|--------|-----------------------|--------|
+//! | none     | yes             | any           | no     | `NotCommitted` / `Clean` | remove temp dir and manifest temp |
+//! | none     | no              | no            | no     | `Clean` (no log yet)  | nothing |
+//! | none     | any             | any           | yes    | error `Ambiguous`     | nothing |
+//! | none     | no              | yes           | no     | error `Ambiguous`     | nothing |
+//! | damaged  | any             | any           | any    | error `Corrupt`       | nothing |
+//! | valid    | matches         | any           | any    | `CommittedLiveIsNew`  | remove temp, backup, manifest |
+//! | valid    | no / old        | matches       | no     | `CommittedRollForward`| old `D` -> backup, temp -> `D`, remove backup, manifest |
+//! | valid    | yes, old        | no match      | no     | `RolledBack`          | remove temp, manifest |
+//! | valid    | no              | no match      | yes    | `RolledBackFromBackup`| backup -> `D`, remove temp, manifest |
+//! | valid    | yes, old        | matches / not | yes    | error `Ambiguous`     | nothing |
+//! | valid    | no              | no match      | no     | error `Ambiguous`     | nothing |
+//!
+//! Every action is a rename or remove followed by a parent sync, and each leaves a
+//! state that is again a row of this table, so a crash during recovery is
+//! recovered by the next open (recovery is idempotent).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::fail_point;
+use crate::format::manifest::Manifest;
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
+use crate::fs::failpoint as fp;
+use crate::fs::FileSystem;
+
+use super::validate;
+use super::InstallPaths;
+
+/// Which row of the decision table applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstallCase {
+    /// No install state next to the log directory.
+    #[default]
+    Clean,
+    /// A compaction never committed: its temp dir / manifest temp were removed.
+    NotCommitted,
+    /// Committed and `D` already holds the new content: leftovers removed.
+    CommittedLiveIsNew,
+    /// Committed and the temp dir holds the new content: it became `D`.
+    CommittedRollForward,
+    /// Committed but no directory holds the new content; `D` (old) stays.
+    RolledBack,
+    /// Committed but no directory holds the new content; the backup (old) became `D`.
+    RolledBackFromBackup,
+}
+
+/// What install recovery found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct InstallRecovery {
+    pub case: InstallCase,
+    /// Sibling paths removed or renamed, in order, as `"op path"` lines.
+    pub actions: Vec<String>,
+}
+
+/// Runs the decision table for the log directory `live` (see the module docs).
+pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
+    let paths = InstallPaths::new(live)?;
+    let mut out = InstallRecovery {
+        case: InstallCase::Clean,
+        actions: Vec::new(),
+    };
+    let live_exists = fs.exists(&paths.live);
+    let tmp_exists = fs.exists(&paths.tmp);
+    let backup_exists = fs.exists(&paths.backup);
+    if !fs.exists(&paths.manifest) {
+        if backup_exists || (!live_exists && tmp_exists) {
+            return Err(ambiguous(
+                &paths,
+                "a compaction backup or temp dir without a committed manifest and no live dir to trust",
+            ));
+        }
+        if fs.exists(&paths.manifest_tmp) {
+            fail_point!(fp::INSTALL_RECOVER_REMOVE_MANIFEST_TMP);
+            remove_file(fs, &paths.manifest_tmp, &mut out)?;
+            out.case = InstallCase::NotCommitted;
+        }
+        if tmp_exists {
+            fail_point!(fp::INSTALL_RECOVER_REMOVE_TMP);
+            remove_dir(fs, &paths.tmp, &mut out)?;
+            out.case = InstallCase::NotCommitted;
+        }
+        if out.case != InstallCase::Clean {
+            recover_sync(fs, &paths)?;
+        }
+        return Ok(out);
+    }
+    let bytes = fs
+        .read_all(&paths.manifest)
+        .map_err(|e| Error::io(&paths.manifest, e))?;
+    let manifest = Manifest::decode(&bytes).map_err(|e| e.at(&paths.manifest, 0))?;
+    let live_is_new = live_exists && validate::matches(fs, &paths.live, &manifest)?;
+    let tmp_is_new = !live_is_new && tmp_exists && validate::matches(fs, &paths.tmp, &manifest)?;
+    if live_is_new {
+        out.case = InstallCase::CommittedLiveIsNew;
+    } else if tmp_is_new {
+        if backup_exists && live_exists {
+            return Err(ambiguous(
+                &paths,
+                "old content in both the live dir and the backup",
+            ));
+        }
+        if live_exists {
+            // Step 3 again: the old content moves aside, whole.
+            fail_point!(fp::INSTALL_RECOVER_RENAME_LIVE_ASIDE);
+            rename(fs, &paths.live, &paths.backup, &mut out)?;
+            recover_sync(fs, &paths)?;
+        }
+        // Step 4 again.
+        fail_point!(fp::INSTALL_RECOVER_RENAME_TMP_LIVE);
+        rename(fs, &paths.tmp, &paths.live, &mut out)?;
+        recover_sync(fs, &paths)?;
+        out.case = InstallCase::CommittedRollForward;
+    } else if live_exists {
+        if backup_exists {
+            return Err(ambiguous(
+                &paths,
+                "no directory matches the manifest and both the live dir and the backup exist",
+            ));
+        }
+        out.case = InstallCase::RolledBack;
+    } else if backup_exists {
+        fail_point!(fp::INSTALL_RECOVER_RENAME_BACKUP_LIVE);
+        rename(fs, &paths.backup, &paths.live, &mut out)?;
+        recover_sync(fs, &paths)?;
+        out.case = InstallCase::RolledBackFromBackup;
+    } else {
+        return Err(ambiguous(
+            &paths,
+            "a committed manifest but neither the new nor the old content exists",
+        ));
+    }
+    // `D` now holds the content to keep; everything else goes, the manifest last.
+    if fs.exists(&paths.tmp) {
+        fail_point!(fp::INSTALL_RECOVER_REMOVE_TMP);
+        remove_dir(fs, &paths.tmp, &mut out)?;
+    }
+    if fs.exists(&paths.backup) {
+        fail_point!(fp::INSTALL_RECOVER_REMOVE_BACKUP);
+        remove_dir(fs, &paths.backup, &mut out)?;
+    }
+    if fs.exists(&paths.manifest_tmp) {
+        fail_point!(fp::INSTALL_RECOVER_REMOVE_MANIFEST_TMP);
+        remove_file(fs, &paths.manifest_tmp, &mut out)?;
+    }
+    recover_sync(fs, &paths)?;
+    fail_point!(fp::INSTALL_RECOVER_REMOVE_MANIFEST);
+    remove_file(fs, &paths.manifest, &mut out)?;
+    recover_sync(fs, &paths)?;
+    Ok(out)
+}
+
+/// For read-only opens: an error if an install is pending next to `live` (a
+/// writable open, e.g. `seglog recover`, must decide it first).
+pub fn pending(fs: &dyn FileSystem, live: &Path) -> Result<()> {
+    let paths = InstallPaths::new(live)?;
+    let present: Vec<_> = [
+        &paths.tmp,
+        &paths.backup,
+        &paths.manifest,
+        &paths.manifest_tmp,
+    ]
+    .into_iter()
+    .filter(|p| fs.exists(p))
+    .cloned()
+    .collect();
+    if present.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Ambiguous {
+        reason: "a compaction install is pending; open the log writable (seglog recover) to finish or roll it back".into(),
+        dirs: present,
+    })
+}
+
+fn ambiguous(paths: &InstallPaths, reason: &str) -> Error {
+    Error::Ambiguous {
+        reason: reason.to_string(),
+        dirs: vec![
+            paths.live.clone(),
+            paths.tmp.clone(),
+            paths.backup.clone(),
+            paths.manifest.clone(),
+        ],
+    }
+}
+
+fn recover_sync(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
+    fail_point!(fp::INSTALL_RECOVER_SYNC_PARENT);
+    fs.sync_dir(&paths.parent)
+        .map_err(|e| Error::io(&paths.parent, e))
+}
+
+fn rename(fs: &dyn FileSystem, from: &Path, to: &Path, out: &mut InstallRecovery) -> Result<()> {
+    fs.rename(from, to).map_err(|e| Error::io(from, e))?;
+    out.actions
+        .push(format!("rename {} -> {}", from.display(), to.display()));
+    Ok(())
+}
+
+fn remove_dir(fs: &dyn FileSystem, path: &Path, out: &mut InstallRecovery) -> Result<()> {
+    fs.remove_dir_all(path).map_err(|e| Error::io(path, e))?;
+    out.actions.push(format!("remove {}", path.display()));
+    Ok(())
+}
+
+fn remove_file(fs: &dyn FileSystem, path: &Path, out: &mut InstallRecovery) -> Result<()> {
+    fs.remove_file(path).map_err(|e| Error::io(path, e))?;
+    out.actions.push(format!("remove {}", path.display()));
+    Ok(())
+}

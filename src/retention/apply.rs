@@ -1,0 +1,117 @@
+//! Retention on an open [`Log`]: plan from its segments, delete checkpoint first,
+//! then reopen the log on the same file system (the simplest correct refresh).
+
+use std::sync::Arc;
+
+use crate::compaction::source::SegmentMeta;
+use crate::error::{Error, Result};
+use crate::log::Log;
+
+use super::{delete_prefix, DeleteOutcome, Plan};
+
+/// The retention policy, as the issue names it: `Retention::plan(&log, ..)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention;
+
+impl Retention {
+    /// The prefix of closed segments `log` would delete (pure; see [`super::plan`]).
+    pub fn plan(
+        log: &Log,
+        now: i64,
+        retention_ms: Option<i64>,
+        retention_bytes: Option<i64>,
+    ) -> Result<Plan> {
+        super::plan(&metas(log), now, retention_ms, retention_bytes)
+    }
+}
+
+/// The log's segments as retention metadata.
+pub fn metas(log: &Log) -> Vec<SegmentMeta> {
+    let segments = log.segments();
+    let next_offsets: Vec<i64> = segments
+        .iter()
+        .skip(1)
+        .map(|s| s.base_offset)
+        .chain([log.next_offset()])
+        .collect();
+    segments
+        .iter()
+        .zip(next_offsets)
+        .map(|(s, next_offset)| SegmentMeta {
+            base_offset: s.base_offset,
+            closed: s.closed,
+            bytes: s.bytes,
+            records: s.records,
+            max_timestamp: s.max_timestamp,
+            next_offset,
+        })
+        .collect()
+}
+
+impl Log {
+    /// Applies time and size retention (docs/design.md section 1): deletes the
+    /// planned prefix of closed segments. `retention_ms < 0` and
+    /// `retention_bytes <= 0` are `InvalidArgument`.
+    pub fn retain(
+        &mut self,
+        now: i64,
+        retention_ms: Option<i64>,
+        retention_bytes: Option<i64>,
+    ) -> Result<DeleteOutcome> {
+        let plan = Retention::plan(self, now, retention_ms, retention_bytes)?;
+        self.delete_segments(&plan.delete)
+    }
+
+    /// The deletion API: `bases` must be exactly the first `bases.len()` closed
+    /// segments (checked here against the log and again against the directory).
+    /// The new log start offset is made durable before any file is removed.
+    pub fn delete_segments(&mut self, bases: &[i64]) -> Result<DeleteOutcome> {
+        if self.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        let closed: Vec<i64> = self
+            .segments()
+            .iter()
+            .filter(|s| s.closed)
+            .map(|s| s.base_offset)
+            .collect();
+        if bases.len() > closed.len() || closed[..bases.len()] != *bases {
+            return Err(Error::InvalidArgument(format!(
+                "segments {bases:?} are not a prefix of the closed segments {closed:?}"
+            )));
+        }
+        if bases.is_empty() {
+            return Ok(DeleteOutcome {
+                deleted_segments: Vec::new(),
+                log_start_offset: self.log_start_offset(),
+            });
+        }
+        self.flush()?;
+        let result = delete_prefix(self.fs().as_ref(), self.dir(), bases);
+        self.reopen_after(result)
+    }
+
+    /// Reopens the log after a directory-level change, or poisons it if the change
+    /// failed half way (the next open's recovery finishes or undoes it).
+    pub(crate) fn reopen_after<T>(&mut self, result: Result<T>) -> Result<T> {
+        let value = match result {
+            Ok(value) => value,
+            Err(e) => {
+                self.poison();
+                return Err(e);
+            }
+        };
+        let fs = Arc::clone(self.fs());
+        let dir = self.dir().to_path_buf();
+        match Log::open_with(fs, dir, self.config().clone()) {
+            Ok((log, _report)) => {
+                *self = log;
+                Ok(value)
+            }
+            Err(e) => {
+                self.poison();
+                Err(e)
+            }
+        }
+    }
+}

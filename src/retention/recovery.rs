@@ -1,0 +1,102 @@
+//! Retention recovery, run by `Log::open` before any segment is opened.
+//!
+//! 1. A leftover `log-start-offset.checkpoint.tmp` is removed (it is never the
+//!    commit point).
+//! 2. Every segment *wholly below* the checkpoint is removed: a segment is wholly
+//!    below checkpoint `C` when a later segment has a base offset `<= C`. The
+//!    segment holding `C` and everything after it stay, so no hole can appear, and
+//!    the active segment is never removed.
+//! 3. If anything was removed, the directory is synced.
+//!
+//! Orphan `.index` / `.timeindex` files (which a power loss can leave when a `.log`
+//! removal persisted and an index removal did not) are removed by the log's own
+//! recovery phase right after this one, once its read-only scan has passed.
+//!
+//! A damaged checkpoint is an `Error::Corrupt` and nothing is removed.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::compaction::source::{list_segments, segment_path};
+use crate::error::{Error, Result};
+use crate::fail_point;
+use crate::format::{checkpoint, filename};
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
+use crate::fs::failpoint as fp;
+use crate::fs::FileSystem;
+
+use super::executor::read_checkpoint;
+
+/// What retention recovery found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RetentionRecovery {
+    /// The checkpointed log start offset, if a checkpoint exists.
+    pub checkpoint: Option<i64>,
+    /// Base offsets of segments removed because they were wholly below the checkpoint.
+    pub removed_segments: Vec<i64>,
+    /// Names of every file removed (segment files, checkpoint temp file).
+    pub removed_files: Vec<String>,
+}
+
+/// Runs retention recovery on `dir` (see the module docs).
+pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
+    let mut report = RetentionRecovery::default();
+    if !fs.is_dir(dir) {
+        return Ok(report);
+    }
+    let checkpoint = read_checkpoint(fs, dir)?;
+    report.checkpoint = checkpoint;
+    let tmp = dir.join(checkpoint::CHECKPOINT_TMP_NAME);
+    if fs.exists(&tmp) {
+        recover_remove(fs, dir, checkpoint::CHECKPOINT_TMP_NAME, &mut report)?;
+    }
+    let bases = list_segments(fs, dir)?;
+    if let Some(start) = checkpoint {
+        for &base in &bases[..keep_from(&bases, start)] {
+            for suffix in [
+                filename::TIME_INDEX_SUFFIX,
+                filename::INDEX_SUFFIX,
+                filename::LOG_SUFFIX,
+            ] {
+                if fs.exists(&segment_path(dir, base, suffix)) {
+                    recover_remove(fs, dir, &filename::build(base, suffix), &mut report)?;
+                }
+            }
+            report.removed_segments.push(base);
+        }
+    }
+    if !report.removed_files.is_empty() {
+        fail_point!(fp::RETENTION_RECOVER_SYNC_DIR);
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    Ok(report)
+}
+
+/// Index of the first segment to keep under checkpoint `start`: the last segment
+/// whose base is `<= start` holds `start`; every segment before it is wholly below.
+fn keep_from(bases: &[i64], start: i64) -> usize {
+    bases.iter().rposition(|&base| base <= start).unwrap_or(0)
+}
+
+/// The bases of `bases` that recovery would remove as wholly below the checkpoint
+/// of `dir` (read-only; for read-only opens).
+pub fn wholly_below(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Vec<i64>> {
+    Ok(match read_checkpoint(fs, dir)? {
+        Some(start) => bases[..keep_from(bases, start)].to_vec(),
+        None => Vec::new(),
+    })
+}
+
+fn recover_remove(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    name: &str,
+    report: &mut RetentionRecovery,
+) -> Result<()> {
+    let path = dir.join(name);
+    fail_point!(fp::RETENTION_RECOVER_REMOVE_FILE);
+    fs.remove_file(&path).map_err(|e| Error::io(&path, e))?;
+    report.removed_files.push(name.to_string());
+    Ok(())
+}

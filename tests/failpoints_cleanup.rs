@@ -1,0 +1,478 @@
+//! Fail-point crash tests for the retention, compaction and install paths.
+//!
+//! Invariants checked: for every fail point on these paths, the `seglog` binary
+//! (built with `--features failpoints`) running `retain` or `compact`, crashed there
+//! (`FAILPOINTS=<name>=return` aborts at once, like `kill -9`), leaves a directory
+//! that the next `Log::open` turns into exactly the old or the new content as the
+//! reference spec (`seglog_model::spec::SpecLog`) computes it: same
+//! `log_start_offset`, `next_offset`, segment metadata and records, with no sibling
+//! directory, manifest, temp checkpoint or unknown file left. Crashing the recovery
+//! itself (`seglog recover`), then opening again, ends the same way. The test fails
+//! if some fail point on these paths is never crashed at.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use seglog::fs::failpoint::{self as fp, ALL};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::install::{InstallCase, InstallPaths};
+use seglog::{Log, LogConfig, NewRecord};
+use seglog_model::spec::{SpecLog, SpecRecordInput};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    Retain,
+    Compact,
+}
+
+/// One appended record: key, value, timestamp.
+type Rec = (Option<&'static str>, Option<&'static str>, i64);
+
+/// The steps that build the log before the crashed operation.
+fn workload(op: Op) -> Vec<Option<Vec<Rec>>> {
+    // `None` is a roll.
+    match op {
+        Op::Compact => vec![
+            Some(vec![(Some("a"), Some("1"), 0), (Some("b"), Some("x"), 1)]),
+            Some(vec![(Some("c"), Some("1"), 2)]),
+            None,
+            Some(vec![(Some("a"), Some("2"), 3), (None, Some("event"), 4)]),
+            Some(vec![(Some("b"), None, 5)]),
+            None,
+            Some(vec![(Some("c"), Some("2"), 6)]),
+            None,
+            Some(vec![(Some("a"), Some("3"), 7)]),
+        ],
+        Op::Retain => vec![
+            Some(vec![(None, Some("0"), 0)]),
+            None,
+            Some(vec![(None, Some("50"), 50)]),
+            None,
+            Some(vec![(None, Some("150"), 150)]),
+            None,
+            Some(vec![(None, Some("250"), 250)]),
+        ],
+    }
+}
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1 << 20,
+        index_interval_bytes: 1,
+    }
+}
+
+/// Writes the workload into `dir` through the engine and the spec.
+fn prepare(op: Op, dir: &Path) -> SpecLog {
+    let (mut log, _) = Log::open(dir, config()).unwrap();
+    let mut spec = SpecLog::new(config().segment_bytes);
+    for step in workload(op) {
+        match step {
+            None => {
+                log.roll().unwrap();
+                spec.roll();
+            }
+            Some(records) => {
+                let new: Vec<NewRecord> = records
+                    .iter()
+                    .map(|(k, v, ts)| {
+                        NewRecord::new(
+                            k.map(|k| k.as_bytes().to_vec()),
+                            v.map(|v| v.as_bytes().to_vec()),
+                            *ts,
+                        )
+                    })
+                    .collect();
+                log.append(&new).unwrap();
+                let input: Vec<SpecRecordInput> = new
+                    .into_iter()
+                    .map(|r| SpecRecordInput {
+                        key: r.key,
+                        value: r.value,
+                        timestamp: r.timestamp,
+                    })
+                    .collect();
+                spec.append(&input).unwrap();
+            }
+        }
+    }
+    log.close().unwrap();
+    spec
+}
+
+const NOW_RETAIN: i64 = 300;
+const RETENTION_MS: i64 = 100;
+const NOW_COMPACT: i64 = 10_000;
+const DELETE_RETENTION_MS: i64 = 100;
+
+fn args(op: Op, dir: &Path) -> Vec<String> {
+    let dir = dir.to_str().unwrap().to_string();
+    match op {
+        Op::Retain => vec![
+            "retain".into(),
+            dir,
+            "--now".into(),
+            NOW_RETAIN.to_string(),
+            "--retention-ms".into(),
+            RETENTION_MS.to_string(),
+        ],
+        Op::Compact => vec![
+            "compact".into(),
+            dir,
+            "--now".into(),
+            NOW_COMPACT.to_string(),
+            "--delete-retention-ms".into(),
+            DELETE_RETENTION_MS.to_string(),
+            "--segment-bytes".into(),
+            config().segment_bytes.to_string(),
+        ],
+    }
+}
+
+/// The spec after the operation.
+fn apply(op: Op, spec: &SpecLog) -> SpecLog {
+    let mut spec = spec.clone();
+    match op {
+        Op::Retain => {
+            let deleted = spec.retain(NOW_RETAIN, Some(RETENTION_MS), None).unwrap();
+            assert_eq!(deleted.len(), 3);
+        }
+        Op::Compact => {
+            let summary = spec
+                .compact(NOW_COMPACT, DELETE_RETENTION_MS, None)
+                .unwrap();
+            assert!(summary.records_after < summary.records_before);
+        }
+    }
+    spec
+}
+
+/// One crash: run `op`, crash at the `hit`-th reach of `point`; optionally damage the
+/// temp dir, then crash the recovery at `recovery`.
+struct Case {
+    op: Op,
+    point: &'static str,
+    hit: u32,
+    tamper_tmp: bool,
+    recovery: Option<(&'static str, u32)>,
+    /// Whether the result must be the new content.
+    expect_new: bool,
+}
+
+const fn case(op: Op, point: &'static str, hit: u32, expect_new: bool) -> Case {
+    Case {
+        op,
+        point,
+        hit,
+        tamper_tmp: false,
+        recovery: None,
+        expect_new,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    use Op::*;
+    let mut out = vec![
+        case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 1, false),
+        case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 2, false),
+        case(Compact, fp::COMPACTION_BUILD_SYNC_TMP_DIR, 1, false),
+        case(Compact, fp::INSTALL_MANIFEST_SYNC_TMP, 1, false),
+        case(Compact, fp::INSTALL_MANIFEST_RENAME, 1, false),
+        case(Compact, fp::INSTALL_MANIFEST_SYNC_PARENT, 1, true),
+        case(Compact, fp::INSTALL_SWAP_RENAME_LIVE_BACKUP, 1, true),
+        case(Compact, fp::INSTALL_SWAP_SYNC_PARENT_BACKUP, 1, true),
+        case(Compact, fp::INSTALL_SWAP_RENAME_TMP_LIVE, 1, true),
+        case(Compact, fp::INSTALL_SWAP_SYNC_PARENT_LIVE, 1, true),
+        case(Compact, fp::INSTALL_CLEANUP_REMOVE_BACKUP, 1, true),
+        case(Compact, fp::INSTALL_CLEANUP_SYNC_PARENT_BACKUP, 1, true),
+        case(Compact, fp::INSTALL_CLEANUP_REMOVE_MANIFEST, 1, true),
+        case(Compact, fp::INSTALL_CLEANUP_SYNC_PARENT_MANIFEST, 1, true),
+        case(Retain, fp::RETENTION_CHECKPOINT_SYNC_TMP, 1, false),
+        case(Retain, fp::RETENTION_CHECKPOINT_RENAME, 1, false),
+        case(Retain, fp::RETENTION_CHECKPOINT_SYNC_DIR, 1, true),
+        case(Retain, fp::RETENTION_DELETE_REMOVE_FILE, 1, true),
+        case(Retain, fp::RETENTION_DELETE_REMOVE_FILE, 5, true),
+        case(Retain, fp::RETENTION_DELETE_REMOVE_FILE, 9, true),
+        case(Retain, fp::RETENTION_DELETE_SYNC_DIR, 1, true),
+    ];
+    let during_recovery = [
+        (
+            fp::INSTALL_MANIFEST_RENAME,
+            fp::INSTALL_RECOVER_REMOVE_MANIFEST_TMP,
+            1,
+            false,
+        ),
+        (
+            fp::COMPACTION_BUILD_SYNC_TMP_DIR,
+            fp::INSTALL_RECOVER_REMOVE_TMP,
+            1,
+            false,
+        ),
+        (
+            fp::INSTALL_SWAP_RENAME_LIVE_BACKUP,
+            fp::INSTALL_RECOVER_RENAME_LIVE_ASIDE,
+            1,
+            true,
+        ),
+        (
+            fp::INSTALL_SWAP_RENAME_LIVE_BACKUP,
+            fp::INSTALL_RECOVER_RENAME_TMP_LIVE,
+            1,
+            true,
+        ),
+        (
+            fp::INSTALL_SWAP_RENAME_TMP_LIVE,
+            fp::INSTALL_RECOVER_RENAME_TMP_LIVE,
+            1,
+            true,
+        ),
+        (
+            fp::INSTALL_SWAP_RENAME_TMP_LIVE,
+            fp::INSTALL_RECOVER_SYNC_PARENT,
+            1,
+            true,
+        ),
+        (
+            fp::INSTALL_SWAP_RENAME_TMP_LIVE,
+            fp::INSTALL_RECOVER_SYNC_PARENT,
+            2,
+            true,
+        ),
+        (
+            fp::INSTALL_SWAP_RENAME_TMP_LIVE,
+            fp::INSTALL_RECOVER_REMOVE_BACKUP,
+            1,
+            true,
+        ),
+        (
+            fp::INSTALL_SWAP_RENAME_TMP_LIVE,
+            fp::INSTALL_RECOVER_REMOVE_MANIFEST,
+            1,
+            true,
+        ),
+        (
+            fp::INSTALL_CLEANUP_REMOVE_MANIFEST,
+            fp::INSTALL_RECOVER_REMOVE_MANIFEST,
+            1,
+            true,
+        ),
+    ];
+    for (point, recovery_point, hit, expect_new) in during_recovery {
+        out.push(Case {
+            recovery: Some((recovery_point, hit)),
+            ..case(Op::Compact, point, 1, expect_new)
+        });
+    }
+    for recovery_point in [
+        fp::INSTALL_RECOVER_RENAME_BACKUP_LIVE,
+        fp::INSTALL_RECOVER_REMOVE_TMP,
+        fp::INSTALL_RECOVER_REMOVE_MANIFEST,
+    ] {
+        // The temp dir is damaged after the swap began: roll back from the backup.
+        out.push(Case {
+            tamper_tmp: true,
+            recovery: Some((recovery_point, 1)),
+            ..case(Op::Compact, fp::INSTALL_SWAP_RENAME_TMP_LIVE, 1, false)
+        });
+    }
+    for (recovery_point, hit) in [
+        (fp::RETENTION_RECOVER_REMOVE_FILE, 1),
+        (fp::RETENTION_RECOVER_REMOVE_FILE, 4),
+        (fp::RETENTION_RECOVER_SYNC_DIR, 1),
+    ] {
+        out.push(Case {
+            recovery: Some((recovery_point, hit)),
+            ..case(Op::Retain, fp::RETENTION_CHECKPOINT_SYNC_DIR, 1, true)
+        });
+    }
+    out
+}
+
+fn action(hit: u32) -> String {
+    if hit <= 1 {
+        "return".to_string()
+    } else {
+        format!("{}*off->return", hit - 1)
+    }
+}
+
+/// Runs `seglog ARGS` with a crash configured at `point`, expecting the crash.
+fn crash_binary(args: &[String], point: &str, hit: u32) {
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(args)
+        .env("FAILPOINTS", format!("{point}={}", action(hit)))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.code().is_none(),
+        "{args:?} did not crash at {point} (hit {hit}): {:?} {stderr}",
+        output.status
+    );
+    assert!(
+        stderr.contains(&format!("crashed at fail point {point}")),
+        "{args:?}: {stderr}"
+    );
+}
+
+/// Everything observable, engine side.
+type View = (
+    i64,
+    i64,
+    Vec<(i64, bool, u64, u64, i64)>,
+    Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>, i64, bool)>,
+);
+
+fn engine_view(log: &Log) -> View {
+    (
+        log.log_start_offset(),
+        log.next_offset(),
+        log.segments()
+            .iter()
+            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
+            .collect(),
+        log.read(log.log_start_offset(), usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                (
+                    r.offset,
+                    r.key.map(|b| b.to_vec()),
+                    r.value.map(|b| b.to_vec()),
+                    r.timestamp,
+                    r.control,
+                )
+            })
+            .collect(),
+    )
+}
+
+fn spec_view(spec: &SpecLog) -> View {
+    (
+        spec.log_start_offset(),
+        spec.next_offset(),
+        spec.segments()
+            .iter()
+            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
+            .collect(),
+        spec.read(spec.log_start_offset())
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                (
+                    r.offset,
+                    r.key.map(|b| b.to_vec()),
+                    r.value.map(|b| b.to_vec()),
+                    r.timestamp,
+                    r.control,
+                )
+            })
+            .collect(),
+    )
+}
+
+fn siblings(dir: &Path) -> Vec<String> {
+    let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+    StdFs::new()
+        .list_dir(dir.parent().unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with(&name) && *n != name)
+        .collect()
+}
+
+fn check_case(c: &Case) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("log");
+    let old = prepare(c.op, &dir);
+    let new = apply(c.op, &old);
+    assert_ne!(spec_view(&old), spec_view(&new));
+    crash_binary(&args(c.op, &dir), c.point, c.hit);
+    if c.tamper_tmp {
+        let fs = StdFs::new();
+        let tmp = InstallPaths::new(&dir).unwrap().tmp;
+        let first = fs.list_dir(&tmp).unwrap().remove(0);
+        fs.append(&tmp.join(first), b"damage").unwrap();
+    }
+    if let Some((point, hit)) = c.recovery {
+        crash_binary(
+            &["recover".to_string(), dir.to_str().unwrap().to_string()],
+            point,
+            hit,
+        );
+    }
+    let (log, report) = Log::open(&dir, config()).unwrap();
+    let expected = if c.expect_new { &new } else { &old };
+    assert_eq!(
+        engine_view(&log),
+        spec_view(expected),
+        "{:?} at {} (hit {}), recovery {:?}: {report:?}",
+        c.op,
+        c.point,
+        c.hit,
+        c.recovery
+    );
+    assert_eq!(log.next_offset(), old.next_offset());
+    assert!(siblings(&dir).is_empty(), "leftovers: {:?}", siblings(&dir));
+    assert!(
+        report.unknown_files.is_empty(),
+        "{:?}",
+        report.unknown_files
+    );
+    log.close().unwrap();
+    // Recovery is idempotent: a second open finds nothing to do.
+    let (_, again) = Log::open(&dir, config()).unwrap();
+    assert_eq!(again.install.case, InstallCase::Clean);
+    assert!(again.retention.removed_files.is_empty());
+    assert!(again.removed_files.is_empty());
+}
+
+#[test]
+fn every_cleanup_fail_point_crash_recovers_to_old_or_new() {
+    let mut crashed: BTreeSet<&str> = BTreeSet::new();
+    for c in cases() {
+        check_case(&c);
+        crashed.insert(c.point);
+        if let Some((point, _)) = c.recovery {
+            crashed.insert(point);
+        }
+    }
+    let missing: Vec<&&str> = ALL
+        .iter()
+        .filter(|name| {
+            ["retention::", "compaction::", "install::"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+        })
+        .filter(|name| !crashed.contains(**name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "fail points never crashed at: {missing:?}"
+    );
+}
+
+#[test]
+fn binary_lists_every_cleanup_fail_point() {
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .arg("failpoints")
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed: Vec<&str> = json["failpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for name in [
+        fp::RETENTION_CHECKPOINT_RENAME,
+        fp::COMPACTION_BUILD_SYNC_FILE,
+        fp::INSTALL_SWAP_RENAME_TMP_LIVE,
+        fp::INSTALL_RECOVER_SYNC_PARENT,
+    ] {
+        assert!(listed.contains(&name), "{name} not listed");
+    }
+    assert_eq!(listed, ALL);
+}
