@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use arbitrary::{Arbitrary, Unstructured};
 use seglog::format::{ControlKind, Header, NewRecord, RecordBatch};
 
-use common::{Damage, DirInput, IndexFiles, Stranger};
+use common::{CheckpointFile, Damage, DirInput, IndexFiles, Leftover, Stranger};
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -200,6 +200,38 @@ fn dir_seeds() -> BTreeMap<String, Vec<u8>> {
             }),
             ("empty-dir", &|i| {
                 i.segments.0.is_empty() && i.damage.0.is_empty()
+            }),
+            ("checkpoint-removes-prefix", &|i| {
+                i.damage.0.is_empty()
+                    && matches!(i.checkpoint, Some(CheckpointFile::At(_)))
+                    && i.segments.0.len() >= 3
+                    && matches!(checks::open_dir(i), checks::DirOutcome::Opened { segments_removed, .. } if segments_removed > 0)
+            }),
+            ("garbage-checkpoint", &|i| {
+                i.damage.0.is_empty()
+                    && matches!(i.checkpoint, Some(CheckpointFile::Garbage(_)))
+                    && batches(i) >= 2
+            }),
+            ("uncommitted-compaction", &|i| {
+                i.damage.0.is_empty()
+                    && batches(i) >= 2
+                    && i.leftovers.0.len() == 2
+                    && i.leftovers
+                        .0
+                        .iter()
+                        .any(|l| matches!(l, Leftover::UncommittedTmp))
+                    && i.leftovers
+                        .0
+                        .iter()
+                        .any(|l| matches!(l, Leftover::ManifestTmp | Leftover::CheckpointTmp))
+            }),
+            ("damaged-manifest", &|i| {
+                i.damage.0.is_empty()
+                    && batches(i) >= 2
+                    && i.leftovers
+                        .0
+                        .iter()
+                        .any(|l| matches!(l, Leftover::DamagedManifest(_)))
             }),
         ],
     )

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use seglog::format::batch::{decode, decode_header};
-use seglog::format::filename;
 use seglog::format::index::{encode_offset_entries, encode_time_entries};
+use seglog::format::{checkpoint, filename};
 use seglog::format::{ControlKind, RecordBatch};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
@@ -18,10 +18,14 @@ use seglog::segment::index::SegmentIndex;
 use seglog::workload::{new_records, RecordView};
 use seglog::{Error, Log};
 
-use crate::common::{Damage, DirInput, IndexFiles, Stranger};
+use crate::common::{CheckpointFile, Damage, DirInput, IndexFiles, Leftover, Stranger};
 
 /// Where the targets keep the log inside the simulated file system.
 pub const LOG_DIR: &str = "/data/log";
+/// The install protocol's siblings of [`LOG_DIR`].
+pub const COMPACT_TMP_DIR: &str = "/data/log.compact-tmp";
+pub const MANIFEST: &str = "/data/log.compact-manifest";
+pub const MANIFEST_TMP: &str = "/data/log.compact-manifest.tmp";
 
 // ---- decode_batch ----
 
@@ -152,6 +156,44 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
         }
         records.insert(log_path, views);
     }
+    let mut damaged = BTreeSet::new();
+    match &input.checkpoint {
+        Some(CheckpointFile::At(n)) => {
+            let span = next - input.first_base.0 + 2;
+            let start = input.first_base.0 + i64::from(*n) % span;
+            let path = dir.join(checkpoint::CHECKPOINT_NAME);
+            fs.write_new(&path, &checkpoint::encode(start))
+                .expect("write checkpoint");
+        }
+        Some(CheckpointFile::Garbage(bytes)) => {
+            let path = dir.join(checkpoint::CHECKPOINT_NAME);
+            fs.write_new(&path, &bytes.0).expect("write checkpoint");
+            damaged.insert(path);
+        }
+        None => {}
+    }
+    for leftover in &input.leftovers.0 {
+        let (path, content) = match leftover {
+            Leftover::CheckpointTmp => (
+                dir.join(checkpoint::CHECKPOINT_TMP_NAME),
+                checkpoint::encode(next),
+            ),
+            Leftover::UncommittedTmp => {
+                fs.create_dir_all(Path::new(COMPACT_TMP_DIR))
+                    .expect("mkdir tmp");
+                (
+                    Path::new(COMPACT_TMP_DIR).join(filename::build(0, filename::LOG_SUFFIX)),
+                    b"half-built".to_vec(),
+                )
+            }
+            Leftover::ManifestTmp => (PathBuf::from(MANIFEST_TMP), b"half-written".to_vec()),
+            Leftover::DamagedManifest(bytes) => {
+                damaged.insert(PathBuf::from(MANIFEST));
+                (PathBuf::from(MANIFEST), bytes.0.clone())
+            }
+        };
+        fs.write_new(&path, &content).expect("write leftover");
+    }
     for (i, stranger) in input.strangers.0.iter().enumerate() {
         let (path, content) = match stranger {
             Stranger::Temp => (dir.join(format!("scratch-{i}.tmp")), b"temp".to_vec()),
@@ -164,7 +206,6 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
         };
         fs.write_new(&path, &content).expect("write stranger");
     }
-    let mut damaged = BTreeSet::new();
     for damage in &input.damage.0 {
         let files: Vec<PathBuf> = fs.snapshot().into_keys().collect();
         if files.is_empty() {
@@ -211,6 +252,38 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
     }
 }
 
+/// Files a successful open may remove: leftovers of the retention and install
+/// protocols, and every file of the segments wholly below a valid checkpoint (a
+/// checkpointed deletion is committed; recovery finishes it).
+fn removable(path: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) -> bool {
+    let dir = Path::new(LOG_DIR);
+    if path.starts_with(COMPACT_TMP_DIR)
+        || path == Path::new(MANIFEST_TMP)
+        || path == dir.join(checkpoint::CHECKPOINT_TMP_NAME)
+    {
+        return true;
+    }
+    let Some(start) = before
+        .get(&dir.join(checkpoint::CHECKPOINT_NAME))
+        .and_then(|bytes| checkpoint::decode(bytes).ok())
+    else {
+        return false;
+    };
+    let bases: Vec<i64> = segment_logs(before)
+        .iter()
+        .filter_map(|p| base_of(p))
+        .collect();
+    // The segment holding the checkpoint (the last base <= it) and all after it stay.
+    let keep_from = bases.iter().rposition(|&b| b <= start).unwrap_or(0);
+    let below = &bases[..keep_from];
+    path.parent() == Some(dir) && base_of(path).is_some_and(|b| below.contains(&b))
+}
+
+fn base_of(path: &Path) -> Option<i64> {
+    let (base, _) = filename::parse(path.file_name()?.to_str()?)?;
+    Some(base)
+}
+
 fn is_index(path: &Path) -> bool {
     path.parent() == Some(Path::new(LOG_DIR))
         && path
@@ -243,8 +316,11 @@ fn segment_logs(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
 ///   fails only if something was damaged, and a `Corrupt` error names a damaged file.
 /// - An open that succeeds deleted no byte outside a torn active tail: every file
 ///   other than the index files keeps its bytes, and the last segment's `.log`
-///   keeps a prefix. New files are index files only (or the first segment of a
-///   directory that had none); no directory disappears.
+///   keeps a prefix. The exceptions are committed deletions and leftovers: the files
+///   of segments wholly below a valid retention checkpoint, the checkpoint temp
+///   file, and an uncommitted compaction's temp dir and manifest temp (which must be
+///   gone). New files are index files only (or the first segment of a directory
+///   that had none).
 /// - After a successful open every `.log` decodes completely, batch after batch
 ///   (closed segments were never cut, so they must have been whole), and the engine
 ///   reads back exactly the records those files hold.
@@ -289,9 +365,10 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
         if is_index(path) {
             continue;
         }
-        let now = after
-            .get(path)
-            .unwrap_or_else(|| panic!("open deleted {}", path.display()));
+        let Some(now) = after.get(path) else {
+            assert!(removable(path, &before), "open deleted {}", path.display());
+            continue;
+        };
         if Some(path) == last_log {
             assert!(
                 bytes.starts_with(now),
@@ -311,10 +388,14 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
             path.display()
         );
     }
-    assert!(
-        dirs_before.is_subset(&fs.snapshot_dirs()),
-        "open removed a directory"
-    );
+    let dirs_after = fs.snapshot_dirs();
+    for gone in dirs_before.difference(&dirs_after) {
+        assert!(
+            gone.starts_with(COMPACT_TMP_DIR),
+            "open removed {}",
+            gone.display()
+        );
+    }
 
     let read = log
         .read(log.log_start_offset(), usize::MAX)
@@ -364,6 +445,9 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
         if built.damaged.contains(path) {
             break;
         }
+        if !after.contains_key(path) {
+            continue; // below the checkpoint, checked above
+        }
         intact.extend(built.records.get(path).cloned().unwrap_or_default());
     }
     assert!(
@@ -377,6 +461,12 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
         );
         assert_eq!(report.truncated_bytes, 0);
         assert!(report.removed_files.is_empty(), "{report:?}");
+        for leftover in [COMPACT_TMP_DIR, MANIFEST_TMP] {
+            assert!(
+                !fs.exists(Path::new(leftover)),
+                "{leftover} survived the open"
+            );
+        }
     }
     drop(log);
 
@@ -394,6 +484,10 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
     DirOutcome::Opened {
         truncated_bytes: report.truncated_bytes,
         rebuilt_indexes: report.rebuilt_indexes.len(),
+        segments_removed: logs_before
+            .iter()
+            .filter(|p| !after.contains_key(*p))
+            .count(),
     }
 }
 
@@ -405,5 +499,7 @@ pub enum DirOutcome {
     Opened {
         truncated_bytes: u64,
         rebuilt_indexes: usize,
+        /// Segments removed as wholly below the retention checkpoint.
+        segments_removed: usize,
     },
 }

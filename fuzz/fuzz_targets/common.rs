@@ -323,13 +323,40 @@ pub enum Stranger {
     Subdir,
 }
 
-/// Input of `open_dir`: a small directory of segment, index and other files.
+/// The retention checkpoint (`log-start-offset.checkpoint`) in the log directory.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum CheckpointFile {
+    /// A valid checkpoint at the first base plus this many offsets (modulo the span of
+    /// the segments, plus 2): recovery removes the segments wholly below it.
+    At(u8),
+    /// Bytes that are not a checkpoint: the open must refuse and change nothing.
+    Garbage(Few<u8, 20>),
+}
+
+/// Leftovers of the retention and install protocols, next to or inside the log dir.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum Leftover {
+    /// `log-start-offset.checkpoint.tmp` (never the commit point).
+    CheckpointTmp,
+    /// `D.compact-tmp/` holding a segment file, with no manifest: an uncommitted
+    /// compaction.
+    UncommittedTmp,
+    /// `D.compact-manifest.tmp`.
+    ManifestTmp,
+    /// `D.compact-manifest` holding bytes that are not a manifest.
+    DamagedManifest(Few<u8, 24>),
+}
+
+/// Input of `open_dir`: a small directory of segment, index, checkpoint and other
+/// files, with install-protocol siblings.
 #[derive(Debug, Clone, Arbitrary)]
 pub struct DirInput {
     pub config: FuzzConfig,
     /// Offset of the first segment.
     pub first_base: Gap,
     pub segments: Few<DirSegment, 4>,
+    pub checkpoint: Option<CheckpointFile>,
+    pub leftovers: Few<Leftover, 2>,
     pub strangers: Few<Stranger, 2>,
     pub damage: Few<Damage, 3>,
 }
