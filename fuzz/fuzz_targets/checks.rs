@@ -312,8 +312,10 @@ fn segment_logs(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
 ///
 /// Invariants checked:
 /// - `Log::open` never panics.
-/// - An open that fails changed nothing at all (every file and directory as before),
-///   fails only if something was damaged, and a `Corrupt` error names a damaged file.
+/// - An open that fails changed nothing (every file and directory as before), except
+///   that it may have finished the install and retention protocols first (removed
+///   leftovers, or segments wholly below a valid checkpoint); it fails only if
+///   something was damaged, and a `Corrupt` error names a damaged file.
 /// - An open that succeeds deleted no byte outside a torn active tail: every file
 ///   other than the index files keeps its bytes, and the last segment's `.log`
 ///   keeps a prefix. The exceptions are committed deletions and leftovers: the files
@@ -338,12 +340,34 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
     let (log, report) = match Log::open_with(dyn_fs.clone(), LOG_DIR, config.clone()) {
         Ok(opened) => opened,
         Err(e) => {
-            assert!(fs.snapshot() == before, "a failed open ({e}) changed files");
-            assert_eq!(
-                fs.snapshot_dirs(),
-                dirs_before,
-                "a failed open ({e}) changed dirs"
-            );
+            // Install and retention recovery run before the segment scan (install
+            // recovery decides what the log directory is), so an open that then
+            // fails may already have finished those protocols: removed leftovers or
+            // segments wholly below a valid checkpoint. Nothing else may change.
+            let after = fs.snapshot();
+            for (path, bytes) in &after {
+                assert!(
+                    before.get(path) == Some(bytes),
+                    "a failed open ({e}) changed or created {}",
+                    path.display()
+                );
+            }
+            let removed: Vec<&PathBuf> =
+                before.keys().filter(|p| !after.contains_key(*p)).collect();
+            for path in &removed {
+                assert!(
+                    removable(path, &before),
+                    "a failed open ({e}) removed {}",
+                    path.display()
+                );
+            }
+            for gone in dirs_before.difference(&fs.snapshot_dirs()) {
+                assert!(
+                    gone.starts_with(COMPACT_TMP_DIR),
+                    "a failed open ({e}) removed {}",
+                    gone.display()
+                );
+            }
             assert!(
                 !built.damaged.is_empty(),
                 "an undamaged directory failed to open: {e}"
@@ -356,7 +380,9 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
                 Error::Unsupported(_) => {}
                 other => panic!("unexpected error kind: {other}"),
             }
-            return DirOutcome::Refused;
+            return DirOutcome::Refused {
+                removed: removed.len(),
+            };
         }
     };
     let after = fs.snapshot();
@@ -494,8 +520,9 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
 /// What [`open_dir`] saw, so seed replays can show which paths they reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirOutcome {
-    /// The open failed (and changed nothing).
-    Refused,
+    /// The open failed, having removed only `removed` leftover or
+    /// below-the-checkpoint files.
+    Refused { removed: usize },
     Opened {
         truncated_bytes: u64,
         rebuilt_indexes: usize,
