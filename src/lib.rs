@@ -27,7 +27,9 @@ pub mod fs;
 pub mod install;
 pub mod log;
 pub mod retention;
+pub mod scenario;
 pub mod segment;
+pub mod sweep;
 pub mod workload;
 
 /// The shared byte buffers [`ReadRecord`] keys and values are slices of.

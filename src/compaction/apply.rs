@@ -32,10 +32,11 @@ impl Log {
                 options.segment_bytes
             )));
         }
+        // A durability point even when there is nothing to compact.
+        self.flush()?;
         if self.segments().len() < 2 {
             return Ok(CompactionReport::default());
         }
-        self.flush()?;
         let log_start_offset = self.log_start_offset();
         let next_offset = self.next_offset();
         let result = compact_dir(self.fs().as_ref(), self.dir(), options)

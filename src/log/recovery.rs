@@ -150,7 +150,25 @@ pub fn recovery_ensure_dir(
         }
         return Ok(());
     }
+    // Every directory this creates must be durable in its parent, up to the first
+    // ancestor that already existed: otherwise a power loss can take the whole log
+    // path away after a flush "made everything durable" (found by the crash sweep).
+    let mut created = Vec::new();
+    let mut missing = Some(dir);
+    while let Some(path) = missing {
+        if path.as_os_str().is_empty() || fs.exists(path) {
+            break;
+        }
+        created.push(path);
+        missing = path.parent();
+    }
     fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    for path in created.iter().rev() {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            crate::fail_point!(crate::fs::failpoint::LOG_RECOVERY_SYNC_DIR);
+            fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
+        }
+    }
     report.created = true;
     Ok(())
 }

@@ -59,6 +59,9 @@ impl Log {
         retention_bytes: Option<i64>,
     ) -> Result<DeleteOutcome> {
         let plan = Retention::plan(self, now, retention_ms, retention_bytes)?;
+        // Retention is a durability point even when it deletes nothing: everything
+        // appended before it is durable when it returns (docs/design.md section 1).
+        self.flush()?;
         self.delete_segments(&plan.delete)
     }
 

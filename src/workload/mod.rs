@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod engine;
 pub mod spec;
 
 /// A record as workloads and scenario files write it: UTF-8 key and value, each

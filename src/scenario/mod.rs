@@ -1,0 +1,10 @@
+//! Crash scenarios: replayable crash-window bugs as data (`crash-scenarios/*.toml`).
+//!
+//! [`format`] is the file format; [`replay`] runs one on the simulated file system,
+//! deterministically, and compares the recovered log with the expectation.
+
+pub mod format;
+pub mod replay;
+
+pub use format::{CrashSpec, Expectation, Outcome, Scenario, ScenarioConfig, Semantics};
+pub use replay::{replay, replay_expecting, ReplayResult};

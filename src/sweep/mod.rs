@@ -1,0 +1,413 @@
+//! The crash sweep: for a workload, crash before every mutating file-system operation,
+//! enumerate the disk images a crash can leave (process crash and power loss, on
+//! [`SimFs`]), recover each with `Log::open`, and hold the result against the spec.
+//!
+//! What is checked for every image (docs/design.md section 8):
+//! * recovery succeeds (no error, no panic);
+//! * the recovered log equals the spec's state at one of the allowed points: any state
+//!   from the last durability point before the interrupted operation up to the state
+//!   right after it (so nothing flushed is lost, and an interrupted retention or
+//!   compaction is exactly old or exactly new);
+//! * no leftovers: no temp/backup directory, manifest or temp file remains;
+//! * recovery is idempotent: a second open changes no byte and gives the same view.
+
+mod allowed;
+mod workloads;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::fs::sim::{CrashImage, CrashMode, SimFs};
+use crate::fs::FileSystem;
+use crate::log::Log;
+use crate::workload::engine::{self, Variant};
+use crate::workload::LogView;
+
+pub use allowed::{Allowed, States};
+pub use workloads::{named_workloads, Workload};
+
+/// Where the sweep keeps the log inside the simulated file system.
+pub const LOG_DIR: &str = "/data/log";
+/// The parent of [`LOG_DIR`]: where the install protocol's siblings live.
+pub const PARENT_DIR: &str = "/data";
+
+/// How hard to look.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepOptions {
+    /// Disk images enumerated per crash point under power loss (process crash adds one).
+    pub images_per_point: usize,
+    /// Also crash during recovery of the first `recovery_crash_images` images of each
+    /// point, at every recovery operation, and recover again.
+    pub recovery_crash_images: usize,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            images_per_point: 32,
+            recovery_crash_images: 1,
+        }
+    }
+}
+
+/// One failed check, with everything needed to reproduce it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Violation {
+    pub workload: String,
+    /// The crash happened before this mutating file-system operation (0-based).
+    pub crash_before_op: u64,
+    /// Index of the workload operation that was running, `None` for the initial open.
+    pub interrupted_op: Option<usize>,
+    /// `process` or `power_loss`.
+    pub mode: String,
+    /// What the crash took away (directory operations, file bytes).
+    pub lost: Vec<String>,
+    /// When the crash was nested in recovery: the recovery operation it came before.
+    pub recovery_crash_before_op: Option<u64>,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "workload {} crash before fs op {} (during op {}) {} lost [{}]{}: {}",
+            self.workload,
+            self.crash_before_op,
+            self.interrupted_op
+                .map_or_else(|| "open".to_string(), |i| i.to_string()),
+            self.mode,
+            self.lost.join("; "),
+            self.recovery_crash_before_op
+                .map(|k| format!(" then crash during recovery before op {k}"))
+                .unwrap_or_default(),
+            self.detail
+        )
+    }
+}
+
+/// Per-workload numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadReport {
+    pub workload: String,
+    /// Mutating file-system operations of an uninterrupted run.
+    pub operations: u64,
+    pub crash_points: u64,
+    pub disk_images: u64,
+    pub violations: Vec<Violation>,
+    pub seconds: f64,
+}
+
+/// Runs `workload` on `fs` until the end or until the simulated crash. Returns the
+/// index of the interrupted operation (`Some(None)` when the initial open crashed,
+/// `None` when the run completed), or an error description for a non-crash failure.
+pub fn run_until_crash(
+    workload: &Workload,
+    fs: &Arc<SimFs>,
+) -> Result<Option<Option<usize>>, String> {
+    let variant = Variant::parse(&workload.variant)?;
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let mut log = match Log::open_with(dyn_fs, LOG_DIR, workload.config.clone()) {
+        Ok((log, _)) => log,
+        Err(_) if fs.is_crashed() => return Ok(Some(None)),
+        Err(e) => return Err(format!("initial open failed: {e}")),
+    };
+    for (i, op) in workload.ops.iter().enumerate() {
+        match engine::apply_with(&mut log, op, variant) {
+            Ok(_) => {}
+            Err(_) if fs.is_crashed() => return Ok(Some(Some(i))),
+            Err(e) => return Err(format!("op {i} {op} failed: {e}")),
+        }
+    }
+    Ok(None)
+}
+
+/// Runs `workload` to the end on `fs` (no crash expected).
+pub fn run_to_end(workload: &Workload, fs: &Arc<SimFs>) -> Result<(), String> {
+    match run_until_crash(workload, fs)? {
+        None => Ok(()),
+        Some(_) => Err("the run crashed without a crash point".into()),
+    }
+}
+
+/// Counts the mutating file-system operations of an uninterrupted run.
+pub fn count_operations(workload: &Workload) -> Result<u64, String> {
+    let fs = Arc::new(SimFs::new());
+    match run_until_crash(workload, &fs)? {
+        None => Ok(fs.mutating_ops()),
+        Some(_) => Err("uninterrupted run crashed".into()),
+    }
+}
+
+/// Names in the log's parent and the log dir that must not survive recovery.
+pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
+    let mut out = Vec::new();
+    let log_name = Path::new(LOG_DIR)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Ok(names) = fs.list_dir(Path::new(PARENT_DIR)) {
+        out.extend(
+            names
+                .into_iter()
+                .filter(|n| *n != log_name)
+                .map(|n| format!("{PARENT_DIR}/{n}")),
+        );
+    }
+    if let Ok(names) = fs.list_dir(Path::new(LOG_DIR)) {
+        out.extend(
+            names
+                .into_iter()
+                .filter(|n| {
+                    n.ends_with(".tmp") || n.contains(".compact-") || n.ends_with(".deleted")
+                })
+                .map(|n| format!("{LOG_DIR}/{n}")),
+        );
+    }
+    out
+}
+
+/// Recovers one disk image and checks it. Returns the recovered view.
+pub fn check_image(
+    workload: &Workload,
+    allowed: &Allowed,
+    image: &SimFs,
+) -> Result<LogView, String> {
+    let fs = Arc::new(duplicate(image));
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (log, _report) = Log::open_with(dyn_fs.clone(), LOG_DIR, workload.config.clone())
+        .map_err(|e| format!("recovery failed: {e}"))?;
+    let view = engine::view(&log).map_err(|e| format!("read after recovery failed: {e}"))?;
+    drop(log);
+    if let Some(diff) = allowed.mismatch(&view) {
+        return Err(format!("recovered log is not an allowed state: {diff}"));
+    }
+    let left = leftovers(&*dyn_fs);
+    if !left.is_empty() {
+        return Err(format!("leftovers after recovery: {left:?}"));
+    }
+    let before = fs.snapshot();
+    let (log, _) = Log::open_with(dyn_fs, LOG_DIR, workload.config.clone())
+        .map_err(|e| format!("second open failed: {e}"))?;
+    let again = engine::view(&log).map_err(|e| format!("read after second open failed: {e}"))?;
+    drop(log);
+    if again != view {
+        return Err(format!(
+            "second open changed the log: {:?}",
+            view.diff(&again)
+        ));
+    }
+    if fs.snapshot() != before {
+        return Err("second open modified files: recovery is not idempotent".into());
+    }
+    Ok(view)
+}
+
+/// Crashes recovery of `image` before each of its operations, then recovers again.
+fn check_recovery_crashes(
+    workload: &Workload,
+    allowed: &Allowed,
+    image: &SimFs,
+    images_per_point: usize,
+    mut on_violation: impl FnMut(u64, Vec<String>, String),
+) -> u64 {
+    // How many operations does a clean recovery of this image take?
+    let probe = Arc::new(duplicate(image));
+    let start = probe.mutating_ops();
+    let dyn_probe: Arc<dyn FileSystem> = probe.clone();
+    if Log::open_with(dyn_probe, LOG_DIR, workload.config.clone()).is_err() {
+        return 0; // reported by check_image
+    }
+    let recovery_ops = probe.mutating_ops() - start;
+    let mut images = 0;
+    for k in 0..recovery_ops {
+        let fs = Arc::new(duplicate(image));
+        fs.set_crash_before(fs.mutating_ops() + k);
+        let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+        if Log::open_with(dyn_fs, LOG_DIR, workload.config.clone()).is_ok() {
+            continue; // the crash point was not reached (recovery took another path)
+        }
+        for nested in crash_images(&fs, images_per_point) {
+            images += 1;
+            if let Err(detail) = check_image(workload, allowed, &nested.fs) {
+                on_violation(
+                    k,
+                    nested.lost.iter().map(ToString::to_string).collect(),
+                    detail,
+                );
+            }
+        }
+    }
+    images
+}
+
+/// The images of one crash point: the first is "everything completed" (what a
+/// process crash leaves), the rest are power-loss images.
+fn crash_images(fs: &SimFs, images_per_point: usize) -> Vec<CrashImage> {
+    fs.crash_images(CrashMode::PowerLoss, images_per_point.max(1))
+}
+
+/// A copy of a (settled) image, to open without changing the original.
+pub fn duplicate(fs: &SimFs) -> SimFs {
+    fs.crash_images(CrashMode::Process, 1)
+        .into_iter()
+        .next()
+        .map(|image| image.fs)
+        .unwrap_or_default()
+}
+
+/// Sweeps one workload.
+pub fn sweep(
+    workload: &Workload,
+    options: &SweepOptions,
+    mut progress: impl FnMut(u64, u64),
+) -> WorkloadReport {
+    let started = Instant::now();
+    let mut report = WorkloadReport {
+        workload: workload.name.clone(),
+        operations: 0,
+        crash_points: 0,
+        disk_images: 0,
+        violations: Vec::new(),
+        seconds: 0.0,
+    };
+    let states = match Allowed::states(workload) {
+        Ok(states) => states,
+        Err(detail) => {
+            report.violations.push(violation(
+                workload,
+                0,
+                None,
+                "setup",
+                Vec::new(),
+                None,
+                detail,
+            ));
+            return report;
+        }
+    };
+    let total = match count_operations(workload) {
+        Ok(n) => n,
+        Err(detail) => {
+            report.violations.push(violation(
+                workload,
+                0,
+                None,
+                "setup",
+                Vec::new(),
+                None,
+                detail,
+            ));
+            return report;
+        }
+    };
+    report.operations = total;
+    for k in 0..total {
+        progress(k, total);
+        let fs = Arc::new(SimFs::new());
+        fs.set_crash_before(k);
+        let interrupted = match run_until_crash(workload, &fs) {
+            Ok(Some(interrupted)) => interrupted,
+            Ok(None) => continue,
+            Err(detail) => {
+                report.violations.push(violation(
+                    workload,
+                    k,
+                    None,
+                    "run",
+                    Vec::new(),
+                    None,
+                    detail,
+                ));
+                continue;
+            }
+        };
+        report.crash_points += 1;
+        let allowed = states.allowed_after_crash(workload, interrupted);
+        for (n, image) in crash_images(&fs, options.images_per_point)
+            .into_iter()
+            .enumerate()
+        {
+            report.disk_images += 1;
+            let mode = if image.lost.is_empty() {
+                "process"
+            } else {
+                "power_loss"
+            };
+            let lost: Vec<String> = image.lost.iter().map(ToString::to_string).collect();
+            if let Err(detail) = check_image(workload, &allowed, &image.fs) {
+                report.violations.push(violation(
+                    workload,
+                    k,
+                    interrupted,
+                    mode,
+                    lost.clone(),
+                    None,
+                    detail,
+                ));
+                continue;
+            }
+            if n < options.recovery_crash_images {
+                let mut nested_violations = Vec::new();
+                report.disk_images += check_recovery_crashes(
+                    workload,
+                    &allowed,
+                    &image.fs,
+                    options.images_per_point.min(4),
+                    |rk, nested_lost, detail| nested_violations.push((rk, nested_lost, detail)),
+                );
+                for (rk, nested_lost, detail) in nested_violations {
+                    let mut all_lost = lost.clone();
+                    all_lost.extend(nested_lost);
+                    report.violations.push(violation(
+                        workload,
+                        k,
+                        interrupted,
+                        mode,
+                        all_lost,
+                        Some(rk),
+                        detail,
+                    ));
+                }
+            }
+        }
+    }
+    // Smallest reproduction first: earliest crash point, fewest lost items.
+    report.violations.sort_by_key(|v| {
+        (
+            v.crash_before_op,
+            v.recovery_crash_before_op.is_some(),
+            v.lost.len(),
+        )
+    });
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+fn violation(
+    workload: &Workload,
+    k: u64,
+    interrupted: Option<usize>,
+    mode: &str,
+    lost: Vec<String>,
+    recovery_crash_before_op: Option<u64>,
+    detail: String,
+) -> Violation {
+    Violation {
+        workload: workload.name.clone(),
+        crash_before_op: k,
+        interrupted_op: interrupted,
+        mode: mode.to_string(),
+        lost,
+        recovery_crash_before_op,
+        detail,
+    }
+}
+
+/// The path of the log inside the simulated file system.
+pub fn log_dir() -> PathBuf {
+    PathBuf::from(LOG_DIR)
+}

@@ -1,0 +1,149 @@
+//! The named workloads of the crash sweep.
+
+use crate::log::LogConfig;
+use crate::workload::{Op, RecordSpec};
+
+/// A named sequence of operations on one log.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub name: String,
+    pub description: String,
+    pub config: LogConfig,
+    pub ops: Vec<Op>,
+    /// The protocol variant the engine runs (`manifest` is the real one; the others
+    /// exist only with the `test-variants` feature, to prove the checks have teeth).
+    pub variant: String,
+}
+
+fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> RecordSpec {
+    RecordSpec {
+        key: key.map(str::to_string),
+        value: value.map(str::to_string),
+        ts,
+    }
+}
+
+fn append(records: &[(Option<&str>, Option<&str>, i64)]) -> Op {
+    Op::Append {
+        records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
+    }
+}
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1024 * 1024,
+        index_interval_bytes: 64,
+    }
+}
+
+/// The workloads every sweep runs (docs/design.md section 8).
+pub fn named_workloads() -> Vec<Workload> {
+    vec![
+        Workload {
+            name: "seed-retention".into(),
+            description: "the seeds' worked example: three closed segments expire at clock 300 / 100 ms".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(None, Some("0"), 0)]),
+                Op::Roll,
+                append(&[(None, Some("50"), 50)]),
+                Op::Roll,
+                append(&[(None, Some("150"), 150)]),
+                Op::Roll,
+                append(&[(None, Some("250"), 250)]),
+                Op::Flush,
+                Op::Retain { now: 300, retention_ms: Some(100), retention_bytes: None },
+            ],
+        },
+        Workload {
+            name: "seed-compaction".into(),
+            description: "the seeds' worked example: compaction 4 -> 3 with an active segment".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (Some("b"), Some("x"), 1)]),
+                Op::Roll,
+                append(&[(Some("a"), Some("2"), 2), (None, Some("event"), 3)]),
+                Op::Roll,
+                append(&[(Some("active"), Some("keep"), 4)]),
+                Op::Compact { now: 10, delete_retention_ms: 1000, segment_bytes: None },
+            ],
+        },
+        Workload {
+            name: "compact-tombstones".into(),
+            description: "compaction of 3 closed segments with tombstones (one expired, one in grace), keyless records and a control batch".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (None, Some("e1"), 1), (Some("b"), Some("1"), 2)]),
+                Op::Roll,
+                append(&[(Some("a"), None, 100), (Some("c"), Some("1"), 110)]),
+                Op::AppendControl { commit: true, ts: 120 },
+                Op::Roll,
+                append(&[(Some("b"), None, 1900), (None, Some("e2"), 1950), (Some("c"), Some("2"), 1990)]),
+                Op::Roll,
+                append(&[(Some("d"), Some("active"), 2000)]),
+                Op::Flush,
+                Op::Compact { now: 2000, delete_retention_ms: 1000, segment_bytes: Some(200) },
+            ],
+        },
+        Workload {
+            name: "retain-prefix".into(),
+            description: "retention of a prefix by time then size, with an unexpired segment stopping the time walk".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 10)]),
+                Op::Roll,
+                append(&[(Some("b"), Some("1"), 20)]),
+                Op::Roll,
+                append(&[(Some("c"), Some("1"), 500)]),
+                Op::Roll,
+                append(&[(Some("d"), Some("1"), 30)]),
+                Op::Roll,
+                append(&[(Some("e"), Some("1"), 600)]),
+                Op::Retain { now: 300, retention_ms: Some(100), retention_bytes: None },
+                Op::Retain { now: 300, retention_ms: None, retention_bytes: Some(150) },
+            ],
+        },
+        Workload {
+            name: "compact-retain-compact".into(),
+            description: "compaction, then retention of the compacted prefix, then compaction again".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (Some("b"), Some("1"), 1)]),
+                Op::Roll,
+                append(&[(Some("a"), Some("2"), 2), (Some("c"), Some("1"), 3)]),
+                Op::Roll,
+                append(&[(Some("b"), Some("2"), 400)]),
+                Op::Roll,
+                append(&[(Some("a"), Some("3"), 500)]),
+                Op::Compact { now: 600, delete_retention_ms: 1000, segment_bytes: Some(120) },
+                Op::Retain { now: 600, retention_ms: Some(300), retention_bytes: None },
+                append(&[(Some("c"), None, 601)]),
+                Op::Roll,
+                Op::Compact { now: 700, delete_retention_ms: 1000, segment_bytes: None },
+            ],
+        },
+        Workload {
+            name: "append-flush".into(),
+            description: "appends with flushes between, an auto-roll at a small segment size, unflushed tail at the end".into(),
+            config: LogConfig {
+                segment_bytes: 200,
+                index_interval_bytes: 64,
+            },
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (Some("b"), Some("2"), 1)]),
+                Op::Flush,
+                append(&[(None, Some("x"), 2)]),
+                append(&[(Some("c"), Some("3"), 3), (Some("d"), Some("4"), 4)]),
+                Op::Flush,
+                append(&[(Some("e"), Some("5"), 5)]),
+                append(&[(Some("f"), Some("6"), 6)]),
+            ],
+        },
+    ]
+}

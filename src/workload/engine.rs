@@ -1,0 +1,234 @@
+//! Applying workload operations to the real engine.
+
+use crate::format::ControlKind;
+use crate::log::Log;
+use crate::workload::{new_records, LogView, Op, OpOutcome, RecordView, SegmentView};
+use crate::{Error, Result};
+
+/// The protocol the engine runs: ours, or (test builds with the `test-variants`
+/// feature only) a deliberately broken form, to prove the checks have teeth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variant {
+    #[default]
+    Manifest,
+    #[cfg(feature = "test-variants")]
+    Install(crate::install::InstallVariant),
+    #[cfg(feature = "test-variants")]
+    Retention(crate::retention::executor::RetentionOrder),
+}
+
+/// Every variant name, ours first.
+pub const VARIANT_NAMES: &[&str] = &[
+    "manifest",
+    "two-rename",
+    "no-dir-sync",
+    "backup-before-manifest",
+    "delete-first",
+];
+
+impl Variant {
+    /// Parses a variant name; the broken ones need the `test-variants` feature.
+    pub fn parse(name: &str) -> std::result::Result<Variant, String> {
+        #[cfg(feature = "test-variants")]
+        {
+            use crate::install::InstallVariant;
+            use crate::retention::executor::RetentionOrder;
+            match name {
+                "manifest" => Ok(Variant::Manifest),
+                "two-rename" => Ok(Variant::Install(InstallVariant::TwoRename)),
+                "no-dir-sync" => Ok(Variant::Install(InstallVariant::NoDirSync)),
+                "backup-before-manifest" => {
+                    Ok(Variant::Install(InstallVariant::BackupBeforeManifest))
+                }
+                "delete-first" => Ok(Variant::Retention(RetentionOrder::DeleteFirst)),
+                other => Err(format!(
+                    "unknown variant {other:?}; known: {}",
+                    VARIANT_NAMES.join(", ")
+                )),
+            }
+        }
+        #[cfg(not(feature = "test-variants"))]
+        match name {
+            "manifest" => Ok(Variant::Manifest),
+            other if VARIANT_NAMES.contains(&other) => Err(format!(
+                "variant {other:?} is a deliberately broken protocol that exists only in builds with \
+                 `--features test-variants` (e.g. `cargo run --release --features test-variants -- verify --against-variant {other}`)"
+            )),
+            other => Err(format!("unknown variant {other:?}; known: {}", VARIANT_NAMES.join(", "))),
+        }
+    }
+}
+
+/// Applies `op` to the engine running our protocol.
+pub fn apply(log: &mut Log, op: &Op) -> Result<OpOutcome> {
+    apply_with(log, op, Variant::Manifest)
+}
+
+fn retain(
+    log: &mut Log,
+    now: i64,
+    retention_ms: Option<i64>,
+    retention_bytes: Option<i64>,
+    variant: Variant,
+) -> Result<Vec<i64>> {
+    match variant {
+        #[cfg(feature = "test-variants")]
+        Variant::Retention(order) => {
+            let plan = crate::retention::Retention::plan(log, now, retention_ms, retention_bytes)?;
+            if plan.delete.is_empty() {
+                log.flush()?;
+                return Ok(Vec::new());
+            }
+            log.flush()?;
+            let result = crate::retention::executor::delete_prefix_with(
+                log.fs().as_ref(),
+                log.dir(),
+                &plan.delete,
+                order,
+            );
+            Ok(log.reopen_after(result)?.deleted_segments)
+        }
+        _ => Ok(log
+            .retain(now, retention_ms, retention_bytes)?
+            .deleted_segments),
+    }
+}
+
+fn compact(
+    log: &mut Log,
+    now: i64,
+    delete_retention_ms: i64,
+    segment_bytes: Option<u64>,
+    variant: Variant,
+) -> Result<crate::compaction::CompactionReport> {
+    match variant {
+        #[cfg(feature = "test-variants")]
+        Variant::Install(install_variant) => {
+            if delete_retention_ms < 0 {
+                return Err(Error::InvalidArgument(
+                    "delete_retention_ms must be >= 0".into(),
+                ));
+            }
+            let options = crate::compaction::CompactOptions {
+                now,
+                delete_retention_ms,
+                segment_bytes: segment_bytes.unwrap_or(log.config().segment_bytes),
+            };
+            log.flush()?;
+            if log.segments().len() < 2 {
+                return Ok(crate::compaction::CompactionReport::default());
+            }
+            let result = crate::compaction::compact_dir_with(
+                log.fs().as_ref(),
+                log.dir(),
+                options,
+                install_variant,
+            )
+            .map(Option::unwrap_or_default);
+            log.reopen_after(result)
+        }
+        _ => log.compact(now, delete_retention_ms, segment_bytes),
+    }
+}
+
+/// Applies `op` to the engine running `variant`. Argument errors the spec also
+/// rejects come back as `Ok(OpOutcome::Rejected)`; IO errors and corruption as `Err`.
+pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome> {
+    let outcome = match op {
+        Op::Append { records } => {
+            let info = log.append(&new_records(records))?;
+            OpOutcome::Appended {
+                base_offset: info.base_offset,
+                last_offset: info.last_offset,
+            }
+        }
+        Op::AppendControl { commit, ts } => {
+            let kind = if *commit {
+                ControlKind::Commit
+            } else {
+                ControlKind::Abort
+            };
+            let info = log.append_control(kind, 1, 0, *ts)?;
+            OpOutcome::Appended {
+                base_offset: info.base_offset,
+                last_offset: info.last_offset,
+            }
+        }
+        Op::Roll => {
+            log.roll()?;
+            OpOutcome::Rolled
+        }
+        Op::Flush => {
+            log.flush()?;
+            OpOutcome::Flushed
+        }
+        Op::Retain {
+            now,
+            retention_ms,
+            retention_bytes,
+        } => match retain(log, *now, *retention_ms, *retention_bytes, variant) {
+            Ok(deleted_segments) => OpOutcome::Retained { deleted_segments },
+            Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+            Err(e) => return Err(e),
+        },
+        Op::Compact {
+            now,
+            delete_retention_ms,
+            segment_bytes,
+        } => match compact(log, *now, *delete_retention_ms, *segment_bytes, variant) {
+            Ok(r) => OpOutcome::Compacted {
+                records_before: r.records_before,
+                records_after: r.records_after,
+                segments_before: r.segments_before,
+                segments_after: r.segments_after,
+                bytes_before: r.bytes_before,
+                bytes_after: r.bytes_after,
+            },
+            Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+            Err(e) => return Err(e),
+        },
+        Op::Read { from } => match log.read(*from, usize::MAX) {
+            Ok(records) => OpOutcome::Read {
+                records: records.into_iter().map(record_view).collect(),
+            },
+            Err(Error::OffsetOutOfRange { .. }) => OpOutcome::Rejected,
+            Err(e) => return Err(e),
+        },
+    };
+    Ok(outcome)
+}
+
+fn record_view(r: crate::log::ReadRecord) -> RecordView {
+    RecordView {
+        offset: r.offset,
+        key: r.key.map(|k| k.to_vec()),
+        value: r.value.map(|v| v.to_vec()),
+        ts: r.timestamp,
+        control: r.control,
+    }
+}
+
+/// Everything observable about the engine's log.
+pub fn view(log: &Log) -> Result<LogView> {
+    let records = log
+        .read(log.log_start_offset(), usize::MAX)?
+        .into_iter()
+        .map(record_view)
+        .collect();
+    Ok(LogView {
+        log_start_offset: log.log_start_offset(),
+        next_offset: log.next_offset(),
+        segments: log
+            .segments()
+            .into_iter()
+            .map(|s| SegmentView {
+                base_offset: s.base_offset,
+                closed: s.closed,
+                bytes: s.bytes,
+                records: s.records,
+                max_timestamp: s.max_timestamp,
+            })
+            .collect(),
+        records,
+    })
+}
