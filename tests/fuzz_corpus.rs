@@ -19,7 +19,10 @@ use std::path::{Path, PathBuf};
 use arbitrary::{Arbitrary, Unstructured};
 use seglog::format::{ControlKind, Header, NewRecord, RecordBatch};
 
-use common::{CheckpointFile, Damage, DirInput, IndexFiles, Leftover, Stranger};
+use common::{
+    CheckpointFile, CrashInput, CrashKind, Damage, DirInput, FuzzOp, IndexFiles, Leftover,
+    OpsInput, Step, Stranger,
+};
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -237,9 +240,93 @@ fn dir_seeds() -> BTreeMap<String, Vec<u8>> {
     )
 }
 
+fn count_ops(steps: &[Step], wanted: fn(&FuzzOp) -> bool) -> usize {
+    steps
+        .iter()
+        .filter(|s| matches!(s, Step::Op(op) if wanted(op)))
+        .count()
+}
+
+fn ops_seeds() -> BTreeMap<String, Vec<u8>> {
+    let appends = |i: &OpsInput| count_ops(&i.steps.0, |o| matches!(o, FuzzOp::Append(_)));
+    let rolls = |i: &OpsInput| count_ops(&i.steps.0, |o| matches!(o, FuzzOp::Roll));
+    search::<OpsInput>(
+        2,
+        256,
+        &[
+            ("compaction-drops-records", &|i| {
+                appends(i) >= 4
+                    && rolls(i) >= 2
+                    && checks::ops_vs_model(i).records_compacted_away > 0
+            }),
+            ("retention-deletes-segments", &|i| {
+                appends(i) >= 3 && checks::ops_vs_model(i).segments_deleted > 0
+            }),
+            ("reopen-after-process-crash", &|i| {
+                appends(i) >= 3
+                    && i.steps.0.iter().any(|s| matches!(s, Step::Reopen))
+                    && count_ops(&i.steps.0, |o| matches!(o, FuzzOp::Read { .. })) >= 1
+            }),
+            ("rejected-arguments", &|i| {
+                appends(i) >= 2 && checks::ops_vs_model(i).rejected > 0
+            }),
+            ("auto-roll-small-segments", &|i| {
+                i.config.segment_bytes < 150 && appends(i) >= 5
+            }),
+        ],
+    )
+}
+
+fn crash_seeds() -> BTreeMap<String, Vec<u8>> {
+    let has =
+        |i: &CrashInput, wanted: fn(&FuzzOp) -> bool| i.ops.0.iter().filter(|o| wanted(o)).count();
+    let interrupted = |i: &CrashInput, wanted: fn(&FuzzOp) -> bool| {
+        checks::crash_recovery(i)
+            .interrupted
+            .and_then(|n| i.ops.0.get(n))
+            .is_some_and(wanted)
+    };
+    let power_loss = |i: &CrashInput| matches!(i.crash, CrashKind::PowerLoss { .. });
+    search::<CrashInput>(
+        3,
+        200,
+        &[
+            ("power-loss-in-compaction", &|i| {
+                power_loss(i)
+                    && has(i, |o| matches!(o, FuzzOp::Roll)) >= 2
+                    && interrupted(i, |o| matches!(o, FuzzOp::Compact { .. }))
+            }),
+            ("power-loss-in-retention", &|i| {
+                power_loss(i)
+                    && has(i, |o| matches!(o, FuzzOp::Roll)) >= 2
+                    && interrupted(i, |o| matches!(o, FuzzOp::Retain { .. }))
+            }),
+            ("torn-append", &|i| {
+                power_loss(i)
+                    && interrupted(i, |o| matches!(o, FuzzOp::Append(_) | FuzzOp::Flush))
+                    && checks::crash_recovery(i).lost_items > 0
+            }),
+            ("process-crash-in-roll", &|i| {
+                i.crash == CrashKind::Process && interrupted(i, |o| matches!(o, FuzzOp::Roll))
+            }),
+            ("crash-during-recovery", &|i| {
+                has(i, |o| {
+                    matches!(o, FuzzOp::Compact { .. } | FuzzOp::Retain { .. })
+                }) >= 1
+                    && checks::crash_recovery(i).recovery_crashed
+            }),
+        ],
+    )
+}
+
 /// Every seed of every target, as the generator makes them.
 fn generated() -> BTreeMap<&'static str, BTreeMap<String, Vec<u8>>> {
-    BTreeMap::from([("decode_batch", batch_seeds()), ("open_dir", dir_seeds())])
+    BTreeMap::from([
+        ("decode_batch", batch_seeds()),
+        ("open_dir", dir_seeds()),
+        ("ops_vs_model", ops_seeds()),
+        ("crash_recovery", crash_seeds()),
+    ])
 }
 
 #[test]
@@ -307,6 +394,46 @@ fn open_dir_seeds() {
         outcomes
             .iter()
             .any(|o| matches!(o, checks::DirOutcome::Opened { rebuilt_indexes, .. } if *rebuilt_indexes > 0)),
+        "{outcomes:?}"
+    );
+}
+
+#[test]
+fn ops_vs_model_seeds() {
+    let seeds = committed_seeds("ops_vs_model");
+    assert!(seeds.len() >= 4);
+    let mut total = checks::OpsOutcome::default();
+    for (name, bytes) in &seeds {
+        let input: OpsInput = decode(bytes).unwrap_or_else(|| panic!("{name} does not decode"));
+        let outcome = checks::ops_vs_model(&input);
+        total.appends += outcome.appends;
+        total.rejected += outcome.rejected;
+        total.segments_deleted += outcome.segments_deleted;
+        total.records_compacted_away += outcome.records_compacted_away;
+        total.reopens += outcome.reopens;
+    }
+    // The seeds reach compaction that drops records, retention that deletes
+    // segments, rejected arguments and a reopen.
+    assert!(total.appends > 0, "{total:?}");
+    assert!(total.rejected > 0, "{total:?}");
+    assert!(total.segments_deleted > 0, "{total:?}");
+    assert!(total.records_compacted_away > 0, "{total:?}");
+    assert!(total.reopens > 0, "{total:?}");
+}
+
+#[test]
+fn crash_recovery_seeds() {
+    let seeds = committed_seeds("crash_recovery");
+    assert!(seeds.len() >= 4);
+    let mut outcomes = Vec::new();
+    for (name, bytes) in &seeds {
+        let input: CrashInput = decode(bytes).unwrap_or_else(|| panic!("{name} does not decode"));
+        outcomes.push(checks::crash_recovery(&input));
+    }
+    assert!(outcomes.iter().any(|o| o.lost_items > 0), "{outcomes:?}");
+    assert!(outcomes.iter().any(|o| o.recovery_crashed), "{outcomes:?}");
+    assert!(
+        outcomes.iter().any(|o| o.interrupted.is_some()),
         "{outcomes:?}"
     );
 }
