@@ -67,12 +67,15 @@ impl Stream {
     }
 }
 
+/// A named predicate over decoded inputs.
+type Shape<'f, T> = (&'f str, &'f dyn Fn(&T) -> bool);
+
 /// For each named shape, the first candidate of the stream that decodes into an
 /// input of that shape.
 fn search<T: for<'a> Arbitrary<'a>>(
     seed: u64,
     len: usize,
-    shapes: &[(&str, &dyn Fn(&T) -> bool)],
+    shapes: &[Shape<T>],
 ) -> BTreeMap<String, Vec<u8>> {
     let mut stream = Stream(seed);
     let mut found = BTreeMap::new();
