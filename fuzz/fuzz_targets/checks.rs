@@ -336,6 +336,8 @@ fn segment_logs(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
 ///   reads back exactly the records those files hold.
 /// - Every record of the segments before the first damaged `.log` is read back
 ///   exactly; an undamaged directory reads back everything and truncates nothing.
+/// - A read-only open (first) changes nothing, even when it fails; when it succeeds it
+///   serves exactly the records the writable open then serves.
 /// - Recovery is idempotent: a second open changes no byte and finds nothing to repair.
 pub fn open_dir(input: &DirInput) -> DirOutcome {
     let built = build_dir(input);
@@ -345,6 +347,16 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
     let logs_before = segment_logs(&before);
     let config = input.config.log_config();
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    // A read-only open first: it must change nothing at all, whatever it finds.
+    let read_only = Log::open_read_only(dyn_fs.clone(), LOG_DIR, config.clone())
+        .ok()
+        .map(|(log, _)| all_records(&log).expect("read a read-only log"));
+    assert!(fs.snapshot() == before, "a read-only open changed files");
+    assert_eq!(
+        fs.snapshot_dirs(),
+        dirs_before,
+        "a read-only open changed dirs"
+    );
     let (log, report) = match Log::open_with(dyn_fs.clone(), LOG_DIR, config.clone()) {
         Ok(opened) => opened,
         Err(e) => {
@@ -431,19 +443,13 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
         );
     }
 
-    let read = log
-        .read(log.log_start_offset(), usize::MAX)
-        .expect("read everything after open");
-    let read: Vec<RecordView> = read
-        .into_iter()
-        .map(|r| RecordView {
-            offset: r.offset,
-            key: r.key.map(|k| k.to_vec()),
-            value: r.value.map(|v| v.to_vec()),
-            ts: r.timestamp,
-            control: r.control,
-        })
-        .collect();
+    let read = all_records(&log).expect("read everything after open");
+    if let Some(read_only) = &read_only {
+        assert!(
+            *read_only == read,
+            "a read-only open serves {read_only:?}, a writable one {read:?}"
+        );
+    }
     // An independent reading of the files as they are now: every closed segment
     // decodes completely, batch after batch, and the engine serves exactly those
     // records (the last segment was cut to its valid prefix).
@@ -523,6 +529,21 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
             .filter(|p| !after.contains_key(*p))
             .count(),
     }
+}
+
+/// Every record of `log`, from its start.
+fn all_records(log: &Log) -> seglog::Result<Vec<RecordView>> {
+    Ok(log
+        .read(log.log_start_offset(), usize::MAX)?
+        .into_iter()
+        .map(|r| RecordView {
+            offset: r.offset,
+            key: r.key.map(|k| k.to_vec()),
+            value: r.value.map(|v| v.to_vec()),
+            ts: r.timestamp,
+            control: r.control,
+        })
+        .collect())
 }
 
 /// What [`open_dir`] saw, so seed replays can show which paths they reach.

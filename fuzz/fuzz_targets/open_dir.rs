@@ -25,6 +25,8 @@
 //!   back exactly the records the files hold;
 //! - every record of the segments before the first damaged `.log` reads back exactly,
 //!   and an undamaged directory reads back everything with nothing truncated;
+//! - a read-only open (`Log::open_read_only`, run first) changes nothing, even when it
+//!   fails, and when it succeeds serves exactly what the writable open then serves;
 //! - a second open changes no byte and reports nothing to repair.
 #![no_main]
 
