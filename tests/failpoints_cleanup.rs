@@ -257,6 +257,18 @@ fn cases() -> Vec<Case> {
             1,
             true,
         ),
+        (
+            fp::INSTALL_SWAP_RENAME_LIVE_BACKUP,
+            fp::INSTALL_RECOVER_SYNC_PARENT_FIRST,
+            1,
+            true,
+        ),
+        (
+            fp::COMPACTION_BUILD_SYNC_TMP_DIR,
+            fp::INSTALL_RECOVER_SYNC_PARENT_FIRST,
+            1,
+            false,
+        ),
     ];
     for (point, recovery_point, hit, expect_new) in during_recovery {
         out.push(Case {
@@ -280,6 +292,7 @@ fn cases() -> Vec<Case> {
         (fp::RETENTION_RECOVER_REMOVE_FILE, 1),
         (fp::RETENTION_RECOVER_REMOVE_FILE, 4),
         (fp::RETENTION_RECOVER_SYNC_DIR, 1),
+        (fp::RETENTION_RECOVER_SYNC_DIR_FIRST, 1),
     ] {
         out.push(Case {
             recovery: Some((recovery_point, hit)),

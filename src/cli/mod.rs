@@ -10,6 +10,8 @@
 pub mod cleanup_cmds;
 pub mod log_cmds;
 pub mod model_cmd;
+pub mod replay_cmd;
+pub mod sweep_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +22,8 @@ pub enum Outcome {
     Ok(serde_json::Value),
     /// A check ran and failed: printed, exit 1.
     CheckFailed(serde_json::Value),
+    /// The command printed its own report (`verify`): exit 0 if it passed, else 1.
+    Printed { passed: bool },
 }
 
 pub const EXIT_OK: i32 = 0;
@@ -60,6 +64,10 @@ pub enum Command {
     /// Check the stateright models (log, install, retention) or explore them in a browser.
     #[command(subcommand)]
     Model(seglog_model::cli::ModelCommand),
+    /// Replay crash scenarios (crash-scenarios/*.toml) on the simulated file system; exit 1 on a failure.
+    Replay(replay_cmd::ReplayArgs),
+    /// Crash before every file-system operation of the named workloads, recover every disk image.
+    Sweep(sweep_cmd::SweepArgs),
 }
 
 /// Runs one parsed command.
@@ -73,6 +81,8 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Compact(args) => cleanup_cmds::compact(args),
         Command::Failpoints => Ok(log_cmds::failpoints()),
         Command::Model(command) => model_cmd::model(command),
+        Command::Replay(args) => replay_cmd::replay(args),
+        Command::Sweep(args) => sweep_cmd::sweep(args),
     }
 }
 
@@ -97,6 +107,9 @@ where
     let (value, code) = match dispatch(cli.command) {
         Ok(Outcome::Ok(value)) => (value, EXIT_OK),
         Ok(Outcome::CheckFailed(value)) => (value, EXIT_CHECK_FAILED),
+        Ok(Outcome::Printed { passed }) => {
+            return if passed { EXIT_OK } else { EXIT_CHECK_FAILED };
+        }
         Err(e) => {
             eprintln!("seglog: {e}");
             return EXIT_ERROR;

@@ -41,6 +41,7 @@ pub const RETENTION_DELETE_SYNC_DIR: &str = "retention::delete::sync_dir";
 // --- retention: recovery on open --------------------------------------------
 pub const RETENTION_RECOVER_REMOVE_FILE: &str = "retention::recover::remove_file";
 pub const RETENTION_RECOVER_SYNC_DIR: &str = "retention::recover::sync_dir";
+pub const RETENTION_RECOVER_SYNC_DIR_FIRST: &str = "retention::recover::sync_dir_first";
 // --- compaction: building the temp directory (install step 1) --------------
 pub const COMPACTION_BUILD_SYNC_FILE: &str = "compaction::build::sync_file";
 pub const COMPACTION_BUILD_SYNC_TMP_DIR: &str = "compaction::build::sync_tmp_dir";
@@ -65,6 +66,7 @@ pub const INSTALL_RECOVER_RENAME_BACKUP_LIVE: &str = "install::recover::rename_b
 pub const INSTALL_RECOVER_REMOVE_BACKUP: &str = "install::recover::remove_backup";
 pub const INSTALL_RECOVER_REMOVE_MANIFEST: &str = "install::recover::remove_manifest";
 pub const INSTALL_RECOVER_SYNC_PARENT: &str = "install::recover::sync_parent";
+pub const INSTALL_RECOVER_SYNC_PARENT_FIRST: &str = "install::recover::sync_parent_first";
 
 /// Every fail point name, in the order the engine's paths reach them.
 /// `seglog failpoints` prints this list. Keep it in step with the constants.
@@ -92,6 +94,7 @@ pub const ALL: &[&str] = &[
     RETENTION_DELETE_SYNC_DIR,
     RETENTION_RECOVER_REMOVE_FILE,
     RETENTION_RECOVER_SYNC_DIR,
+    RETENTION_RECOVER_SYNC_DIR_FIRST,
     COMPACTION_BUILD_SYNC_FILE,
     COMPACTION_BUILD_SYNC_TMP_DIR,
     INSTALL_MANIFEST_SYNC_TMP,
@@ -113,6 +116,7 @@ pub const ALL: &[&str] = &[
     INSTALL_RECOVER_REMOVE_BACKUP,
     INSTALL_RECOVER_REMOVE_MANIFEST,
     INSTALL_RECOVER_SYNC_PARENT,
+    INSTALL_RECOVER_SYNC_PARENT_FIRST,
 ];
 
 /// Called by [`crate::fail_point!`] when a fail point fires with `return`.

@@ -134,11 +134,16 @@ fn install_steps(
         "a backup is left over: recover first"
     );
     if !knobs.manifest {
+        // The seeds' swap, at the same fail points as ours so one scenario file
+        // names the same crash window in both.
+        fail_point!(fp::INSTALL_SWAP_RENAME_LIVE_BACKUP);
         fs.rename(&paths.live, &paths.backup)
             .map_err(|e| Error::io(&paths.backup, e))?;
+        fail_point!(fp::INSTALL_SWAP_RENAME_TMP_LIVE);
         fs.rename(&paths.tmp, &paths.live)
             .map_err(|e| Error::io(&paths.live, e))?;
         sync_parent(fs, paths)?;
+        fail_point!(fp::INSTALL_CLEANUP_REMOVE_BACKUP);
         fs.remove_dir_all(&paths.backup)
             .map_err(|e| Error::io(&paths.backup, e))?;
         return sync_parent(fs, paths);

@@ -76,6 +76,9 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
                 "a compaction backup or temp dir without a committed manifest and no live dir to trust",
             ));
         }
+        if fs.exists(&paths.manifest_tmp) || tmp_exists {
+            recover_sync_first(fs, &paths)?;
+        }
         if fs.exists(&paths.manifest_tmp) {
             fail_point!(fp::INSTALL_RECOVER_REMOVE_MANIFEST_TMP);
             remove_file(fs, &paths.manifest_tmp, &mut out)?;
@@ -95,6 +98,7 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
         .read_all(&paths.manifest)
         .map_err(|e| Error::io(&paths.manifest, e))?;
     let manifest = Manifest::decode(&bytes).map_err(|e| e.at(&paths.manifest, 0))?;
+    recover_sync_first(fs, &paths)?;
     let live_is_new = live_exists && validate::matches(fs, &paths.live, &manifest)?;
     let tmp_is_new = !live_is_new && tmp_exists && validate::matches(fs, &paths.tmp, &manifest)?;
     if live_is_new {
@@ -189,6 +193,18 @@ fn ambiguous(paths: &InstallPaths, reason: &str) -> Error {
             paths.manifest.clone(),
         ],
     }
+}
+
+/// Before recovery changes anything: make every directory operation the crashed
+/// process completed durable. A process crash leaves them in the page cache; without
+/// this sync a power loss during recovery can keep recovery's own rename and lose an
+/// earlier one (e.g. the manifest's), leaving a state that fails closed
+/// (crash-scenarios/recovery-syncs-parent-before-acting.toml; the install model's
+/// `no-recovery-sync` variant).
+fn recover_sync_first(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
+    fail_point!(fp::INSTALL_RECOVER_SYNC_PARENT_FIRST);
+    fs.sync_dir(&paths.parent)
+        .map_err(|e| Error::io(&paths.parent, e))
 }
 
 fn recover_sync(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {

@@ -48,12 +48,20 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
     let checkpoint = read_checkpoint(fs, dir)?;
     report.checkpoint = checkpoint;
     let tmp = dir.join(checkpoint::CHECKPOINT_TMP_NAME);
+    let bases = list_segments(fs, dir)?;
+    let below = checkpoint.map_or(0, |start| keep_from(&bases, start));
+    if fs.exists(&tmp) || below > 0 {
+        // Before removing anything: make the crashed process's directory operations
+        // (the checkpoint rename above all) durable, so a power loss during recovery
+        // cannot keep a removal and lose the checkpoint that justified it (a hole).
+        fail_point!(fp::RETENTION_RECOVER_SYNC_DIR_FIRST);
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    }
     if fs.exists(&tmp) {
         recover_remove(fs, dir, checkpoint::CHECKPOINT_TMP_NAME, &mut report)?;
     }
-    let bases = list_segments(fs, dir)?;
-    if let Some(start) = checkpoint {
-        for &base in &bases[..keep_from(&bases, start)] {
+    if checkpoint.is_some() {
+        for &base in &bases[..below] {
             for suffix in [
                 filename::TIME_INDEX_SUFFIX,
                 filename::INDEX_SUFFIX,

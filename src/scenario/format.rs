@@ -26,7 +26,8 @@
 //! hit = 1                                # which hit of the fail point (default 1)
 //! semantics = "power_loss"               # or "process"
 //! lost = ["dir /data: rename log -> log.compact-bak"]  # exact lost entries/bytes
-//! recovery_crash_before_op = 2           # optional: crash again during recovery
+//! recovery_crash_before_op = 2           # optional: crash again during recovery,
+//! recovery_lost = ["..."]                # with a power loss that lost these
 //!
 //! [expect]
 //! outcome = "new"                        # "old", "new", "allowed", "violation" or "exact"
@@ -96,9 +97,12 @@ pub struct CrashSpec {
     /// Power loss: exactly what was lost (as `SimFs` describes lost items).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<String>,
-    /// Crash again during recovery, before this recovery operation (0-based).
+    /// Crash again during recovery, before this recovery operation (0-based),
+    /// with a power loss that took away exactly `recovery_lost` (empty: a process crash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_crash_before_op: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recovery_lost: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

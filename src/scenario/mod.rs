@@ -3,8 +3,10 @@
 //! [`format`] is the file format; [`replay`] runs one on the simulated file system,
 //! deterministically, and compares the recovered log with the expectation.
 
+pub mod files;
 pub mod format;
 pub mod replay;
 
+pub use files::{load, scenario_paths};
 pub use format::{CrashSpec, Expectation, Outcome, Scenario, ScenarioConfig, Semantics};
 pub use replay::{replay, replay_expecting, ReplayResult};

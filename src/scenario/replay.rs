@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::fs::failpoint::Recorder;
-use crate::fs::sim::{CrashMode, LostItem, SimFs};
+use crate::fs::sim::{LostItem, SimFs};
 use crate::fs::FileSystem;
 use crate::log::{Log, LogConfig};
 use crate::sweep::{self, duplicate, Violation, Workload, LOG_DIR};
@@ -36,6 +36,8 @@ pub struct ReplayResult {
     pub interrupted_op: Option<usize>,
     /// Differences between expectation and result, one per line.
     pub diff: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Scenario {
@@ -81,6 +83,7 @@ impl Scenario {
                 },
                 lost: violation.lost.clone(),
                 recovery_crash_before_op: violation.recovery_crash_before_op,
+                recovery_lost: violation.recovery_lost.clone(),
             }),
             expect: Expectation {
                 outcome: Outcome::Allowed,
@@ -167,18 +170,7 @@ fn crash_image(
     };
     let mut image = match crash.semantics {
         Semantics::Process => duplicate(&fs),
-        Semantics::PowerLoss => {
-            let lost = crash
-                .lost
-                .iter()
-                .map(|s| {
-                    s.parse::<LostItem>()
-                        .map_err(|e| format!("lost item {s:?}: {e}"))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            fs.crash_image_with(&lost)
-                .map_err(|e| format!("cannot build the power-loss image: {e}"))?
-        }
+        Semantics::PowerLoss => power_loss_image(&fs, &crash.lost)?,
     };
     if let Some(rk) = crash.recovery_crash_before_op {
         let nested = Arc::new(image);
@@ -189,21 +181,78 @@ fn crash_image(
                 "recovery finished before its operation {rk}: no crash during recovery happened"
             ));
         }
-        image = nested
-            .crash_images(CrashMode::Process, 1)
-            .into_iter()
-            .next()
-            .map(|i| i.fs)
-            .ok_or("no image after the crash during recovery")?;
+        image = if crash.recovery_lost.is_empty() {
+            duplicate(&nested)
+        } else {
+            power_loss_image(&nested, &crash.recovery_lost)?
+        };
     }
     Ok((image, interrupted, k))
 }
 
+/// The power-loss images possible at the scenario's crash point, each as the `lost`
+/// list a scenario file would give (for writing a power-loss scenario by hand).
+pub fn crash_point_images(
+    scenario: &Scenario,
+    variant: &str,
+    limit: usize,
+) -> Result<Vec<Vec<String>>, String> {
+    let crash = scenario.crash.as_ref().ok_or("the scenario has no crash")?;
+    let workload = scenario.workload(variant);
+    let k = resolve_crash_point(crash, &workload)?;
+    let fs = Arc::new(SimFs::new());
+    fs.set_crash_before(k);
+    sweep::run_until_crash(&workload, &fs)?;
+    Ok(fs
+        .crash_images(crate::fs::sim::CrashMode::PowerLoss, limit)
+        .into_iter()
+        .map(|image| image.lost.iter().map(ToString::to_string).collect())
+        .collect())
+}
+
+/// The power-loss image of `fs` that lost `lost`. An item the state no longer has
+/// pending (the engine made it durable before this point, e.g. after a fix that added
+/// a sync) cannot be lost and is skipped: a regression scenario keeps replaying the
+/// same crash attempt against the fixed engine.
+fn power_loss_image(fs: &SimFs, lost: &[String]) -> Result<SimFs, String> {
+    let lost = lost
+        .iter()
+        .map(|s| {
+            s.parse::<LostItem>()
+                .map_err(|e| format!("lost item {s:?}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Ok(image) = fs.crash_image_with(&lost) {
+        return Ok(image);
+    }
+    let losable: Vec<LostItem> = lost
+        .into_iter()
+        .filter(|item| fs.crash_image_with(std::slice::from_ref(item)).is_ok())
+        .collect();
+    fs.crash_image_with(&losable)
+        .map_err(|e| format!("cannot build the power-loss image: {e}"))
+}
+
 /// Replays `scenario` against `variant` (default: the scenario's own), expecting what
 /// the scenario says for that variant.
+///
+/// A scenario written for a deliberately broken variant replays against ours (and
+/// what it expects there) in builds without the `test-variants` feature, with a note.
 pub fn replay(scenario: &Scenario, variant: Option<&str>) -> ReplayResult {
-    let variant = variant.unwrap_or(&scenario.variant);
-    replay_expecting(scenario, variant, scenario.expected_for(variant))
+    let own = scenario.variant.as_str();
+    let (variant, note) = match variant {
+        Some(v) => (v, None),
+        None if crate::workload::engine::Variant::parse(own).is_ok() => (own, None),
+        None => (
+            "manifest",
+            Some(format!(
+                "variant {own} is not in this build (--features test-variants); replayed against manifest"
+            )),
+        ),
+    };
+    let mut result = replay_expecting(scenario, variant, scenario.expected_for(variant));
+    result.note = note;
+    result
 }
 
 /// Replays `scenario` against `variant`, expecting `expected`.
@@ -217,6 +266,7 @@ pub fn replay_expecting(scenario: &Scenario, variant: &str, expected: Outcome) -
         crash_before_op: None,
         interrupted_op: None,
         diff: Vec::new(),
+        note: None,
     };
     if let Err(e) = crate::workload::engine::Variant::parse(variant) {
         result.diff.push(e);

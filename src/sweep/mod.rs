@@ -67,6 +67,8 @@ pub struct Violation {
     pub lost: Vec<String>,
     /// When the crash was nested in recovery: the recovery operation it came before.
     pub recovery_crash_before_op: Option<u64>,
+    /// What the nested crash (a power loss during recovery) took away.
+    pub recovery_lost: Vec<String>,
     pub detail: String,
 }
 
@@ -82,7 +84,10 @@ impl std::fmt::Display for Violation {
             self.mode,
             self.lost.join("; "),
             self.recovery_crash_before_op
-                .map(|k| format!(" then crash during recovery before op {k}"))
+                .map(|k| format!(
+                    " then power loss during recovery before op {k} lost [{}]",
+                    self.recovery_lost.join("; ")
+                ))
                 .unwrap_or_default(),
             self.detail
         )
@@ -244,10 +249,13 @@ fn check_recovery_crashes(
     images
 }
 
-/// The images of one crash point: the first is "everything completed" (what a
-/// process crash leaves), the rest are power-loss images.
+/// The images of one crash point: first what a process crash leaves (everything
+/// completed, unsynced directory operations and data still pending, so a later power
+/// loss, e.g. during recovery, can still lose them), then the power-loss images.
 fn crash_images(fs: &SimFs, images_per_point: usize) -> Vec<CrashImage> {
-    fs.crash_images(CrashMode::PowerLoss, images_per_point.max(1))
+    let mut images = fs.crash_images(CrashMode::Process, 1);
+    images.extend(fs.crash_images(CrashMode::PowerLoss, images_per_point.max(1)));
+    images
 }
 
 /// A copy of a (settled) image, to open without changing the original.
@@ -360,17 +368,17 @@ pub fn sweep(
                     |rk, nested_lost, detail| nested_violations.push((rk, nested_lost, detail)),
                 );
                 for (rk, nested_lost, detail) in nested_violations {
-                    let mut all_lost = lost.clone();
-                    all_lost.extend(nested_lost);
-                    report.violations.push(violation(
+                    let mut v = violation(
                         workload,
                         k,
                         interrupted,
                         mode,
-                        all_lost,
+                        lost.clone(),
                         Some(rk),
                         detail,
-                    ));
+                    );
+                    v.recovery_lost = nested_lost;
+                    report.violations.push(v);
                 }
             }
         }
@@ -403,6 +411,7 @@ fn violation(
         mode: mode.to_string(),
         lost,
         recovery_crash_before_op,
+        recovery_lost: Vec::new(),
         detail,
     }
 }

@@ -1,0 +1,101 @@
+//! `seglog sweep`: the crash sweep on its own (also a stage of `seglog verify`).
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::json;
+
+use super::Outcome;
+use crate::fs::{FileSystem, StdFs};
+use crate::scenario::Scenario;
+use crate::sweep::{self, SweepOptions};
+use crate::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Only the workloads with these names (default: all).
+    #[arg(long = "workload")]
+    pub workloads: Vec<String>,
+    /// Protocol variant (the broken ones need `--features test-variants`).
+    #[arg(long, default_value = "manifest")]
+    pub variant: String,
+    /// Power-loss disk images per crash point.
+    #[arg(long, default_value_t = SweepOptions::default().images_per_point)]
+    pub images_per_point: usize,
+    /// Images per crash point whose recovery is crashed again at every operation.
+    #[arg(long, default_value_t = SweepOptions::default().recovery_crash_images)]
+    pub recovery_crash_images: usize,
+    /// Write the first violation of each workload as a crash-scenario file here.
+    #[arg(long)]
+    pub emit_scenario: Option<PathBuf>,
+}
+
+/// Writes `scenario` into `dir` as `<name>.toml`; returns the path.
+pub fn emit_scenario(dir: &Path, scenario: &Scenario) -> Result<PathBuf> {
+    let fs = StdFs::new();
+    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let path = dir.join(format!("{}.toml", scenario.name));
+    fs.write_new(&path, scenario.to_toml().as_bytes())
+        .map_err(|e| Error::io(&path, e))?;
+    fs.sync_file(&path).map_err(|e| Error::io(&path, e))?;
+    Ok(path)
+}
+
+pub fn sweep(args: SweepArgs) -> Result<Outcome> {
+    crate::workload::engine::Variant::parse(&args.variant).map_err(Error::InvalidArgument)?;
+    let options = SweepOptions {
+        images_per_point: args.images_per_point,
+        recovery_crash_images: args.recovery_crash_images,
+    };
+    let mut workloads = sweep::named_workloads();
+    if !args.workloads.is_empty() {
+        let known: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+        for name in &args.workloads {
+            if !known.contains(name) {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown workload {name:?}; known: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+        workloads.retain(|w| args.workloads.contains(&w.name));
+    }
+    let mut reports = Vec::new();
+    let mut emitted = Vec::new();
+    for mut workload in workloads {
+        workload.variant = args.variant.clone();
+        let report = sweep::sweep(&workload, &options, |_, _| {});
+        eprintln!(
+            "{}: {} crash points, {} disk images, {} violations, {:.2}s",
+            report.workload,
+            report.crash_points,
+            report.disk_images,
+            report.violations.len(),
+            report.seconds
+        );
+        if let Some(first) = report.violations.first() {
+            eprintln!("  first: {first}");
+            if let Some(dir) = &args.emit_scenario {
+                let path = emit_scenario(dir, &Scenario::from_violation(&workload, first))?;
+                eprintln!("  replay with: seglog replay {}", path.display());
+                emitted.push(path.display().to_string());
+            }
+        }
+        reports.push(report);
+    }
+    let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
+    let value = json!({
+        "workloads": reports.len(),
+        "crash_points": reports.iter().map(|r| r.crash_points).sum::<u64>(),
+        "disk_images": reports.iter().map(|r| r.disk_images).sum::<u64>(),
+        "violations": violations,
+        "seconds": reports.iter().map(|r| r.seconds).sum::<f64>(),
+        "per_workload": reports,
+        "emitted": emitted,
+    });
+    Ok(if violations == 0 {
+        Outcome::Ok(value)
+    } else {
+        Outcome::CheckFailed(value)
+    })
+}
