@@ -5,9 +5,17 @@ use seglog::{Log, LogConfig, NewRecord};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let (mut log, _report) = Log::open(dir.path().join("orders-0"), LogConfig::default())?;
-    log.append(&[NewRecord::new(Some(b"k1".to_vec()), Some(b"v1".to_vec()), 1_000)])?;
+    log.append(&[NewRecord::new(
+        Some(b"k1".to_vec()),
+        Some(b"v1".to_vec()),
+        1_000,
+    )])?;
     log.roll()?; // close the segment: compaction rewrites closed segments only
-    log.append(&[NewRecord::new(Some(b"k1".to_vec()), Some(b"v2".to_vec()), 2_000)])?;
+    log.append(&[NewRecord::new(
+        Some(b"k1".to_vec()),
+        Some(b"v2".to_vec()),
+        2_000,
+    )])?;
     log.flush()?; // durable from here on
     let report = log.compact(3_000, 86_400_000, None)?; // now, delete_retention_ms
     assert_eq!((report.records_before, report.records_after), (1, 0));

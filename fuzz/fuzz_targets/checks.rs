@@ -713,17 +713,18 @@ pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
             workload.config
         )
     };
-    let violation = |detail: String, lost: Vec<String>, mode: &str, rk: Option<u64>| Violation {
+    let violation = |detail: String, rk: Option<u64>, recovery_lost: Vec<String>| Violation {
         workload: workload.name.clone(),
         crash_before_op: k,
         interrupted_op: interrupted,
-        mode: mode.to_string(),
-        lost,
+        mode: semantics.to_string(),
+        lost: lost.clone(),
         recovery_crash_before_op: rk,
+        recovery_lost,
         detail,
     };
     if let Err(detail) = check_image(&workload, &allowed, &image) {
-        let v = violation(detail, lost.clone(), semantics, None);
+        let v = violation(detail, None, Vec::new());
         panic!(
             "{v}\n{}\n--- crash scenario (save under crash-scenarios/, check with `seglog replay`):\n{}",
             scenario(),
@@ -755,17 +756,19 @@ pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
             );
             let (again, nested_lost, nested_semantics) = crash_image(&nested, kind);
             if let Err(detail) = check_image(&workload, &allowed, &again) {
-                let v = violation(detail, lost.clone(), semantics, Some(rk));
-                // Scenario files replay a crash during recovery as a process crash.
-                let toml = if kind == CrashKind::Process {
-                    Scenario::from_violation(&workload, &v).to_toml()
-                } else {
-                    "(a power loss during recovery: not expressible as a scenario file)".into()
+                // A scenario's `recovery_lost` names the power-loss image; empty is a
+                // process crash.
+                let recovery_lost = match kind {
+                    CrashKind::Process => Vec::new(),
+                    CrashKind::PowerLoss { .. } => nested_lost.clone(),
                 };
+                let v = violation(detail, Some(rk), recovery_lost);
                 panic!(
                     "{v}\n{}\nthen recovery_crash_before_op = {rk}, semantics = \
-                     {nested_semantics}, lost = {nested_lost:?}\n--- crash scenario:\n{toml}",
-                    scenario()
+                     {nested_semantics}, lost = {nested_lost:?}\n--- crash scenario \
+                     (save under crash-scenarios/, check with `seglog replay`):\n{}",
+                    scenario(),
+                    Scenario::from_violation(&workload, &v).to_toml()
                 );
             }
             outcome.recovery_crashed = true;
