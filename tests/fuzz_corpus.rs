@@ -1,5 +1,5 @@
 //! Replays the committed fuzz seed corpora (`fuzz/corpus/<target>/seed-*`) through
-//! the same checks the cargo-fuzz targets run (`fuzz/fuzz_targets/checks.rs`, included
+//! the same checks the cargo-fuzz targets run (`fuzz/fuzz_targets/check_*.rs`, included
 //! by path), so `cargo test` exercises every target without libFuzzer.
 //!
 //! The seeds are generated here too (`seeds_are_current`): raw batches for
@@ -8,8 +8,14 @@
 //! `fuzz_target!` does) into an input of each wanted shape. Regenerate after changing
 //! an input type: `SEGLOG_WRITE_SEEDS=1 cargo test --test fuzz_corpus`.
 
-#[path = "../fuzz/fuzz_targets/checks.rs"]
-mod checks;
+#[path = "../fuzz/fuzz_targets/check_batch.rs"]
+mod check_batch;
+#[path = "../fuzz/fuzz_targets/check_crash.rs"]
+mod check_crash;
+#[path = "../fuzz/fuzz_targets/check_dir.rs"]
+mod check_dir;
+#[path = "../fuzz/fuzz_targets/check_ops.rs"]
+mod check_ops;
 #[path = "../fuzz/fuzz_targets/common.rs"]
 mod common;
 
@@ -146,14 +152,14 @@ fn batch_seeds() -> BTreeMap<String, Vec<u8>> {
 }
 
 fn last_log_damaged(input: &DirInput) -> bool {
-    let built = checks::build_dir(input);
+    let built = check_dir::build_dir(input);
     let last = built.records.keys().next_back().cloned();
     input.segments.0.len() >= 2
         && last.is_some_and(|last| built.damaged.len() == 1 && built.damaged.contains(&last))
 }
 
 fn closed_log_damaged(input: &DirInput) -> bool {
-    let built = checks::build_dir(input);
+    let built = check_dir::build_dir(input);
     let logs: Vec<_> = built.records.keys().cloned().collect();
     logs.len() >= 2
         && logs[..logs.len() - 1]
@@ -211,7 +217,7 @@ fn dir_seeds() -> BTreeMap<String, Vec<u8>> {
                 i.damage.0.is_empty()
                     && matches!(i.checkpoint, Some(CheckpointFile::At(_)))
                     && i.segments.0.len() >= 3
-                    && matches!(checks::open_dir(i), checks::DirOutcome::Opened { segments_removed, .. } if segments_removed > 0)
+                    && matches!(check_dir::open_dir(i), check_dir::DirOutcome::Opened { segments_removed, .. } if segments_removed > 0)
             }),
             ("garbage-checkpoint", &|i| {
                 i.damage.0.is_empty()
@@ -260,10 +266,10 @@ fn ops_seeds() -> BTreeMap<String, Vec<u8>> {
             ("compaction-drops-records", &|i| {
                 appends(i) >= 4
                     && rolls(i) >= 2
-                    && checks::ops_vs_model(i).records_compacted_away > 0
+                    && check_ops::ops_vs_model(i).records_compacted_away > 0
             }),
             ("retention-deletes-segments", &|i| {
-                appends(i) >= 3 && checks::ops_vs_model(i).segments_deleted > 0
+                appends(i) >= 3 && check_ops::ops_vs_model(i).segments_deleted > 0
             }),
             ("reopen-after-process-crash", &|i| {
                 appends(i) >= 3
@@ -271,7 +277,7 @@ fn ops_seeds() -> BTreeMap<String, Vec<u8>> {
                     && count_ops(&i.steps.0, |o| matches!(o, FuzzOp::Read { .. })) >= 1
             }),
             ("rejected-arguments", &|i| {
-                appends(i) >= 2 && checks::ops_vs_model(i).rejected > 0
+                appends(i) >= 2 && check_ops::ops_vs_model(i).rejected > 0
             }),
             ("auto-roll-small-segments", &|i| {
                 i.config.segment_bytes < 150 && appends(i) >= 5
@@ -284,7 +290,7 @@ fn crash_seeds() -> BTreeMap<String, Vec<u8>> {
     let has =
         |i: &CrashInput, wanted: fn(&FuzzOp) -> bool| i.ops.0.iter().filter(|o| wanted(o)).count();
     let interrupted = |i: &CrashInput, wanted: fn(&FuzzOp) -> bool| {
-        checks::crash_recovery(i)
+        check_crash::crash_recovery(i)
             .interrupted
             .and_then(|n| i.ops.0.get(n))
             .is_some_and(wanted)
@@ -307,7 +313,7 @@ fn crash_seeds() -> BTreeMap<String, Vec<u8>> {
             ("torn-append", &|i| {
                 power_loss(i)
                     && interrupted(i, |o| matches!(o, FuzzOp::Append(_) | FuzzOp::Flush))
-                    && checks::crash_recovery(i).lost_items > 0
+                    && check_crash::crash_recovery(i).lost_items > 0
             }),
             ("process-crash-in-roll", &|i| {
                 i.crash == CrashKind::Process && interrupted(i, |o| matches!(o, FuzzOp::Roll))
@@ -316,7 +322,7 @@ fn crash_seeds() -> BTreeMap<String, Vec<u8>> {
                 has(i, |o| {
                     matches!(o, FuzzOp::Compact { .. } | FuzzOp::Retain { .. })
                 }) >= 1
-                    && checks::crash_recovery(i).recovery_crashed
+                    && check_crash::crash_recovery(i).recovery_crashed
             }),
         ],
     )
@@ -360,7 +366,7 @@ fn decode_batch_seeds() {
     assert!(seeds.len() >= 5);
     let mut decoded = 0;
     for bytes in seeds.values() {
-        checks::decode_batch(bytes);
+        check_batch::decode_batch(bytes);
         decoded += usize::from(seglog::format::batch::decode(bytes).is_ok());
     }
     // Both spaces: valid batches and damaged ones.
@@ -378,25 +384,25 @@ fn open_dir_seeds() {
     let mut outcomes = Vec::new();
     for (name, bytes) in &seeds {
         let input: DirInput = decode(bytes).unwrap_or_else(|| panic!("{name} does not decode"));
-        outcomes.push(checks::open_dir(&input));
+        outcomes.push(check_dir::open_dir(&input));
     }
     // The seeds reach every path: a refused open, a truncated tail, a rebuilt index.
     assert!(
         outcomes
             .iter()
-            .any(|o| matches!(o, checks::DirOutcome::Refused { .. })),
+            .any(|o| matches!(o, check_dir::DirOutcome::Refused { .. })),
         "{outcomes:?}"
     );
     assert!(
         outcomes
             .iter()
-            .any(|o| matches!(o, checks::DirOutcome::Opened { truncated_bytes, .. } if *truncated_bytes > 0)),
+            .any(|o| matches!(o, check_dir::DirOutcome::Opened { truncated_bytes, .. } if *truncated_bytes > 0)),
         "{outcomes:?}"
     );
     assert!(
         outcomes
             .iter()
-            .any(|o| matches!(o, checks::DirOutcome::Opened { rebuilt_indexes, .. } if *rebuilt_indexes > 0)),
+            .any(|o| matches!(o, check_dir::DirOutcome::Opened { rebuilt_indexes, .. } if *rebuilt_indexes > 0)),
         "{outcomes:?}"
     );
 }
@@ -405,10 +411,10 @@ fn open_dir_seeds() {
 fn ops_vs_model_seeds() {
     let seeds = committed_seeds("ops_vs_model");
     assert!(seeds.len() >= 4);
-    let mut total = checks::OpsOutcome::default();
+    let mut total = check_ops::OpsOutcome::default();
     for (name, bytes) in &seeds {
         let input: OpsInput = decode(bytes).unwrap_or_else(|| panic!("{name} does not decode"));
-        let outcome = checks::ops_vs_model(&input);
+        let outcome = check_ops::ops_vs_model(&input);
         total.appends += outcome.appends;
         total.rejected += outcome.rejected;
         total.segments_deleted += outcome.segments_deleted;
@@ -431,7 +437,7 @@ fn crash_recovery_seeds() {
     let mut outcomes = Vec::new();
     for (name, bytes) in &seeds {
         let input: CrashInput = decode(bytes).unwrap_or_else(|| panic!("{name} does not decode"));
-        outcomes.push(checks::crash_recovery(&input));
+        outcomes.push(check_crash::crash_recovery(&input));
     }
     assert!(outcomes.iter().any(|o| o.lost_items > 0), "{outcomes:?}");
     assert!(outcomes.iter().any(|o| o.recovery_crashed), "{outcomes:?}");

@@ -10,6 +10,10 @@
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use seglog::workload::{Op, RecordSpec};
+
+/// Where the targets keep the log inside the simulated file system (as the sweep does).
+pub const LOG_DIR: &str = seglog::sweep::LOG_DIR;
+
 use seglog::LogConfig;
 
 /// At most `N` items (the length is read from the input, not from its end).
@@ -359,4 +363,10 @@ pub struct DirInput {
     pub leftovers: Few<Leftover, 2>,
     pub strangers: Few<Stranger, 2>,
     pub damage: Few<Damage, 3>,
+}
+
+/// A workload as a JSON array in the shared vocabulary (what scenario files hold).
+pub fn ops_json(ops: &[Op]) -> String {
+    let items: Vec<String> = ops.iter().map(ToString::to_string).collect();
+    format!("[{}]", items.join(","))
 }

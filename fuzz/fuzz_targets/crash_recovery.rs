@@ -10,7 +10,7 @@
 //! check_image, States}`): the fuzzer explores crash points and images of workloads
 //! the named sweep workloads do not cover.
 //!
-//! Invariants checked (`checks::crash_recovery`, via `check_image`):
+//! Invariants checked (`check_crash::crash_recovery`, via `check_image`):
 //! - recovery succeeds and never panics;
 //! - the recovered log equals the spec state at one of the points the crash allows:
 //!   from the last durability point (roll, flush, retain, compact) before the
@@ -22,12 +22,12 @@
 #![no_main]
 
 #[allow(dead_code)]
-mod checks;
+mod check_crash;
 #[allow(dead_code)]
 mod common;
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: common::CrashInput| {
-    checks::crash_recovery(&input);
+    check_crash::crash_recovery(&input);
 });

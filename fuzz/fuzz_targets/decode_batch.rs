@@ -1,6 +1,6 @@
 //! Fuzz target: decoding arbitrary bytes as a Kafka record batch.
 //!
-//! Invariants checked (`checks::decode_batch`):
+//! Invariants checked (`check_batch::decode_batch`):
 //! - `decode` returns `Ok` or a structured `FormatError`; it never panics, never reads
 //!   out of bounds, never allocates without bound (a 64 MiB batch cap).
 //! - An `Ok` batch uses at most the bytes given and round-trips: encoding it and
@@ -10,10 +10,10 @@
 #![no_main]
 
 #[allow(dead_code)]
-mod checks;
+mod check_batch;
 #[allow(dead_code)]
 mod common;
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| checks::decode_batch(data));
+fuzz_target!(|data: &[u8]| check_batch::decode_batch(data));

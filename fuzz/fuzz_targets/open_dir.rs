@@ -9,7 +9,7 @@
 //! damages (truncate, flip a bit, append bytes, remove) to any file. It is built in a
 //! `SimFs`, snapshotted, and opened with `Log::open_with`.
 //!
-//! Invariants checked (`checks::open_dir`):
+//! Invariants checked (`check_dir::open_dir`):
 //! - open never panics;
 //! - a failed open changed nothing, except that install and retention recovery (which
 //!   run first) may have removed leftovers or segments wholly below a valid
@@ -31,12 +31,12 @@
 #![no_main]
 
 #[allow(dead_code)]
-mod checks;
+mod check_dir;
 #[allow(dead_code)]
 mod common;
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: common::DirInput| {
-    checks::open_dir(&input);
+    check_dir::open_dir(&input);
 });

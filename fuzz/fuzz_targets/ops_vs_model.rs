@@ -8,7 +8,7 @@
 //! process crash. Operations convert into the shared `seglog::workload::Op` and run
 //! through `seglog::workload::{engine, spec}::apply`: nothing is re-implemented here.
 //!
-//! Invariants checked (`checks::ops_vs_model`):
+//! Invariants checked (`check_ops::ops_vs_model`):
 //! - every operation has the same outcome on both sides (offsets assigned, segments
 //!   deleted, compaction report, records read, or `Rejected` for an argument error);
 //!   the engine never fails otherwise;
@@ -19,12 +19,12 @@
 #![no_main]
 
 #[allow(dead_code)]
-mod checks;
+mod check_ops;
 #[allow(dead_code)]
 mod common;
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: common::OpsInput| {
-    checks::ops_vs_model(&input);
+    check_ops::ops_vs_model(&input);
 });

@@ -1,68 +1,27 @@
-//! The checks behind every fuzz target, one function per target. Shared with
-//! `tests/fuzz_corpus.rs` (included by path), so `cargo test` replays the committed
-//! seed corpora through exactly what the fuzzers run. Each function panics with a
-//! description when an invariant breaks; the invariants are listed on each function
-//! and in the target files' headers.
+//! The checks of the `open_dir` fuzz target. Shared with `tests/fuzz_corpus.rs` (included
+//! by path), so `cargo test` replays the committed seeds through exactly what the
+//! fuzzer runs. The function panics with a description when an invariant breaks.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use seglog::format::batch::{decode, decode_header};
+use seglog::format::batch::decode;
 use seglog::format::index::{encode_offset_entries, encode_time_entries};
 use seglog::format::{checkpoint, filename};
 use seglog::format::{ControlKind, RecordBatch};
-use seglog::fs::sim::{CrashMode, SimFs};
+use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
-use seglog::scenario::Scenario;
 use seglog::segment::index::SegmentIndex;
-use seglog::sweep::{
-    check_image, count_operations, duplicate, run_until_crash, Allowed, Violation, Workload,
-};
-use seglog::workload::{engine, new_records, spec, Op, OpOutcome, RecordView};
+use seglog::workload::{new_records, RecordView};
 use seglog::{Error, Log};
-use seglog_model::spec::SpecLog;
 
-use crate::common::{
-    CheckpointFile, CrashInput, CrashKind, Damage, DirInput, FuzzOp, IndexFiles, Leftover,
-    OpsInput, Step, Stranger,
-};
+use crate::common::{CheckpointFile, Damage, DirInput, IndexFiles, Leftover, Stranger, LOG_DIR};
 
-/// Where the targets keep the log inside the simulated file system.
-pub const LOG_DIR: &str = "/data/log";
 /// The install protocol's siblings of [`LOG_DIR`].
 pub const COMPACT_TMP_DIR: &str = "/data/log.compact-tmp";
 pub const MANIFEST: &str = "/data/log.compact-manifest";
 pub const MANIFEST_TMP: &str = "/data/log.compact-manifest.tmp";
-
-// ---- decode_batch ----
-
-/// Decodes arbitrary bytes as a record batch.
-///
-/// Invariants checked:
-/// - `decode` returns `Ok` or a structured `FormatError`; it never panics, never reads
-///   out of bounds, never allocates without bound (the 64 MiB batch cap).
-/// - An `Ok` batch uses at most the bytes given and round-trips: encoding it and
-///   decoding the result gives the same batch, using exactly the encoded length
-///   (byte equality with the input is not required: like Kafka, the decoder accepts
-///   non-minimal varints, which the encoder never writes).
-/// - `decode_header` agrees with `decode` on base offset and size.
-pub fn decode_batch(data: &[u8]) {
-    let Ok((batch, used)) = decode(data) else {
-        return;
-    };
-    assert!(used <= data.len(), "used {used} of {} bytes", data.len());
-    let encoded = batch.encode();
-    assert_eq!(encoded.len(), batch.encoded_len());
-    let (again, again_used) = decode(&encoded).expect("a re-encoded batch must decode");
-    assert_eq!(again, batch);
-    assert_eq!(again_used, encoded.len());
-    let header = decode_header(data).expect("the header of a decoded batch decodes");
-    assert_eq!(header.size, used);
-    assert_eq!(header.base_offset, batch.base_offset);
-}
-
-// ---- open_dir ----
 
 /// A directory built from a [`DirInput`], before the open under test.
 pub struct BuiltDir {
@@ -558,236 +517,4 @@ pub enum DirOutcome {
         /// Segments removed as wholly below the retention checkpoint.
         segments_removed: usize,
     },
-}
-
-// ---- ops_vs_model ----
-
-/// Runs arbitrary steps on the engine (on a `SimFs`) and on the reference spec.
-///
-/// Invariants checked:
-/// - every operation returns the same outcome on both sides (`engine::apply` vs
-///   `spec::apply`, the shared workload vocabulary; argument errors are `Rejected`
-///   on both sides, nothing else may fail);
-/// - after every step the engine's `LogView` (offsets, segment metadata, every record)
-///   equals the spec's;
-/// - a reopen after a process crash (every completed call survives) truncates nothing
-///   and leaves the view unchanged.
-pub fn ops_vs_model(input: &OpsInput) -> OpsOutcome {
-    let config = input.config.log_config();
-    let mut fs = Arc::new(SimFs::new());
-    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
-    let (mut log, _) = Log::open_with(dyn_fs, LOG_DIR, config.clone()).expect("open an empty log");
-    let mut spec = SpecLog::new(config.segment_bytes);
-    let mut done: Vec<Op> = Vec::new();
-    let mut outcome = OpsOutcome::default();
-    for (i, step) in input.steps.0.iter().enumerate() {
-        let context = |done: &[Op]| {
-            format!(
-                "config {config:?}\nworkload so far (step {i}): {}",
-                ops_json(done)
-            )
-        };
-        match step {
-            Step::Op(fuzz_op) => {
-                let op = fuzz_op.op();
-                done.push(op.clone());
-                let want = spec::apply(&mut spec, &op);
-                let got = engine::apply(&mut log, &op)
-                    .unwrap_or_else(|e| panic!("engine failed on {op}: {e}\n{}", context(&done)));
-                assert!(
-                    got == want,
-                    "{op}: engine {got:?}, spec {want:?}\n{}",
-                    context(&done)
-                );
-                outcome.count(&got);
-            }
-            Step::Reopen => {
-                let image = fs
-                    .crash_images(CrashMode::Process, 1)
-                    .pop()
-                    .expect("one process-crash image");
-                drop(log);
-                fs = Arc::new(image.fs);
-                let dyn_fs: Arc<dyn FileSystem> = fs.clone();
-                let (reopened, report) = Log::open_with(dyn_fs, LOG_DIR, config.clone())
-                    .unwrap_or_else(|e| panic!("reopen failed: {e}\n{}", context(&done)));
-                assert_eq!(report.truncated_bytes, 0, "{report:?}\n{}", context(&done));
-                log = reopened;
-                outcome.reopens += 1;
-            }
-        }
-        let got =
-            engine::view(&log).unwrap_or_else(|e| panic!("engine view: {e}\n{}", context(&done)));
-        let want = spec::view(&spec);
-        assert!(
-            got == want,
-            "after step {i}: {}\n{}",
-            want.diff(&got).join("; "),
-            context(&done)
-        );
-    }
-    outcome
-}
-
-/// What [`ops_vs_model`] exercised, so seed replays can show what they reach.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OpsOutcome {
-    pub appends: usize,
-    pub rejected: usize,
-    pub segments_deleted: usize,
-    pub records_compacted_away: u64,
-    pub reopens: usize,
-}
-
-impl OpsOutcome {
-    fn count(&mut self, outcome: &OpOutcome) {
-        match outcome {
-            OpOutcome::Appended { .. } => self.appends += 1,
-            OpOutcome::Rejected => self.rejected += 1,
-            OpOutcome::Retained { deleted_segments } => {
-                self.segments_deleted += deleted_segments.len()
-            }
-            OpOutcome::Compacted {
-                records_before,
-                records_after,
-                ..
-            } => self.records_compacted_away += records_before.saturating_sub(*records_after),
-            _ => {}
-        }
-    }
-}
-
-// ---- crash_recovery ----
-
-/// Picks the disk image a crash of `kind` leaves on `fs`.
-fn crash_image(fs: &SimFs, kind: CrashKind) -> (SimFs, Vec<String>, &'static str) {
-    let (mode, index, name) = match kind {
-        CrashKind::Process => (CrashMode::Process, 0, "process"),
-        CrashKind::PowerLoss { image } => (CrashMode::PowerLoss, usize::from(image), "power_loss"),
-    };
-    let mut images = fs.crash_images(mode, index + 1);
-    let pick = index.min(images.len() - 1);
-    let image = images.swap_remove(pick);
-    let lost = image.lost.iter().map(ToString::to_string).collect();
-    (image.fs, lost, name)
-}
-
-/// Runs an arbitrary workload, crashes it before an arbitrary file-system call,
-/// takes one of the disk images the crash may leave (optionally crashes recovery
-/// too) and recovers.
-///
-/// Invariants checked (the crash sweep's `check_image`):
-/// - recovery succeeds, no panic;
-/// - the recovered log equals the spec at one of the states the crash allows: from
-///   the last durability point before the interrupted op to the state right after it
-///   (nothing flushed is lost; an interrupted retention or compaction is exactly old
-///   or exactly new);
-/// - no install or checkpoint leftovers remain;
-/// - a second open changes no byte and gives the same view.
-pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
-    let workload = Workload {
-        name: "fuzz".into(),
-        description: "crash_recovery fuzz input".into(),
-        config: input.config.log_config(),
-        ops: input.ops.0.iter().map(FuzzOp::op).collect(),
-        variant: "manifest".into(),
-    };
-    let ops_json = ops_json(&workload.ops);
-    let states = Allowed::states(&workload).unwrap_or_else(|e| panic!("spec states: {e}"));
-    let total = count_operations(&workload)
-        .unwrap_or_else(|e| panic!("uninterrupted run failed: {e}\nops {ops_json}"));
-    let k = u64::from(input.crash_before) % total.max(1);
-    let fs = Arc::new(SimFs::new());
-    fs.set_crash_before(k);
-    let interrupted = match run_until_crash(&workload, &fs) {
-        Ok(Some(interrupted)) => interrupted,
-        Ok(None) => panic!("crash before fs op {k} of {total} was never reached\nops {ops_json}"),
-        Err(e) => panic!("run failed: {e}\nops {ops_json}"),
-    };
-    let allowed = states.allowed_after_crash(&workload, interrupted);
-    let (image, lost, semantics) = crash_image(&fs, input.crash);
-    let scenario = || {
-        format!(
-            "config {:?}\nops {ops_json}\ncrash before_fs_op = {k} (during op {interrupted:?}), \
-             semantics = {semantics}, lost = {lost:?}",
-            workload.config
-        )
-    };
-    let violation = |detail: String, rk: Option<u64>, recovery_lost: Vec<String>| Violation {
-        workload: workload.name.clone(),
-        crash_before_op: k,
-        interrupted_op: interrupted,
-        mode: semantics.to_string(),
-        lost: lost.clone(),
-        recovery_crash_before_op: rk,
-        recovery_lost,
-        detail,
-    };
-    if let Err(detail) = check_image(&workload, &allowed, &image) {
-        let v = violation(detail, None, Vec::new());
-        panic!(
-            "{v}\n{}\n--- crash scenario (save under crash-scenarios/, check with `seglog replay`):\n{}",
-            scenario(),
-            Scenario::from_violation(&workload, &v).to_toml()
-        );
-    }
-    let mut outcome = CrashOutcome {
-        interrupted,
-        lost_items: lost.len(),
-        recovery_crashed: false,
-    };
-    if let Some((rk, kind)) = input.recovery_crash {
-        // How many calls does a clean recovery of this image take?
-        let probe = Arc::new(duplicate(&image));
-        let start = probe.mutating_ops();
-        let dyn_probe: Arc<dyn FileSystem> = probe.clone();
-        drop(Log::open_with(dyn_probe, LOG_DIR, workload.config.clone()).expect("checked above"));
-        let recovery_ops = probe.mutating_ops() - start;
-        if recovery_ops > 0 {
-            let rk = u64::from(rk) % recovery_ops;
-            let nested = Arc::new(duplicate(&image));
-            nested.set_crash_before(nested.mutating_ops() + rk);
-            let dyn_nested: Arc<dyn FileSystem> = nested.clone();
-            let crashed = Log::open_with(dyn_nested, LOG_DIR, workload.config.clone()).is_err();
-            assert!(
-                crashed,
-                "recovery did not reach its call {rk} of {recovery_ops}\n{}",
-                scenario()
-            );
-            let (again, nested_lost, nested_semantics) = crash_image(&nested, kind);
-            if let Err(detail) = check_image(&workload, &allowed, &again) {
-                // A scenario's `recovery_lost` names the power-loss image; empty is a
-                // process crash.
-                let recovery_lost = match kind {
-                    CrashKind::Process => Vec::new(),
-                    CrashKind::PowerLoss { .. } => nested_lost.clone(),
-                };
-                let v = violation(detail, Some(rk), recovery_lost);
-                panic!(
-                    "{v}\n{}\nthen recovery_crash_before_op = {rk}, semantics = \
-                     {nested_semantics}, lost = {nested_lost:?}\n--- crash scenario \
-                     (save under crash-scenarios/, check with `seglog replay`):\n{}",
-                    scenario(),
-                    Scenario::from_violation(&workload, &v).to_toml()
-                );
-            }
-            outcome.recovery_crashed = true;
-        }
-    }
-    outcome
-}
-
-/// What [`crash_recovery`] exercised.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CrashOutcome {
-    /// The workload op the crash interrupted (`None`: the initial open).
-    pub interrupted: Option<usize>,
-    pub lost_items: usize,
-    pub recovery_crashed: bool,
-}
-
-/// A workload as a JSON array in the shared vocabulary (what scenario files hold).
-fn ops_json(ops: &[Op]) -> String {
-    let items: Vec<String> = ops.iter().map(ToString::to_string).collect();
-    format!("[{}]", items.join(","))
 }
