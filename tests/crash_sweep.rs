@@ -49,3 +49,48 @@ fn default_sweep_finds_no_violation_in_at_least_10000_images() {
         "only {disk_images} disk images over {crash_points} crash points"
     );
 }
+
+/// Found by the `crash_recovery` fuzzer: the sweep counted a *rejected* compaction or
+/// retention (bad arguments) as a durability point, but the engine rejects before it
+/// flushes anything, so an earlier unflushed append may still be torn away. The checker
+/// reported that allowed state as a violation. Rejected operations are no durability
+/// points now.
+#[test]
+fn a_rejected_operation_is_no_durability_point() {
+    use seglog::sweep::{sweep, SweepOptions, Workload};
+    use seglog::workload::{Op, RecordSpec};
+    let append = |key: &str, ts| Op::Append {
+        records: vec![RecordSpec {
+            key: Some(key.into()),
+            value: Some("v".into()),
+            ts,
+        }],
+    };
+    for rejected in [
+        Op::Compact {
+            now: 10,
+            delete_retention_ms: -1,
+            segment_bytes: None,
+        },
+        Op::Retain {
+            now: 10,
+            retention_ms: Some(-1),
+            retention_bytes: None,
+        },
+    ] {
+        let workload = Workload {
+            name: "rejected-op".into(),
+            description: "append, a rejected operation, append".into(),
+            config: seglog::LogConfig::default(),
+            ops: vec![append("a", 0), rejected, append("b", 1)],
+            variant: "manifest".into(),
+        };
+        let report = sweep(&workload, &SweepOptions::default(), |_, _| {});
+        assert!(report.disk_images > 0);
+        assert!(
+            report.violations.is_empty(),
+            "{:?}",
+            report.violations.first()
+        );
+    }
+}

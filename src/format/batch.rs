@@ -459,3 +459,29 @@ mod tests {
         assert_eq!(decoded.records[0].control_kind(), Some(ControlKind::Commit));
     }
 }
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use super::*;
+
+    /// Found by the `decode_batch` fuzzer: a CRC-valid batch whose `lastOffsetDelta`
+    /// and `recordCount` are 0x19191919 made `decode` reserve 37 GB and abort. A count
+    /// the batch's length cannot hold is now `RecordCount` corruption.
+    #[test]
+    fn huge_record_count_is_corrupt_not_an_allocation() {
+        let b64 = "AAAAAAAAACoAAABC/////wLjI8ORAAAZGRkZGRkZGRkZGRkZGRkZGRlvyWgSGRkZGRkZGRkZGRkZGRkZGRkZGRkZGRkAAAACAAAAAAAAAAphAQA=";
+        let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64)
+            .expect("valid base64");
+        let err = decode(&bytes).expect_err("must not decode");
+        assert!(
+            matches!(
+                err,
+                FormatError::Corrupt {
+                    kind: CorruptKind::RecordCount { .. },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+}

@@ -8,7 +8,7 @@
 
 use seglog_model::spec::SpecLog;
 
-use crate::workload::{spec, LogView, Op};
+use crate::workload::{spec, LogView, Op, OpOutcome};
 
 use super::Workload;
 
@@ -16,6 +16,9 @@ use super::Workload;
 #[derive(Debug, Clone)]
 pub struct States {
     logs: Vec<SpecLog>,
+    /// `rejected[j]`: operation `j` was rejected (bad arguments); it changes nothing
+    /// and, rejected before any IO, is no durability point.
+    rejected: Vec<bool>,
 }
 
 /// The set of views a recovery may produce.
@@ -29,11 +32,12 @@ impl Allowed {
     pub fn states(workload: &Workload) -> Result<States, String> {
         let mut log = SpecLog::new(workload.config.segment_bytes);
         let mut logs = vec![log.clone()];
+        let mut rejected = Vec::with_capacity(workload.ops.len());
         for op in &workload.ops {
-            spec::apply(&mut log, op);
+            rejected.push(spec::apply(&mut log, op) == OpOutcome::Rejected);
             logs.push(log.clone());
         }
-        Ok(States { logs })
+        Ok(States { logs, rejected })
     }
 
     /// The first difference from the closest allowed view, or `None` if `view` is allowed.
@@ -112,7 +116,7 @@ impl States {
         let mut views = Vec::new();
         let mut d = 0;
         for p in (0..i.min(workload.ops.len())).rev() {
-            if workload.ops[p].is_durability_point() {
+            if workload.ops[p].is_durability_point() && !self.rejected[p] {
                 d = p + 1;
                 break;
             }
