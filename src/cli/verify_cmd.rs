@@ -88,6 +88,14 @@ impl VerifyArgs {
             options.emit_scenario_dir = dir.clone();
         }
         options.scenarios_dir = self.scenarios.clone();
+        // Run from elsewhere than the checkout: use the checkout's own scenarios.
+        let fs = StdFs::new();
+        if !fs.exists(&options.scenarios_dir)
+            && self.scenarios == std::path::Path::new("crash-scenarios")
+        {
+            options.scenarios_dir =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crash-scenarios");
+        }
         Ok(options)
     }
 }

@@ -294,7 +294,7 @@ pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         let status = std::process::Command::new("cargo")
             .args(["fuzz", "run", "-s", "none", target, "--"])
             .arg(format!("-max_total_time={}", options.fuzz_seconds))
-            .current_dir("fuzz")
+            .current_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz"))
             .status();
         let ok = matches!(&status, Ok(s) if s.success());
         passed &= ok;
