@@ -127,16 +127,7 @@ fn read_views(records: Vec<crate::ReadRecord>) -> Vec<RecordView> {
 }
 
 fn spec_views(records: Vec<seglog_model::spec::ReadRec>) -> Vec<RecordView> {
-    records
-        .into_iter()
-        .map(|r| RecordView {
-            offset: r.offset,
-            key: r.key,
-            value: r.value,
-            ts: r.timestamp,
-            control: r.control,
-        })
-        .collect()
+    records.into_iter().map(RecordView::from).collect()
 }
 
 /// Bounds of the reads compared at every position: unbounded, one byte (always

@@ -130,18 +130,7 @@ impl Log {
         let dir = dir.as_ref().to_path_buf();
         let mut report = RecoveryReport::default();
         let segments = recovery::recover(fs.as_ref(), &dir, &config, &mut report)?;
-        let log = Log {
-            fs,
-            dir,
-            config,
-            segments,
-            poisoned: false,
-            read_only: false,
-            scratch: Vec::new(),
-            read_buffer: Mutex::new(Bytes::new()),
-        };
-        log.assert_invariants();
-        Ok((log, report))
+        Ok((Log::assemble(fs, dir, config, segments, false), report))
     }
 
     /// Opens an existing log without changing anything on disk (no directory or
@@ -157,18 +146,29 @@ impl Log {
         let dir = dir.as_ref().to_path_buf();
         let mut report = RecoveryReport::default();
         let segments = recovery::inspect(fs.as_ref(), &dir, &config, &mut report)?;
+        Ok((Log::assemble(fs, dir, config, segments, true), report))
+    }
+
+    /// The in-memory log over recovered (or inspected) segments.
+    fn assemble(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        config: LogConfig,
+        segments: Vec<Segment>,
+        read_only: bool,
+    ) -> Log {
         let log = Log {
             fs,
             dir,
             config,
             segments,
             poisoned: false,
-            read_only: true,
+            read_only,
             scratch: Vec::new(),
             read_buffer: Mutex::new(Bytes::new()),
         };
         log.assert_invariants();
-        Ok((log, report))
+        log
     }
 
     pub fn dir(&self) -> &Path {

@@ -1,6 +1,6 @@
 //! Applying workload operations to the reference spec (`seglog_model::spec::SpecLog`).
 
-use seglog_model::spec::{SpecLog, SpecRecordInput};
+use seglog_model::spec::{ReadRec, SpecLog, SpecRecordInput};
 
 use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
 
@@ -61,35 +61,29 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
         },
         Op::Read { from } => match spec.read(*from) {
             Ok(records) => OpOutcome::Read {
-                records: records
-                    .into_iter()
-                    .map(|r| RecordView {
-                        offset: r.offset,
-                        key: r.key,
-                        value: r.value,
-                        ts: r.timestamp,
-                        control: r.control,
-                    })
-                    .collect(),
+                records: records.into_iter().map(RecordView::from).collect(),
             },
             Err(_) => OpOutcome::Rejected,
         },
     }
 }
 
+impl From<ReadRec> for RecordView {
+    fn from(r: ReadRec) -> RecordView {
+        RecordView {
+            offset: r.offset,
+            key: r.key,
+            value: r.value,
+            ts: r.timestamp,
+            control: r.control,
+        }
+    }
+}
+
 /// Everything observable about the spec's log.
 pub fn view(spec: &SpecLog) -> LogView {
     let records = match spec.read(spec.log_start_offset()) {
-        Ok(records) => records
-            .into_iter()
-            .map(|r| RecordView {
-                offset: r.offset,
-                key: r.key,
-                value: r.value,
-                ts: r.timestamp,
-                control: r.control,
-            })
-            .collect(),
+        Ok(records) => records.into_iter().map(RecordView::from).collect(),
         Err(_) => Vec::new(),
     };
     LogView {
