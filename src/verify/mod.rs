@@ -53,7 +53,7 @@ impl VerifyOptions {
         let (model_records, cases, ops, images, recovery, fuzz) = match budget {
             Budget::Quick => (None, 200, 40, 32, 2, 0),
             Budget::Standard => (Some(4), 3_000, 40, 128, 4, 0),
-            Budget::Overnight => (Some(4), 200_000, 60, 1_024, 16, 3_600),
+            Budget::Overnight => (Some(4), 50_000, 60, 1_024, 16, 3_600),
         };
         VerifyOptions {
             budget,
