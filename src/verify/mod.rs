@@ -107,8 +107,9 @@ impl VerifyReport {
     pub fn human(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "seglog verify: budget {:?}, variant {}\n",
-            self.budget, self.variant
+            "seglog verify: budget {}, variant {}\n",
+            format!("{:?}", self.budget).to_lowercase(),
+            self.variant
         ));
         for stage in &self.ordered {
             out.push_str(&format!(
