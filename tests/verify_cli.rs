@@ -1,0 +1,107 @@
+//! `seglog verify` as users run it: the JSON report's contract (one object per stage;
+//! the crash sweep's keys), exit codes, and that the suite fails against the seeds'
+//! two-rename swap (the "prove a design change" workflow).
+
+use std::process::Command;
+
+fn verify(extra: &[&str]) -> (i32, serde_json::Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "verify",
+            "--quiet",
+            "--json",
+            "-",
+            "--conformance-cases",
+            "4",
+        ])
+        .args(["--images-per-point", "4", "--recovery-crash-images", "1"])
+        .args(extra)
+        .output()
+        .expect("run seglog verify");
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap_or(-1), report)
+}
+
+#[test]
+fn quick_verify_passes_and_reports_every_stage() {
+    let emit = tempfile::tempdir().unwrap();
+    let (code, report) = verify(&["--emit-scenario", emit.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["passed"], true);
+    let stages = report["stages"].as_object().expect("stages object");
+    for stage in ["model", "conformance", "crash_sweep", "replay"] {
+        assert_eq!(
+            stages[stage]["passed"], true,
+            "{stage}: {:#}",
+            stages[stage]
+        );
+    }
+    let sweep = &stages["crash_sweep"];
+    for key in [
+        "workloads",
+        "crash_points",
+        "disk_images",
+        "violations",
+        "seconds",
+    ] {
+        assert!(sweep.get(key).is_some(), "crash_sweep lacks {key}");
+    }
+    assert!(sweep["disk_images"].as_u64().unwrap() > 1000);
+    assert_eq!(sweep["violations"], 0);
+    assert!(
+        std::fs::read_dir(emit.path()).unwrap().next().is_none(),
+        "nothing to emit on a pass"
+    );
+}
+
+#[cfg(feature = "test-variants")]
+#[test]
+fn verify_fails_against_the_two_rename_swap_and_writes_a_counterexample() {
+    let emit = tempfile::tempdir().unwrap();
+    let (code, report) = verify(&[
+        "--against-variant",
+        "two-rename",
+        "--emit-scenario",
+        emit.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["passed"], false);
+    let sweep = &report["stages"]["crash_sweep"];
+    assert_eq!(sweep["passed"], false);
+    assert!(sweep["violations"].as_u64().unwrap() > 0);
+    let file = sweep["counterexample"]
+        .as_str()
+        .expect("a counterexample file");
+    let command = sweep["replay_command"].as_str().expect("a replay command");
+    assert!(command.contains(file));
+    // The emitted scenario replays as the violation it describes.
+    let replay = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["replay", file])
+        .output()
+        .unwrap();
+    assert_eq!(
+        replay.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+}
+
+#[test]
+fn bad_arguments_exit_2_with_one_line() {
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["verify", "--against-variant", "bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("unknown variant"));
+}
