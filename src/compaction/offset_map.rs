@@ -36,17 +36,31 @@ struct Entry {
 pub const ENTRY_BYTES: usize = size_of::<Entry>();
 const _: () = assert!(ENTRY_BYTES == 24);
 
-/// Entries allocated before the first sort-and-dedup.
-const INITIAL_CAPACITY: usize = 1 << 14;
+/// Bits of the digest's high word that pick a build bucket.
+const BUCKET_BITS: u32 = 12;
+/// Build buckets: each collects the entries whose digests share their top
+/// [`BUCKET_BITS`] bits, so its sort-and-dedup runs on a slice that fits in cache.
+const BUCKETS: usize = 1 << BUCKET_BITS;
+/// Entries a bucket allocates before its first sort-and-dedup.
+const BUCKET_INITIAL_CAPACITY: usize = 16;
 
 /// Latest offset per key digest.
 #[derive(Debug)]
 pub struct OffsetMap {
     /// SipHash-2-4, 128-bit output, under a key drawn from the OS for each map.
     hasher: SipHasher24,
+    /// While building: one vector per digest prefix, each in insertion order
+    /// with deduplicated sorted runs. Empty once finished.
+    buckets: Vec<Vec<Entry>>,
+    /// Once finished: every entry, sorted by digest, one per digest.
     entries: Vec<Entry>,
     /// True when `entries` is sorted by digest and deduplicated.
     finished: bool,
+    /// With [`OffsetMap::tracking_superseded`]: bit `p` is set once some entry with
+    /// the same digest and a higher position than `p` was inserted.
+    superseded: Option<Vec<u64>>,
+    /// Sum of the buckets' capacities, in entries.
+    bucket_capacity: usize,
     peak_bytes: usize,
 }
 
@@ -58,6 +72,37 @@ const _: () = assert!(size_of::<Digest>() == DIGEST_BYTES);
 /// The high word: digests sort by it first, and it is uniformly distributed.
 fn prefix(digest: &Digest) -> u64 {
     digest[0]
+}
+
+/// The build bucket of a digest (its top bits, so buckets are in digest order).
+fn bucket_of(digest: &Digest) -> usize {
+    (prefix(digest) >> (64 - BUCKET_BITS)) as usize
+}
+
+/// Sorts by digest, highest offset first within a digest, and keeps one entry per
+/// digest; the offset of every dropped entry is marked in `superseded` (if tracked).
+fn sort_dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Vec<u64>>) {
+    entries.sort_unstable_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
+    entries.dedup_by(|later, kept| {
+        let same = later.digest == kept.digest;
+        if same {
+            assert!(later.offset <= kept.offset);
+            if let Some(bits) = superseded.as_mut() {
+                mark(bits, later.offset);
+            }
+        }
+        same
+    });
+}
+
+/// Sets bit `position` of a bitmap that grows on demand.
+fn mark(bits: &mut Vec<u64>, position: i64) {
+    let position = usize::try_from(position).expect("tracked positions are >= 0");
+    let word = position / 64;
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    bits[word] |= 1 << (position % 64);
 }
 
 impl Default for OffsetMap {
@@ -73,10 +118,43 @@ impl OffsetMap {
         let seed = || RandomState::new().build_hasher().finish();
         OffsetMap {
             hasher: SipHasher24::new_with_keys(seed(), seed()),
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             entries: Vec::new(),
             finished: false,
+            superseded: None,
+            bucket_capacity: 0,
             peak_bytes: 0,
         }
+    }
+
+    /// A map that also remembers which inserted positions were superseded by a later
+    /// position of the same digest ([`OffsetMap::is_superseded`]). Insert dense
+    /// positions (record ordinals from 0, in offset order) rather than offsets: the
+    /// bitmap has one bit per position up to the highest superseded one.
+    pub fn tracking_superseded() -> Self {
+        OffsetMap {
+            superseded: Some(Vec::new()),
+            ..Self::new()
+        }
+    }
+
+    /// Whether a position inserted into a [`OffsetMap::tracking_superseded`] map was
+    /// superseded: its key (digest) was also inserted at a higher position. Needs
+    /// [`OffsetMap::finish`].
+    pub fn is_superseded(&self, position: i64) -> bool {
+        assert!(self.finished, "OffsetMap::finish must run before lookups");
+        let bits = self
+            .superseded
+            .as_ref()
+            .expect("the map tracks superseded positions");
+        let position = usize::try_from(position).expect("tracked positions are >= 0");
+        bits.get(position / 64)
+            .is_some_and(|word| word & (1 << (position % 64)) != 0)
+    }
+
+    /// Bytes of the superseded-position bitmap (one bit per position).
+    pub fn superseded_bytes(&self) -> usize {
+        self.superseded.as_ref().map_or(0, |b| b.capacity() * 8)
     }
 
     /// The 128-bit digest of a key under this map's secret key.
@@ -92,39 +170,54 @@ impl OffsetMap {
     }
 
     fn insert_digest(&mut self, digest: Digest, offset: i64) {
-        if self.entries.len() == self.entries.capacity() {
-            self.dedup();
+        assert!(!self.finished, "OffsetMap::insert after finish");
+        let index = bucket_of(&digest);
+        let bucket = &mut self.buckets[index];
+        if bucket.len() == bucket.capacity() {
+            let before = bucket.capacity();
+            sort_dedup(bucket, &mut self.superseded);
             // Grow only when deduplication freed less than half.
-            let needed = (self.entries.len() * 2).max(INITIAL_CAPACITY);
-            if self.entries.capacity() < needed {
-                self.entries.reserve_exact(needed - self.entries.len());
+            if bucket.len() * 2 > bucket.capacity() || bucket.capacity() == 0 {
+                let needed = (bucket.len() * 2).max(BUCKET_INITIAL_CAPACITY);
+                bucket.reserve_exact(needed - bucket.len());
             }
-            self.note_peak();
+            self.bucket_capacity += bucket.capacity() - before;
+            self.note_peak(0);
         }
-        self.finished = false;
-        self.entries.push(Entry { digest, offset });
+        self.buckets[index].push(Entry { digest, offset });
     }
 
-    /// Sorts by digest (highest offset first within a digest) and keeps one entry per digest.
-    fn dedup(&mut self) {
-        self.entries
-            .sort_unstable_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
-        self.entries
-            .dedup_by(|later, kept| later.digest == kept.digest);
-        self.finished = true;
+    /// Notes the bytes held now (buckets, their headers, and `extra` entries).
+    fn note_peak(&mut self, extra: usize) {
+        let bytes = (self.bucket_capacity + extra + self.entries.capacity()) * ENTRY_BYTES
+            + self.buckets.capacity() * size_of::<Vec<Entry>>();
+        self.peak_bytes = self.peak_bytes.max(bytes);
     }
 
-    fn note_peak(&mut self) {
-        self.peak_bytes = self.peak_bytes.max(self.entries.capacity() * ENTRY_BYTES);
-    }
-
-    /// Ends the build: deduplicates and releases spare capacity. Lookups need this.
+    /// Ends the build: deduplicates every bucket and concatenates them, in digest
+    /// order, into one exactly sized sorted vector. Lookups need this.
     pub fn finish(&mut self) {
-        self.note_peak();
-        if !self.finished {
-            self.dedup();
+        if self.finished {
+            return;
         }
-        self.entries.shrink_to_fit();
+        self.note_peak(0);
+        let mut total = 0;
+        for bucket in &mut self.buckets {
+            let before = bucket.capacity();
+            sort_dedup(bucket, &mut self.superseded);
+            bucket.shrink_to_fit();
+            self.bucket_capacity -= before - bucket.capacity();
+            total += bucket.len();
+        }
+        self.entries = Vec::with_capacity(total);
+        self.note_peak(0);
+        for bucket in std::mem::take(&mut self.buckets) {
+            self.entries.extend_from_slice(&bucket);
+        }
+        self.bucket_capacity = 0;
+        self.finished = true;
+        assert_eq!(self.entries.len(), total);
+        assert_eq!(self.entries.capacity(), total);
         debug_assert!(self.entries.windows(2).all(|w| w[0].digest < w[1].digest));
     }
 
@@ -203,7 +296,8 @@ impl OffsetMap {
 
     /// Bytes the map holds now.
     pub fn resident_bytes(&self) -> usize {
-        self.entries.capacity() * ENTRY_BYTES
+        (self.bucket_capacity + self.entries.capacity()) * ENTRY_BYTES
+            + self.buckets.capacity() * size_of::<Vec<Entry>>()
     }
 
     /// Most bytes the map held at any time during the build.
