@@ -4,6 +4,7 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::mpsc;
 
 use serde::Serialize;
 
@@ -16,7 +17,7 @@ use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
-use super::offset_map::OffsetMap;
+use super::offset_map::{Digest, OffsetMap};
 use super::planner::{decide_latest, Decision, Grouper, Horizon, Placement};
 use super::source::{list_segments, segment_path};
 use super::view;
@@ -71,27 +72,66 @@ fn build_map_into(
     bytes: &mut Vec<u8>,
 ) -> Result<OffsetMap> {
     let mut map = OffsetMap::tracking_superseded();
-    let mut ordinal = 0i64;
-    for &base in bases {
-        let path = segment_path(dir, base, LOG_SUFFIX);
-        read_into(fs, &path, bytes)?;
-        let mut records = Vec::new();
-        for batch in view::batches(&path, base, bytes)? {
-            if batch.is_control() {
-                continue;
-            }
-            view::records(&path, &batch, &mut records)?;
-            for record in &records {
-                if let Some(key) = record.key {
-                    map.insert(key, ordinal);
-                    ordinal += 1;
+    let digester = map.digester();
+    // Two stages on two threads: this one inserts, the other reads, checks, parses
+    // and hashes, handing over chunks of (digest, ordinal) that come back for reuse.
+    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<(Digest, i64)>>(MAP_CHUNKS);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<(Digest, i64)>>();
+    for _ in 0..MAP_CHUNKS + 1 {
+        empty_tx
+            .send(Vec::with_capacity(MAP_CHUNK_RECORDS))
+            .expect("the receiver is alive");
+    }
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<()> {
+            let mut ordinal = 0i64;
+            let mut chunk = empty_rx.recv().expect("a chunk is free");
+            for &base in bases {
+                let path = segment_path(dir, base, LOG_SUFFIX);
+                read_into(fs, &path, bytes)?;
+                let mut records = Vec::new();
+                for batch in view::batches(&path, base, bytes)? {
+                    if batch.is_control() {
+                        continue;
+                    }
+                    view::records(&path, &batch, &mut records)?;
+                    for record in &records {
+                        if let Some(key) = record.key {
+                            chunk.push((digester.digest(key), ordinal));
+                            ordinal += 1;
+                        }
+                    }
+                    if chunk.len() >= MAP_CHUNK_RECORDS {
+                        if full_tx.send(chunk).is_err() {
+                            return Ok(()); // the inserting side failed
+                        }
+                        chunk = empty_rx.recv().expect("a chunk is free");
+                        chunk.clear();
+                    }
                 }
             }
+            if !chunk.is_empty() {
+                let _ = full_tx.send(chunk);
+            }
+            Ok(())
+        });
+        for chunk in full_rx {
+            for &(digest, ordinal) in &chunk {
+                map.insert_digest(digest, ordinal);
+            }
+            // The reader may be done and gone: then the chunk is just dropped.
+            let _ = empty_tx.send(chunk);
         }
-    }
+        reader.join().expect("the map reader does not panic")
+    })?;
     map.finish();
     Ok(map)
 }
+
+/// Chunks in flight between the map's reading and inserting threads, and records
+/// per chunk: 3 x 32K x 24 bytes = 2.25 MiB, whatever the log's size.
+const MAP_CHUNKS: usize = 2;
+const MAP_CHUNK_RECORDS: usize = 32 * 1024;
 
 /// Bytes below which a run is copied into the staging buffer instead of being
 /// written on its own (bounds the write calls when kept and dropped batches alternate).

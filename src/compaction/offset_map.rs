@@ -105,6 +105,20 @@ fn mark(bits: &mut Vec<u64>, position: i64) {
     bits[word] |= 1 << (position % 64);
 }
 
+/// A map's secret digest function, `Send` and cheap to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Digester {
+    hasher: SipHasher24,
+}
+
+impl Digester {
+    /// The 128-bit digest of a key, high word first.
+    pub fn digest(&self, key: &[u8]) -> Digest {
+        let hash = self.hasher.hash(key).as_u128();
+        [(hash >> 64) as u64, hash as u64]
+    }
+}
+
 impl Default for OffsetMap {
     fn default() -> Self {
         Self::new()
@@ -159,8 +173,14 @@ impl OffsetMap {
 
     /// The 128-bit digest of a key under this map's secret key.
     pub fn digest(&self, key: &[u8]) -> Digest {
-        let hash = self.hasher.hash(key).as_u128();
-        [(hash >> 64) as u64, hash as u64]
+        self.digester().digest(key)
+    }
+
+    /// This map's digest function, to hash keys on another thread.
+    pub fn digester(&self) -> Digester {
+        Digester {
+            hasher: self.hasher,
+        }
     }
 
     /// Records that `key` was written at `offset`. Offsets may come in any order;
@@ -169,7 +189,8 @@ impl OffsetMap {
         self.insert_digest(self.digest(key), offset);
     }
 
-    fn insert_digest(&mut self, digest: Digest, offset: i64) {
+    /// [`OffsetMap::insert`] of a key hashed by this map's [`OffsetMap::digester`].
+    pub fn insert_digest(&mut self, digest: Digest, offset: i64) {
         assert!(!self.finished, "OffsetMap::insert after finish");
         let index = bucket_of(&digest);
         let bucket = &mut self.buckets[index];
