@@ -82,7 +82,9 @@ fn bucket_of(digest: &Digest) -> usize {
 /// Sorts by digest, highest offset first within a digest, and keeps one entry per
 /// digest; the offset of every dropped entry is marked in `superseded` (if tracked).
 fn sort_dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Vec<u64>>) {
-    entries.sort_unstable_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
+    // Stable sort: it finds the sorted run left by the previous sort-and-dedup and
+    // merges the new entries into it.
+    entries.sort_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
     entries.dedup_by(|later, kept| {
         let same = later.digest == kept.digest;
         if same {
