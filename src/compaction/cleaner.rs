@@ -176,10 +176,11 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
 /// Describes the compacted form of one source segment as runs in `work.pieces`;
 /// returns (records before, records after, compacted bytes).
 ///
-/// The latest offsets of the segment's keys are looked up in one sorted merge walk
-/// over the map ([`OffsetMap::latest_sorted`]). A batch whose records are all kept
-/// (control batches always) is copied byte for byte; a partly kept batch is decoded
-/// in full and re-encoded ([`crate::format::RecordBatch::retain`]).
+/// Whether a keyed record is the latest of its key is one bit of the map's
+/// superseded bitmap, at the record's ordinal ([`OffsetMap::is_superseded`]): no
+/// hashing here. A batch whose records are all kept (control batches always) is a
+/// run of the source bytes, merged with its neighbours; a partly kept batch is
+/// decoded in full and re-encoded ([`crate::format::RecordBatch::retain`]).
 fn compact_segment(
     path: &Path,
     base: i64,
@@ -451,4 +452,57 @@ fn read_into(fs: &dyn FileSystem, path: &Path, buf: &mut Vec<u8>) -> Result<()> 
 fn build_sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     fail_point!(fp::COMPACTION_BUILD_SYNC_FILE);
     fs.sync_file(path).map_err(|e| Error::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::sim::SimFs;
+
+    #[test]
+    fn adjacent_runs_of_one_kind_merge() {
+        let mut pieces = Vec::new();
+        push_piece(&mut pieces, Piece::Source(0..10));
+        push_piece(&mut pieces, Piece::Source(10..25));
+        push_piece(&mut pieces, Piece::Source(30..40));
+        push_piece(&mut pieces, Piece::Encoded(0..5));
+        push_piece(&mut pieces, Piece::Encoded(5..9));
+        push_piece(&mut pieces, Piece::Source(40..41));
+        assert_eq!(
+            pieces,
+            vec![
+                Piece::Source(0..25),
+                Piece::Source(30..40),
+                Piece::Encoded(0..9),
+                Piece::Source(40..41),
+            ]
+        );
+    }
+
+    #[test]
+    fn pieces_are_written_in_order_small_ones_staged() {
+        let fs = SimFs::new();
+        let path = Path::new("/out.log");
+        fs.create_dir_all(Path::new("/")).unwrap();
+        fs.create_file(path).unwrap();
+        let source: Vec<u8> = (0..3 * STAGING_BYTES).map(|i| (i % 251) as u8).collect();
+        let big = STAGING_BYTES + 7;
+        let mut work = Scratch {
+            encoded: b"encoded!".to_vec(),
+            pieces: vec![
+                Piece::Source(3..9),
+                Piece::Encoded(0..8),
+                Piece::Source(100..100 + big),
+                Piece::Source(20..21),
+            ],
+            ..Scratch::default()
+        };
+        let crc = write_pieces(&fs, path, &source, &mut work, 0).unwrap();
+        let mut expected = source[3..9].to_vec();
+        expected.extend_from_slice(b"encoded!");
+        expected.extend_from_slice(&source[100..100 + big]);
+        expected.extend_from_slice(&source[20..21]);
+        assert_eq!(fs.read_all(path).unwrap(), expected);
+        assert_eq!(crc, crc32c::crc32c(&expected));
+    }
 }

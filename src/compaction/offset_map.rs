@@ -1,12 +1,22 @@
 //! The latest-offset map: for every key, the highest offset it was written at.
 //!
 //! Entries are 24 bytes, like Kafka's `SkimpyOffsetMap`: a 16-byte digest of the key
-//! (SipHash-2-4 with 128-bit output under a secret random key) and an 8-byte offset. They live in one `Vec`,
-//! sorted by digest, with one entry per distinct digest; lookups are binary searches.
+//! (SipHash-2-4 with 128-bit output under a secret random key) and an 8-byte offset.
+//! Once finished they live in one `Vec`, sorted by digest, one entry per distinct
+//! digest; lookups are interpolation or merge-walk searches.
 //!
-//! Building appends entries and, whenever the vector is full, sorts it and keeps
-//! the highest offset per digest before growing, so the peak stays below about
-//! twice the final size. [`OffsetMap::peak_bytes`] reports the peak honestly.
+//! Building appends each entry to one of 4096 buckets picked by the digest's top
+//! bits; a full bucket is sorted (a stable sort, which merges the bucket's sorted run
+//! with the new entries) keeping the highest offset per digest, and grows only when
+//! that freed less than half. Buckets are small enough to sort in cache. `finish`
+//! concatenates them, in digest order, into one exactly sized vector: 24 bytes per
+//! distinct key resident; [`OffsetMap::peak_bytes`] reports the build's peak honestly
+//! (about twice that).
+//!
+//! A map built with [`OffsetMap::tracking_superseded`] also sets a bit for every
+//! position that an entry with the same digest and a higher position replaced: with
+//! record ordinals as positions, the cleaner's rewrite pass asks
+//! [`OffsetMap::is_superseded`] instead of hashing and looking up every key again.
 //!
 //! Collisions: two distinct keys share an entry only if their 128-bit digests
 //! collide. SipHash-2-4 is a pseudo-random function: for keys chosen without
@@ -238,6 +248,9 @@ impl OffsetMap {
             self.entries.extend_from_slice(&bucket);
         }
         self.bucket_capacity = 0;
+        if let Some(bits) = self.superseded.as_mut() {
+            bits.shrink_to_fit();
+        }
         self.finished = true;
         assert_eq!(self.entries.len(), total);
         assert_eq!(self.entries.capacity(), total);
@@ -410,6 +423,43 @@ mod tests {
         OffsetMap::new()
             .tap_finish()
             .latest_sorted(&queries, |_, latest| assert!(latest.is_none()));
+    }
+
+    #[test]
+    fn superseded_positions_are_exactly_the_overwritten_ones() {
+        // Keys k % 700 at positions 0..5000: a position is superseded iff the same
+        // key comes again at a higher position (within the first 4300).
+        let mut map = OffsetMap::tracking_superseded();
+        for p in 0..5_000i64 {
+            map.insert(&(p % 700).to_le_bytes(), p);
+        }
+        map.finish();
+        assert_eq!(map.len(), 700);
+        for p in 0..5_000i64 {
+            assert_eq!(map.is_superseded(p), p + 700 < 5_000, "position {p}");
+        }
+        assert!(!map.is_superseded(1 << 40), "never inserted");
+        assert!(map.superseded_bytes() <= 5_000 / 8 + 8);
+        // Untracked maps keep no bitmap.
+        let mut plain = OffsetMap::new();
+        plain.insert(b"a", 1);
+        plain.insert(b"a", 2);
+        plain.finish();
+        assert_eq!(plain.superseded_bytes(), 0);
+    }
+
+    #[test]
+    fn positions_in_any_order_supersede_only_lower_ones() {
+        let mut map = OffsetMap::tracking_superseded();
+        map.insert(b"a", 5);
+        map.insert(b"a", 2);
+        map.insert(b"b", 3);
+        map.insert(b"a", 9);
+        map.finish();
+        let superseded: Vec<i64> = (0..10).filter(|&p| map.is_superseded(p)).collect();
+        assert_eq!(superseded, vec![2, 5]);
+        assert_eq!(map.latest(b"a"), Some(9));
+        assert_eq!(map.latest(b"b"), Some(3));
     }
 
     impl OffsetMap {
