@@ -5,7 +5,7 @@
 //! Once finished they live in one `Vec`, sorted by digest, one entry per distinct
 //! digest; lookups are interpolation or merge-walk searches.
 //!
-//! Building appends each entry to one of 4096 buckets picked by the digest's top
+//! Building appends each entry to one of 1024 buckets picked by the digest's top
 //! bits; a full bucket is sorted (a stable sort, which merges the bucket's sorted run
 //! with the new entries) keeping the highest offset per digest, and grows only when
 //! that freed less than half. Buckets are small enough to sort in cache. `finish`
@@ -47,7 +47,7 @@ pub const ENTRY_BYTES: usize = size_of::<Entry>();
 const _: () = assert!(ENTRY_BYTES == 24);
 
 /// Bits of the digest's high word that pick a build bucket.
-const BUCKET_BITS: u32 = 12;
+const BUCKET_BITS: u32 = 10;
 /// Build buckets: each collects the entries whose digests share their top
 /// [`BUCKET_BITS`] bits, so its sort-and-dedup runs on a slice that fits in cache.
 const BUCKETS: usize = 1 << BUCKET_BITS;
