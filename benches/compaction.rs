@@ -192,6 +192,7 @@ fn bench(c: &mut Criterion) {
     let start = Instant::now();
     let map = cleaner::build_map(&fs, &fixture.dir, &bases).unwrap();
     let map_pass = start.elapsed();
+    let superseded_bytes = map.superseded_bytes();
     drop(map);
     let mib = fixture.input_bytes as f64 / (1024.0 * 1024.0);
     println!(
@@ -219,6 +220,10 @@ fn bench(c: &mut Criterion) {
         report.map_keys,
         report.map_bytes as f64 / report.map_keys as f64,
         report.map_bytes_peak as f64 / report.map_keys as f64
+    );
+    println!(
+        "superseded-record bitmap: {superseded_bytes} bytes ({:.3} bytes/key, 1 bit per keyed record)",
+        superseded_bytes as f64 / report.map_keys as f64
     );
 }
 

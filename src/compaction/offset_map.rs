@@ -1,12 +1,22 @@
 //! The latest-offset map: for every key, the highest offset it was written at.
 //!
 //! Entries are 24 bytes, like Kafka's `SkimpyOffsetMap`: a 16-byte digest of the key
-//! (SipHash-2-4 with 128-bit output under a secret random key) and an 8-byte offset. They live in one `Vec`,
-//! sorted by digest, with one entry per distinct digest; lookups are binary searches.
+//! (SipHash-2-4 with 128-bit output under a secret random key) and an 8-byte offset.
+//! Once finished they live in one `Vec`, sorted by digest, one entry per distinct
+//! digest; lookups are interpolation or merge-walk searches.
 //!
-//! Building appends entries and, whenever the vector is full, sorts it and keeps
-//! the highest offset per digest before growing, so the peak stays below about
-//! twice the final size. [`OffsetMap::peak_bytes`] reports the peak honestly.
+//! Building appends each entry to one of 1024 buckets picked by the digest's top
+//! bits; a full bucket is sorted (a stable sort, which merges the bucket's sorted run
+//! with the new entries) keeping the highest offset per digest, and grows only when
+//! that freed less than half. Buckets are small enough to sort in cache. `finish`
+//! concatenates them, in digest order, into one exactly sized vector: 24 bytes per
+//! distinct key resident; [`OffsetMap::peak_bytes`] reports the build's peak honestly
+//! (about twice that).
+//!
+//! A map built with [`OffsetMap::tracking_superseded`] also sets a bit for every
+//! position that an entry with the same digest and a higher position replaced: with
+//! record ordinals as positions, the cleaner's rewrite pass asks
+//! [`OffsetMap::is_superseded`] instead of hashing and looking up every key again.
 //!
 //! Collisions: two distinct keys share an entry only if their 128-bit digests
 //! collide. SipHash-2-4 is a pseudo-random function: for keys chosen without
@@ -36,17 +46,31 @@ struct Entry {
 pub const ENTRY_BYTES: usize = size_of::<Entry>();
 const _: () = assert!(ENTRY_BYTES == 24);
 
-/// Entries allocated before the first sort-and-dedup.
-const INITIAL_CAPACITY: usize = 1 << 14;
+/// Bits of the digest's high word that pick a build bucket.
+const BUCKET_BITS: u32 = 10;
+/// Build buckets: each collects the entries whose digests share their top
+/// [`BUCKET_BITS`] bits, so its sort-and-dedup runs on a slice that fits in cache.
+const BUCKETS: usize = 1 << BUCKET_BITS;
+/// Entries a bucket allocates before its first sort-and-dedup.
+const BUCKET_INITIAL_CAPACITY: usize = 16;
 
 /// Latest offset per key digest.
 #[derive(Debug)]
 pub struct OffsetMap {
     /// SipHash-2-4, 128-bit output, under a key drawn from the OS for each map.
     hasher: SipHasher24,
+    /// While building: one vector per digest prefix, each in insertion order
+    /// with deduplicated sorted runs. Empty once finished.
+    buckets: Vec<Vec<Entry>>,
+    /// Once finished: every entry, sorted by digest, one per digest.
     entries: Vec<Entry>,
     /// True when `entries` is sorted by digest and deduplicated.
     finished: bool,
+    /// With [`OffsetMap::tracking_superseded`]: bit `p` is set once some entry with
+    /// the same digest and a higher position than `p` was inserted.
+    superseded: Option<Vec<u64>>,
+    /// Sum of the buckets' capacities, in entries.
+    bucket_capacity: usize,
     peak_bytes: usize,
 }
 
@@ -58,6 +82,53 @@ const _: () = assert!(size_of::<Digest>() == DIGEST_BYTES);
 /// The high word: digests sort by it first, and it is uniformly distributed.
 fn prefix(digest: &Digest) -> u64 {
     digest[0]
+}
+
+/// The build bucket of a digest (its top bits, so buckets are in digest order).
+fn bucket_of(digest: &Digest) -> usize {
+    (prefix(digest) >> (64 - BUCKET_BITS)) as usize
+}
+
+/// Sorts by digest, highest offset first within a digest, and keeps one entry per
+/// digest; the offset of every dropped entry is marked in `superseded` (if tracked).
+fn sort_dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Vec<u64>>) {
+    // Stable sort: it finds the sorted run left by the previous sort-and-dedup and
+    // merges the new entries into it.
+    entries.sort_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
+    entries.dedup_by(|later, kept| {
+        let same = later.digest == kept.digest;
+        if same {
+            assert!(later.offset <= kept.offset);
+            if let Some(bits) = superseded.as_mut() {
+                mark(bits, later.offset);
+            }
+        }
+        same
+    });
+}
+
+/// Sets bit `position` of a bitmap that grows on demand.
+fn mark(bits: &mut Vec<u64>, position: i64) {
+    let position = usize::try_from(position).expect("tracked positions are >= 0");
+    let word = position / 64;
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    bits[word] |= 1 << (position % 64);
+}
+
+/// A map's secret digest function, `Send` and cheap to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Digester {
+    hasher: SipHasher24,
+}
+
+impl Digester {
+    /// The 128-bit digest of a key, high word first.
+    pub fn digest(&self, key: &[u8]) -> Digest {
+        let hash = self.hasher.hash(key).as_u128();
+        [(hash >> 64) as u64, hash as u64]
+    }
 }
 
 impl Default for OffsetMap {
@@ -73,16 +144,55 @@ impl OffsetMap {
         let seed = || RandomState::new().build_hasher().finish();
         OffsetMap {
             hasher: SipHasher24::new_with_keys(seed(), seed()),
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             entries: Vec::new(),
             finished: false,
+            superseded: None,
+            bucket_capacity: 0,
             peak_bytes: 0,
         }
     }
 
+    /// A map that also remembers which inserted positions were superseded by a later
+    /// position of the same digest ([`OffsetMap::is_superseded`]). Insert dense
+    /// positions (record ordinals from 0, in offset order) rather than offsets: the
+    /// bitmap has one bit per position up to the highest superseded one.
+    pub fn tracking_superseded() -> Self {
+        OffsetMap {
+            superseded: Some(Vec::new()),
+            ..Self::new()
+        }
+    }
+
+    /// Whether a position inserted into a [`OffsetMap::tracking_superseded`] map was
+    /// superseded: its key (digest) was also inserted at a higher position. Needs
+    /// [`OffsetMap::finish`].
+    pub fn is_superseded(&self, position: i64) -> bool {
+        assert!(self.finished, "OffsetMap::finish must run before lookups");
+        let bits = self
+            .superseded
+            .as_ref()
+            .expect("the map tracks superseded positions");
+        let position = usize::try_from(position).expect("tracked positions are >= 0");
+        bits.get(position / 64)
+            .is_some_and(|word| word & (1 << (position % 64)) != 0)
+    }
+
+    /// Bytes of the superseded-position bitmap (one bit per position).
+    pub fn superseded_bytes(&self) -> usize {
+        self.superseded.as_ref().map_or(0, |b| b.capacity() * 8)
+    }
+
     /// The 128-bit digest of a key under this map's secret key.
     pub fn digest(&self, key: &[u8]) -> Digest {
-        let hash = self.hasher.hash(key).as_u128();
-        [(hash >> 64) as u64, hash as u64]
+        self.digester().digest(key)
+    }
+
+    /// This map's digest function, to hash keys on another thread.
+    pub fn digester(&self) -> Digester {
+        Digester {
+            hasher: self.hasher,
+        }
     }
 
     /// Records that `key` was written at `offset`. Offsets may come in any order;
@@ -91,40 +201,59 @@ impl OffsetMap {
         self.insert_digest(self.digest(key), offset);
     }
 
-    fn insert_digest(&mut self, digest: Digest, offset: i64) {
-        if self.entries.len() == self.entries.capacity() {
-            self.dedup();
+    /// [`OffsetMap::insert`] of a key hashed by this map's [`OffsetMap::digester`].
+    pub fn insert_digest(&mut self, digest: Digest, offset: i64) {
+        assert!(!self.finished, "OffsetMap::insert after finish");
+        let index = bucket_of(&digest);
+        let bucket = &mut self.buckets[index];
+        if bucket.len() == bucket.capacity() {
+            let before = bucket.capacity();
+            sort_dedup(bucket, &mut self.superseded);
             // Grow only when deduplication freed less than half.
-            let needed = (self.entries.len() * 2).max(INITIAL_CAPACITY);
-            if self.entries.capacity() < needed {
-                self.entries.reserve_exact(needed - self.entries.len());
+            if bucket.len() * 2 > bucket.capacity() || bucket.capacity() == 0 {
+                let needed = (bucket.len() * 2).max(BUCKET_INITIAL_CAPACITY);
+                bucket.reserve_exact(needed - bucket.len());
             }
-            self.note_peak();
+            self.bucket_capacity += bucket.capacity() - before;
+            self.note_peak(0);
         }
-        self.finished = false;
-        self.entries.push(Entry { digest, offset });
+        self.buckets[index].push(Entry { digest, offset });
     }
 
-    /// Sorts by digest (highest offset first within a digest) and keeps one entry per digest.
-    fn dedup(&mut self) {
-        self.entries
-            .sort_unstable_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
-        self.entries
-            .dedup_by(|later, kept| later.digest == kept.digest);
-        self.finished = true;
+    /// Notes the bytes held now (buckets, their headers, and `extra` entries).
+    fn note_peak(&mut self, extra: usize) {
+        let bytes = (self.bucket_capacity + extra + self.entries.capacity()) * ENTRY_BYTES
+            + self.buckets.capacity() * size_of::<Vec<Entry>>();
+        self.peak_bytes = self.peak_bytes.max(bytes);
     }
 
-    fn note_peak(&mut self) {
-        self.peak_bytes = self.peak_bytes.max(self.entries.capacity() * ENTRY_BYTES);
-    }
-
-    /// Ends the build: deduplicates and releases spare capacity. Lookups need this.
+    /// Ends the build: deduplicates every bucket and concatenates them, in digest
+    /// order, into one exactly sized sorted vector. Lookups need this.
     pub fn finish(&mut self) {
-        self.note_peak();
-        if !self.finished {
-            self.dedup();
+        if self.finished {
+            return;
         }
-        self.entries.shrink_to_fit();
+        self.note_peak(0);
+        let mut total = 0;
+        for bucket in &mut self.buckets {
+            let before = bucket.capacity();
+            sort_dedup(bucket, &mut self.superseded);
+            bucket.shrink_to_fit();
+            self.bucket_capacity -= before - bucket.capacity();
+            total += bucket.len();
+        }
+        self.entries = Vec::with_capacity(total);
+        self.note_peak(0);
+        for bucket in std::mem::take(&mut self.buckets) {
+            self.entries.extend_from_slice(&bucket);
+        }
+        self.bucket_capacity = 0;
+        if let Some(bits) = self.superseded.as_mut() {
+            bits.shrink_to_fit();
+        }
+        self.finished = true;
+        assert_eq!(self.entries.len(), total);
+        assert_eq!(self.entries.capacity(), total);
         debug_assert!(self.entries.windows(2).all(|w| w[0].digest < w[1].digest));
     }
 
@@ -203,7 +332,8 @@ impl OffsetMap {
 
     /// Bytes the map holds now.
     pub fn resident_bytes(&self) -> usize {
-        self.entries.capacity() * ENTRY_BYTES
+        (self.bucket_capacity + self.entries.capacity()) * ENTRY_BYTES
+            + self.buckets.capacity() * size_of::<Vec<Entry>>()
     }
 
     /// Most bytes the map held at any time during the build.
@@ -293,6 +423,43 @@ mod tests {
         OffsetMap::new()
             .tap_finish()
             .latest_sorted(&queries, |_, latest| assert!(latest.is_none()));
+    }
+
+    #[test]
+    fn superseded_positions_are_exactly_the_overwritten_ones() {
+        // Keys k % 700 at positions 0..5000: a position is superseded iff the same
+        // key comes again at a higher position (within the first 4300).
+        let mut map = OffsetMap::tracking_superseded();
+        for p in 0..5_000i64 {
+            map.insert(&(p % 700).to_le_bytes(), p);
+        }
+        map.finish();
+        assert_eq!(map.len(), 700);
+        for p in 0..5_000i64 {
+            assert_eq!(map.is_superseded(p), p + 700 < 5_000, "position {p}");
+        }
+        assert!(!map.is_superseded(1 << 40), "never inserted");
+        assert!(map.superseded_bytes() <= 5_000 / 8 + 8);
+        // Untracked maps keep no bitmap.
+        let mut plain = OffsetMap::new();
+        plain.insert(b"a", 1);
+        plain.insert(b"a", 2);
+        plain.finish();
+        assert_eq!(plain.superseded_bytes(), 0);
+    }
+
+    #[test]
+    fn positions_in_any_order_supersede_only_lower_ones() {
+        let mut map = OffsetMap::tracking_superseded();
+        map.insert(b"a", 5);
+        map.insert(b"a", 2);
+        map.insert(b"b", 3);
+        map.insert(b"a", 9);
+        map.finish();
+        let superseded: Vec<i64> = (0..10).filter(|&p| map.is_superseded(p)).collect();
+        assert_eq!(superseded, vec![2, 5]);
+        assert_eq!(map.latest(b"a"), Some(9));
+        assert_eq!(map.latest(b"b"), Some(3));
     }
 
     impl OffsetMap {

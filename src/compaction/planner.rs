@@ -102,7 +102,26 @@ pub fn decide_fields(
         latest >= offset,
         "offset map is missing a later write of a key"
     );
-    if latest != offset {
+    decide_tail(latest == offset, value_is_null, timestamp, horizon)
+}
+
+/// [`decide_view`] when the map already told whether the record is the latest of
+/// its key (`latest`, ignored for keyless records and control batches).
+pub fn decide_latest(
+    control: bool,
+    record: &RecordView<'_>,
+    latest: bool,
+    horizon: Horizon,
+) -> Decision {
+    if control || record.key.is_none() {
+        return Decision::Keep;
+    }
+    decide_tail(latest, record.value_is_null, record.timestamp, horizon)
+}
+
+/// The rule for a keyed record of a non-control batch.
+fn decide_tail(latest: bool, value_is_null: bool, timestamp: i64, horizon: Horizon) -> Decision {
+    if !latest {
         return Decision::DropObsolete;
     }
     if value_is_null {
