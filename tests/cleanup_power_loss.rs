@@ -15,12 +15,7 @@ use seglog::{Log, LogConfig, NewRecord};
 use seglog_model::spec::{SpecLog, SpecRecordInput};
 
 type Rec = (Option<&'static str>, Option<&'static str>, i64);
-type View = (
-    i64,
-    i64,
-    Vec<(i64, bool, u64, u64, i64)>,
-    Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>, i64, bool)>,
-);
+type View = seglog::workload::LogView;
 
 const IMAGES_PER_POINT: usize = 48;
 
@@ -77,51 +72,11 @@ fn prepare(steps: &[Option<Vec<Rec>>]) -> (Arc<SimFs>, SpecLog) {
 }
 
 fn engine_view(log: &Log) -> View {
-    (
-        log.log_start_offset(),
-        log.next_offset(),
-        log.segments()
-            .iter()
-            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
-            .collect(),
-        log.read(log.log_start_offset(), usize::MAX)
-            .unwrap()
-            .into_iter()
-            .map(|r| {
-                (
-                    r.offset,
-                    r.key.map(|b| b.to_vec()),
-                    r.value.map(|b| b.to_vec()),
-                    r.timestamp,
-                    r.control,
-                )
-            })
-            .collect(),
-    )
+    seglog::workload::engine::view(log).expect("read the whole log")
 }
 
 fn spec_view(spec: &SpecLog) -> View {
-    (
-        spec.log_start_offset(),
-        spec.next_offset(),
-        spec.segments()
-            .iter()
-            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
-            .collect(),
-        spec.read(spec.log_start_offset())
-            .unwrap()
-            .into_iter()
-            .map(|r| {
-                (
-                    r.offset,
-                    r.key.map(|b| b.to_vec()),
-                    r.value.map(|b| b.to_vec()),
-                    r.timestamp,
-                    r.control,
-                )
-            })
-            .collect(),
-    )
+    seglog::workload::spec::view(spec)
 }
 
 /// What a sweep saw.

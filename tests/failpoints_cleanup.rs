@@ -330,59 +330,14 @@ fn crash_binary(args: &[String], point: &str, hit: u32) {
 }
 
 /// Everything observable, engine side.
-type View = (
-    i64,
-    i64,
-    Vec<(i64, bool, u64, u64, i64)>,
-    Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>, i64, bool)>,
-);
+type View = seglog::workload::LogView;
 
 fn engine_view(log: &Log) -> View {
-    (
-        log.log_start_offset(),
-        log.next_offset(),
-        log.segments()
-            .iter()
-            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
-            .collect(),
-        log.read(log.log_start_offset(), usize::MAX)
-            .unwrap()
-            .into_iter()
-            .map(|r| {
-                (
-                    r.offset,
-                    r.key.map(|b| b.to_vec()),
-                    r.value.map(|b| b.to_vec()),
-                    r.timestamp,
-                    r.control,
-                )
-            })
-            .collect(),
-    )
+    seglog::workload::engine::view(log).expect("read the whole log")
 }
 
 fn spec_view(spec: &SpecLog) -> View {
-    (
-        spec.log_start_offset(),
-        spec.next_offset(),
-        spec.segments()
-            .iter()
-            .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
-            .collect(),
-        spec.read(spec.log_start_offset())
-            .unwrap()
-            .into_iter()
-            .map(|r| {
-                (
-                    r.offset,
-                    r.key.map(|b| b.to_vec()),
-                    r.value.map(|b| b.to_vec()),
-                    r.timestamp,
-                    r.control,
-                )
-            })
-            .collect(),
-    )
+    seglog::workload::spec::view(spec)
 }
 
 fn siblings(dir: &Path) -> Vec<String> {
