@@ -11,8 +11,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use seglog::fs::sim::{CrashMode, SimFs};
-use seglog::{Log, LogConfig, NewRecord};
-use seglog_model::spec::{SpecLog, SpecRecordInput};
+use seglog::{workload, Log, LogConfig};
+use seglog_model::spec::SpecLog;
 
 type Rec = (Option<&'static str>, Option<&'static str>, i64);
 type View = seglog::workload::LogView;
@@ -36,34 +36,21 @@ fn prepare(steps: &[Option<Vec<Rec>>]) -> (Arc<SimFs>, SpecLog) {
     let (mut log, _) = Log::open_with(fs.clone(), dir(), config()).unwrap();
     let mut spec = SpecLog::new(config().segment_bytes);
     for step in steps {
-        match step {
-            None => {
-                log.roll().unwrap();
-                spec.roll();
-            }
-            Some(records) => {
-                let new: Vec<NewRecord> = records
+        let op = match step {
+            None => workload::Op::Roll,
+            Some(records) => workload::Op::Append {
+                records: records
                     .iter()
-                    .map(|(k, v, ts)| {
-                        NewRecord::new(
-                            k.map(|k| k.as_bytes().to_vec()),
-                            v.map(|v| v.as_bytes().to_vec()),
-                            *ts,
-                        )
+                    .map(|(k, v, ts)| workload::RecordSpec {
+                        key: k.map(str::to_string),
+                        value: v.map(str::to_string),
+                        ts: *ts,
                     })
-                    .collect();
-                log.append(&new).unwrap();
-                let input: Vec<SpecRecordInput> = new
-                    .into_iter()
-                    .map(|r| SpecRecordInput {
-                        key: r.key,
-                        value: r.value,
-                        timestamp: r.timestamp,
-                    })
-                    .collect();
-                spec.append(&input).unwrap();
-            }
-        }
+                    .collect(),
+            },
+        };
+        workload::engine::apply(&mut log, &op).unwrap();
+        workload::spec::apply(&mut spec, &op);
     }
     log.close().unwrap();
     // The fixture's own directory creation (`/data` in `/`) is not under test.

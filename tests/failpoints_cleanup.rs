@@ -17,8 +17,8 @@ use std::process::Command;
 use seglog::fs::failpoint::{self as fp, ALL};
 use seglog::fs::{FileSystem, StdFs};
 use seglog::install::{InstallCase, InstallPaths};
-use seglog::{Log, LogConfig, NewRecord};
-use seglog_model::spec::{SpecLog, SpecRecordInput};
+use seglog::{workload, Log, LogConfig};
+use seglog_model::spec::SpecLog;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Op {
@@ -68,34 +68,21 @@ fn prepare(op: Op, dir: &Path) -> SpecLog {
     let (mut log, _) = Log::open(dir, config()).unwrap();
     let mut spec = SpecLog::new(config().segment_bytes);
     for step in workload(op) {
-        match step {
-            None => {
-                log.roll().unwrap();
-                spec.roll();
-            }
-            Some(records) => {
-                let new: Vec<NewRecord> = records
+        let op = match step {
+            None => workload::Op::Roll,
+            Some(records) => workload::Op::Append {
+                records: records
                     .iter()
-                    .map(|(k, v, ts)| {
-                        NewRecord::new(
-                            k.map(|k| k.as_bytes().to_vec()),
-                            v.map(|v| v.as_bytes().to_vec()),
-                            *ts,
-                        )
+                    .map(|(k, v, ts)| workload::RecordSpec {
+                        key: k.map(str::to_string),
+                        value: v.map(str::to_string),
+                        ts: *ts,
                     })
-                    .collect();
-                log.append(&new).unwrap();
-                let input: Vec<SpecRecordInput> = new
-                    .into_iter()
-                    .map(|r| SpecRecordInput {
-                        key: r.key,
-                        value: r.value,
-                        timestamp: r.timestamp,
-                    })
-                    .collect();
-                spec.append(&input).unwrap();
-            }
-        }
+                    .collect(),
+            },
+        };
+        workload::engine::apply(&mut log, &op).unwrap();
+        workload::spec::apply(&mut spec, &op);
     }
     log.close().unwrap();
     spec
