@@ -114,16 +114,7 @@ pub fn compare(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
 }
 
 fn read_views(records: Vec<crate::ReadRecord>) -> Vec<RecordView> {
-    records
-        .into_iter()
-        .map(|r| RecordView {
-            offset: r.offset,
-            key: r.key.map(|k| k.to_vec()),
-            value: r.value.map(|v| v.to_vec()),
-            ts: r.timestamp,
-            control: r.control,
-        })
-        .collect()
+    records.into_iter().map(RecordView::from).collect()
 }
 
 fn spec_views(records: Vec<seglog_model::spec::ReadRec>) -> Vec<RecordView> {

@@ -19,11 +19,8 @@ const READ_CHUNK_BYTES_MIN: usize = 16 * 1024;
 const READ_CHUNK_BYTES_MAX: usize = 8 * 1024 * 1024;
 
 impl Log {
-    /// Stored records with offset >= `from`, in offset order: whole batches while
-    /// their total stays within `max_bytes`, and always at least one batch that has
-    /// a record >= `from` (if any exists). `from` in a compaction gap starts at the
-    /// next stored offset.
-    pub fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<ReadRecord>> {
+    /// The log is usable and `from` is in `[log_start_offset, next_offset]`.
+    fn check_read_from(&self, from: i64) -> Result<()> {
         self.check_usable()?;
         let (start, next) = (self.log_start_offset(), self.next_offset());
         if from < start || from > next {
@@ -33,6 +30,15 @@ impl Log {
                 next_offset: next,
             });
         }
+        Ok(())
+    }
+
+    /// Stored records with offset >= `from`, in offset order: whole batches while
+    /// their total stays within `max_bytes`, and always at least one batch that has
+    /// a record >= `from` (if any exists). `from` in a compaction gap starts at the
+    /// next stored offset.
+    pub fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<ReadRecord>> {
+        self.check_read_from(from)?;
         // A record takes at least 8 bytes in a batch; reserving for the common case up
         // front avoids repeated reallocations of a large result.
         let mut out = Vec::with_capacity((max_bytes / 64).min(1 << 16));
@@ -130,15 +136,7 @@ impl Log {
     /// batch's length bounds, magic and CRC-32C are checked. A batch may hold records
     /// below `from` (the caller skips them, as a Kafka consumer does).
     pub fn read_raw(&self, from: i64, max_bytes: usize) -> Result<Vec<u8>> {
-        self.check_usable()?;
-        let (start, next) = (self.log_start_offset(), self.next_offset());
-        if from < start || from > next {
-            return Err(Error::OffsetOutOfRange {
-                offset: from,
-                log_start_offset: start,
-                next_offset: next,
-            });
-        }
+        self.check_read_from(from)?;
         let mut out = Vec::with_capacity(max_bytes.min(8 * CHUNK_BYTES));
         let chunk_bytes = max_bytes.clamp(READ_CHUNK_BYTES_MIN, CHUNK_BYTES);
         for segment in self.segments.iter().skip(self.segment_index_for(from)) {

@@ -190,7 +190,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
         },
         Op::Read { from } => match log.read(*from, usize::MAX) {
             Ok(records) => OpOutcome::Read {
-                records: records.into_iter().map(record_view).collect(),
+                records: records.into_iter().map(RecordView::from).collect(),
             },
             Err(Error::OffsetOutOfRange { .. }) => OpOutcome::Rejected,
             Err(e) => return Err(e),
@@ -199,13 +199,15 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
     Ok(outcome)
 }
 
-fn record_view(r: crate::log::ReadRecord) -> RecordView {
-    RecordView {
-        offset: r.offset,
-        key: r.key.map(|k| k.to_vec()),
-        value: r.value.map(|v| v.to_vec()),
-        ts: r.timestamp,
-        control: r.control,
+impl From<crate::log::ReadRecord> for RecordView {
+    fn from(r: crate::log::ReadRecord) -> RecordView {
+        RecordView {
+            offset: r.offset,
+            key: r.key.map(|k| k.to_vec()),
+            value: r.value.map(|v| v.to_vec()),
+            ts: r.timestamp,
+            control: r.control,
+        }
     }
 }
 
@@ -214,7 +216,7 @@ pub fn view(log: &Log) -> Result<LogView> {
     let records = log
         .read(log.log_start_offset(), usize::MAX)?
         .into_iter()
-        .map(record_view)
+        .map(RecordView::from)
         .collect();
     Ok(LogView {
         log_start_offset: log.log_start_offset(),
