@@ -48,7 +48,7 @@ pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
         variant: "manifest".into(),
     };
     let ops_json = ops_json(&workload.ops);
-    let states = Allowed::states(&workload).unwrap_or_else(|e| panic!("spec states: {e}"));
+    let states = Allowed::states(&workload);
     let total = count_operations(&workload)
         .unwrap_or_else(|e| panic!("uninterrupted run failed: {e}\nops {ops_json}"));
     let k = u64::from(input.crash_before) % total.max(1);

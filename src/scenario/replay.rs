@@ -294,13 +294,7 @@ pub fn replay_expecting(scenario: &Scenario, variant: &str, expected: Outcome) -
         }
     };
     result.interrupted_op = interrupted;
-    let states = match sweep::Allowed::states(&workload) {
-        Ok(states) => states,
-        Err(e) => {
-            result.diff.push(e);
-            return result;
-        }
-    };
+    let states = sweep::Allowed::states(&workload);
     let allowed = if scenario.crash.is_some() {
         states.allowed_after_crash(&workload, interrupted)
     } else {

@@ -29,7 +29,7 @@ pub struct Allowed {
 
 impl Allowed {
     /// The spec states `S_0 ..= S_n` of `workload`.
-    pub fn states(workload: &Workload) -> Result<States, String> {
+    pub fn states(workload: &Workload) -> States {
         let mut log = SpecLog::new(workload.config.segment_bytes);
         let mut logs = vec![log.clone()];
         let mut rejected = Vec::with_capacity(workload.ops.len());
@@ -37,7 +37,7 @@ impl Allowed {
             rejected.push(spec::apply(&mut log, op) == OpOutcome::Rejected);
             logs.push(log.clone());
         }
-        Ok(States { logs, rejected })
+        States { logs, rejected }
     }
 
     /// The first difference from the closest allowed view, or `None` if `view` is allowed.
