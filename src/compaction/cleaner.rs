@@ -260,7 +260,7 @@ fn write_pieces(
             Piece::Source(r) => &source[r.clone()],
             Piece::Encoded(r) => &work.encoded[r.clone()],
         };
-        crc = crc32c::crc32c_append(crc, data);
+        crc = crate::format::crc::crc32c_append(crc, data);
         if data.len() >= STAGING_BYTES {
             if !staging.is_empty() {
                 write(staging)?;
@@ -376,7 +376,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     files.push(ManifestFile {
         name: active_name,
         bytes: active_bytes.len() as u64,
-        crc32c: crc32c::crc32c(&active_bytes),
+        crc32c: crate::format::crc::crc32c(&active_bytes),
     });
     // Files the log does not own (and the retention checkpoint) move with the log,
     // unchanged; index files are not copied (the next open rebuilds them).
@@ -391,7 +391,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
         files.push(ManifestFile {
             name,
             bytes: bytes.len() as u64,
-            crc32c: crc32c::crc32c(&bytes),
+            crc32c: crate::format::crc::crc32c(&bytes),
         });
     }
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
@@ -503,6 +503,6 @@ mod tests {
         expected.extend_from_slice(&source[100..100 + big]);
         expected.extend_from_slice(&source[20..21]);
         assert_eq!(fs.read_all(path).unwrap(), expected);
-        assert_eq!(crc, crc32c::crc32c(&expected));
+        assert_eq!(crc, crate::format::crc::crc32c(&expected));
     }
 }

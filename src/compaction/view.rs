@@ -60,7 +60,8 @@ pub fn batches<'a>(path: &Path, base_offset: i64, bytes: &'a [u8]) -> Result<Vec
             )
         })?;
         let stored = u32::from_be_bytes(array(whole, CRC_OFFSET));
-        let computed = crc32c::crc32c(whole.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
+        let computed =
+            crate::format::crc::crc32c(whole.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
         if stored != computed {
             return Err(Error::corrupt(
                 path,

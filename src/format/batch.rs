@@ -223,7 +223,7 @@ impl RecordBatch {
         for record in &self.records {
             record.encode_into(out);
         }
-        let crc = crc32c::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+        let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
         out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(out.len() - start, self.encoded_len());
     }
@@ -431,7 +431,7 @@ mod tests {
         batch.attributes = 0;
         batch.encode_into(&mut bytes);
         bytes[ATTRIBUTES_OFFSET + 1] |= 1;
-        let crc = crc32c::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
+        let crc = crate::format::crc::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
         bytes[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         assert!(matches!(decode(&bytes), Err(FormatError::Unsupported(_))));
     }

@@ -53,7 +53,7 @@ impl<'a> BatchView<'a> {
         let crc_region = bytes
             .get(ATTRIBUTES_OFFSET..)
             .ok_or_else(|| truncated(ATTRIBUTES_OFFSET, bytes.len()))?;
-        let computed = crc32c::crc32c(crc_region);
+        let computed = crate::format::crc::crc32c(crc_region);
         if computed != stored_crc {
             return Err(FormatError::Corrupt {
                 position: CRC_OFFSET as u64,

@@ -39,7 +39,7 @@ pub fn encode(log_start_offset: i64) -> Vec<u8> {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_be_bytes());
     out.extend_from_slice(&log_start_offset.to_be_bytes());
-    let crc = crc32c::crc32c(&out);
+    let crc = crate::format::crc::crc32c(&out);
     out.extend_from_slice(&crc.to_be_bytes());
     assert_eq!(out.len(), CHECKPOINT_LEN);
     out
@@ -67,7 +67,7 @@ pub fn decode(buf: &[u8]) -> Result<i64, FormatError> {
         });
     }
     let stored = u32::from_be_bytes(to_array(field(CRC_OFFSET, 4)));
-    let computed = crc32c::crc32c(field(0, CRC_OFFSET));
+    let computed = crate::format::crc::crc32c(field(0, CRC_OFFSET));
     if stored != computed {
         return Err(FormatError::Corrupt {
             position: CRC_OFFSET as u64,

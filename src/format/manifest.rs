@@ -79,7 +79,7 @@ impl Manifest {
             out.extend_from_slice(&file.bytes.to_be_bytes());
             out.extend_from_slice(&file.crc32c.to_be_bytes());
         }
-        let crc = crc32c::crc32c(&out);
+        let crc = crate::format::crc::crc32c(&out);
         out.extend_from_slice(&crc.to_be_bytes());
         out
     }
@@ -102,7 +102,7 @@ impl Manifest {
         let body_len = buf.len() - CRC_LEN;
         let body = buf.get(..body_len).unwrap_or_default();
         let stored = u32::from_be_bytes(to_array(buf.get(body_len..).unwrap_or_default()));
-        let computed = crc32c::crc32c(body);
+        let computed = crate::format::crc::crc32c(body);
         if stored != computed {
             return Err(FormatError::Corrupt {
                 position: body_len as u64,

@@ -4,6 +4,7 @@
 //! * [`batch_view`]: the same batches checked and decoded in place (zero-copy).
 //! * [`varint`]: zigzag varints.
 //! * [`filename`]: 20-digit zero-padded segment file names.
+//! * [`crc`]: CRC-32C, the one checksum of every format.
 //! * [`checkpoint`]: the retention checkpoint (`log-start-offset.checkpoint`).
 //! * [`manifest`]: the install manifest, the commit point of a compaction.
 
@@ -13,6 +14,7 @@
 pub mod batch;
 pub mod batch_view;
 pub mod checkpoint;
+pub mod crc;
 pub mod filename;
 pub mod index;
 pub mod manifest;

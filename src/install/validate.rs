@@ -17,7 +17,7 @@ pub fn fingerprint(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<ManifestFile>>
         files.push(ManifestFile {
             name,
             bytes: bytes.len() as u64,
-            crc32c: crc32c::crc32c(&bytes),
+            crc32c: crate::format::crc::crc32c(&bytes),
         });
     }
     files.sort();
@@ -44,7 +44,7 @@ pub fn matches(fs: &dyn FileSystem, dir: &Path, manifest: &Manifest) -> Result<b
     for file in &manifest.files {
         let path = dir.join(&file.name);
         let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-        if crc32c::crc32c(&bytes) != file.crc32c {
+        if crate::format::crc::crc32c(&bytes) != file.crc32c {
             return Ok(false);
         }
     }

@@ -95,7 +95,7 @@ pub fn encode_batch(base_offset: i64, records: &[NewRecord], out: &mut Vec<u8>) 
         }
     }
     assert_eq!(out.len() - start, total);
-    let crc = crc32c::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
     out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 

@@ -240,7 +240,7 @@ fn check_crc(raw: &[u8]) -> std::result::Result<(), CorruptKind> {
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map(u32::from_be_bytes)
         .ok_or(CorruptKind::Field("crc"))?;
-    let computed = crc32c::crc32c(raw.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
+    let computed = crate::format::crc::crc32c(raw.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
     if computed != stored {
         return Err(CorruptKind::ChecksumMismatch {
             got: computed,
