@@ -88,6 +88,17 @@ pub trait FileSystem: Debug + Send + Sync {
         Ok(buf)
     }
 
+    /// The whole file as shared, immutable bytes, for a file nobody changes while
+    /// they are alive: the engine calls it only for closed segments, which it never
+    /// appends to or truncates (retention and compaction remove or replace whole
+    /// files, which leaves an existing view intact). [`StdFs`] maps the file
+    /// read-only (no copy; pages come from the page cache as they are touched); the
+    /// default reads it. A file truncated by another process while mapped makes a
+    /// read of the lost pages fault (SIGBUS), as with any memory-mapped store.
+    fn map(&self, path: &Path) -> io::Result<bytes::Bytes> {
+        self.read_all(path).map(bytes::Bytes::from)
+    }
+
     /// Creates `path` holding exactly `data` (create + append). Not durable by itself.
     fn write_new(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         self.create_file(path)?;

@@ -57,6 +57,21 @@ impl FileSystem for StdFs {
         (&*file).write_all(data)
     }
 
+    fn map(&self, path: &Path) -> io::Result<bytes::Bytes> {
+        let file = self.handle(path)?;
+        if file.metadata()?.len() == 0 {
+            // A zero-length mapping is an error on Linux.
+            return Ok(bytes::Bytes::new());
+        }
+        // SAFETY: the mapping is read-only and private to this process; its bytes can
+        // only change under us if the file is modified, which the contract of
+        // `FileSystem::map` rules out for the engine's own files (closed segments are
+        // never written again). The mapping outlives `file`'s handle by design.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(&*file)? };
+        Ok(bytes::Bytes::from_owner(map))
+    }
+
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let file = self.handle(path)?;
         let mut done = 0;
@@ -144,5 +159,28 @@ mod tests {
         assert_eq!(fs.list_dir(dir.path()).unwrap(), vec!["b".to_string()]);
         fs.remove_file(&b).unwrap();
         assert!(fs.list_dir(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn map_sees_the_file_and_outlives_its_removal() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs::new();
+        let a = dir.path().join("a");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        fs.write_new(&a, &data).unwrap();
+        let mapped = fs.map(&a).unwrap();
+        assert_eq!(&mapped[..], &data[..]);
+        assert_eq!(fs.read_all(&a).unwrap(), &mapped[..]);
+        // Retention and compaction remove or replace whole files: a view taken
+        // before keeps the old bytes.
+        fs.remove_file(&a).unwrap();
+        fs.write_new(&a, b"new").unwrap();
+        assert_eq!(&mapped[..], &data[..]);
+        assert_eq!(&fs.map(&a).unwrap()[..], b"new");
+        let empty = dir.path().join("empty");
+        fs.create_file(&empty).unwrap();
+        assert!(fs.map(&empty).unwrap().is_empty());
+        let missing = fs.map(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 }
