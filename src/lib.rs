@@ -39,5 +39,5 @@ pub use bytes::{self, Bytes};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{CorruptKind, Error, Result};
 pub use format::{ControlKind, Header, NewRecord, RecordBatch};
-pub use log::{AppendInfo, Log, LogConfig, ReadRecord, RecoveryReport};
+pub use log::{AppendInfo, Fetch, Log, LogConfig, ReadRecord, RecordRef, RecoveryReport};
 pub use segment::SegmentInfo;

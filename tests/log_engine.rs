@@ -646,4 +646,13 @@ fn read_raw_returns_whole_batches_from_the_one_holding_from() {
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
+    // The zero-copy fetch and the decoded read check the same CRC.
+    match log.fetch(0, 100) {
+        Err(Error::Corrupt { path, position, .. }) => {
+            assert_eq!(path, file);
+            assert_eq!(position, CRC_OFFSET as u64);
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert!(matches!(log.read(0, 100), Err(Error::Corrupt { .. })));
 }

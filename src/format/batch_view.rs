@@ -45,24 +45,33 @@ impl<'a> BatchView<'a> {
     /// delta non-negative; record count in `0..=last_offset_delta + 1`. The records
     /// are checked by [`BatchView::records`].
     pub fn decode(buf: &'a [u8]) -> Result<(BatchView<'a>, usize), FormatError> {
+        Self::decode_checking(buf, true)
+    }
+
+    /// [`BatchView::decode`] of a batch whose CRC-32C the caller has already checked
+    /// in these very bytes (which cannot change: a shared immutable buffer).
+    pub(crate) fn decode_crc_checked(buf: &'a [u8]) -> Result<(BatchView<'a>, usize), FormatError> {
+        Self::decode_checking(buf, false)
+    }
+
+    fn decode_checking(
+        buf: &'a [u8],
+        check_crc: bool,
+    ) -> Result<(BatchView<'a>, usize), FormatError> {
         let header = decode_header(buf)?;
         let bytes = buf
             .get(..header.size)
             .ok_or_else(|| truncated(header.size, buf.len()))?;
-        let stored_crc = be_i32(bytes, CRC_OFFSET)? as u32;
-        let crc_region = bytes
-            .get(ATTRIBUTES_OFFSET..)
-            .ok_or_else(|| truncated(ATTRIBUTES_OFFSET, bytes.len()))?;
-        let computed = crate::format::crc::crc32c(crc_region);
-        if computed != stored_crc {
-            return Err(FormatError::Corrupt {
-                position: CRC_OFFSET as u64,
-                kind: CorruptKind::ChecksumMismatch {
-                    got: computed,
-                    expected: stored_crc,
-                },
-            });
+        if check_crc {
+            check_batch_crc(bytes)?;
         }
+        Self::decode_fields(header, bytes)
+    }
+
+    fn decode_fields(
+        header: super::batch::BatchHeader,
+        bytes: &'a [u8],
+    ) -> Result<(BatchView<'a>, usize), FormatError> {
         if header.attributes & ATTR_COMPRESSION_MASK != 0 {
             return Err(FormatError::Unsupported(format!(
                 "compressed batch (codec {}) at offset {}",
@@ -136,6 +145,26 @@ impl<'a> BatchView<'a> {
             done: false,
         }
     }
+}
+
+/// Checks the stored CRC-32C of one whole batch (`bytes` holds exactly the batch)
+/// against the one computed over attributes to end, as Kafka does.
+pub fn check_batch_crc(bytes: &[u8]) -> Result<(), FormatError> {
+    let stored_crc = be_i32(bytes, CRC_OFFSET)? as u32;
+    let crc_region = bytes
+        .get(ATTRIBUTES_OFFSET..)
+        .ok_or_else(|| truncated(ATTRIBUTES_OFFSET, bytes.len()))?;
+    let computed = crate::format::crc::crc32c(crc_region);
+    if computed != stored_crc {
+        return Err(FormatError::Corrupt {
+            position: CRC_OFFSET as u64,
+            kind: CorruptKind::ChecksumMismatch {
+                got: computed,
+                expected: stored_crc,
+            },
+        });
+    }
+    Ok(())
 }
 
 /// Iterator over the records of a [`BatchView`].

@@ -11,11 +11,13 @@
 //! (a dropped log behaves like a crashed process).
 
 mod encode;
+mod fetch;
 mod read;
 pub mod recovery;
 pub mod report;
 mod write;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +29,7 @@ use crate::format::Header;
 use crate::fs::{FileSystem, StdFs};
 use crate::segment::{Segment, SegmentInfo};
 
+pub use fetch::{Fetch, FetchRecords, RecordRef};
 pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 
 /// Largest `segment_bytes`: positions must fit the 32-bit index entries even with
@@ -109,9 +112,9 @@ pub struct Log {
     read_only: bool,
     /// Reused encode buffer.
     scratch: Vec<u8>,
-    /// The last buffer `read` read into; its memory is reused by the next read once
-    /// the records sliced from it are dropped.
-    read_buffer: Mutex<Bytes>,
+    /// Each segment's bytes as [`FileSystem::map`] returned them, by base offset,
+    /// made at its first read (see `Log::segment_view`).
+    mapped: Mutex<HashMap<i64, Bytes>>,
 }
 
 impl Log {
@@ -165,7 +168,7 @@ impl Log {
             poisoned: false,
             read_only,
             scratch: Vec::new(),
-            read_buffer: Mutex::new(Bytes::new()),
+            mapped: Mutex::new(HashMap::new()),
         };
         log.assert_invariants();
         log

@@ -3,24 +3,18 @@
 use bytes::Bytes;
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::batch::{
-    self, decode_header, RecordBatch, ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_LEN,
-};
+use crate::format::batch::{self, decode_header, RecordBatch};
+use crate::format::batch_view::check_batch_crc;
 use crate::format::{BatchView, FormatError};
-use crate::segment::reader::{BatchReader, CHUNK_BYTES};
-use crate::segment::region::RegionReader;
+use crate::segment::reader::BatchReader;
+use crate::segment::view::SegmentView;
 use crate::segment::Segment;
 
 use super::{Log, ReadRecord};
 
-/// Smallest read-ahead of one read call.
-const READ_CHUNK_BYTES_MIN: usize = 16 * 1024;
-/// Largest buffer `read` reads a segment into at once (more are read as needed).
-const READ_CHUNK_BYTES_MAX: usize = 8 * 1024 * 1024;
-
 impl Log {
     /// The log is usable and `from` is in `[log_start_offset, next_offset]`.
-    fn check_read_from(&self, from: i64) -> Result<()> {
+    pub(super) fn check_read_from(&self, from: i64) -> Result<()> {
         self.check_usable()?;
         let (start, next) = (self.log_start_offset(), self.next_offset());
         if from < start || from > next {
@@ -33,136 +27,106 @@ impl Log {
         Ok(())
     }
 
+    /// The bytes of `segment` as a [`SegmentView`]: a shared mapping of its `.log`
+    /// ([`crate::fs::FileSystem::map`]), made once per segment and kept. The
+    /// active segment only grows while the log is open, so its mapping is made again
+    /// only when a read needs bytes appended after it was made.
+    pub(super) fn segment_view<'s>(&self, segment: &'s Segment) -> Result<SegmentView<'s>> {
+        let path = &segment.paths.log;
+        let needed = usize::try_from(segment.bytes).expect("a segment fits in memory");
+        let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = match mapped.get(&segment.base_offset) {
+            Some(bytes) if bytes.len() >= needed => bytes.clone(),
+            _ => {
+                let bytes = self.fs.map(path).map_err(|e| Error::io(path, e))?;
+                if bytes.len() < needed {
+                    // The file is shorter than what was appended or recovered: it
+                    // was cut behind the log's back.
+                    return Err(Error::corrupt(
+                        path,
+                        bytes.len() as u64,
+                        CorruptKind::Truncated {
+                            needed: needed as u64,
+                            available: bytes.len() as u64,
+                        },
+                    ));
+                }
+                mapped.insert(segment.base_offset, bytes.clone());
+                bytes
+            }
+        };
+        Ok(SegmentView::new(path, bytes.slice(..needed)))
+    }
+
+    /// The segments that may hold offsets >= `from`, with the position in each to
+    /// start walking at (the sparse index's entry at or before `from`).
+    pub(super) fn segments_from(&self, from: i64) -> impl Iterator<Item = (&Segment, usize)> + '_ {
+        self.segments
+            .iter()
+            .skip(self.segment_index_for(from))
+            .filter(move |segment| segment.next_offset > from)
+            .map(move |segment| {
+                let position = segment.index.lookup_position(from);
+                let position = usize::try_from(position).expect("a position fits in memory");
+                (segment, position)
+            })
+    }
+
     /// Stored records with offset >= `from`, in offset order: whole batches while
     /// their total stays within `max_bytes`, and always at least one batch that has
     /// a record >= `from` (if any exists). `from` in a compaction gap starts at the
-    /// next stored offset.
+    /// next stored offset. Keys and values are slices of the segment's mapping, not
+    /// copies; every batch's CRC-32C is checked.
     pub fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<ReadRecord>> {
         self.check_read_from(from)?;
         // A record takes at least 8 bytes in a batch; reserving for the common case up
         // front avoids repeated reallocations of a large result.
         let mut out = Vec::with_capacity((max_bytes / 64).min(1 << 16));
         let mut taken_bytes = 0usize;
-        for segment in self.segments.iter().skip(self.segment_index_for(from)) {
-            if segment.next_offset <= from {
-                continue;
-            }
-            let position = segment.index.lookup_position(from);
-            let path = &segment.paths.log;
-            let mut reader = RegionReader::new(
-                self.fs.as_ref(),
-                path,
-                position,
-                segment.bytes,
-                self.read_chunk_bytes(max_bytes.saturating_sub(taken_bytes)),
-            );
-            if let Some(spare) = self.take_read_buffer() {
-                reader = reader.reusing(spare);
-            }
-            let full = self.read_segment(
-                &mut reader,
-                path,
-                from,
-                max_bytes,
-                &mut taken_bytes,
-                &mut out,
-            );
-            self.keep_read_buffer(reader.into_chunk());
-            if full? {
-                break;
+        for (segment, mut position) in self.segments_from(from) {
+            let view = self.segment_view(segment)?;
+            while position < view.len() {
+                let (header, raw) = view.batch_at(position)?;
+                let batch_position = position;
+                position += header.size;
+                if header.base_offset + i64::from(header.last_offset_delta) < from {
+                    continue;
+                }
+                if !out.is_empty() && taken_bytes + raw.len() > max_bytes {
+                    return Ok(out);
+                }
+                let before = out.len();
+                push_records(view.bytes(), raw, from, &mut out)
+                    .map_err(|e| e.at(view.path(), batch_position as u64))?;
+                if out.len() > before {
+                    taken_bytes += raw.len();
+                }
             }
         }
         Ok(out)
-    }
-
-    /// The records of one segment for [`Log::read`]; true once `max_bytes` is reached.
-    fn read_segment(
-        &self,
-        reader: &mut RegionReader<'_>,
-        path: &std::path::Path,
-        from: i64,
-        max_bytes: usize,
-        taken_bytes: &mut usize,
-        out: &mut Vec<ReadRecord>,
-    ) -> Result<bool> {
-        while let Some((position, raw)) = reader.next_batch()? {
-            let header = decode_header(&raw).map_err(|e| e.at(path, position))?;
-            if header.base_offset + i64::from(header.last_offset_delta) < from {
-                continue;
-            }
-            if !out.is_empty() && *taken_bytes + raw.len() > max_bytes {
-                return Ok(true);
-            }
-            let before = out.len();
-            push_records(&raw, from, out).map_err(|e| e.at(path, position))?;
-            if out.len() > before {
-                *taken_bytes += raw.len();
-            }
-        }
-        Ok(false)
-    }
-
-    /// The buffer of an earlier read, unless another thread is reading.
-    fn take_read_buffer(&self) -> Option<Bytes> {
-        let mut slot = self.read_buffer.try_lock().ok()?;
-        Some(std::mem::take(&mut *slot))
-    }
-
-    /// Keeps `chunk` for the next read (the larger of it and the one kept).
-    fn keep_read_buffer(&self, chunk: Bytes) {
-        if let Ok(mut slot) = self.read_buffer.try_lock() {
-            if chunk.len() >= slot.len() {
-                *slot = chunk;
-            }
-        }
-    }
-
-    /// Bytes of the first read of a segment when up to `budget_bytes` of batches may
-    /// be returned from it: the budget, plus the batches the sparse index makes us
-    /// skip (about one index interval), plus the next batch's header (to see that it
-    /// does not fit), so that one read usually suffices.
-    fn read_chunk_bytes(&self, budget_bytes: usize) -> usize {
-        let interval_bytes =
-            usize::try_from(self.config.index_interval_bytes).unwrap_or(usize::MAX);
-        budget_bytes
-            .saturating_add(interval_bytes)
-            .saturating_add(HEADER_LEN)
-            .clamp(READ_CHUNK_BYTES_MIN, READ_CHUNK_BYTES_MAX)
     }
 
     /// Whole encoded batches, as Kafka's fetch returns them: every batch whose last
     /// offset is >= `from`, in order, while their total stays within `max_bytes`
     /// (always at least one if any exists). Records are not decoded, but each
     /// batch's length bounds, magic and CRC-32C are checked. A batch may hold records
-    /// below `from` (the caller skips them, as a Kafka consumer does).
+    /// below `from` (the caller skips them, as a Kafka consumer does). Copies the
+    /// batches out; [`Log::fetch`] hands out one segment's batches without a copy.
     pub fn read_raw(&self, from: i64, max_bytes: usize) -> Result<Vec<u8>> {
         self.check_read_from(from)?;
-        let mut out = Vec::with_capacity(max_bytes.min(8 * CHUNK_BYTES));
-        let chunk_bytes = max_bytes.clamp(READ_CHUNK_BYTES_MIN, CHUNK_BYTES);
-        for segment in self.segments.iter().skip(self.segment_index_for(from)) {
-            if segment.next_offset <= from {
-                continue;
-            }
-            let position = segment.index.lookup_position(from);
-            let path = &segment.paths.log;
-            let mut reader = BatchReader::with_chunk(
-                self.fs.as_ref(),
-                path,
+        let mut out = Vec::new();
+        for (segment, position) in self.segments_from(from) {
+            let view = self.segment_view(segment)?;
+            let (start, end) = checked_batches(
+                &view,
                 position,
-                segment.bytes,
-                chunk_bytes,
-            );
-            while let Some((position, raw)) = reader.next_raw()? {
-                let header = decode_header(raw).map_err(|e| e.at(path, position))?;
-                if header.base_offset + i64::from(header.last_offset_delta) < from {
-                    continue;
-                }
-                if !out.is_empty() && out.len() + raw.len() > max_bytes {
-                    return Ok(out);
-                }
-                check_crc(raw)
-                    .map_err(|kind| Error::corrupt(path, position + CRC_OFFSET as u64, kind))?;
-                out.extend_from_slice(raw);
+                from,
+                max_bytes.saturating_sub(out.len()),
+                out.is_empty(),
+            )?;
+            out.extend_from_slice(&view.bytes()[start..end]);
+            if end < view.len() {
+                break;
             }
         }
         Ok(out)
@@ -233,27 +197,45 @@ fn read_batches(log: &Log, segment: &Segment) -> Result<Vec<RecordBatch>> {
     Ok(batches)
 }
 
-/// Checks the CRC-32C of one whole batch (`raw` has passed `decode_header`).
-fn check_crc(raw: &[u8]) -> std::result::Result<(), CorruptKind> {
-    let stored = raw
-        .get(CRC_OFFSET..CRC_OFFSET + 4)
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map(u32::from_be_bytes)
-        .ok_or(CorruptKind::Field("crc"))?;
-    let computed = crate::format::crc::crc32c(raw.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
-    if computed != stored {
-        return Err(CorruptKind::ChecksumMismatch {
-            got: computed,
-            expected: stored,
-        });
+/// The byte range `[start, end)` of `view` that a fetch from `from` returns: the
+/// whole batches from `position` on whose last offset is >= `from`, while their
+/// total stays within `budget_bytes` (at least one if `need_one`). Each is checked
+/// (length bounds, magic, CRC-32C).
+pub(super) fn checked_batches(
+    view: &SegmentView<'_>,
+    mut position: usize,
+    from: i64,
+    budget_bytes: usize,
+    need_one: bool,
+) -> Result<(usize, usize)> {
+    let mut start = None;
+    while position < view.len() {
+        let (header, raw) = view.batch_at(position)?;
+        if header.base_offset + i64::from(header.last_offset_delta) < from {
+            position += header.size;
+            continue;
+        }
+        let first = *start.get_or_insert(position);
+        let taken_bytes = position - first;
+        if (taken_bytes > 0 || !need_one) && taken_bytes + raw.len() > budget_bytes {
+            break;
+        }
+        check_batch_crc(raw).map_err(|e| e.at(view.path(), position as u64))?;
+        position += header.size;
     }
-    Ok(())
+    Ok((start.unwrap_or(position), position))
 }
 
-/// Checks and decodes `raw` (one whole batch) and appends its records with an
-/// offset at or after `from` to `out`, their keys and values as slices of `raw`.
+/// Checks and decodes `raw` (one whole batch, a slice of `view`) and appends its
+/// records with an offset at or after `from` to `out`, their keys and values as
+/// slices of `view`.
 /// On an error, `out` may hold some of the batch's records.
-fn push_records(raw: &Bytes, from: i64, out: &mut Vec<ReadRecord>) -> Result<(), FormatError> {
+fn push_records(
+    view: &Bytes,
+    raw: &[u8],
+    from: i64,
+    out: &mut Vec<ReadRecord>,
+) -> Result<(), FormatError> {
     let (batch, size) = BatchView::decode(raw)?;
     assert_eq!(size, raw.len());
     let control = batch.is_control();
@@ -270,8 +252,8 @@ fn push_records(raw: &Bytes, from: i64, out: &mut Vec<ReadRecord>) -> Result<(),
         out.push(ReadRecord {
             offset,
             timestamp: batch.base_timestamp.wrapping_add(record.timestamp_delta),
-            key: record.key.map(|key| raw.slice_ref(key)),
-            value: record.value.map(|value| raw.slice_ref(value)),
+            key: record.key.map(|key| view.slice_ref(key)),
+            value: record.value.map(|value| view.slice_ref(value)),
             headers: record.headers,
             control,
         });
@@ -445,6 +427,57 @@ mod tests {
                 assert_eq!(owned(&got), want, "from {from}, max_bytes {max_bytes}");
             }
         }
+        // Fetch: one segment's checked batches, zero-copy. Its bytes are what
+        // read_raw returns first, and its records are what the old decoder finds
+        // in those bytes.
+        for from in 0..=next_offset {
+            for max_bytes in [0, 1, 120, 400, 1_000, usize::MAX] {
+                let fetch = log.fetch(from, max_bytes).unwrap();
+                let raw = log.read_raw(from, max_bytes).unwrap();
+                assert!(
+                    raw.starts_with(fetch.bytes()),
+                    "from {from}, max {max_bytes}"
+                );
+                assert_eq!(fetch.is_empty(), raw.is_empty());
+                let got: Vec<ReadRecord> = fetch
+                    .records()
+                    .map(|r| ReadRecord::from_ref(fetch.bytes(), r.unwrap()))
+                    .collect();
+                let want = read_by_decode(&[(0, fetch.bytes().to_vec())], from, usize::MAX);
+                assert_eq!(owned(&got), want, "from {from}, max_bytes {max_bytes}");
+                let batches: Vec<_> = fetch.batches().map(|b| b.unwrap()).collect();
+                assert_eq!(
+                    batches.iter().map(|b| b.size()).sum::<usize>(),
+                    fetch.bytes().len()
+                );
+                if let Some(last) = batches.last() {
+                    assert_eq!(
+                        fetch.next_offset(),
+                        last.base_offset + i64::from(last.last_offset_delta) + 1
+                    );
+                    assert!(batches.len() == 1 || fetch.bytes().len() <= max_bytes);
+                }
+            }
+        }
+        // Fetching on from each fetch's next offset walks the whole log.
+        for max_bytes in [1, 120, usize::MAX] {
+            let mut walked = Vec::new();
+            let mut from = 0;
+            loop {
+                let fetch = log.fetch(from, max_bytes).unwrap();
+                if fetch.is_empty() {
+                    break;
+                }
+                assert!(fetch.next_offset() > from);
+                walked.extend(
+                    fetch
+                        .records()
+                        .map(|r| ReadRecord::from_ref(fetch.bytes(), r.unwrap())),
+                );
+                from = fetch.next_offset();
+            }
+            assert_eq!(owned(&walked), all, "max_bytes {max_bytes}");
+        }
         // Keeping a read's records alive while reading again must not change them.
         let first = log.read(0, 400).unwrap();
         let second = log.read(first.len() as i64, 400).unwrap();
@@ -453,35 +486,41 @@ mod tests {
     }
 
     #[test]
-    fn read_buffer_is_reused_only_when_no_record_shares_it() {
-        let fs = Arc::new(SimFs::new());
-        let (mut log, _) = Log::open_with(fs, "/p0", LogConfig::default()).unwrap();
-        for b in 0..10 {
-            let records: Vec<NewRecord> = (0..10).map(|i| new_record(b * 10 + i)).collect();
-            log.append(&records).unwrap();
-        }
-        let value_at = |records: &[ReadRecord]| {
-            let value = records[3].value.as_ref().unwrap();
-            assert!(!value.is_empty());
-            value.as_ptr()
+    fn reads_follow_appends_and_records_outlive_their_segment() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 700,
+            index_interval_bytes: 100,
         };
-        let first = log.read(0, 1 << 20).unwrap();
-        let kept = value_at(&first);
-        let second = log.read(0, 1 << 20).unwrap();
-        assert_ne!(
-            value_at(&second),
-            kept,
-            "the first read's buffer is still shared"
-        );
-        assert_eq!(first, second);
-        drop(first);
-        let reused = value_at(&second);
-        drop(second);
-        let third = log.read(0, 1 << 20).unwrap();
-        assert_eq!(
-            value_at(&third),
-            reused,
-            "no record shares the buffer any more"
-        );
+        let (mut log, _) = Log::open(tmp.path(), config.clone()).unwrap();
+        let mut appended = Vec::new();
+        for b in 0..20 {
+            let records: Vec<NewRecord> = (0..6).map(|i| new_record(b * 6 + i)).collect();
+            log.append(&records).unwrap();
+            appended.extend(records);
+            // Every read sees everything appended so far: the active segment's
+            // mapping is made again once it no longer covers the segment.
+            let all = log.read(0, usize::MAX).unwrap();
+            assert_eq!(all.len(), appended.len());
+            for (got, want) in all.iter().zip(&appended) {
+                assert_eq!(got.key.as_deref(), want.key.as_deref());
+                assert_eq!(got.value.as_deref(), want.value.as_deref());
+            }
+        }
+        assert!(log.segments().len() > 2, "closed segments are covered");
+        let first = log.read(0, usize::MAX).unwrap();
+        let first_owned = owned(&first);
+        // Retention deletes the closed segments and reopens the log; the records
+        // read before keep their bytes (the mapping outlives the file's removal).
+        let deleted = log
+            .retain(i64::MAX / 2, Some(0), None)
+            .unwrap()
+            .deleted_segments;
+        assert!(!deleted.is_empty());
+        log.close().unwrap();
+        assert_eq!(owned(&first), first_owned);
+        assert!(first_owned
+            .iter()
+            .any(|r| r.3.as_ref().is_some_and(|v| !v.is_empty())));
     }
 }

@@ -2,13 +2,14 @@
 //!
 //! * [`index`]: Kafka's rule for index entries, and lookups.
 //! * [`reader`]: a buffered, bounds-checked walk over the batches of a `.log`.
-//! * [`region`]: the same walk handing out batches that share their read buffer.
+//! * [`view`]: a segment's bytes as one shared buffer (a read-only mapping), walked
+//!   batch by batch; what reads hand out slices of.
 //! * [`scan`]: the full validation of a `.log` on open (every batch decoded).
 
 pub mod index;
 pub mod reader;
-pub mod region;
 pub mod scan;
+pub mod view;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,224 @@
+//! [`Fetch`]: one segment's whole batches from an offset, handed out without a
+//! copy (a slice of the segment's mapping), as Kafka's fetch hands out a slice of
+//! a segment file. Records are decoded in place as a caller iterates them.
+
+use std::path::PathBuf;
+
+use bytes::Bytes;
+
+use crate::error::Result;
+use crate::format::batch::decode_header;
+use crate::format::{BatchView, Header, RecordViews};
+
+use super::read::checked_batches;
+use super::Log;
+
+/// Whole batches of one segment, each already checked (length bounds, magic,
+/// CRC-32C): [`Log::fetch`].
+#[derive(Debug, Clone)]
+pub struct Fetch {
+    from: i64,
+    /// The segment file the batches are in, and the position of the first one
+    /// (for errors).
+    path: PathBuf,
+    position: u64,
+    bytes: Bytes,
+    next_offset: i64,
+}
+
+/// A record of a [`Fetch`], its key and value borrowed from the fetched bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    /// Empty (and unallocated) for a record without headers.
+    pub headers: Vec<Header>,
+    /// True for the marker record of a control batch.
+    pub control: bool,
+}
+
+impl super::ReadRecord {
+    /// The owned record of `record`, its key and value as slices of `bytes` (the
+    /// [`Fetch::bytes`] it was decoded from): no copy.
+    pub fn from_ref(bytes: &Bytes, record: RecordRef<'_>) -> Self {
+        super::ReadRecord {
+            offset: record.offset,
+            timestamp: record.timestamp,
+            key: record.key.map(|key| bytes.slice_ref(key)),
+            value: record.value.map(|value| bytes.slice_ref(value)),
+            headers: record.headers,
+            control: record.control,
+        }
+    }
+}
+
+impl Log {
+    /// The whole batches of one segment whose last offset is >= `from`, in order,
+    /// while their total stays within `max_bytes` (always at least one if any
+    /// exists), each checked (length bounds, magic, CRC-32C), as one shared slice
+    /// of the segment's bytes: nothing is copied. Like Kafka's fetch it never spans
+    /// two segments: the caller fetches again from [`Fetch::next_offset`]. Empty
+    /// only when no stored batch ends at or after `from`. Below `log_start_offset`
+    /// or above `next_offset` is `OffsetOutOfRange`.
+    pub fn fetch(&self, from: i64, max_bytes: usize) -> Result<Fetch> {
+        self.check_read_from(from)?;
+        for (segment, position) in self.segments_from(from) {
+            let view = self.segment_view(segment)?;
+            let (start, end) = checked_batches(&view, position, from, max_bytes, true)?;
+            if start == end {
+                continue;
+            }
+            let bytes = view.bytes().slice(start..end);
+            let next_offset = last_batch_next_offset(&bytes);
+            return Ok(Fetch {
+                from,
+                path: view.path().to_path_buf(),
+                position: start as u64,
+                bytes,
+                next_offset,
+            });
+        }
+        Ok(Fetch {
+            from,
+            path: PathBuf::new(),
+            position: 0,
+            bytes: Bytes::new(),
+            next_offset: from,
+        })
+    }
+}
+
+/// The offset after the last of the (checked) batches in `bytes`.
+fn last_batch_next_offset(bytes: &[u8]) -> i64 {
+    let mut at = 0;
+    let mut next = 0;
+    while at < bytes.len() {
+        let header = decode_header(&bytes[at..]).expect("fetched batches were checked");
+        next = header.base_offset + i64::from(header.last_offset_delta) + 1;
+        at += header.size;
+    }
+    next
+}
+
+impl Fetch {
+    /// The batches as stored: Kafka's fetch payload.
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The offset to fetch from next: the last batch's last offset + 1 (or `from`
+    /// when empty).
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// The batches, decoded in place. Their CRCs were checked by the fetch; the
+    /// rest of each batch is checked here and as its records are iterated.
+    pub fn batches(&self) -> impl Iterator<Item = Result<BatchView<'_>>> + '_ {
+        let mut at = 0usize;
+        std::iter::from_fn(move || {
+            if at >= self.bytes.len() {
+                return None;
+            }
+            let position = at;
+            let decoded = BatchView::decode_crc_checked(&self.bytes[at..])
+                .map_err(|e| e.at(&self.path, self.position + position as u64));
+            match decoded {
+                Ok((batch, size)) => {
+                    at += size;
+                    Some(Ok(batch))
+                }
+                Err(e) => {
+                    at = self.bytes.len();
+                    Some(Err(e))
+                }
+            }
+        })
+    }
+
+    /// The records with offset >= the fetch's `from`, decoded in place (no copy
+    /// and no allocation unless a record has headers), every batch fully checked
+    /// as it is reached. Stops after the first error.
+    pub fn records(&self) -> FetchRecords<'_> {
+        FetchRecords {
+            fetch: self,
+            at: 0,
+            batch: None,
+            failed: false,
+        }
+    }
+}
+
+/// Iterator over the records of a [`Fetch`].
+#[must_use = "records are checked only as far as they are iterated"]
+pub struct FetchRecords<'a> {
+    fetch: &'a Fetch,
+    /// Position in the fetched bytes of the next batch.
+    at: usize,
+    /// The batch being iterated: its base offset, base timestamp, control flag,
+    /// position, and its records.
+    batch: Option<(i64, i64, bool, usize, RecordViews<'a>)>,
+    failed: bool,
+}
+
+impl<'a> Iterator for FetchRecords<'a> {
+    type Item = Result<RecordRef<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let fetch = self.fetch;
+        let error_at = |position: usize| fetch.position + position as u64;
+        while !self.failed {
+            if let Some((base_offset, base_timestamp, control, position, records)) = &mut self.batch
+            {
+                match records.next() {
+                    Some(Ok(record)) => {
+                        let offset = *base_offset + i64::from(record.offset_delta);
+                        if offset < fetch.from {
+                            continue;
+                        }
+                        return Some(Ok(RecordRef {
+                            offset,
+                            timestamp: base_timestamp.wrapping_add(record.timestamp_delta),
+                            key: record.key,
+                            value: record.value,
+                            headers: record.headers,
+                            control: *control,
+                        }));
+                    }
+                    Some(Err(e)) => {
+                        self.failed = true;
+                        return Some(Err(e.at(&fetch.path, error_at(*position))));
+                    }
+                    None => self.batch = None,
+                }
+            }
+            if self.at >= fetch.bytes.len() {
+                return None;
+            }
+            let position = self.at;
+            match BatchView::decode_crc_checked(&fetch.bytes[position..]) {
+                Ok((batch, size)) => {
+                    self.at += size;
+                    self.batch = Some((
+                        batch.base_offset,
+                        batch.base_timestamp,
+                        batch.is_control(),
+                        position,
+                        batch.records(),
+                    ));
+                }
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e.at(&fetch.path, error_at(position))));
+                }
+            }
+        }
+        None
+    }
+}
