@@ -182,6 +182,7 @@ pub struct RecordViews<'a> {
 }
 
 impl<'a> RecordViews<'a> {
+    #[inline]
     fn step(&mut self) -> Option<Result<RecordView<'a>, FormatError>> {
         let size = self.batch.len();
         if self.position >= size {

@@ -88,6 +88,12 @@ fn put_bytes(out: &mut Vec<u8>, field: &Option<Vec<u8>>) {
     }
 }
 
+/// The signed value of a zigzag-encoded one.
+#[inline(always)]
+fn unzigzag(raw: u64) -> i64 {
+    ((raw >> 1) as i64) ^ -((raw & 1) as i64)
+}
+
 /// A cursor over a record's bytes that never reads out of bounds.
 struct Cursor<'a> {
     buf: &'a [u8],
@@ -95,21 +101,57 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    #[inline]
+    /// The raw (still zigzag-encoded) value of a varint of at most two bytes, the
+    /// common case in records (attributes aside, every field below 8192), decoded
+    /// inline; `None` for a longer or truncated one.
+    #[inline(always)]
+    fn short_varint(&mut self) -> Option<u64> {
+        let rest = self.buf.get(self.at..)?;
+        match *rest {
+            [b0, ..] if b0 < 0x80 => {
+                self.at += 1;
+                Some(u64::from(b0))
+            }
+            [b0, b1, ..] if b1 < 0x80 => {
+                self.at += 2;
+                Some(u64::from(b0 & 0x7f) | u64::from(b1) << 7)
+            }
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
     fn varint(&mut self) -> Result<i32, CorruptKind> {
+        match self.short_varint() {
+            // Two bytes hold at most 14 bits: always a valid i32.
+            Some(raw) => Ok(unzigzag(raw) as i32),
+            None => self.long_varint(),
+        }
+    }
+
+    #[inline(always)]
+    fn varlong(&mut self) -> Result<i64, CorruptKind> {
+        match self.short_varint() {
+            Some(raw) => Ok(unzigzag(raw)),
+            None => self.long_varlong(),
+        }
+    }
+
+    #[inline(never)]
+    fn long_varint(&mut self) -> Result<i32, CorruptKind> {
         let (v, used) = get_varint(self.buf.get(self.at..).unwrap_or_default())?;
         self.at += used;
         Ok(v)
     }
 
-    #[inline]
-    fn varlong(&mut self) -> Result<i64, CorruptKind> {
+    #[inline(never)]
+    fn long_varlong(&mut self) -> Result<i64, CorruptKind> {
         let (v, used) = get_varlong(self.buf.get(self.at..).unwrap_or_default())?;
         self.at += used;
         Ok(v)
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], CorruptKind> {
         let end = self.at.checked_add(n).ok_or(CorruptKind::Field("length"))?;
         let bytes = self.buf.get(self.at..end).ok_or(CorruptKind::Truncated {
@@ -120,7 +162,7 @@ impl<'a> Cursor<'a> {
         Ok(bytes)
     }
 
-    #[inline]
+    #[inline(always)]
     fn nullable(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, CorruptKind> {
         match self.varint()? {
             -1 => Ok(None),
@@ -224,9 +266,28 @@ pub struct RecordView<'a> {
     pub headers: Vec<Header>,
 }
 
+/// The `count` (> 0) headers at `c`: rare, so kept out of the record's hot path.
+#[inline(never)]
+fn decode_headers(c: &mut Cursor<'_>, count: i32) -> Result<Vec<Header>, CorruptKind> {
+    let mut headers = Vec::new();
+    for _ in 0..count {
+        let key_len = c.varint()?;
+        if key_len < 0 {
+            return Err(CorruptKind::Field("header key length"));
+        }
+        let key = std::str::from_utf8(c.take(key_len as usize)?)
+            .map_err(|_| CorruptKind::Field("header key utf-8"))?
+            .to_string();
+        let value = c.nullable("header value length")?.map(<[u8]>::to_vec);
+        headers.push(Header { key, value });
+    }
+    Ok(headers)
+}
+
 impl<'a> RecordView<'a> {
     /// Decodes one record from the front of `buf`: (record, bytes used). Checks every
     /// length against the record's own length prefix and header keys for UTF-8.
+    #[inline]
     pub fn decode(buf: &'a [u8]) -> Result<(RecordView<'a>, usize), CorruptKind> {
         let mut outer = Cursor { buf, at: 0 };
         let length = outer.varint()?;
@@ -244,18 +305,11 @@ impl<'a> RecordView<'a> {
         if count < 0 {
             return Err(CorruptKind::Field("header count"));
         }
-        let mut headers = Vec::new();
-        for _ in 0..count {
-            let key_len = c.varint()?;
-            if key_len < 0 {
-                return Err(CorruptKind::Field("header key length"));
-            }
-            let key = std::str::from_utf8(c.take(key_len as usize)?)
-                .map_err(|_| CorruptKind::Field("header key utf-8"))?
-                .to_string();
-            let value = c.nullable("header value length")?.map(<[u8]>::to_vec);
-            headers.push(Header { key, value });
-        }
+        let headers = if count == 0 {
+            Vec::new()
+        } else {
+            decode_headers(&mut c, count)?
+        };
         if c.at != body.len() {
             return Err(CorruptKind::Field("record length mismatch"));
         }
