@@ -22,6 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for record in log.read(log.log_start_offset(), 1 << 20)? {
         println!("{} {:?} {:?}", record.offset, record.key, record.value); // 1 "k1" "v2"
     }
+    let fetch = log.fetch(log.log_start_offset(), 1 << 20)?; // Kafka's fetch: no copy
+    for record in fetch.records() {
+        let record = record?; // key and value borrow the fetched (mapped) bytes
+        assert_eq!((record.offset, record.value), (1, Some(&b"v2"[..])));
+    }
     let deleted = log.retain(3_000, Some(60_000), None)?; // now, retention_ms, retention_bytes
     println!("deleted segments {:?}", deleted.deleted_segments);
     log.close()?;

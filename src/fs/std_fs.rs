@@ -11,14 +11,35 @@ use super::FileSystem;
 
 /// The real file system. Open handles are cached per path so appends and reads
 /// cost one syscall; rename and remove drop the cached handles they affect.
-#[derive(Debug, Default)]
+/// [`FileSystem::map`] memory-maps files unless built with [`StdFs::without_mmap`].
+#[derive(Debug)]
 pub struct StdFs {
     handles: Mutex<HashMap<PathBuf, Arc<File>>>,
+    mmap: bool,
+}
+
+impl Default for StdFs {
+    fn default() -> Self {
+        StdFs {
+            handles: Mutex::new(HashMap::new()),
+            mmap: true,
+        }
+    }
 }
 
 impl StdFs {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A file system whose [`FileSystem::map`] reads the file into memory instead
+    /// of mapping it: for file systems where another process may truncate a
+    /// segment under a reader (a fault, SIGBUS, with a mapping; an error here).
+    pub fn without_mmap() -> Self {
+        StdFs {
+            mmap: false,
+            ..Self::default()
+        }
     }
 
     fn handle(&self, path: &Path) -> io::Result<Arc<File>> {
@@ -58,6 +79,9 @@ impl FileSystem for StdFs {
     }
 
     fn map(&self, path: &Path) -> io::Result<bytes::Bytes> {
+        if !self.mmap {
+            return self.read_all(path).map(bytes::Bytes::from);
+        }
         let file = self.handle(path)?;
         if file.metadata()?.len() == 0 {
             // A zero-length mapping is an error on Linux.
@@ -163,13 +187,22 @@ mod tests {
 
     #[test]
     fn map_sees_the_file_and_outlives_its_removal() {
+        for (fs, mapped) in [(StdFs::new(), true), (StdFs::without_mmap(), false)] {
+            map_round_trip(&fs, mapped);
+        }
+    }
+
+    fn map_round_trip(fs: &StdFs, expect_mapping: bool) {
         let dir = tempfile::tempdir().unwrap();
-        let fs = StdFs::new();
         let a = dir.path().join("a");
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         fs.write_new(&a, &data).unwrap();
         let mapped = fs.map(&a).unwrap();
         assert_eq!(&mapped[..], &data[..]);
+        // The kernel lists the mapping (and only in mmap mode).
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let listed = maps.lines().any(|line| line.ends_with(a.to_str().unwrap()));
+        assert_eq!(listed, expect_mapping);
         assert_eq!(fs.read_all(&a).unwrap(), &mapped[..]);
         // Retention and compaction remove or replace whole files: a view taken
         // before keeps the old bytes.

@@ -17,7 +17,6 @@ pub mod recovery;
 pub mod report;
 mod write;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -112,9 +111,9 @@ pub struct Log {
     read_only: bool,
     /// Reused encode buffer.
     scratch: Vec<u8>,
-    /// Each segment's bytes as [`FileSystem::map`] returned them, by base offset,
-    /// made at its first read (see `Log::segment_view`).
-    mapped: Mutex<HashMap<i64, Bytes>>,
+    /// Recently read segments' bytes as [`FileSystem::map`] returned them, by base
+    /// offset, the most recently read last (see `Log::segment_view`).
+    mapped: Mutex<Vec<(i64, Bytes)>>,
 }
 
 impl Log {
@@ -168,7 +167,7 @@ impl Log {
             poisoned: false,
             read_only,
             scratch: Vec::new(),
-            mapped: Mutex::new(HashMap::new()),
+            mapped: Mutex::new(Vec::new()),
         };
         log.assert_invariants();
         log

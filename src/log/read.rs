@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::batch::{self, decode_header, RecordBatch};
+use crate::format::batch::{self, decode_header, RecordBatch, HEADER_LEN};
 use crate::format::batch_view::check_batch_crc;
 use crate::format::{BatchView, FormatError};
 use crate::segment::reader::BatchReader;
@@ -11,6 +11,9 @@ use crate::segment::view::SegmentView;
 use crate::segment::Segment;
 
 use super::{Log, ReadRecord};
+
+/// Segment views a log keeps (see [`Log::segment_view`]).
+pub(super) const MAPPED_SEGMENTS_MAX: usize = 64;
 
 impl Log {
     /// The log is usable and `from` is in `[log_start_offset, next_offset]`.
@@ -28,15 +31,21 @@ impl Log {
     }
 
     /// The bytes of `segment` as a [`SegmentView`]: a shared mapping of its `.log`
-    /// ([`crate::fs::FileSystem::map`]), made once per segment and kept. The
-    /// active segment only grows while the log is open, so its mapping is made again
+    /// ([`crate::fs::FileSystem::map`]). The log keeps the views of the
+    /// [`MAPPED_SEGMENTS_MAX`] segments read last (a mapping costs an mmap call and
+    /// page faults to make, and an entry of the process's map count to keep). The
+    /// active segment only grows while the log is open, so its view is made again
     /// only when a read needs bytes appended after it was made.
     pub(super) fn segment_view<'s>(&self, segment: &'s Segment) -> Result<SegmentView<'s>> {
         let path = &segment.paths.log;
         let needed = usize::try_from(segment.bytes).expect("a segment fits in memory");
         let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
-        let bytes = match mapped.get(&segment.base_offset) {
-            Some(bytes) if bytes.len() >= needed => bytes.clone(),
+        let cached = mapped
+            .iter()
+            .position(|(base, _)| *base == segment.base_offset)
+            .map(|i| mapped.remove(i).1);
+        let bytes = match cached {
+            Some(bytes) if bytes.len() >= needed => bytes,
             _ => {
                 let bytes = self.fs.map(path).map_err(|e| Error::io(path, e))?;
                 if bytes.len() < needed {
@@ -51,10 +60,13 @@ impl Log {
                         },
                     ));
                 }
-                mapped.insert(segment.base_offset, bytes.clone());
                 bytes
             }
         };
+        if mapped.len() >= MAPPED_SEGMENTS_MAX {
+            mapped.remove(0);
+        }
+        mapped.push((segment.base_offset, bytes.clone()));
         Ok(SegmentView::new(path, bytes.slice(..needed)))
     }
 
@@ -64,7 +76,7 @@ impl Log {
         self.segments
             .iter()
             .skip(self.segment_index_for(from))
-            .filter(move |segment| segment.next_offset > from)
+            .filter(move |segment| segment.next_offset > from && !segment.is_empty())
             .map(move |segment| {
                 let position = segment.index.lookup_position(from);
                 let position = usize::try_from(position).expect("a position fits in memory");
@@ -84,6 +96,9 @@ impl Log {
         let mut out = Vec::with_capacity((max_bytes / 64).min(1 << 16));
         let mut taken_bytes = 0usize;
         for (segment, mut position) in self.segments_from(from) {
+            if !out.is_empty() && taken_bytes + HEADER_LEN > max_bytes {
+                break; // no batch fits any more: do not map the next segment
+            }
             let view = self.segment_view(segment)?;
             while position < view.len() {
                 let (header, raw) = view.batch_at(position)?;
@@ -116,6 +131,9 @@ impl Log {
         self.check_read_from(from)?;
         let mut out = Vec::new();
         for (segment, position) in self.segments_from(from) {
+            if !out.is_empty() && out.len() + HEADER_LEN > max_bytes {
+                break; // no batch fits any more: do not map the next segment
+            }
             let view = self.segment_view(segment)?;
             let (start, end) = checked_batches(
                 &view,
@@ -483,6 +501,34 @@ mod tests {
         let second = log.read(first.len() as i64, 400).unwrap();
         assert_eq!(owned(&first), read_by_decode(&segments, 0, 400));
         assert!(!second.is_empty());
+    }
+
+    #[test]
+    fn the_log_keeps_the_views_of_the_segments_read_last() {
+        let fs = Arc::new(SimFs::new());
+        let config = LogConfig {
+            segment_bytes: 100,
+            index_interval_bytes: 100,
+        };
+        let (mut log, _) = Log::open_with(fs, "/p0", config).unwrap();
+        let segments = MAPPED_SEGMENTS_MAX + 6;
+        for i in 0..segments as i64 {
+            log.append(&[new_record(i)]).unwrap();
+            log.roll().unwrap();
+        }
+        let all = log.read(0, usize::MAX).unwrap();
+        assert_eq!(all.len(), segments);
+        let kept: Vec<i64> = log.mapped.lock().unwrap().iter().map(|(b, _)| *b).collect();
+        let newest: Vec<i64> = (segments - MAPPED_SEGMENTS_MAX..segments)
+            .map(|b| b as i64)
+            .collect();
+        // The active (empty) segment holds nothing >= its base to read.
+        assert_eq!(kept, newest);
+        // Reading an evicted segment maps it again, as the most recent.
+        assert_eq!(log.read(0, 1).unwrap()[0].offset, 0);
+        let kept = log.mapped.lock().unwrap();
+        assert_eq!(kept.len(), MAPPED_SEGMENTS_MAX);
+        assert_eq!(kept.last().unwrap().0, 0);
     }
 
     #[test]
