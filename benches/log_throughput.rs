@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use seglog::{Log, LogConfig, NewRecord, RecordBatch};
 
+/// Writes the fixture into a directory; returns the time it took.
+type Writer<'a> = &'a dyn Fn(&std::path::Path) -> Duration;
+
 const RECORDS: usize = 1_000_000;
 const PER_BATCH: usize = 100;
 const READ_BYTES: usize = 1 << 20;
@@ -85,26 +88,29 @@ fn bench(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(8));
     group.throughput(Throughput::Bytes(bytes.len() as u64));
 
-    group.bench_function("append/baseline_bufwriter", |b| {
-        b.iter_custom(|iters| {
-            (0..iters)
-                .map(|_| {
-                    let tmp = tempfile::tempdir().unwrap();
-                    write_baseline(&tmp.path().join("baseline"), &bytes)
-                })
-                .sum()
-        })
-    });
-    group.bench_function("append/log", |b| {
-        b.iter_custom(|iters| {
-            (0..iters)
-                .map(|_| {
-                    let tmp = tempfile::tempdir().unwrap();
-                    write_log(tmp.path(), &batches)
-                })
-                .sum()
-        })
-    });
+    let mut append_runs: Vec<(&str, Vec<Duration>)> = Vec::new();
+    let write_baseline_in = |dir: &std::path::Path| write_baseline(&dir.join("baseline"), &bytes);
+    let write_log_in = |dir: &std::path::Path| write_log(dir, &batches);
+    let writers: [(&str, Writer<'_>); 2] = [
+        ("append/baseline_bufwriter", &write_baseline_in),
+        ("append/log", &write_log_in),
+    ];
+    for (name, write) in writers {
+        let mut taken = Vec::new();
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let tmp = tempfile::tempdir().unwrap();
+                        let took = write(tmp.path());
+                        taken.push(took);
+                        took
+                    })
+                    .sum()
+            })
+        });
+        append_runs.push((name, taken));
+    }
 
     let tmp = tempfile::tempdir().unwrap();
     let baseline_path = tmp.path().join("baseline");
@@ -213,6 +219,13 @@ fn bench(c: &mut Criterion) {
         crc as usize
     });
     group.finish();
+    summary("append of", bytes.len(), append_runs);
+    summary("read back of", bytes.len(), runs);
+}
+
+/// Prints the median of each run beside the baseline's (the one whose name says
+/// so): ratio = baseline time / run time.
+fn summary(what: &str, bytes: usize, mut runs: Vec<(&str, Vec<Duration>)>) {
     let median = |taken: &[Duration]| {
         let mut taken = taken.to_vec();
         taken.sort();
@@ -224,11 +237,11 @@ fn bench(c: &mut Criterion) {
         return;
     };
     let baseline = median(baseline);
-    println!("read back of {} MiB, median of each:", bytes.len() >> 20);
+    println!("{what} {} MiB, median of each:", bytes >> 20);
     for (name, taken) in &runs {
         let took = median(taken);
         println!(
-            "  {name:<24} {:>9.2} ms  ratio {:.2}x",
+            "  {name:<26} {:>9.2} ms  ratio {:.2}x",
             took.as_secs_f64() * 1e3,
             baseline.as_secs_f64() / took.as_secs_f64()
         );
