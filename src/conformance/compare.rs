@@ -148,9 +148,49 @@ pub fn compare_reads(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
                     describe(&spec_read)
                 ));
             }
+            // The zero-copy path: fetching on from each fetch's next offset must
+            // return every record >= `from`, whatever the bound.
+            reads += 1;
+            let engine_walk = fetch_walk(log, from, max_bytes)?;
+            let spec_all = spec_log.read_max(from, u64::MAX).ok().map(spec_views);
+            if engine_walk != spec_all {
+                return Err(format!(
+                    "fetch walk from {from} by {max_bytes}: engine {} spec {}",
+                    describe(&engine_walk),
+                    describe(&spec_all)
+                ));
+            }
         }
     }
     Ok(reads)
+}
+
+/// Every record >= `from` through [`Log::fetch`], fetching again from each fetch's
+/// next offset until a fetch is empty; `None` if `from` is out of range.
+fn fetch_walk(log: &Log, from: i64, max_bytes: usize) -> Result<Option<Vec<RecordView>>, String> {
+    let mut records = Vec::new();
+    let mut at = from;
+    loop {
+        let fetch = match log.fetch(at, max_bytes) {
+            Ok(fetch) => fetch,
+            Err(Error::OffsetOutOfRange { .. }) if at == from => return Ok(None),
+            Err(e) => return Err(format!("fetch({at}, {max_bytes}) failed: {e}")),
+        };
+        if fetch.is_empty() {
+            return Ok(Some(records));
+        }
+        if fetch.next_offset() <= at {
+            return Err(format!("fetch({at}, {max_bytes}) did not advance"));
+        }
+        for record in fetch.records() {
+            let record = record.map_err(|e| format!("fetch({at}, {max_bytes}) records: {e}"))?;
+            records.push(RecordView::from(crate::ReadRecord::from_ref(
+                fetch.bytes(),
+                record,
+            )));
+        }
+        at = fetch.next_offset();
+    }
 }
 
 fn describe(read: &Option<Vec<RecordView>>) -> String {
