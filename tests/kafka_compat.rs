@@ -369,3 +369,82 @@ fn a_batch_written_by_kafka_decodes_and_re_encodes() {
     check_record(&ours, record, &set.records[0]);
     assert_eq!(ours.encode(), KAFKA_BATCH, "byte for byte");
 }
+
+/// A `Log::fetch` payload is what a Kafka client consumes: `kafka-protocol` decodes
+/// every fetched byte range of a real log (several segments, a compaction gap, null
+/// keys and values, headers, a control batch) to exactly the records that
+/// `Fetch::records` yields.
+#[test]
+fn fetched_bytes_decode_with_kafka_protocol() {
+    use seglog::{Log, LogConfig};
+    let tmp = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 2_000,
+        index_interval_bytes: 300,
+    };
+    let (mut log, _) = Log::open(tmp.path(), config).unwrap();
+    for b in 0..30i64 {
+        let records: Vec<NewRecord> = (0..4)
+            .map(|i| {
+                let n = b * 4 + i;
+                let mut record = NewRecord::new(
+                    (n % 7 != 0).then(|| format!("k{}", n % 5).into_bytes()),
+                    (n % 11 != 0).then(|| vec![n as u8; (n % 13) as usize]),
+                    1_000 + n,
+                );
+                if n % 6 == 1 {
+                    record.headers = vec![Header {
+                        key: format!("h{n}"),
+                        value: (n % 4 != 1).then(|| vec![7; 3]),
+                    }];
+                }
+                record
+            })
+            .collect();
+        log.append(&records).unwrap();
+        if b == 20 {
+            log.append_control(ControlKind::Commit, 1, 0, 1_100)
+                .unwrap();
+        }
+    }
+    log.compact(10_000, 1_000_000, None).unwrap();
+    assert!(
+        log.segments().len() >= 2,
+        "a closed segment and the active one"
+    );
+    for max_bytes in [1, 500, usize::MAX] {
+        let mut from = log.log_start_offset();
+        let mut fetched = 0;
+        loop {
+            let fetch = log.fetch(from, max_bytes).unwrap();
+            if fetch.is_empty() {
+                break;
+            }
+            let sets = RecordBatchDecoder::decode_all(&mut fetch.bytes().clone())
+                .expect("kafka-protocol decodes a fetch payload, CRC included");
+            let theirs: Vec<&KRecord> = sets
+                .iter()
+                .flat_map(|set| set.records.iter())
+                .filter(|r| r.offset >= from)
+                .collect();
+            let ours: Vec<_> = fetch.records().map(|r| r.unwrap()).collect();
+            assert_eq!(ours.len(), theirs.len(), "from {from}, max {max_bytes}");
+            for (ours, theirs) in ours.iter().zip(&theirs) {
+                assert_eq!(ours.offset, theirs.offset);
+                assert_eq!(ours.timestamp, theirs.timestamp);
+                assert_eq!(ours.key, theirs.key.as_deref());
+                assert_eq!(ours.value, theirs.value.as_deref());
+                assert_eq!(ours.control, theirs.control);
+                let our_headers: Vec<_> = ours
+                    .headers
+                    .iter()
+                    .map(|h| (h.key.clone(), h.value.clone()))
+                    .collect();
+                assert_eq!(our_headers, their_header_pairs(theirs));
+            }
+            fetched += ours.len();
+            from = fetch.next_offset();
+        }
+        assert_eq!(fetched, log.read(0, usize::MAX).unwrap().len());
+    }
+}
