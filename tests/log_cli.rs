@@ -283,3 +283,63 @@ fn non_utf8_values_are_printed_as_base64() {
     assert_eq!(dump["records"][1]["control"], true);
     assert_eq!(dump["records"][1]["offset"], 1);
 }
+
+#[test]
+fn bench_prints_every_comparison_with_its_baseline() {
+    let out = ok_json(&["bench", "--records", "700", "--iterations", "2"]);
+    assert_eq!(out["records"], 700);
+    assert_eq!(out["iterations"], 2);
+    let results = out["results"].as_array().unwrap();
+    let names: Vec<&str> = results
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "append/log",
+            "read/fetch",
+            "read/read_raw",
+            "read/fetch_records",
+            "read/log"
+        ]
+    );
+    for result in results {
+        assert!(result["baseline"].as_str().unwrap().contains("baseline"));
+        for field in [
+            "median_ms",
+            "baseline_median_ms",
+            "ratio",
+            "ratio_min",
+            "ratio_max",
+        ] {
+            assert!(result[field].as_f64().unwrap() > 0.0, "{field} of {result}");
+        }
+        assert!(result["ratio_min"].as_f64() <= result["ratio_max"].as_f64());
+        assert_eq!(result["target"], 0.8);
+        assert!(result["met"].is_boolean());
+    }
+    let only_read = ok_json(&[
+        "bench",
+        "--records",
+        "300",
+        "--iterations",
+        "1",
+        "--only",
+        "read",
+    ]);
+    assert_eq!(only_read["results"].as_array().unwrap().len(), 4);
+    fails(&["bench", "--iterations", "0"], "at least 1");
+    fails(&["bench", "--only", "everything"], "everything");
+    let existing = tempfile::tempdir().unwrap();
+    fails(
+        &[
+            "bench",
+            "--records",
+            "10",
+            "--dir",
+            existing.path().to_str().unwrap(),
+        ],
+        "exists",
+    );
+}

@@ -7,6 +7,7 @@
 //! their own (like [`log_cmds`]), add a variant to [`Command`] and a line to
 //! [`dispatch`].
 
+pub mod bench_cmd;
 pub mod cleanup_cmds;
 pub mod log_cmds;
 pub mod model_cmd;
@@ -69,6 +70,9 @@ pub enum Command {
     Replay(replay_cmd::ReplayArgs),
     /// Crash before every file-system operation of the named workloads, recover every disk image.
     Sweep(sweep_cmd::SweepArgs),
+    /// Throughput beside plain buffered IO measured in the same run (append, every
+    /// read path), as JSON ratios; progress on stderr.
+    Bench(bench_cmd::BenchArgs),
     /// The main job: model checks, conformance, crash sweep, scenario replay (and fuzzing
     /// overnight), with a report at a glance and `--json FILE` for machines.
     Verify(verify_cmd::VerifyArgs),
@@ -88,6 +92,7 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Replay(args) => replay_cmd::replay(args),
         Command::Sweep(args) => sweep_cmd::sweep(args),
         Command::Verify(args) => verify_cmd::verify(args),
+        Command::Bench(args) => bench_cmd::bench(args),
     }
 }
 

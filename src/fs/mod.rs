@@ -10,6 +10,7 @@
 //!   [`FileSystem::sync_file`]; a directory entry (create, rename, remove) becomes
 //!   durable with [`FileSystem::sync_dir`] on the directory that holds it.
 
+pub mod baseline;
 pub mod failpoint;
 pub mod sim;
 mod std_fs;

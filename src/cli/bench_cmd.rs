@@ -1,0 +1,191 @@
+//! `seglog bench`: the engine's throughput beside plain buffered IO, measured in
+//! the same run (`crate::bench`), printed as JSON (progress on stderr).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::Outcome;
+use crate::bench::{self, Comparison, Counts, LogFixture, READ_BYTES};
+use crate::fs::{baseline, FileSystem, StdFs};
+use crate::log::{Log, LogConfig};
+use crate::{Error, Result};
+
+/// Append and read targets of the engine-core issue (>= 0.8x the baseline).
+const LOG_TARGET: f64 = 0.8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Suite {
+    /// Append every batch, then close (fsync) vs `BufWriter` + fsync.
+    Append,
+    /// Every read path over the whole log vs `BufReader`.
+    Read,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Records in the log (16-byte keys, 100-byte values).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub records: usize,
+    /// Records per appended batch.
+    #[arg(long, default_value_t = 100)]
+    pub batch_records: usize,
+    /// Timed runs of each variant and of its baseline (alternating).
+    #[arg(long, default_value_t = 10)]
+    pub iterations: usize,
+    /// Only these suites (default: all).
+    #[arg(long = "only", value_enum)]
+    pub only: Vec<Suite>,
+    /// Directory to work in (default: a new temporary directory); must not exist.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+pub fn bench(args: BenchArgs) -> Result<Outcome> {
+    if args.records == 0 || args.batch_records == 0 || args.iterations == 0 {
+        return Err(Error::InvalidArgument(
+            "--records, --batch-records and --iterations must be at least 1".into(),
+        ));
+    }
+    let (_tmp, root) = match &args.dir {
+        Some(dir) => {
+            if StdFs::new().exists(dir) {
+                return Err(Error::InvalidArgument(format!(
+                    "--dir {} exists; give a new directory",
+                    dir.display()
+                )));
+            }
+            (None, dir.clone())
+        }
+        None => {
+            let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+            let root = tmp.path().to_path_buf();
+            (Some(tmp), root)
+        }
+    };
+    let fs = StdFs::new();
+    fs.create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    let suites = if args.only.is_empty() {
+        vec![Suite::Append, Suite::Read]
+    } else {
+        args.only.clone()
+    };
+    eprintln!("seglog bench: building {} records", args.records);
+    let fixture = LogFixture::new(args.records, args.batch_records);
+    let bytes = fixture.bytes.len() as u64;
+    let mut results = Vec::new();
+    for suite in suites {
+        match suite {
+            Suite::Append => results.push(append(&args, &root, &fixture)?),
+            Suite::Read => results.extend(read(&args, &root, &fixture)?),
+        }
+    }
+    if args.dir.is_some() {
+        fs.remove_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    }
+    Ok(Outcome::Ok(json!({
+        "records": args.records,
+        "batch_records": args.batch_records,
+        "bytes": bytes,
+        "iterations": args.iterations,
+        "results": results,
+    })))
+}
+
+fn report(comparison: &Comparison) {
+    eprintln!(
+        "seglog bench: {:<20} {:>9.2} ms  vs {:<26} {:>9.2} ms  ratio {:.2}x ({:.2}-{:.2}){}",
+        comparison.name,
+        comparison.median_ms,
+        comparison.baseline,
+        comparison.baseline_median_ms,
+        comparison.ratio,
+        comparison.ratio_min,
+        comparison.ratio_max,
+        match comparison.met {
+            Some(true) => "  target met",
+            Some(false) => "  target MISSED",
+            None => "",
+        }
+    );
+}
+
+fn append(args: &BenchArgs, root: &std::path::Path, fixture: &LogFixture) -> Result<Comparison> {
+    let fs = StdFs::new();
+    let mut run = 0u64;
+    let mut next_dir = |what: &str| {
+        run += 1;
+        root.join(format!("append-{what}-{run}"))
+    };
+    let mut baseline_run = || -> Result<std::time::Duration> {
+        let dir = next_dir("baseline");
+        fs.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let path = dir.join("baseline.log");
+        let start = std::time::Instant::now();
+        baseline::write_buffered(&path, &fixture.bytes, fixture.batch_bytes())
+            .map_err(|e| Error::io(&path, e))?;
+        let took = start.elapsed();
+        fs.remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(took)
+    };
+    let fs2 = StdFs::new();
+    let mut run2 = 0u64;
+    let log_run = || -> Result<std::time::Duration> {
+        run2 += 1;
+        let dir = root.join(format!("append-log-{run2}"));
+        let took = bench::append_log(&dir, fixture)?;
+        fs2.remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(took)
+    };
+    let comparison = bench::compare(
+        "append/log",
+        "append/baseline_bufwriter",
+        args.iterations,
+        fixture.bytes.len() as u64,
+        Some(LOG_TARGET),
+        &mut baseline_run,
+        log_run,
+    )?;
+    report(&comparison);
+    Ok(comparison)
+}
+
+fn read(args: &BenchArgs, root: &std::path::Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
+    let baseline_path = root.join("read-baseline.log");
+    baseline::write_buffered(&baseline_path, &fixture.bytes, fixture.batch_bytes())
+        .map_err(|e| Error::io(&baseline_path, e))?;
+    let log_dir = root.join("read-log");
+    bench::append_log(&log_dir, fixture)?;
+    let fs: Arc<dyn FileSystem> = Arc::new(StdFs::new());
+    let (log, _) = Log::open_with(fs, &log_dir, LogConfig::default())?;
+    let records = fixture.records();
+    let bytes = fixture.bytes.len();
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut baseline_run = || {
+        bench::timed(bytes, || {
+            baseline::read_buffered(&baseline_path, &mut buf)
+                .map_err(|e| Error::io(&baseline_path, e))
+        })
+    };
+    let mut results = Vec::new();
+    for variant in bench::READ_VARIANTS {
+        let expected = match variant.counts {
+            Counts::Bytes => bytes,
+            Counts::Records => records,
+        };
+        let comparison = bench::compare(
+            variant.name,
+            "read/baseline_bufreader",
+            args.iterations,
+            bytes as u64,
+            Some(LOG_TARGET),
+            &mut baseline_run,
+            || bench::timed(expected, || (variant.run)(&log)),
+        )?;
+        report(&comparison);
+        results.push(comparison);
+    }
+    Ok(results)
+}

@@ -1,0 +1,93 @@
+//! The yardstick of every throughput figure (`seglog bench`, `benches/`): the same
+//! bytes through plain buffered `std` IO, measured in the same run as the engine.
+//! It lives here because this is the only module that may touch `std::fs`; the
+//! engine never calls it.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+/// Writes `bytes` to a new file at `path` through `BufWriter<File>`, `chunk_bytes`
+/// per `write_all` (the batch size the engine appends), then fsyncs it.
+pub fn write_buffered(path: &Path, bytes: &[u8], chunk_bytes: usize) -> io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    for chunk in bytes.chunks(chunk_bytes.max(1)) {
+        out.write_all(chunk)?;
+    }
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    file.sync_all()
+}
+
+/// Reads the whole file at `path` through `BufReader<File>` into `buf`, one
+/// `buf.len()` at a time; returns the bytes read.
+pub fn read_buffered(path: &Path, buf: &mut [u8]) -> io::Result<usize> {
+    let mut input = BufReader::new(File::open(path)?);
+    let mut total = 0;
+    loop {
+        let n = input.read(buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n;
+    }
+}
+
+/// Copies every file of `from` into a new directory `to` (`BufReader` to
+/// `BufWriter`, 64 KiB at a time), fsyncing each file and then `to`; returns the
+/// bytes copied.
+pub fn copy_buffered(from: &Path, to: &Path) -> io::Result<u64> {
+    let mut names: Vec<_> = std::fs::read_dir(from)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<io::Result<_>>()?;
+    names.sort();
+    std::fs::create_dir_all(to)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut copied = 0;
+    for path in names {
+        if !path.is_file() {
+            continue;
+        }
+        let mut reader = BufReader::new(File::open(&path)?);
+        let name = path
+            .file_name()
+            .ok_or_else(|| io::Error::other("no file name"))?;
+        let mut writer = BufWriter::new(File::create(to.join(name))?);
+        loop {
+            let n = reader.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            writer.write_all(&buf[..n])?;
+            copied += n as u64;
+        }
+        writer
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?
+            .sync_all()?;
+    }
+    File::open(to)?.sync_all()?;
+    Ok(copied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_read_and_copy_see_the_same_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        let a = tmp.path().join("src").join("a");
+        std::fs::create_dir_all(a.parent().unwrap()).unwrap();
+        write_buffered(&a, &data, 12_500).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), data);
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(read_buffered(&a, &mut buf).unwrap(), data.len());
+        let copied = copy_buffered(&tmp.path().join("src"), &tmp.path().join("dst")).unwrap();
+        assert_eq!(copied, data.len() as u64);
+        assert_eq!(
+            std::fs::read(tmp.path().join("dst").join("a")).unwrap(),
+            data
+        );
+    }
+}
