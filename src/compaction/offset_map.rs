@@ -32,6 +32,8 @@ use std::mem::size_of;
 
 use siphasher::sip128::SipHasher24;
 
+use super::bitmap::Bitmap;
+
 /// Bytes of key digest per entry.
 pub const DIGEST_BYTES: usize = 16;
 
@@ -68,7 +70,7 @@ pub struct OffsetMap {
     finished: bool,
     /// With [`OffsetMap::tracking_superseded`]: bit `p` is set once some entry with
     /// the same digest and a higher position than `p` was inserted.
-    superseded: Option<Vec<u64>>,
+    superseded: Option<Bitmap>,
     /// Sum of the buckets' capacities, in entries.
     bucket_capacity: usize,
     peak_bytes: usize,
@@ -91,7 +93,7 @@ fn bucket_of(digest: &Digest) -> usize {
 
 /// Sorts by digest, highest offset first within a digest, and keeps one entry per
 /// digest; the offset of every dropped entry is marked in `superseded` (if tracked).
-fn sort_dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Vec<u64>>) {
+fn sort_dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Bitmap>) {
     // Stable sort: it finds the sorted run left by the previous sort-and-dedup and
     // merges the new entries into it.
     entries.sort_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
@@ -100,21 +102,16 @@ fn sort_dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Vec<u64>>) {
         if same {
             assert!(later.offset <= kept.offset);
             if let Some(bits) = superseded.as_mut() {
-                mark(bits, later.offset);
+                bits.set(position(later.offset));
             }
         }
         same
     });
 }
 
-/// Sets bit `position` of a bitmap that grows on demand.
-fn mark(bits: &mut Vec<u64>, position: i64) {
-    let position = usize::try_from(position).expect("tracked positions are >= 0");
-    let word = position / 64;
-    if bits.len() <= word {
-        bits.resize(word + 1, 0);
-    }
-    bits[word] |= 1 << (position % 64);
+/// A tracked position as a bit index.
+fn position(position: i64) -> usize {
+    usize::try_from(position).expect("tracked positions are >= 0")
 }
 
 /// A map's secret digest function, `Send` and cheap to copy.
@@ -159,7 +156,7 @@ impl OffsetMap {
     /// bitmap has one bit per position up to the highest superseded one.
     pub fn tracking_superseded() -> Self {
         OffsetMap {
-            superseded: Some(Vec::new()),
+            superseded: Some(Bitmap::default()),
             ..Self::new()
         }
     }
@@ -168,19 +165,26 @@ impl OffsetMap {
     /// superseded: its key (digest) was also inserted at a higher position. Needs
     /// [`OffsetMap::finish`].
     pub fn is_superseded(&self, position: i64) -> bool {
+        self.superseded_bits().get(self::position(position))
+    }
+
+    /// How many positions of `positions` were superseded ([`OffsetMap::is_superseded`]),
+    /// counted a word at a time.
+    pub fn superseded_count(&self, positions: std::ops::Range<i64>) -> usize {
+        self.superseded_bits()
+            .count(position(positions.start)..position(positions.end))
+    }
+
+    fn superseded_bits(&self) -> &Bitmap {
         assert!(self.finished, "OffsetMap::finish must run before lookups");
-        let bits = self
-            .superseded
+        self.superseded
             .as_ref()
-            .expect("the map tracks superseded positions");
-        let position = usize::try_from(position).expect("tracked positions are >= 0");
-        bits.get(position / 64)
-            .is_some_and(|word| word & (1 << (position % 64)) != 0)
+            .expect("the map tracks superseded positions")
     }
 
     /// Bytes of the superseded-position bitmap (one bit per position).
     pub fn superseded_bytes(&self) -> usize {
-        self.superseded.as_ref().map_or(0, |b| b.capacity() * 8)
+        self.superseded.as_ref().map_or(0, Bitmap::bytes)
     }
 
     /// The 128-bit digest of a key under this map's secret key.
@@ -439,6 +443,22 @@ mod tests {
             assert_eq!(map.is_superseded(p), p + 700 < 5_000, "position {p}");
         }
         assert!(!map.is_superseded(1 << 40), "never inserted");
+        for (start, end) in [
+            (0, 5_000),
+            (0, 0),
+            (3, 70),
+            (4_250, 4_400),
+            (64, 128),
+            (4_990, 9_000),
+        ] {
+            let one_by_one = (start..end).filter(|&p| map.is_superseded(p)).count();
+            assert_eq!(
+                map.superseded_count(start..end),
+                one_by_one,
+                "{start}..{end}"
+            );
+        }
+        assert_eq!(map.superseded_count(0..5_000), 4_300);
         assert!(map.superseded_bytes() <= 5_000 / 8 + 8);
         // Untracked maps keep no bitmap.
         let mut plain = OffsetMap::new();

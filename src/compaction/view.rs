@@ -43,6 +43,35 @@ impl BatchView<'_> {
 
 /// Splits a segment into checked batch views.
 pub fn batches<'a>(path: &Path, base_offset: i64, bytes: &'a [u8]) -> Result<Vec<BatchView<'a>>> {
+    split(path, base_offset, bytes, Checksum::Verify)
+}
+
+/// [`batches`] of bytes that [`batches`] already accepted: the same immutable
+/// bytes (a mapping of a closed segment, which nobody writes) read a second time in
+/// one compaction. Every check but the CRC-32C runs again (they cost a few loads per
+/// batch); the CRC is recomputed only in debug builds, as an assertion.
+pub fn batches_verified<'a>(
+    path: &Path,
+    base_offset: i64,
+    bytes: &'a [u8],
+) -> Result<Vec<BatchView<'a>>> {
+    split(path, base_offset, bytes, Checksum::Verified)
+}
+
+/// Whether [`split`] checks each batch's CRC-32C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checksum {
+    Verify,
+    /// The caller checked these very bytes before: a debug assertion only.
+    Verified,
+}
+
+fn split<'a>(
+    path: &Path,
+    base_offset: i64,
+    bytes: &'a [u8],
+    checksum: Checksum,
+) -> Result<Vec<BatchView<'a>>> {
     let mut out = Vec::new();
     let mut position = 0usize;
     let mut previous_last = base_offset - 1;
@@ -61,13 +90,15 @@ pub fn batches<'a>(path: &Path, base_offset: i64, bytes: &'a [u8]) -> Result<Vec
         })?;
         let stored = u32::from_be_bytes(array(whole, CRC_OFFSET));
         let computed =
-            crate::format::crc::crc32c(whole.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
-        if stored != computed {
+            || crate::format::crc::crc32c(whole.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
+        if checksum == Checksum::Verified {
+            debug_assert_eq!(stored, computed(), "{} at byte {position}", path.display());
+        } else if stored != computed() {
             return Err(Error::corrupt(
                 path,
                 (position + CRC_OFFSET) as u64,
                 CorruptKind::ChecksumMismatch {
-                    got: computed,
+                    got: computed(),
                     expected: stored,
                 },
             ));
@@ -218,5 +249,27 @@ mod tests {
         }
         // Base offsets must increase.
         assert!(batches(path, 11, &bytes).is_err());
+        assert!(batches_verified(path, 11, &bytes).is_err());
+        // A second walk of accepted bytes finds the same batches.
+        let again = batches_verified(path, 10, &bytes).unwrap();
+        assert_eq!(again.len(), views.len());
+        for (a, b) in again.iter().zip(&views) {
+            assert_eq!(
+                (a.bytes, a.header, a.position),
+                (b.bytes, b.header, b.position)
+            );
+        }
+    }
+
+    /// Debug builds still recompute the CRC of bytes said to be verified.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "seg.log at byte 0")]
+    fn verified_bytes_are_rechecked_in_debug_builds() {
+        let batch = RecordBatch::build(0, &[NewRecord::new(None, Some(b"v".to_vec()), 1)]);
+        let mut bytes = batch.encode();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let _ = batches_verified(Path::new("seg.log"), 0, &bytes);
     }
 }

@@ -1,0 +1,250 @@
+//! The rewrite pass of a compaction: the compacted form of one closed source
+//! segment as runs of bytes ([`compact_segment`]), then written with few calls
+//! ([`write_pieces`]).
+
+use std::ops::Range;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+
+use super::bitmap::Bitmap;
+use super::offset_map::OffsetMap;
+use super::planner::{decide_latest, Decision, Horizon};
+use super::view;
+
+/// Bytes below which a run is copied into the staging buffer instead of being
+/// written on its own (bounds the write calls when kept and dropped batches alternate).
+const STAGING_BYTES: usize = 256 * 1024;
+
+/// A run of the compacted segment: consecutive bytes of the source segment (whole
+/// kept batches, control batches) or of [`Scratch::encoded`] (re-encoded batches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Source(Range<usize>),
+    Encoded(Range<usize>),
+}
+
+/// Buffers reused from one source segment to the next (no fresh pages per segment).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// The compacted segment as runs, in order; adjacent runs of one kind are merged.
+    pieces: Vec<Piece>,
+    /// Partly kept batches, re-encoded.
+    encoded: Vec<u8>,
+    /// Small runs gathered into one write.
+    staging: Vec<u8>,
+    /// Keep flags of one batch's records.
+    keep: Vec<bool>,
+    /// The ordinal of the next keyed record (the scan's numbering).
+    ordinal: i64,
+    /// The index of the next batch of the closed region (the scan's numbering).
+    batch: usize,
+}
+
+/// Appends `piece` to `pieces`, merged into the last run when they are adjacent.
+fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
+    match (pieces.last_mut(), &piece) {
+        (Some(Piece::Source(last)), Piece::Source(next))
+        | (Some(Piece::Encoded(last)), Piece::Encoded(next))
+            if last.end == next.start =>
+        {
+            last.end = next.end;
+        }
+        _ => pieces.push(piece),
+    }
+}
+
+/// Records and bytes of one source segment before and after compaction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub records_before: u64,
+    pub records_after: u64,
+    /// Bytes of the compacted segment.
+    pub bytes_after: u64,
+}
+
+/// Describes the compacted form of one closed source segment as runs in
+/// `work.pieces`. Source segments must come in order, each exactly once: `work`
+/// counts batches and keyed records across them.
+///
+/// `bytes` must be the bytes [`super::scan::scan`] checked (its mapping of this
+/// segment): their CRCs are not recomputed ([`view::batches_verified`]).
+/// Whether a keyed record is the latest of its key is one bit of the map's
+/// superseded bitmap, at the record's ordinal ([`OffsetMap::is_superseded`]): no
+/// hashing here. For a plain batch (`plain`, see [`super::scan`]) those bits decide
+/// every record, counted a word at a time, without parsing the batch; other batches
+/// are parsed and decided record by record. A batch whose records are all kept
+/// (control batches always) is a run of the source bytes, merged with its
+/// neighbours; a partly kept batch is decoded in full and re-encoded
+/// ([`crate::format::RecordBatch::retain`]).
+pub fn compact_segment(
+    path: &Path,
+    base: i64,
+    bytes: &[u8],
+    map: &OffsetMap,
+    plain: &Bitmap,
+    horizon: Horizon,
+    work: &mut Scratch,
+) -> Result<Counts> {
+    let keep = &mut work.keep;
+    let pieces = &mut work.pieces;
+    let encoded = &mut work.encoded;
+    pieces.clear();
+    encoded.clear();
+    // Views borrow this segment's bytes; one batch's worth at a time.
+    let mut views: Vec<view::RecordView<'_>> = Vec::new();
+    let mut counts = Counts::default();
+    for batch in &view::batches_verified(path, base, bytes)? {
+        let index = work.batch;
+        work.batch += 1;
+        keep.clear();
+        let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
+        let kept = if plain.get(index) {
+            assert!(!batch.is_control());
+            let ordinals = work.ordinal..work.ordinal + records as i64;
+            work.ordinal = ordinals.end;
+            let dropped = map.superseded_count(ordinals.clone());
+            assert!(dropped <= records);
+            if dropped != 0 && dropped != records {
+                keep.extend(ordinals.map(|ordinal| !map.is_superseded(ordinal)));
+            }
+            records - dropped
+        } else {
+            view::records(path, batch, &mut views)?;
+            assert_eq!(views.len(), records);
+            let control = batch.is_control();
+            for record in &views {
+                // The scan's ordinals: keyed records of non-control batches.
+                let latest = if record.key.is_some() && !control {
+                    let ordinal = work.ordinal;
+                    work.ordinal += 1;
+                    !map.is_superseded(ordinal)
+                } else {
+                    false
+                };
+                keep.push(decide_latest(control, record, latest, horizon) == Decision::Keep);
+            }
+            keep.iter().filter(|k| **k).count()
+        };
+        counts.records_before += records as u64;
+        counts.records_after += kept as u64;
+        if kept == records {
+            let start = usize::try_from(batch.position).expect("a segment fits in memory");
+            push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
+        } else if kept > 0 {
+            assert_eq!(keep.len(), records);
+            let (decoded, _) = crate::format::batch::decode(batch.bytes)
+                .map_err(|e| e.at(path, batch.position))?;
+            assert_eq!(decoded.records.len(), keep.len());
+            let mut flags = keep.iter();
+            let compacted = decoded
+                .retain(|_| *flags.next().expect("one flag per record"))
+                .expect("some record is kept");
+            assert_eq!(compacted.records.len(), kept);
+            assert_eq!(compacted.base_offset, decoded.base_offset);
+            assert_eq!(compacted.last_offset_delta, decoded.last_offset_delta);
+            let start = encoded.len();
+            compacted.encode_into(encoded);
+            push_piece(pieces, Piece::Encoded(start..encoded.len()));
+        }
+    }
+    counts.bytes_after = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Source(r) | Piece::Encoded(r) => r.len() as u64,
+        })
+        .sum();
+    Ok(counts)
+}
+
+/// Appends the runs of `work.pieces` to the output file `path`: one write per long
+/// run, short runs gathered in `work.staging`. Returns the file's CRC-32C so far.
+pub fn write_pieces(
+    fs: &dyn FileSystem,
+    path: &Path,
+    source: &[u8],
+    work: &mut Scratch,
+    mut crc: u32,
+) -> Result<u32> {
+    let staging = &mut work.staging;
+    let write = |data: &[u8]| fs.append(path, data).map_err(|e| Error::io(path, e));
+    staging.clear();
+    for piece in &work.pieces {
+        let data = match piece {
+            Piece::Source(r) => &source[r.clone()],
+            Piece::Encoded(r) => &work.encoded[r.clone()],
+        };
+        crc = crate::format::crc::crc32c_append(crc, data);
+        if data.len() >= STAGING_BYTES {
+            if !staging.is_empty() {
+                write(staging)?;
+                staging.clear();
+            }
+            write(data)?;
+        } else {
+            staging.extend_from_slice(data);
+            if staging.len() >= STAGING_BYTES {
+                write(staging)?;
+                staging.clear();
+            }
+        }
+    }
+    if !staging.is_empty() {
+        write(staging)?;
+    }
+    Ok(crc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::sim::SimFs;
+
+    #[test]
+    fn adjacent_runs_of_one_kind_merge() {
+        let mut pieces = Vec::new();
+        push_piece(&mut pieces, Piece::Source(0..10));
+        push_piece(&mut pieces, Piece::Source(10..25));
+        push_piece(&mut pieces, Piece::Source(30..40));
+        push_piece(&mut pieces, Piece::Encoded(0..5));
+        push_piece(&mut pieces, Piece::Encoded(5..9));
+        push_piece(&mut pieces, Piece::Source(40..41));
+        assert_eq!(
+            pieces,
+            vec![
+                Piece::Source(0..25),
+                Piece::Source(30..40),
+                Piece::Encoded(0..9),
+                Piece::Source(40..41),
+            ]
+        );
+    }
+
+    #[test]
+    fn pieces_are_written_in_order_small_ones_staged() {
+        let fs = SimFs::new();
+        let path = Path::new("/out.log");
+        fs.create_dir_all(Path::new("/")).unwrap();
+        fs.create_file(path).unwrap();
+        let source: Vec<u8> = (0..3 * STAGING_BYTES).map(|i| (i % 251) as u8).collect();
+        let big = STAGING_BYTES + 7;
+        let mut work = Scratch {
+            encoded: b"encoded!".to_vec(),
+            pieces: vec![
+                Piece::Source(3..9),
+                Piece::Encoded(0..8),
+                Piece::Source(100..100 + big),
+                Piece::Source(20..21),
+            ],
+            ..Scratch::default()
+        };
+        let crc = write_pieces(&fs, path, &source, &mut work, 0).unwrap();
+        let mut expected = source[3..9].to_vec();
+        expected.extend_from_slice(b"encoded!");
+        expected.extend_from_slice(&source[100..100 + big]);
+        expected.extend_from_slice(&source[20..21]);
+        assert_eq!(fs.read_all(path).unwrap(), expected);
+        assert_eq!(crc, crate::format::crc::crc32c(&expected));
+    }
+}
