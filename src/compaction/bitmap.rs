@@ -51,6 +51,16 @@ impl Bitmap {
         ((word(first) & head).count_ones() + middle + (word(last) & tail).count_ones()) as usize
     }
 
+    /// Sets every bit set in `other`.
+    pub fn union_with(&mut self, other: &Bitmap) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (word, theirs) in self.words.iter_mut().zip(&other.words) {
+            *word |= theirs;
+        }
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.words.capacity() * size_of::<u64>()
@@ -83,6 +93,16 @@ mod tests {
         }
         assert_eq!(bits.count(0..usize::MAX / 2), set.len());
         assert_eq!(Bitmap::default().count(0..1000), 0);
+        let mut more = Bitmap::default();
+        more.set(1);
+        more.set(900);
+        let mut union = more.clone();
+        union.union_with(&bits);
+        for i in 0..1000 {
+            assert_eq!(union.get(i), bits.get(i) || more.get(i), "bit {i}");
+        }
+        more.union_with(&bits);
+        assert_eq!(more, union);
         assert!(!Bitmap::default().get(5));
     }
 }

@@ -26,7 +26,7 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
-use super::offset_map::{Digest, OffsetMap};
+use super::offset_map::OffsetMap;
 use super::source::segment_path;
 use super::view;
 
@@ -50,8 +50,9 @@ pub struct Scan {
 const CHUNKS: usize = 2;
 const CHUNK_RECORDS: usize = 32 * 1024;
 
-/// One chunk of (digest, ordinal) pairs on their way to the map.
-type Chunk = Vec<(Digest, i64)>;
+/// One chunk of (key, ordinal) pairs on their way to the map; keys borrow the
+/// segments' bytes.
+type Chunk<'a> = Vec<(&'a [u8], i64)>;
 
 /// Reads and checks every segment of `dir` (`bases` ascending, the last one
 /// active) and builds the latest-position map over the keyed records of
@@ -60,39 +61,66 @@ type Chunk = Vec<(Digest, i64)>;
 /// superseded ordinal in a bitmap, which the rewrite pass reads in the same order
 /// instead of hashing and looking up every key again.
 ///
-/// Two stages on two threads: a reader maps, checks, parses and hashes, handing
-/// over chunks of (digest, ordinal) that come back for reuse; this thread inserts.
+/// Two stages on two threads: a reader checks and parses, handing over chunks of
+/// (key, ordinal) that come back for reuse; this thread hashes and inserts (the
+/// split that balanced the two best here).
 pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
+    let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
+    let closed = closed_bases
+        .iter()
+        .map(|&base| {
+            let path = segment_path(dir, base, LOG_SUFFIX);
+            fs.map(&path).map_err(|e| Error::io(&path, e))
+        })
+        .collect::<Result<Vec<Bytes>>>()?;
+    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
+    let active = fs
+        .read_all(&active_path)
+        .map_err(|e| Error::io(&active_path, e))?;
     let mut map = OffsetMap::tracking_superseded();
-    let digester = map.digester();
-    let (full_tx, full_rx) = mpsc::sync_channel::<Chunk>(CHUNKS);
-    let (empty_tx, empty_rx) = mpsc::channel::<Chunk>();
+    let plain = scan_into(&mut map, dir, closed_bases, &closed, active_base, &active)?;
+    map.finish();
+    Ok(Scan {
+        map,
+        closed,
+        active,
+        plain,
+    })
+}
+
+/// The two threads of [`scan`]; returns the plain-batch bitmap.
+fn scan_into(
+    map: &mut OffsetMap,
+    dir: &Path,
+    closed_bases: &[i64],
+    closed: &[Bytes],
+    active_base: i64,
+    active: &[u8],
+) -> Result<Bitmap> {
+    let segments: Vec<(i64, &[u8])> = closed_bases
+        .iter()
+        .zip(closed)
+        .map(|(&base, bytes)| (base, &bytes[..]))
+        .chain([(active_base, active)])
+        .collect();
+    let (full_tx, full_rx) = mpsc::sync_channel::<Chunk<'_>>(CHUNKS);
+    let (empty_tx, empty_rx) = mpsc::channel::<Chunk<'_>>();
     for _ in 0..CHUNKS + 1 {
         empty_tx
             .send(Vec::with_capacity(CHUNK_RECORDS))
             .expect("the receiver is alive");
     }
-    let read = std::thread::scope(|scope| {
-        let reader = scope.spawn(move || -> Result<Option<Read>> {
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<Bitmap> {
             let mut ordinal = 0i64;
             let mut chunk = empty_rx.recv().expect("a chunk is free");
-            let mut closed = Vec::with_capacity(bases.len());
-            let mut active = Vec::new();
             let mut plain = Bitmap::default();
             let mut batch_index = 0usize;
-            for (i, &base) in bases.iter().enumerate() {
+            let mut records = Vec::new();
+            for (i, &(base, bytes)) in segments.iter().enumerate() {
                 let path = segment_path(dir, base, LOG_SUFFIX);
-                let is_active = i + 1 == bases.len();
-                let bytes = if is_active {
-                    active = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-                    Bytes::new()
-                } else {
-                    fs.map(&path).map_err(|e| Error::io(&path, e))?
-                };
-                let segment: &[u8] = if is_active { &active } else { &bytes };
-                // Views borrow this segment's bytes; one batch's worth at a time.
-                let mut records = Vec::new();
-                for batch in view::batches(&path, base, segment)? {
+                let is_active = i + 1 == segments.len();
+                for batch in view::batches(&path, base, bytes)? {
                     let index = batch_index;
                     batch_index += 1;
                     if batch.is_control() {
@@ -102,7 +130,7 @@ pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
                     let mut is_plain = true;
                     for record in &records {
                         if let Some(key) = record.key {
-                            chunk.push((digester.digest(key), ordinal));
+                            chunk.push((key, ordinal));
                             ordinal += 1;
                             is_plain &= !record.value_is_null;
                         } else {
@@ -113,51 +141,27 @@ pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
                         plain.set(index);
                     }
                     if chunk.len() >= CHUNK_RECORDS {
-                        if full_tx.send(chunk).is_err() {
-                            return Ok(None); // the inserting side failed
-                        }
+                        // The inserting side stops early only by panicking, which
+                        // the scope re-raises.
+                        full_tx.send(chunk).expect("the inserting side is alive");
                         chunk = empty_rx.recv().expect("a chunk is free");
                         chunk.clear();
                     }
                 }
-                if !is_active {
-                    closed.push(bytes);
-                }
             }
             if !chunk.is_empty() {
-                let _ = full_tx.send(chunk);
+                full_tx.send(chunk).expect("the inserting side is alive");
             }
             plain.shrink_to_fit();
-            Ok(Some(Read {
-                closed,
-                active,
-                plain,
-            }))
+            Ok(plain)
         });
         for chunk in full_rx {
-            for &(digest, ordinal) in &chunk {
-                map.insert_digest(digest, ordinal);
+            for &(key, ordinal) in &chunk {
+                map.insert(key, ordinal);
             }
             // The reader may be done and gone: then the chunk is just dropped.
             let _ = empty_tx.send(chunk);
         }
         reader.join().expect("the map reader does not panic")
-    })?;
-    // The inserting side stops early only by panicking, which the scope re-raises.
-    let read = read.expect("the inserting side does not fail");
-    map.finish();
-    assert_eq!(read.closed.len() + 1, bases.len());
-    Ok(Scan {
-        map,
-        closed: read.closed,
-        active: read.active,
-        plain: read.plain,
     })
-}
-
-/// The reading thread's part of a [`Scan`].
-struct Read {
-    closed: Vec<Bytes>,
-    active: Vec<u8>,
-    plain: Bitmap,
 }
