@@ -16,8 +16,8 @@ use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
 use super::offset_map::OffsetMap;
-use super::planner::{Grouper, Horizon, Placement};
-use super::rewrite::{compact_segment, write_pieces, Scratch};
+use super::output::{write_closed, ClosedRegion};
+use super::planner::Horizon;
 use super::scan::{scan, Scan};
 use super::source::{list_segments, segment_path};
 use super::view;
@@ -94,7 +94,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     carried_files(fs, dir)?;
     let Scan {
         map,
-        closed: mut closed_bytes,
+        closed: closed_bytes,
         active: active_bytes,
         plain,
     } = scan(fs, dir, &bases)?;
@@ -111,40 +111,24 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     };
     fs.create_dir_all(&paths.tmp)
         .map_err(|e| Error::io(&paths.tmp, e))?;
-    let mut files: Vec<ManifestFile> = Vec::new();
-    let mut grouper = Grouper::new(options.segment_bytes);
-    let mut work = Scratch::default();
     assert_eq!(closed_bytes.len(), closed.len());
-    for (&base, bytes) in closed.iter().zip(closed_bytes.iter_mut()) {
-        // Each mapping is dropped once its segment is written.
-        let bytes = std::mem::take(bytes);
-        let source = segment_path(dir, base, LOG_SUFFIX);
-        report.bytes_before += bytes.len() as u64;
-        let counts = compact_segment(&source, base, &bytes, &map, &plain, horizon, &mut work)?;
-        report.records_before += counts.records_before;
-        report.records_after += counts.records_after;
-        if grouper.place(counts.bytes_after) == Placement::Start {
-            if let Some(done) = files.last() {
-                build_sync_file(fs, &paths.tmp.join(&done.name))?;
-            }
-            let name = filename::build(base, LOG_SUFFIX);
-            fs.create_file(&paths.tmp.join(&name))
-                .map_err(|e| Error::io(paths.tmp.join(&name), e))?;
-            files.push(ManifestFile {
-                name,
-                bytes: 0,
-                crc32c: 0,
-            });
-        }
-        let file = files.last_mut().expect("a group was started");
-        let path = paths.tmp.join(&file.name);
-        file.crc32c = write_pieces(fs, &path, &bytes, &mut work, file.crc32c)?;
-        file.bytes += counts.bytes_after;
-        report.bytes_after += counts.bytes_after;
-    }
-    if let Some(done) = files.last() {
-        build_sync_file(fs, &paths.tmp.join(&done.name))?;
-    }
+    let (mut files, totals) = write_closed(
+        fs,
+        dir,
+        &paths.tmp,
+        ClosedRegion {
+            bases: closed,
+            bytes: closed_bytes,
+            map: &map,
+            plain: &plain,
+            horizon,
+            segment_bytes: options.segment_bytes,
+        },
+    )?;
+    report.bytes_before = totals.bytes_before;
+    report.bytes_after = totals.counts.bytes_after;
+    report.records_before = totals.counts.records_before;
+    report.records_after = totals.counts.records_after;
     report.segments_after = files.len() as u64;
     // The active segment, byte for byte, as the scan read and checked it.
     let active_source = segment_path(dir, active_base, LOG_SUFFIX);
@@ -213,7 +197,7 @@ fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn build_sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+pub(super) fn build_sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     fail_point!(fp::COMPACTION_BUILD_SYNC_FILE);
     fs.sync_file(path).map_err(|e| Error::io(path, e))
 }

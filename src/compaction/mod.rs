@@ -8,6 +8,7 @@ pub mod apply;
 pub mod bitmap;
 pub mod cleaner;
 pub mod offset_map;
+pub mod output;
 pub mod plan;
 pub mod planner;
 pub mod rewrite;

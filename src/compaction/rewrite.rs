@@ -1,6 +1,6 @@
 //! The rewrite pass of a compaction: the compacted form of one closed source
-//! segment as runs of bytes ([`compact_segment`]), then written with few calls
-//! ([`write_pieces`]).
+//! segment as runs of bytes ([`compact_segment`]), written with few calls
+//! ([`Compacted::write`]).
 
 use std::ops::Range;
 use std::path::Path;
@@ -18,28 +18,93 @@ use super::view;
 const STAGING_BYTES: usize = 256 * 1024;
 
 /// A run of the compacted segment: consecutive bytes of the source segment (whole
-/// kept batches, control batches) or of [`Scratch::encoded`] (re-encoded batches).
+/// kept batches, control batches) or of [`Compacted::encoded`] (re-encoded batches).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {
     Source(Range<usize>),
     Encoded(Range<usize>),
 }
 
-/// Buffers reused from one source segment to the next (no fresh pages per segment).
+/// The compacted form of one source segment; its buffers are reused from one
+/// segment to the next (no fresh pages per segment).
 #[derive(Debug, Default)]
-pub struct Scratch {
+pub struct Compacted {
     /// The compacted segment as runs, in order; adjacent runs of one kind are merged.
     pieces: Vec<Piece>,
     /// Partly kept batches, re-encoded.
     encoded: Vec<u8>,
-    /// Small runs gathered into one write.
-    staging: Vec<u8>,
-    /// Keep flags of one batch's records.
+    /// Keep flags of one batch's records (scratch).
     keep: Vec<bool>,
-    /// The ordinal of the next keyed record (the scan's numbering).
+}
+
+/// Where the rewrite pass is in the scan's numbering: source segments go through
+/// [`compact_segment`] in order, each exactly once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cursor {
+    /// The ordinal of the next keyed record of a non-control batch.
     ordinal: i64,
-    /// The index of the next batch of the closed region (the scan's numbering).
+    /// The index of the next batch of the closed region.
     batch: usize,
+}
+
+impl Compacted {
+    /// The runs' bytes, in order.
+    fn runs<'a>(&'a self, source: &'a [u8]) -> impl Iterator<Item = &'a [u8]> {
+        self.pieces.iter().map(move |piece| match piece {
+            Piece::Source(r) => &source[r.clone()],
+            Piece::Encoded(r) => &self.encoded[r.clone()],
+        })
+    }
+
+    /// Bytes of the compacted segment.
+    pub fn bytes(&self) -> u64 {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Source(r) | Piece::Encoded(r) => r.len() as u64,
+            })
+            .sum()
+    }
+
+    /// `crc` (a CRC-32C) extended by the compacted segment; `source` as given to
+    /// [`compact_segment`].
+    pub fn crc32c_append(&self, crc: u32, source: &[u8]) -> u32 {
+        self.runs(source).fold(crc, |crc, data| {
+            crate::format::crc::crc32c_append(crc, data)
+        })
+    }
+
+    /// Appends the compacted segment to the output file `path`: one write per long
+    /// run, short runs gathered in `staging`. `source` as given to [`compact_segment`].
+    pub fn write(
+        &self,
+        fs: &dyn FileSystem,
+        path: &Path,
+        source: &[u8],
+        staging: &mut Vec<u8>,
+    ) -> Result<()> {
+        let write = |data: &[u8]| fs.append(path, data).map_err(|e| Error::io(path, e));
+        staging.clear();
+        for data in self.runs(source) {
+            if data.len() >= STAGING_BYTES {
+                if !staging.is_empty() {
+                    write(staging)?;
+                    staging.clear();
+                }
+                write(data)?;
+            } else {
+                staging.extend_from_slice(data);
+                if staging.len() >= STAGING_BYTES {
+                    write(staging)?;
+                    staging.clear();
+                }
+            }
+        }
+        if !staging.is_empty() {
+            write(staging)?;
+        }
+        Ok(())
+    }
 }
 
 /// Appends `piece` to `pieces`, merged into the last run when they are adjacent.
@@ -64,9 +129,9 @@ pub struct Counts {
     pub bytes_after: u64,
 }
 
-/// Describes the compacted form of one closed source segment as runs in
-/// `work.pieces`. Source segments must come in order, each exactly once: `work`
-/// counts batches and keyed records across them.
+/// Describes the compacted form of one closed source segment in `out`. Source
+/// segments must come in order, each exactly once: `cursor` counts batches and
+/// keyed records across them.
 ///
 /// `bytes` must be the bytes [`super::scan::scan`] checked (its mapping of this
 /// segment): their CRCs are not recomputed ([`view::batches_verified`]).
@@ -85,25 +150,26 @@ pub fn compact_segment(
     map: &OffsetMap,
     plain: &Bitmap,
     horizon: Horizon,
-    work: &mut Scratch,
+    cursor: &mut Cursor,
+    out: &mut Compacted,
 ) -> Result<Counts> {
-    let keep = &mut work.keep;
-    let pieces = &mut work.pieces;
-    let encoded = &mut work.encoded;
+    let keep = &mut out.keep;
+    let pieces = &mut out.pieces;
+    let encoded = &mut out.encoded;
     pieces.clear();
     encoded.clear();
     // Views borrow this segment's bytes; one batch's worth at a time.
     let mut views: Vec<view::RecordView<'_>> = Vec::new();
     let mut counts = Counts::default();
     for batch in &view::batches_verified(path, base, bytes)? {
-        let index = work.batch;
-        work.batch += 1;
+        let index = cursor.batch;
+        cursor.batch += 1;
         keep.clear();
         let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
         let kept = if plain.get(index) {
             assert!(!batch.is_control());
-            let ordinals = work.ordinal..work.ordinal + records as i64;
-            work.ordinal = ordinals.end;
+            let ordinals = cursor.ordinal..cursor.ordinal + records as i64;
+            cursor.ordinal = ordinals.end;
             let dropped = map.superseded_count(ordinals.clone());
             assert!(dropped <= records);
             if dropped != 0 && dropped != records {
@@ -117,8 +183,8 @@ pub fn compact_segment(
             for record in &views {
                 // The scan's ordinals: keyed records of non-control batches.
                 let latest = if record.key.is_some() && !control {
-                    let ordinal = work.ordinal;
-                    work.ordinal += 1;
+                    let ordinal = cursor.ordinal;
+                    cursor.ordinal += 1;
                     !map.is_superseded(ordinal)
                 } else {
                     false
@@ -149,51 +215,8 @@ pub fn compact_segment(
             push_piece(pieces, Piece::Encoded(start..encoded.len()));
         }
     }
-    counts.bytes_after = pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Source(r) | Piece::Encoded(r) => r.len() as u64,
-        })
-        .sum();
+    counts.bytes_after = out.bytes();
     Ok(counts)
-}
-
-/// Appends the runs of `work.pieces` to the output file `path`: one write per long
-/// run, short runs gathered in `work.staging`. Returns the file's CRC-32C so far.
-pub fn write_pieces(
-    fs: &dyn FileSystem,
-    path: &Path,
-    source: &[u8],
-    work: &mut Scratch,
-    mut crc: u32,
-) -> Result<u32> {
-    let staging = &mut work.staging;
-    let write = |data: &[u8]| fs.append(path, data).map_err(|e| Error::io(path, e));
-    staging.clear();
-    for piece in &work.pieces {
-        let data = match piece {
-            Piece::Source(r) => &source[r.clone()],
-            Piece::Encoded(r) => &work.encoded[r.clone()],
-        };
-        crc = crate::format::crc::crc32c_append(crc, data);
-        if data.len() >= STAGING_BYTES {
-            if !staging.is_empty() {
-                write(staging)?;
-                staging.clear();
-            }
-            write(data)?;
-        } else {
-            staging.extend_from_slice(data);
-            if staging.len() >= STAGING_BYTES {
-                write(staging)?;
-                staging.clear();
-            }
-        }
-    }
-    if !staging.is_empty() {
-        write(staging)?;
-    }
-    Ok(crc)
 }
 
 #[cfg(test)]
@@ -229,7 +252,7 @@ mod tests {
         fs.create_file(path).unwrap();
         let source: Vec<u8> = (0..3 * STAGING_BYTES).map(|i| (i % 251) as u8).collect();
         let big = STAGING_BYTES + 7;
-        let mut work = Scratch {
+        let compacted = Compacted {
             encoded: b"encoded!".to_vec(),
             pieces: vec![
                 Piece::Source(3..9),
@@ -237,14 +260,24 @@ mod tests {
                 Piece::Source(100..100 + big),
                 Piece::Source(20..21),
             ],
-            ..Scratch::default()
+            ..Compacted::default()
         };
-        let crc = write_pieces(&fs, path, &source, &mut work, 0).unwrap();
+        let mut staging = Vec::new();
+        compacted.write(&fs, path, &source, &mut staging).unwrap();
         let mut expected = source[3..9].to_vec();
         expected.extend_from_slice(b"encoded!");
         expected.extend_from_slice(&source[100..100 + big]);
         expected.extend_from_slice(&source[20..21]);
         assert_eq!(fs.read_all(path).unwrap(), expected);
+        assert_eq!(compacted.bytes(), expected.len() as u64);
+        let crc = compacted.crc32c_append(0, &source);
         assert_eq!(crc, crate::format::crc::crc32c(&expected));
+        let prefix = crate::format::crc::crc32c(b"prefix");
+        let mut whole = b"prefix".to_vec();
+        whole.extend_from_slice(&expected);
+        assert_eq!(
+            compacted.crc32c_append(prefix, &source),
+            crate::format::crc::crc32c(&whole)
+        );
     }
 }
