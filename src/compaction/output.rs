@@ -21,7 +21,7 @@ use crate::fs::FileSystem;
 use super::bitmap::Bitmap;
 use super::offset_map::OffsetMap;
 use super::planner::{Grouper, Horizon, Placement};
-use super::rewrite::{compact_segment, Compacted, Counts, Cursor};
+use super::rewrite::{compact_segment, Compacted, Counts, Cursor, Rules};
 use super::source::segment_path;
 
 /// What [`write_closed`] needs besides the file system and the directories.
@@ -73,6 +73,11 @@ pub fn write_closed(
         segment_bytes,
     } = region;
     assert_eq!(bases.len(), bytes.len());
+    let rules = Rules {
+        map,
+        plain,
+        horizon,
+    };
     let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
     let (back_tx, back_rx) = mpsc::channel::<(Compacted, Bytes)>();
     std::thread::scope(|scope| {
@@ -91,16 +96,8 @@ pub fn write_closed(
                     },
                 };
                 let path = segment_path(dir, base, LOG_SUFFIX);
-                let counts = compact_segment(
-                    &path,
-                    base,
-                    &source,
-                    map,
-                    plain,
-                    horizon,
-                    &mut cursor,
-                    &mut compacted,
-                )?;
+                let counts =
+                    compact_segment(&path, base, &source, rules, &mut cursor, &mut compacted)?;
                 let start = grouper.place(counts.bytes_after) == Placement::Start;
                 if start {
                     crc32c = 0;
@@ -170,4 +167,86 @@ fn write_jobs(
         super::cleaner::build_sync_file(fs, &tmp.join(&done.name))?;
     }
     Ok((files, totals))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::compaction::cleaner::{build, CompactOptions};
+    use crate::format::{filename, NewRecord, RecordBatch};
+    use crate::fs::sim::SimFs;
+    use crate::fs::FileSystem;
+    use std::path::Path;
+
+    /// Four closed segments (plain, partly kept, tombstone and keyless batches)
+    /// and an active one, in a fresh SimFs.
+    fn log() -> SimFs {
+        let fs = SimFs::new();
+        let dir = Path::new("/log");
+        fs.create_dir_all(dir).unwrap();
+        let mut offset = 0i64;
+        for segment in 0..5 {
+            let base = offset;
+            let mut bytes = Vec::new();
+            for batch in 0..3 {
+                let records: Vec<NewRecord> = (0..4)
+                    .map(|i| {
+                        let key = (i + batch + segment) % 5;
+                        let key = (key != 4).then(|| format!("k{key}").into_bytes());
+                        let value = (i != 3 || segment != 2).then(|| b"v".to_vec());
+                        NewRecord::new(key, value, offset + i)
+                    })
+                    .collect();
+                RecordBatch::build(offset, &records).encode_into(&mut bytes);
+                offset += 4;
+            }
+            fs.write_new(
+                &dir.join(filename::build(base, filename::LOG_SUFFIX)),
+                &bytes,
+            )
+            .unwrap();
+        }
+        fs.sync_dir(dir).unwrap();
+        fs
+    }
+
+    const OPTIONS: CompactOptions = CompactOptions {
+        now: 100,
+        delete_retention_ms: 0,
+        segment_bytes: 300,
+    };
+
+    #[test]
+    fn every_failed_call_stops_the_build_with_its_error() {
+        let fs = log();
+        let first = fs.mutating_ops();
+        let built = build(&fs, Path::new("/log"), OPTIONS).unwrap().unwrap();
+        assert!(built.report.segments_after >= 2, "{:?}", built.report);
+        assert!(built.report.records_after < built.report.records_before);
+        let calls = fs.mutating_ops() - first;
+        for k in first..first + calls {
+            let fs = log();
+            fs.fail_nth(k);
+            let error = build(&fs, Path::new("/log"), OPTIONS).unwrap_err();
+            assert!(error.to_string().contains("injected"), "call {k}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_calls_do_not_depend_on_scheduling() {
+        // A crash before call k leaves the same state whichever thread ran first.
+        let fs = log();
+        let first = fs.mutating_ops();
+        build(&fs, Path::new("/log"), OPTIONS).unwrap();
+        for k in first..fs.mutating_ops() {
+            let images: Vec<_> = (0..2)
+                .map(|_| {
+                    let fs = log();
+                    fs.set_crash_before(k);
+                    assert!(build(&fs, Path::new("/log"), OPTIONS).is_err());
+                    (fs.snapshot(), fs.snapshot_dirs())
+                })
+                .collect();
+            assert_eq!(images[0], images[1], "crash before call {k}");
+        }
+    }
 }

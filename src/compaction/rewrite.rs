@@ -120,6 +120,15 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
     }
 }
 
+/// What decides the records of the closed region: the scan's map and plain-batch
+/// bits, and the tombstone horizon.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    pub map: &'a OffsetMap,
+    pub plain: &'a Bitmap,
+    pub horizon: Horizon,
+}
+
 /// Records and bytes of one source segment before and after compaction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -137,7 +146,7 @@ pub struct Counts {
 /// segment): their CRCs are not recomputed ([`view::batches_verified`]).
 /// Whether a keyed record is the latest of its key is one bit of the map's
 /// superseded bitmap, at the record's ordinal ([`OffsetMap::is_superseded`]): no
-/// hashing here. For a plain batch (`plain`, see [`super::scan`]) those bits decide
+/// hashing here. For a plain batch (`rules.plain`, see [`super::scan`]) those bits decide
 /// every record, counted a word at a time, without parsing the batch; other batches
 /// are parsed and decided record by record. A batch whose records are all kept
 /// (control batches always) is a run of the source bytes, merged with its
@@ -147,12 +156,15 @@ pub fn compact_segment(
     path: &Path,
     base: i64,
     bytes: &[u8],
-    map: &OffsetMap,
-    plain: &Bitmap,
-    horizon: Horizon,
+    rules: Rules<'_>,
     cursor: &mut Cursor,
     out: &mut Compacted,
 ) -> Result<Counts> {
+    let Rules {
+        map,
+        plain,
+        horizon,
+    } = rules;
     let keep = &mut out.keep;
     let pieces = &mut out.pieces;
     let encoded = &mut out.encoded;
