@@ -6,9 +6,10 @@
 //! digest; lookups are interpolation or merge-walk searches.
 //!
 //! Building appends each entry to one of 1024 buckets picked by the digest's top
-//! bits; a full bucket is sorted (a stable sort, which merges the bucket's sorted run
-//! with the new entries) keeping the highest offset per digest, and grows only when
-//! that freed less than half. Buckets are small enough to sort in cache. `finish`
+//! bits; a full bucket is deduplicated in one pass with a small hash table of entry
+//! indices, keeping the highest offset per digest, and grows only when that freed
+//! less than half. Buckets are small enough to stay in cache meanwhile. `finish`
+//! deduplicates and sorts each bucket once (on two threads for large maps) and
 //! concatenates them, in digest order, into one exactly sized vector: 24 bytes per
 //! distinct key resident; [`OffsetMap::peak_bytes`] reports the build's peak honestly
 //! (about twice that).
@@ -61,8 +62,8 @@ const BUCKET_INITIAL_CAPACITY: usize = 16;
 pub struct OffsetMap {
     /// SipHash-2-4, 128-bit output, under a key drawn from the OS for each map.
     hasher: SipHasher24,
-    /// While building: one vector per digest prefix, each in insertion order
-    /// with deduplicated sorted runs. Empty once finished.
+    /// While building: one vector per digest prefix, deduplicated up to the
+    /// entries appended since it was last full. Empty once finished.
     buckets: Vec<Vec<Entry>>,
     /// Once finished: every entry, sorted by digest, one per digest.
     entries: Vec<Entry>,
@@ -73,6 +74,8 @@ pub struct OffsetMap {
     superseded: Option<Bitmap>,
     /// Sum of the buckets' capacities, in entries.
     bucket_capacity: usize,
+    /// Scratch of the dedup of a full bucket ([`dedup`]).
+    table: Vec<u32>,
     peak_bytes: usize,
 }
 
@@ -86,39 +89,75 @@ fn prefix(digest: &Digest) -> u64 {
     digest[0]
 }
 
+/// A digest as one number, ordered like the digest.
+fn sort_key(digest: &Digest) -> u128 {
+    (u128::from(digest[0]) << 64) | u128::from(digest[1])
+}
+
 /// The build bucket of a digest (its top bits, so buckets are in digest order).
 fn bucket_of(digest: &Digest) -> usize {
     (prefix(digest) >> (64 - BUCKET_BITS)) as usize
 }
 
-/// Sorts by digest, highest offset first within a digest, and keeps one entry per
-/// digest; the offset of every dropped entry is marked in `superseded` (if tracked).
-fn sort_dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Bitmap>) {
-    // Stable sort: it finds the sorted run left by the previous sort-and-dedup and
-    // merges the new entries into it.
-    entries.sort_by(|a, b| a.digest.cmp(&b.digest).then(b.offset.cmp(&a.offset)));
-    entries.dedup_by(|later, kept| {
-        let same = later.digest == kept.digest;
-        if same {
-            assert!(later.offset <= kept.offset);
-            if let Some(bits) = superseded.as_mut() {
-                bits.set(position(later.offset));
+/// An empty slot of a dedup table.
+const EMPTY: u32 = u32::MAX;
+
+/// Keeps one entry per digest, the one with the highest offset (entries end up in
+/// the order their digests first appear); the lower offset of every dropped entry
+/// is marked in `superseded` (if tracked). One pass with a linear-probing table of
+/// entry indices (`table`, scratch reused between calls, at most 8 bytes per
+/// entry), which stays in cache for a bucket: no sort.
+fn dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Bitmap>, table: &mut Vec<u32>) {
+    let n = entries.len();
+    assert!(n < EMPTY as usize);
+    let slots = (2 * n).next_power_of_two().max(16);
+    table.clear();
+    table.resize(slots, EMPTY);
+    let mask = slots - 1;
+    let mut kept = 0usize;
+    for i in 0..n {
+        let entry = entries[i];
+        // The low bits of the high word: uniform, and independent of the bucket bits.
+        let mut slot = prefix(&entry.digest) as usize & mask;
+        loop {
+            let index = table[slot];
+            if index == EMPTY {
+                table[slot] = kept as u32;
+                entries[kept] = entry; // kept <= i: never overwrites an unread entry
+                kept += 1;
+                break;
             }
+            let held = &mut entries[index as usize];
+            if held.digest == entry.digest {
+                if held.offset != entry.offset {
+                    if let Some(bits) = superseded.as_mut() {
+                        bits.set(position(held.offset.min(entry.offset)));
+                    }
+                }
+                held.offset = held.offset.max(entry.offset);
+                break;
+            }
+            slot = (slot + 1) & mask;
         }
-        same
-    });
+    }
+    entries.truncate(kept);
 }
 
-/// Entries pending in the buckets from which [`OffsetMap::finish`] sorts on two
+/// Entries pending in the buckets from which [`OffsetMap::finish`] works on two
 /// threads (below, a thread costs more than it saves).
 const FINISH_PARALLEL_ENTRIES: usize = 1 << 16;
 
-/// The last sort-and-dedup of each bucket, then its spare capacity is freed.
-fn finish_buckets(buckets: &mut [Vec<Entry>], superseded: &mut Option<Bitmap>) {
+/// The last dedup of each bucket, its sort by digest (digests are distinct by
+/// then), and its spare capacity freed. Returns the scratch table's bytes.
+fn finish_buckets(buckets: &mut [Vec<Entry>], superseded: &mut Option<Bitmap>) -> usize {
+    let mut table = Vec::new();
     for bucket in buckets {
-        sort_dedup(bucket, superseded);
+        dedup(bucket, superseded, &mut table);
+        // As one u128: about 3x faster than comparing the two words as an array.
+        bucket.sort_unstable_by_key(|e| sort_key(&e.digest));
         bucket.shrink_to_fit();
     }
+    table.capacity() * size_of::<u32>()
 }
 
 /// A tracked position as a bit index.
@@ -158,6 +197,7 @@ impl OffsetMap {
             finished: false,
             superseded: None,
             bucket_capacity: 0,
+            table: Vec::new(),
             peak_bytes: 0,
         }
     }
@@ -224,7 +264,7 @@ impl OffsetMap {
         let bucket = &mut self.buckets[index];
         if bucket.len() == bucket.capacity() {
             let before = bucket.capacity();
-            sort_dedup(bucket, &mut self.superseded);
+            dedup(bucket, &mut self.superseded, &mut self.table);
             // Grow only when deduplication freed less than half.
             if bucket.len() * 2 > bucket.capacity() || bucket.capacity() == 0 {
                 let needed = (bucket.len() * 2).max(BUCKET_INITIAL_CAPACITY);
@@ -236,10 +276,13 @@ impl OffsetMap {
         self.buckets[index].push(Entry { digest, offset });
     }
 
-    /// Notes the bytes held now (buckets, their headers, and `extra` entries).
-    fn note_peak(&mut self, extra: usize) {
-        let bytes = (self.bucket_capacity + extra + self.entries.capacity()) * ENTRY_BYTES
-            + self.buckets.capacity() * size_of::<Vec<Entry>>();
+    /// Notes the bytes held now (buckets, their headers, the dedup table, and
+    /// `extra_bytes` more).
+    fn note_peak(&mut self, extra_bytes: usize) {
+        let bytes = (self.bucket_capacity + self.entries.capacity()) * ENTRY_BYTES
+            + self.buckets.capacity() * size_of::<Vec<Entry>>()
+            + self.table.capacity() * size_of::<u32>()
+            + extra_bytes;
         self.peak_bytes = self.peak_bytes.max(bytes);
     }
 
@@ -249,28 +292,31 @@ impl OffsetMap {
         if self.finished {
             return;
         }
+        self.table = Vec::new();
         self.note_peak(0);
         let pending: usize = self.buckets.iter().map(Vec::len).sum();
-        if pending >= FINISH_PARALLEL_ENTRIES {
+        let table_bytes = if pending >= FINISH_PARALLEL_ENTRIES {
             // The two halves of the buckets on two threads, each with its own marks.
             let (low, high) = self.buckets.split_at_mut(BUCKETS / 2);
             let superseded = &mut self.superseded;
             let high_marks = superseded.as_ref().map(|_| Bitmap::default());
-            let high_marks = std::thread::scope(|scope| {
+            let (low_table, (high_table, high_marks)) = std::thread::scope(|scope| {
                 let other = scope.spawn(move || {
                     let mut marks = high_marks;
-                    finish_buckets(high, &mut marks);
-                    marks
+                    (finish_buckets(high, &mut marks), marks)
                 });
-                finish_buckets(low, superseded);
-                other.join().expect("sorting does not panic")
+                let low_table = finish_buckets(low, superseded);
+                (low_table, other.join().expect("finishing does not panic"))
             });
             if let (Some(bits), Some(high)) = (superseded.as_mut(), high_marks) {
                 bits.union_with(&high);
             }
+            low_table + high_table
         } else {
-            finish_buckets(&mut self.buckets, &mut self.superseded);
-        }
+            finish_buckets(&mut self.buckets, &mut self.superseded)
+        };
+        // The tables were alive while the buckets still had their spare capacity.
+        self.note_peak(table_bytes);
         self.bucket_capacity = self.buckets.iter().map(Vec::capacity).sum();
         let total: usize = self.buckets.iter().map(Vec::len).sum();
         assert!(total <= pending);
@@ -520,6 +566,7 @@ mod tests {
         map.insert(b"a", 2);
         map.insert(b"b", 3);
         map.insert(b"a", 9);
+        map.insert(b"b", 3); // the same position again supersedes nothing
         map.finish();
         let superseded: Vec<i64> = (0..10).filter(|&p| map.is_superseded(p)).collect();
         assert_eq!(superseded, vec![2, 5]);
