@@ -15,7 +15,6 @@ use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
-use super::offset_map::OffsetMap;
 use super::output::{write_closed, ClosedRegion};
 use super::planner::Horizon;
 use super::scan::{scan, Scan};
@@ -55,13 +54,6 @@ pub struct Built {
     pub report: CompactionReport,
 }
 
-/// The latest-position map over every segment of `dir` (active included), keyed
-/// records of non-control batches only, as the map pass of [`build`] makes it
-/// ([`super::scan::scan`]; positions are keyed-record ordinals).
-pub fn build_map(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<OffsetMap> {
-    Ok(scan(fs, dir, bases)?.map)
-}
-
 /// Install step 1: writes the compacted log into `D.compact-tmp` and syncs it.
 /// `None` when there is no closed segment (nothing to do).
 pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result<Option<Built>> {
@@ -93,7 +85,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     }
     carried_files(fs, dir)?;
     let Scan {
-        map,
+        superseded,
         closed: closed_bytes,
         active: active_bytes,
         plain,
@@ -104,9 +96,9 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     };
     let mut report = CompactionReport {
         segments_before: closed.len() as u64,
-        map_keys: map.len() as u64,
-        map_bytes: map.resident_bytes() as u64,
-        map_bytes_peak: map.peak_bytes() as u64,
+        map_keys: superseded.keys as u64,
+        map_bytes: superseded.map_bytes as u64,
+        map_bytes_peak: superseded.map_bytes_peak as u64,
         ..CompactionReport::default()
     };
     fs.create_dir_all(&paths.tmp)
@@ -119,7 +111,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
         ClosedRegion {
             bases: closed,
             bytes: closed_bytes,
-            map: &map,
+            superseded: &superseded,
             plain: &plain,
             horizon,
             segment_bytes: options.segment_bytes,

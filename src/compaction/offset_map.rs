@@ -147,17 +147,55 @@ fn dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Bitmap>, table: &mut 
 /// threads (below, a thread costs more than it saves).
 const FINISH_PARALLEL_ENTRIES: usize = 1 << 16;
 
-/// The last dedup of each bucket, its sort by digest (digests are distinct by
-/// then), and its spare capacity freed. Returns the scratch table's bytes.
-fn finish_buckets(buckets: &mut [Vec<Entry>], superseded: &mut Option<Bitmap>) -> usize {
+/// The last dedup of each bucket, its sort by digest if `sort` (digests are
+/// distinct by then), and its spare capacity freed. Returns the scratch table's bytes.
+fn finish_buckets(
+    buckets: &mut [Vec<Entry>],
+    superseded: &mut Option<Bitmap>,
+    sort: bool,
+) -> usize {
     let mut table = Vec::new();
     for bucket in buckets {
         dedup(bucket, superseded, &mut table);
-        // As one u128: about 3x faster than comparing the two words as an array.
-        bucket.sort_unstable_by_key(|e| sort_key(&e.digest));
+        if sort {
+            // As one u128: about 3x faster than comparing the two words as an array.
+            bucket.sort_unstable_by_key(|e| sort_key(&e.digest));
+        }
         bucket.shrink_to_fit();
     }
     table.capacity() * size_of::<u32>()
+}
+
+/// The superseded positions of a [`OffsetMap::tracking_superseded`] build
+/// ([`OffsetMap::into_superseded`]), and what the map held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Superseded {
+    bits: Bitmap,
+    /// Distinct keys (digests) the map held.
+    pub keys: usize,
+    /// Bytes the map held once built (24 per key, plus the build buckets' headers).
+    pub map_bytes: usize,
+    /// Most bytes the map held while being built.
+    pub map_bytes_peak: usize,
+}
+
+impl Superseded {
+    /// Whether `position` was superseded: its key (digest) was also inserted at a
+    /// higher position.
+    pub fn is_superseded(&self, position: i64) -> bool {
+        self.bits.get(self::position(position))
+    }
+
+    /// How many positions of `positions` were superseded, a word at a time.
+    pub fn count(&self, positions: std::ops::Range<i64>) -> usize {
+        self.bits
+            .count(position(positions.start)..position(positions.end))
+    }
+
+    /// Bytes of the bitmap (one bit per position).
+    pub fn bytes(&self) -> usize {
+        self.bits.bytes()
+    }
 }
 
 /// A tracked position as a bit index.
@@ -292,34 +330,8 @@ impl OffsetMap {
         if self.finished {
             return;
         }
-        self.table = Vec::new();
-        self.note_peak(0);
-        let pending: usize = self.buckets.iter().map(Vec::len).sum();
-        let table_bytes = if pending >= FINISH_PARALLEL_ENTRIES {
-            // The two halves of the buckets on two threads, each with its own marks.
-            let (low, high) = self.buckets.split_at_mut(BUCKETS / 2);
-            let superseded = &mut self.superseded;
-            let high_marks = superseded.as_ref().map(|_| Bitmap::default());
-            let (low_table, (high_table, high_marks)) = std::thread::scope(|scope| {
-                let other = scope.spawn(move || {
-                    let mut marks = high_marks;
-                    (finish_buckets(high, &mut marks), marks)
-                });
-                let low_table = finish_buckets(low, superseded);
-                (low_table, other.join().expect("finishing does not panic"))
-            });
-            if let (Some(bits), Some(high)) = (superseded.as_mut(), high_marks) {
-                bits.union_with(&high);
-            }
-            low_table + high_table
-        } else {
-            finish_buckets(&mut self.buckets, &mut self.superseded)
-        };
-        // The tables were alive while the buckets still had their spare capacity.
-        self.note_peak(table_bytes);
-        self.bucket_capacity = self.buckets.iter().map(Vec::capacity).sum();
+        self.dedup_buckets(true);
         let total: usize = self.buckets.iter().map(Vec::len).sum();
-        assert!(total <= pending);
         self.entries = Vec::with_capacity(total);
         self.note_peak(0);
         for bucket in std::mem::take(&mut self.buckets) {
@@ -333,6 +345,57 @@ impl OffsetMap {
         assert_eq!(self.entries.len(), total);
         assert_eq!(self.entries.capacity(), total);
         debug_assert!(self.entries.windows(2).all(|w| w[0].digest < w[1].digest));
+    }
+
+    /// Ends a [`OffsetMap::tracking_superseded`] build when only the superseded
+    /// positions are needed (the cleaner's case): the last dedup of every bucket,
+    /// without the sort and concatenation that lookups need, then the entries are
+    /// freed.
+    pub fn into_superseded(mut self) -> Superseded {
+        assert!(!self.finished, "the map was finished for lookups");
+        self.dedup_buckets(false);
+        let bits = self
+            .superseded
+            .take()
+            .expect("the map tracks superseded positions");
+        Superseded {
+            bits,
+            keys: self.buckets.iter().map(Vec::len).sum(),
+            map_bytes: self.resident_bytes(),
+            map_bytes_peak: self.peak_bytes(),
+        }
+    }
+
+    /// The last dedup of every bucket (and its sort by digest if `sort`), on two
+    /// threads for large maps; spare capacity is freed.
+    fn dedup_buckets(&mut self, sort: bool) {
+        self.table = Vec::new();
+        self.note_peak(0);
+        let pending: usize = self.buckets.iter().map(Vec::len).sum();
+        let table_bytes = if pending >= FINISH_PARALLEL_ENTRIES {
+            // The two halves of the buckets on two threads, each with its own marks.
+            let (low, high) = self.buckets.split_at_mut(BUCKETS / 2);
+            let superseded = &mut self.superseded;
+            let high_marks = superseded.as_ref().map(|_| Bitmap::default());
+            let (low_table, (high_table, high_marks)) = std::thread::scope(|scope| {
+                let other = scope.spawn(move || {
+                    let mut marks = high_marks;
+                    (finish_buckets(high, &mut marks, sort), marks)
+                });
+                let low_table = finish_buckets(low, superseded, sort);
+                (low_table, other.join().expect("finishing does not panic"))
+            });
+            if let (Some(bits), Some(high)) = (superseded.as_mut(), high_marks) {
+                bits.union_with(&high);
+            }
+            low_table + high_table
+        } else {
+            finish_buckets(&mut self.buckets, &mut self.superseded, sort)
+        };
+        // The tables were alive while the buckets still had their spare capacity.
+        self.note_peak(table_bytes);
+        self.bucket_capacity = self.buckets.iter().map(Vec::capacity).sum();
+        assert!(self.buckets.iter().map(Vec::len).sum::<usize>() <= pending);
     }
 
     /// The latest offset recorded for `key`. Panics if [`OffsetMap::finish`] was not called.
@@ -572,6 +635,35 @@ mod tests {
         assert_eq!(superseded, vec![2, 5]);
         assert_eq!(map.latest(b"a"), Some(9));
         assert_eq!(map.latest(b"b"), Some(3));
+    }
+
+    #[test]
+    fn superseded_positions_alone_agree_with_the_finished_map() {
+        for keys in [10i64, FINISH_PARALLEL_ENTRIES as i64] {
+            let build = || {
+                let mut map = OffsetMap::tracking_superseded();
+                for position in 0..3 * keys {
+                    map.insert(&((position * 7) % keys).to_le_bytes(), position);
+                }
+                map
+            };
+            let mut finished = build();
+            finished.finish();
+            let alone = build().into_superseded();
+            assert_eq!(alone.keys, finished.len());
+            for position in 0..3 * keys {
+                assert_eq!(
+                    alone.is_superseded(position),
+                    finished.is_superseded(position)
+                );
+            }
+            assert_eq!(alone.count(0..3 * keys), 2 * keys as usize);
+            assert_eq!(alone.count(2 * keys..3 * keys), 0);
+            // 24 bytes per key, plus the 1024 bucket headers.
+            let headers = BUCKETS * size_of::<Vec<Entry>>();
+            assert_eq!(alone.map_bytes, keys as usize * ENTRY_BYTES + headers);
+            assert!(alone.map_bytes_peak >= alone.map_bytes);
+        }
     }
 
     impl OffsetMap {

@@ -19,7 +19,7 @@ use crate::format::manifest::ManifestFile;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
-use super::offset_map::OffsetMap;
+use super::offset_map::Superseded;
 use super::planner::{Grouper, Horizon, Placement};
 use super::rewrite::{compact_segment, Compacted, Counts, Cursor, Rules};
 use super::source::segment_path;
@@ -31,7 +31,7 @@ pub struct ClosedRegion<'a> {
     pub bases: &'a [i64],
     /// Their bytes as the scan checked them ([`super::scan::Scan::closed`]).
     pub bytes: Vec<Bytes>,
-    pub map: &'a OffsetMap,
+    pub superseded: &'a Superseded,
     pub plain: &'a Bitmap,
     pub horizon: Horizon,
     pub segment_bytes: u64,
@@ -67,14 +67,14 @@ pub fn write_closed(
     let ClosedRegion {
         bases,
         bytes,
-        map,
+        superseded,
         plain,
         horizon,
         segment_bytes,
     } = region;
     assert_eq!(bases.len(), bytes.len());
     let rules = Rules {
-        map,
+        superseded,
         plain,
         horizon,
     };
@@ -114,6 +114,9 @@ pub fn write_closed(
                     return Ok(()); // the writing side stopped on an error
                 }
             }
+            drop(job_tx);
+            // The last sources come back too: unmapped here, not on the writing side.
+            for (_compacted, _written) in back_rx {}
             Ok(())
         });
         // Owns the receiving end and the way back: an error drops both, which
@@ -137,6 +140,7 @@ fn write_jobs(
 ) -> Result<(Vec<ManifestFile>, Totals)> {
     let mut files: Vec<ManifestFile> = Vec::new();
     let mut totals = Totals::default();
+    // Dropping `back` on return ends the helper, which waits for what comes back.
     let mut staging = Vec::new();
     for job in jobs {
         if let Some(name) = job.start {
@@ -160,7 +164,7 @@ fn write_jobs(
         totals.counts.records_before += job.counts.records_before;
         totals.counts.records_after += job.counts.records_after;
         totals.counts.bytes_after += job.counts.bytes_after;
-        // The helper may be done and gone: then they are dropped here.
+        // The helper may have stopped on an error: then they are dropped here.
         let _ = back.send((job.compacted, job.source));
     }
     if let Some(done) = files.last() {

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
-use super::offset_map::OffsetMap;
+use super::offset_map::Superseded;
 use super::planner::{decide_latest, Decision, Horizon};
 use super::view;
 
@@ -120,11 +120,11 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
     }
 }
 
-/// What decides the records of the closed region: the scan's map and plain-batch
-/// bits, and the tombstone horizon.
+/// What decides the records of the closed region: the scan's superseded and
+/// plain-batch bits, and the tombstone horizon.
 #[derive(Debug, Clone, Copy)]
 pub struct Rules<'a> {
-    pub map: &'a OffsetMap,
+    pub superseded: &'a Superseded,
     pub plain: &'a Bitmap,
     pub horizon: Horizon,
 }
@@ -145,7 +145,7 @@ pub struct Counts {
 /// `bytes` must be the bytes [`super::scan::scan`] checked (its mapping of this
 /// segment): their CRCs are not recomputed ([`view::batches_verified`]).
 /// Whether a keyed record is the latest of its key is one bit of the map's
-/// superseded bitmap, at the record's ordinal ([`OffsetMap::is_superseded`]): no
+/// superseded bitmap, at the record's ordinal ([`Superseded::is_superseded`]): no
 /// hashing here. For a plain batch (`rules.plain`, see [`super::scan`]) those bits decide
 /// every record, counted a word at a time, without parsing the batch; other batches
 /// are parsed and decided record by record. A batch whose records are all kept
@@ -161,7 +161,7 @@ pub fn compact_segment(
     out: &mut Compacted,
 ) -> Result<Counts> {
     let Rules {
-        map,
+        superseded,
         plain,
         horizon,
     } = rules;
@@ -182,10 +182,10 @@ pub fn compact_segment(
             assert!(!batch.is_control());
             let ordinals = cursor.ordinal..cursor.ordinal + records as i64;
             cursor.ordinal = ordinals.end;
-            let dropped = map.superseded_count(ordinals.clone());
+            let dropped = superseded.count(ordinals.clone());
             assert!(dropped <= records);
             if dropped != 0 && dropped != records {
-                keep.extend(ordinals.map(|ordinal| !map.is_superseded(ordinal)));
+                keep.extend(ordinals.map(|ordinal| !superseded.is_superseded(ordinal)));
             }
             records - dropped
         } else {
@@ -197,7 +197,7 @@ pub fn compact_segment(
                 let latest = if record.key.is_some() && !control {
                     let ordinal = cursor.ordinal;
                     cursor.ordinal += 1;
-                    !map.is_superseded(ordinal)
+                    !superseded.is_superseded(ordinal)
                 } else {
                     false
                 };

@@ -26,16 +26,16 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
-use super::offset_map::{Digest, OffsetMap};
+use super::offset_map::{Digest, OffsetMap, Superseded};
 use super::source::segment_path;
 use super::view;
 
 /// What the map pass leaves for the rewrite pass.
 #[derive(Debug)]
 pub struct Scan {
-    /// Latest position per key digest over every segment (active included), with
-    /// the superseded bitmap; positions are keyed-record ordinals (see [`scan`]).
-    pub map: OffsetMap,
+    /// The positions (keyed-record ordinals, see [`scan`]) whose key is written
+    /// again later, over every segment (active included), and what the map held.
+    pub superseded: Superseded,
     /// The closed segments' bytes as checked, in base-offset order.
     pub closed: Vec<Bytes>,
     /// The active segment's bytes as checked.
@@ -45,10 +45,11 @@ pub struct Scan {
     pub plain: Bitmap,
 }
 
-/// Chunks in flight between the reading and inserting threads, and records per
-/// chunk: 3 x 32K x 24 bytes = 2.25 MiB, whatever the log's size.
-const CHUNKS: usize = 2;
-const CHUNK_RECORDS: usize = 32 * 1024;
+/// Chunks shared by the reading and inserting threads, and records per chunk:
+/// 6 x 16K x 32 bytes = 3 MiB, whatever the log's size. When the reader finds no
+/// free chunk, the inserter holds all the others: it is behind.
+const CHUNKS: usize = 6;
+const CHUNK_RECORDS: usize = 16 * 1024;
 
 /// One chunk of (key, ordinal) pairs on their way to the map.
 type Chunk<'a> = Vec<(Item<'a>, i64)>;
@@ -88,9 +89,8 @@ pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
         .map_err(|e| Error::io(&active_path, e))?;
     let mut map = OffsetMap::tracking_superseded();
     let plain = scan_into(&mut map, dir, closed_bases, &closed, active_base, &active)?;
-    map.finish();
     Ok(Scan {
-        map,
+        superseded: map.into_superseded(),
         closed,
         active,
         plain,
@@ -112,9 +112,10 @@ fn scan_into(
         .map(|(&base, bytes)| (base, &bytes[..]))
         .chain([(active_base, active)])
         .collect();
+    // Room for every chunk: sending never waits (the free chunks bound memory).
     let (full_tx, full_rx) = mpsc::sync_channel::<Chunk<'_>>(CHUNKS);
     let (empty_tx, empty_rx) = mpsc::channel::<Chunk<'_>>();
-    for _ in 0..CHUNKS + 1 {
+    for _ in 0..CHUNKS {
         empty_tx
             .send(Vec::with_capacity(CHUNK_RECORDS))
             .expect("the receiver is alive");
@@ -163,7 +164,6 @@ fn scan_into(
                                 }
                             }
                         }
-                        // Never waits: at most CHUNKS chunks are queued.
                         full_tx.send(chunk).expect("the inserting side is alive");
                         chunk = match free {
                             Some(free) => free,
@@ -236,8 +236,10 @@ mod tests {
         assert_eq!(&scan.closed[0][..], &closed_bytes[..]);
         assert_eq!(scan.active, active.encode());
         // Ordinals of the keyed records: a0 b1 a2 c3 b4 a5 | b6.
-        assert_eq!(scan.map.len(), 3);
-        let superseded: Vec<i64> = (0..8).filter(|&p| scan.map.is_superseded(p)).collect();
+        assert_eq!(scan.superseded.keys, 3);
+        let superseded: Vec<i64> = (0..8)
+            .filter(|&p| scan.superseded.is_superseded(p))
+            .collect();
         assert_eq!(superseded, vec![0, 1, 2, 4]);
     }
 
@@ -270,15 +272,16 @@ mod tests {
             single.insert(key(p).as_bytes(), p);
         }
         single.finish();
-        assert_eq!(scan.map.len(), keys as usize);
-        assert_eq!(scan.map.len(), single.len());
+        assert_eq!(scan.superseded.keys, keys as usize);
+        assert_eq!(scan.superseded.keys, single.len());
         for p in 0..records {
-            assert_eq!(scan.map.is_superseded(p), single.is_superseded(p), "{p}");
+            assert_eq!(
+                scan.superseded.is_superseded(p),
+                single.is_superseded(p),
+                "{p}"
+            );
         }
-        assert_eq!(
-            scan.map.superseded_count(0..records),
-            (records - keys) as usize
-        );
+        assert_eq!(scan.superseded.count(0..records), (records - keys) as usize);
         assert_eq!(
             scan.plain.count(0..records as usize),
             (records as usize).div_ceil(100)
