@@ -12,6 +12,11 @@ use super::bitmap::Bitmap;
 use super::offset_map::Superseded;
 use super::planner::{decide_latest, Decision, Horizon};
 use super::view;
+use crate::format::batch::{
+    ATTRIBUTES_OFFSET, CRC_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET,
+    RECORDS_OFFSET, RECORD_COUNT_OFFSET,
+};
+use crate::format::RecordBatch;
 
 /// Bytes below which a run is copied into the staging buffer instead of being
 /// written on its own (bounds the write calls when kept and dropped batches alternate).
@@ -150,8 +155,8 @@ pub struct Counts {
 /// every record, counted a word at a time, without parsing the batch; other batches
 /// are parsed and decided record by record. A batch whose records are all kept
 /// (control batches always) is a run of the source bytes, merged with its
-/// neighbours; a partly kept batch is decoded in full and re-encoded
-/// ([`crate::format::RecordBatch::retain`]).
+/// neighbours; a partly kept batch is spliced: its header rewritten and its kept
+/// records' bytes copied ([`splice`]).
 pub fn compact_segment(
     path: &Path,
     base: i64,
@@ -212,18 +217,20 @@ pub fn compact_segment(
             push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
         } else if kept > 0 {
             assert_eq!(keep.len(), records);
-            let (decoded, _) = crate::format::batch::decode(batch.bytes)
-                .map_err(|e| e.at(path, batch.position))?;
-            assert_eq!(decoded.records.len(), keep.len());
-            let mut flags = keep.iter();
-            let compacted = decoded
-                .retain(|_| *flags.next().expect("one flag per record"))
-                .expect("some record is kept");
-            assert_eq!(compacted.records.len(), kept);
-            assert_eq!(compacted.base_offset, decoded.base_offset);
-            assert_eq!(compacted.last_offset_delta, decoded.last_offset_delta);
+            if plain.get(index) {
+                // Decided from the bits alone: the records' bytes are needed now.
+                view::records(path, batch, &mut views)?;
+            }
+            assert_eq!(views.len(), records);
             let start = encoded.len();
-            compacted.encode_into(encoded);
+            splice(batch, &views, keep, encoded);
+            debug_assert_eq!(
+                crate::format::batch::decode(&encoded[start..]).map(|(b, _)| b),
+                Ok(retain_decoded(batch, keep)),
+                "{} at byte {}",
+                path.display(),
+                batch.position
+            );
             push_piece(pieces, Piece::Encoded(start..encoded.len()));
         }
     }
@@ -231,10 +238,94 @@ pub fn compact_segment(
     Ok(counts)
 }
 
+/// Appends to `out` the partly kept batch `batch`, keeping the records whose flag
+/// is set (`records` are its views, `keep` one flag each, some set and some not):
+/// its header with a new length, max timestamp, record count and CRC-32C, then the
+/// kept records' bytes as they are. Their offset and timestamp deltas are relative to
+/// the base offset and base timestamp, which do not change (section 1), so no record
+/// is decoded or re-encoded; the result is the batch [`RecordBatch::retain`] gives
+/// (debug builds check that on every call).
+fn splice(
+    batch: &view::BatchView<'_>,
+    records: &[view::RecordView<'_>],
+    keep: &[bool],
+    out: &mut Vec<u8>,
+) {
+    assert_eq!(records.len(), keep.len());
+    let kept = || {
+        records
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(r, _)| r)
+    };
+    let count = i32::try_from(kept().count()).expect("a batch's count fits");
+    assert!(count > 0);
+    assert!((count as usize) < records.len());
+    let max_timestamp = kept()
+        .map(|r| r.timestamp)
+        .max()
+        .expect("some record is kept");
+    let start = out.len();
+    out.extend_from_slice(&batch.bytes[..RECORDS_OFFSET]);
+    for record in kept() {
+        out.extend_from_slice(record.bytes);
+    }
+    let length = i32::try_from(out.len() - start - LOG_OVERHEAD).expect("smaller than the source");
+    let header = &mut out[start..start + RECORDS_OFFSET];
+    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
+    header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+        .copy_from_slice(&max_timestamp.to_be_bytes());
+    header[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&count.to_be_bytes());
+    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    assert!(out.len() - start < batch.bytes.len());
+}
+
+/// What [`splice`] must give: the batch decoded, [`RecordBatch::retain`] with the
+/// same flags. The debug cross-check, and the tests' reference.
+fn retain_decoded(batch: &view::BatchView<'_>, keep: &[bool]) -> RecordBatch {
+    let (decoded, _) = crate::format::batch::decode(batch.bytes).expect("a checked batch");
+    assert_eq!(decoded.records.len(), keep.len());
+    let mut flags = keep.iter();
+    decoded
+        .retain(|_| *flags.next().expect("one flag per record"))
+        .expect("some record is kept")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fs::sim::SimFs;
+
+    #[test]
+    fn a_spliced_batch_is_the_retained_batch_byte_for_byte() {
+        use crate::format::NewRecord;
+        // Every proper subset of up to 7 records of mixed shapes (null keys and
+        // values, timestamps out of order, a long value for 2-byte varints).
+        for n in 1..=7i64 {
+            let records: Vec<NewRecord> = (0..n)
+                .map(|i| {
+                    let key = (i % 3 != 2).then(|| format!("key{i}").into_bytes());
+                    let value = (i % 4 != 1).then(|| vec![b'v'; 40 * i as usize]);
+                    NewRecord::new(key, value, 1_000 + (i * 37) % 11)
+                })
+                .collect();
+            let bytes = RecordBatch::build(500, &records).encode();
+            let path = Path::new("seg.log");
+            let batches = view::batches(path, 500, &bytes).unwrap();
+            let mut views = Vec::new();
+            view::records(path, &batches[0], &mut views).unwrap();
+            for mask in 1..(1u32 << n) - 1 {
+                let keep: Vec<bool> = (0..n).map(|i| mask & (1 << i) != 0).collect();
+                let mut out = Vec::new();
+                splice(&batches[0], &views, &keep, &mut out);
+                let expected = retain_decoded(&batches[0], &keep);
+                assert_eq!(out, expected.encode(), "n {n} mask {mask:b}");
+                assert!(view::batches(path, 500, &out).is_ok());
+            }
+        }
+    }
 
     #[test]
     fn adjacent_runs_of_one_kind_merge() {

@@ -29,6 +29,8 @@ pub struct RecordView<'a> {
     pub timestamp: i64,
     pub key: Option<&'a [u8]>,
     pub value_is_null: bool,
+    /// The whole encoded record, its length prefix included.
+    pub bytes: &'a [u8],
 }
 
 impl BatchView<'_> {
@@ -182,6 +184,7 @@ pub fn records<'a>(
             timestamp: batch.base_timestamp.wrapping_add(timestamp_delta),
             key,
             value_is_null: value_len < 0,
+            bytes: rest.get(..used + length as usize).unwrap_or_default(),
         });
         at += used + length as usize;
     }
@@ -230,17 +233,29 @@ mod tests {
         assert!(views[1].is_control());
         let mut records = Vec::new();
         super::records(path, &views[0], &mut records).unwrap();
-        let expected: Vec<RecordView> = a
+        let expected: Vec<_> = a
             .records
             .iter()
-            .map(|r| RecordView {
-                offset: a.offset_of(r),
-                timestamp: a.timestamp_of(r),
-                key: r.key.as_deref(),
-                value_is_null: r.value.is_none(),
+            .map(|r| {
+                (
+                    a.offset_of(r),
+                    a.timestamp_of(r),
+                    r.key.as_deref(),
+                    r.value.is_none(),
+                )
             })
             .collect();
-        assert_eq!(records, expected);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.offset, r.timestamp, r.key, r.value_is_null))
+            .collect();
+        assert_eq!(got, expected);
+        // The records' bytes tile the batch after its header.
+        let tiled: Vec<u8> = records.iter().flat_map(|r| r.bytes.to_vec()).collect();
+        assert_eq!(&tiled[..], &views[0].bytes[RECORDS_OFFSET..]);
+        for (record, decoded) in records.iter().zip(&a.records) {
+            assert_eq!(record.bytes.len(), decoded.encoded_len());
+        }
         // A flipped byte anywhere in the CRC range is caught.
         for i in ATTRIBUTES_OFFSET..a.encoded_len() {
             let mut damaged = bytes.clone();
