@@ -3,7 +3,9 @@
 //! Data: a closed region of about 256 MiB (1,000,000 distinct 16-byte keys, each
 //! written twice with ~100-byte values, so 50% of the records are obsolete), in
 //! 64 MiB segments, plus a small active segment. `SEGLOG_BENCH_MIB` scales the
-//! region down for a quick run (default 256).
+//! region down for a quick run (default 256). `SEGLOG_BENCH_PARTIAL=1` makes the
+//! second round rewrite only a scattered half of the keys, so that every batch of
+//! the first round is partly kept (1.5 million records, a third obsolete).
 //!
 //! * `compaction/build`: install step 1 (offset map over all segments, rewrite of
 //!   the closed region, copy of the active segment, fsync of every file), the part
@@ -70,12 +72,24 @@ fn fixture() -> Fixture {
         segment_bytes += batch.len() as u64;
         next += records.len() as i64;
     };
+    // With SEGLOG_BENCH_PARTIAL the second round rewrites a scattered half of the
+    // keys (k * 7919 mod keys): every first-round batch is then partly kept.
+    let partial = std::env::var_os("SEGLOG_BENCH_PARTIAL").is_some();
     for round in 0..2u64 {
-        for chunk in 0..keys.div_ceil(BATCH_RECORDS as u64) {
+        let written = if partial && round == 1 {
+            keys / 2
+        } else {
+            keys
+        };
+        for chunk in 0..written.div_ceil(BATCH_RECORDS as u64) {
             let records: Vec<NewRecord> = (chunk * BATCH_RECORDS as u64
-                ..((chunk + 1) * BATCH_RECORDS as u64).min(keys))
+                ..((chunk + 1) * BATCH_RECORDS as u64).min(written))
                 .map(|k| {
-                    let key = format!("key-{:012}", (k + round * (keys / 2)) % keys).into_bytes();
+                    let id = match (partial, round) {
+                        (true, 1) => (k * 7919) % keys,
+                        _ => (k + round * (keys / 2)) % keys,
+                    };
+                    let key = format!("key-{id:012}").into_bytes();
                     NewRecord::new(Some(key), Some(value.clone()), (round * keys + k) as i64)
                 })
                 .collect();
