@@ -71,9 +71,8 @@ enum Item<'a> {
 ///
 /// Two stages on two threads: a reader checks and parses, handing over chunks of
 /// (key, ordinal) that come back for reuse; this thread hashes and inserts. The
-/// hashing balances the two: when the inserting side is behind (the channel is
-/// full), the reader hashes the chunk it holds before handing it over, instead of
-/// waiting.
+/// hashing balances the two: when the inserting side is behind (no chunk is free),
+/// the reader hashes the chunk it holds before handing it over, instead of waiting.
 pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
     let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
     let closed = closed_bases
