@@ -5,10 +5,14 @@
 //! Semantics: docs/design.md section 1; map memory and collisions: section 6.
 
 pub mod apply;
+pub mod bitmap;
 pub mod cleaner;
 pub mod offset_map;
+pub mod output;
 pub mod plan;
 pub mod planner;
+pub mod rewrite;
+pub mod scan;
 pub mod source;
 pub mod view;
 

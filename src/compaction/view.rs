@@ -29,6 +29,8 @@ pub struct RecordView<'a> {
     pub timestamp: i64,
     pub key: Option<&'a [u8]>,
     pub value_is_null: bool,
+    /// The whole encoded record, its length prefix included.
+    pub bytes: &'a [u8],
 }
 
 impl BatchView<'_> {
@@ -43,6 +45,35 @@ impl BatchView<'_> {
 
 /// Splits a segment into checked batch views.
 pub fn batches<'a>(path: &Path, base_offset: i64, bytes: &'a [u8]) -> Result<Vec<BatchView<'a>>> {
+    split(path, base_offset, bytes, Checksum::Verify)
+}
+
+/// [`batches`] of bytes that [`batches`] already accepted: the same immutable
+/// bytes (a mapping of a closed segment, which nobody writes) read a second time in
+/// one compaction. Every check but the CRC-32C runs again (they cost a few loads per
+/// batch); the CRC is recomputed only in debug builds, as an assertion.
+pub fn batches_verified<'a>(
+    path: &Path,
+    base_offset: i64,
+    bytes: &'a [u8],
+) -> Result<Vec<BatchView<'a>>> {
+    split(path, base_offset, bytes, Checksum::Verified)
+}
+
+/// Whether [`split`] checks each batch's CRC-32C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checksum {
+    Verify,
+    /// The caller checked these very bytes before: a debug assertion only.
+    Verified,
+}
+
+fn split<'a>(
+    path: &Path,
+    base_offset: i64,
+    bytes: &'a [u8],
+    checksum: Checksum,
+) -> Result<Vec<BatchView<'a>>> {
     let mut out = Vec::new();
     let mut position = 0usize;
     let mut previous_last = base_offset - 1;
@@ -61,13 +92,15 @@ pub fn batches<'a>(path: &Path, base_offset: i64, bytes: &'a [u8]) -> Result<Vec
         })?;
         let stored = u32::from_be_bytes(array(whole, CRC_OFFSET));
         let computed =
-            crate::format::crc::crc32c(whole.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
-        if stored != computed {
+            || crate::format::crc::crc32c(whole.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
+        if checksum == Checksum::Verified {
+            debug_assert_eq!(stored, computed(), "{} at byte {position}", path.display());
+        } else if stored != computed() {
             return Err(Error::corrupt(
                 path,
                 (position + CRC_OFFSET) as u64,
                 CorruptKind::ChecksumMismatch {
-                    got: computed,
+                    got: computed(),
                     expected: stored,
                 },
             ));
@@ -151,6 +184,7 @@ pub fn records<'a>(
             timestamp: batch.base_timestamp.wrapping_add(timestamp_delta),
             key,
             value_is_null: value_len < 0,
+            bytes: rest.get(..used + length as usize).unwrap_or_default(),
         });
         at += used + length as usize;
     }
@@ -199,17 +233,29 @@ mod tests {
         assert!(views[1].is_control());
         let mut records = Vec::new();
         super::records(path, &views[0], &mut records).unwrap();
-        let expected: Vec<RecordView> = a
+        let expected: Vec<_> = a
             .records
             .iter()
-            .map(|r| RecordView {
-                offset: a.offset_of(r),
-                timestamp: a.timestamp_of(r),
-                key: r.key.as_deref(),
-                value_is_null: r.value.is_none(),
+            .map(|r| {
+                (
+                    a.offset_of(r),
+                    a.timestamp_of(r),
+                    r.key.as_deref(),
+                    r.value.is_none(),
+                )
             })
             .collect();
-        assert_eq!(records, expected);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.offset, r.timestamp, r.key, r.value_is_null))
+            .collect();
+        assert_eq!(got, expected);
+        // The records' bytes tile the batch after its header.
+        let tiled: Vec<u8> = records.iter().flat_map(|r| r.bytes.to_vec()).collect();
+        assert_eq!(&tiled[..], &views[0].bytes[RECORDS_OFFSET..]);
+        for (record, decoded) in records.iter().zip(&a.records) {
+            assert_eq!(record.bytes.len(), decoded.encoded_len());
+        }
         // A flipped byte anywhere in the CRC range is caught.
         for i in ATTRIBUTES_OFFSET..a.encoded_len() {
             let mut damaged = bytes.clone();
@@ -218,5 +264,27 @@ mod tests {
         }
         // Base offsets must increase.
         assert!(batches(path, 11, &bytes).is_err());
+        assert!(batches_verified(path, 11, &bytes).is_err());
+        // A second walk of accepted bytes finds the same batches.
+        let again = batches_verified(path, 10, &bytes).unwrap();
+        assert_eq!(again.len(), views.len());
+        for (a, b) in again.iter().zip(&views) {
+            assert_eq!(
+                (a.bytes, a.header, a.position),
+                (b.bytes, b.header, b.position)
+            );
+        }
+    }
+
+    /// Debug builds still recompute the CRC of bytes said to be verified.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "seg.log at byte 0")]
+    fn verified_bytes_are_rechecked_in_debug_builds() {
+        let batch = RecordBatch::build(0, &[NewRecord::new(None, Some(b"v".to_vec()), 1)]);
+        let mut bytes = batch.encode();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let _ = batches_verified(Path::new("seg.log"), 0, &bytes);
     }
 }

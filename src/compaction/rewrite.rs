@@ -1,0 +1,386 @@
+//! The rewrite pass of a compaction: the compacted form of one closed source
+//! segment as runs of bytes ([`compact_segment`]), written with few calls
+//! ([`Compacted::write`]).
+
+use std::ops::Range;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+
+use super::bitmap::Bitmap;
+use super::offset_map::Superseded;
+use super::planner::{decide_latest, Decision, Horizon};
+use super::view;
+use crate::format::batch::{
+    ATTRIBUTES_OFFSET, CRC_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET,
+    RECORDS_OFFSET, RECORD_COUNT_OFFSET,
+};
+use crate::format::RecordBatch;
+
+/// Bytes below which a run is copied into the staging buffer instead of being
+/// written on its own (bounds the write calls when kept and dropped batches alternate).
+const STAGING_BYTES: usize = 256 * 1024;
+
+/// A run of the compacted segment: consecutive bytes of the source segment (whole
+/// kept batches, control batches) or of [`Compacted::encoded`] (re-encoded batches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Source(Range<usize>),
+    Encoded(Range<usize>),
+}
+
+/// The compacted form of one source segment; its buffers are reused from one
+/// segment to the next (no fresh pages per segment).
+#[derive(Debug, Default)]
+pub struct Compacted {
+    /// The compacted segment as runs, in order; adjacent runs of one kind are merged.
+    pieces: Vec<Piece>,
+    /// Partly kept batches, re-encoded.
+    encoded: Vec<u8>,
+    /// Keep flags of one batch's records (scratch).
+    keep: Vec<bool>,
+}
+
+/// Where the rewrite pass is in the scan's numbering: source segments go through
+/// [`compact_segment`] in order, each exactly once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cursor {
+    /// The ordinal of the next keyed record of a non-control batch.
+    ordinal: i64,
+    /// The index of the next batch of the closed region.
+    batch: usize,
+}
+
+impl Compacted {
+    /// The runs' bytes, in order.
+    fn runs<'a>(&'a self, source: &'a [u8]) -> impl Iterator<Item = &'a [u8]> {
+        self.pieces.iter().map(move |piece| match piece {
+            Piece::Source(r) => &source[r.clone()],
+            Piece::Encoded(r) => &self.encoded[r.clone()],
+        })
+    }
+
+    /// Bytes of the compacted segment.
+    pub fn bytes(&self) -> u64 {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Source(r) | Piece::Encoded(r) => r.len() as u64,
+            })
+            .sum()
+    }
+
+    /// `crc` (a CRC-32C) extended by the compacted segment; `source` as given to
+    /// [`compact_segment`].
+    pub fn crc32c_append(&self, crc: u32, source: &[u8]) -> u32 {
+        self.runs(source).fold(crc, |crc, data| {
+            crate::format::crc::crc32c_append(crc, data)
+        })
+    }
+
+    /// Appends the compacted segment to the output file `path`: one write per long
+    /// run, short runs gathered in `staging`. `source` as given to [`compact_segment`].
+    pub fn write(
+        &self,
+        fs: &dyn FileSystem,
+        path: &Path,
+        source: &[u8],
+        staging: &mut Vec<u8>,
+    ) -> Result<()> {
+        let write = |data: &[u8]| fs.append(path, data).map_err(|e| Error::io(path, e));
+        staging.clear();
+        for data in self.runs(source) {
+            if data.len() >= STAGING_BYTES {
+                if !staging.is_empty() {
+                    write(staging)?;
+                    staging.clear();
+                }
+                write(data)?;
+            } else {
+                staging.extend_from_slice(data);
+                if staging.len() >= STAGING_BYTES {
+                    write(staging)?;
+                    staging.clear();
+                }
+            }
+        }
+        if !staging.is_empty() {
+            write(staging)?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends `piece` to `pieces`, merged into the last run when they are adjacent.
+fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
+    match (pieces.last_mut(), &piece) {
+        (Some(Piece::Source(last)), Piece::Source(next))
+        | (Some(Piece::Encoded(last)), Piece::Encoded(next))
+            if last.end == next.start =>
+        {
+            last.end = next.end;
+        }
+        _ => pieces.push(piece),
+    }
+}
+
+/// What decides the records of the closed region: the scan's superseded and
+/// plain-batch bits, and the tombstone horizon.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    pub superseded: &'a Superseded,
+    pub plain: &'a Bitmap,
+    pub horizon: Horizon,
+}
+
+/// Records and bytes of one source segment before and after compaction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub records_before: u64,
+    pub records_after: u64,
+    /// Bytes of the compacted segment.
+    pub bytes_after: u64,
+}
+
+/// Describes the compacted form of one closed source segment in `out`. Source
+/// segments must come in order, each exactly once: `cursor` counts batches and
+/// keyed records across them.
+///
+/// `bytes` must be the bytes [`super::scan::scan`] checked (its mapping of this
+/// segment): their CRCs are not recomputed ([`view::batches_verified`]).
+/// Whether a keyed record is the latest of its key is one bit of the map's
+/// superseded bitmap, at the record's ordinal ([`Superseded::is_superseded`]): no
+/// hashing here. For a plain batch (`rules.plain`, see [`super::scan`]) those bits decide
+/// every record, counted a word at a time, without parsing the batch; other batches
+/// are parsed and decided record by record. A batch whose records are all kept
+/// (control batches always) is a run of the source bytes, merged with its
+/// neighbours; a partly kept batch is spliced: its header rewritten and its kept
+/// records' bytes copied ([`splice`]).
+pub fn compact_segment(
+    path: &Path,
+    base: i64,
+    bytes: &[u8],
+    rules: Rules<'_>,
+    cursor: &mut Cursor,
+    out: &mut Compacted,
+) -> Result<Counts> {
+    let Rules {
+        superseded,
+        plain,
+        horizon,
+    } = rules;
+    let keep = &mut out.keep;
+    let pieces = &mut out.pieces;
+    let encoded = &mut out.encoded;
+    pieces.clear();
+    encoded.clear();
+    // Views borrow this segment's bytes; one batch's worth at a time.
+    let mut views: Vec<view::RecordView<'_>> = Vec::new();
+    let mut counts = Counts::default();
+    for batch in &view::batches_verified(path, base, bytes)? {
+        let index = cursor.batch;
+        cursor.batch += 1;
+        keep.clear();
+        let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
+        let kept = if plain.get(index) {
+            assert!(!batch.is_control());
+            let ordinals = cursor.ordinal..cursor.ordinal + records as i64;
+            cursor.ordinal = ordinals.end;
+            let dropped = superseded.count(ordinals.clone());
+            assert!(dropped <= records);
+            if dropped != 0 && dropped != records {
+                keep.extend(ordinals.map(|ordinal| !superseded.is_superseded(ordinal)));
+            }
+            records - dropped
+        } else {
+            view::records(path, batch, &mut views)?;
+            assert_eq!(views.len(), records);
+            let control = batch.is_control();
+            for record in &views {
+                // The scan's ordinals: keyed records of non-control batches.
+                let latest = if record.key.is_some() && !control {
+                    let ordinal = cursor.ordinal;
+                    cursor.ordinal += 1;
+                    !superseded.is_superseded(ordinal)
+                } else {
+                    false
+                };
+                keep.push(decide_latest(control, record, latest, horizon) == Decision::Keep);
+            }
+            keep.iter().filter(|k| **k).count()
+        };
+        counts.records_before += records as u64;
+        counts.records_after += kept as u64;
+        if kept == records {
+            let start = usize::try_from(batch.position).expect("a segment fits in memory");
+            push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
+        } else if kept > 0 {
+            assert_eq!(keep.len(), records);
+            if plain.get(index) {
+                // Decided from the bits alone: the records' bytes are needed now.
+                view::records(path, batch, &mut views)?;
+            }
+            assert_eq!(views.len(), records);
+            let start = encoded.len();
+            splice(batch, &views, keep, encoded);
+            debug_assert_eq!(
+                crate::format::batch::decode(&encoded[start..]).map(|(b, _)| b),
+                Ok(retain_decoded(batch, keep)),
+                "{} at byte {}",
+                path.display(),
+                batch.position
+            );
+            push_piece(pieces, Piece::Encoded(start..encoded.len()));
+        }
+    }
+    counts.bytes_after = out.bytes();
+    Ok(counts)
+}
+
+/// Appends to `out` the partly kept batch `batch`, keeping the records whose flag
+/// is set (`records` are its views, `keep` one flag each, some set and some not):
+/// its header with a new length, max timestamp, record count and CRC-32C, then the
+/// kept records' bytes as they are. Their offset and timestamp deltas are relative to
+/// the base offset and base timestamp, which do not change (section 1), so no record
+/// is decoded or re-encoded; the result is the batch [`RecordBatch::retain`] gives
+/// (debug builds check that on every call).
+fn splice(
+    batch: &view::BatchView<'_>,
+    records: &[view::RecordView<'_>],
+    keep: &[bool],
+    out: &mut Vec<u8>,
+) {
+    assert_eq!(records.len(), keep.len());
+    let kept = || {
+        records
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(r, _)| r)
+    };
+    let count = i32::try_from(kept().count()).expect("a batch's count fits");
+    assert!(count > 0);
+    assert!((count as usize) < records.len());
+    let max_timestamp = kept()
+        .map(|r| r.timestamp)
+        .max()
+        .expect("some record is kept");
+    let start = out.len();
+    out.extend_from_slice(&batch.bytes[..RECORDS_OFFSET]);
+    for record in kept() {
+        out.extend_from_slice(record.bytes);
+    }
+    let length = i32::try_from(out.len() - start - LOG_OVERHEAD).expect("smaller than the source");
+    let header = &mut out[start..start + RECORDS_OFFSET];
+    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
+    header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+        .copy_from_slice(&max_timestamp.to_be_bytes());
+    header[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&count.to_be_bytes());
+    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    assert!(out.len() - start < batch.bytes.len());
+}
+
+/// What [`splice`] must give: the batch decoded, [`RecordBatch::retain`] with the
+/// same flags. The debug cross-check, and the tests' reference.
+fn retain_decoded(batch: &view::BatchView<'_>, keep: &[bool]) -> RecordBatch {
+    let (decoded, _) = crate::format::batch::decode(batch.bytes).expect("a checked batch");
+    assert_eq!(decoded.records.len(), keep.len());
+    let mut flags = keep.iter();
+    decoded
+        .retain(|_| *flags.next().expect("one flag per record"))
+        .expect("some record is kept")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::sim::SimFs;
+
+    #[test]
+    fn a_spliced_batch_is_the_retained_batch_byte_for_byte() {
+        use crate::format::NewRecord;
+        // Every proper subset of up to 7 records of mixed shapes (null keys and
+        // values, timestamps out of order, a long value for 2-byte varints).
+        for n in 1..=7i64 {
+            let records: Vec<NewRecord> = (0..n)
+                .map(|i| {
+                    let key = (i % 3 != 2).then(|| format!("key{i}").into_bytes());
+                    let value = (i % 4 != 1).then(|| vec![b'v'; 40 * i as usize]);
+                    NewRecord::new(key, value, 1_000 + (i * 37) % 11)
+                })
+                .collect();
+            let bytes = RecordBatch::build(500, &records).encode();
+            let path = Path::new("seg.log");
+            let batches = view::batches(path, 500, &bytes).unwrap();
+            let mut views = Vec::new();
+            view::records(path, &batches[0], &mut views).unwrap();
+            for mask in 1..(1u32 << n) - 1 {
+                let keep: Vec<bool> = (0..n).map(|i| mask & (1 << i) != 0).collect();
+                let mut out = Vec::new();
+                splice(&batches[0], &views, &keep, &mut out);
+                let expected = retain_decoded(&batches[0], &keep);
+                assert_eq!(out, expected.encode(), "n {n} mask {mask:b}");
+                assert!(view::batches(path, 500, &out).is_ok());
+            }
+        }
+    }
+
+    #[test]
+    fn adjacent_runs_of_one_kind_merge() {
+        let mut pieces = Vec::new();
+        push_piece(&mut pieces, Piece::Source(0..10));
+        push_piece(&mut pieces, Piece::Source(10..25));
+        push_piece(&mut pieces, Piece::Source(30..40));
+        push_piece(&mut pieces, Piece::Encoded(0..5));
+        push_piece(&mut pieces, Piece::Encoded(5..9));
+        push_piece(&mut pieces, Piece::Source(40..41));
+        assert_eq!(
+            pieces,
+            vec![
+                Piece::Source(0..25),
+                Piece::Source(30..40),
+                Piece::Encoded(0..9),
+                Piece::Source(40..41),
+            ]
+        );
+    }
+
+    #[test]
+    fn pieces_are_written_in_order_small_ones_staged() {
+        let fs = SimFs::new();
+        let path = Path::new("/out.log");
+        fs.create_dir_all(Path::new("/")).unwrap();
+        fs.create_file(path).unwrap();
+        let source: Vec<u8> = (0..3 * STAGING_BYTES).map(|i| (i % 251) as u8).collect();
+        let big = STAGING_BYTES + 7;
+        let compacted = Compacted {
+            encoded: b"encoded!".to_vec(),
+            pieces: vec![
+                Piece::Source(3..9),
+                Piece::Encoded(0..8),
+                Piece::Source(100..100 + big),
+                Piece::Source(20..21),
+            ],
+            ..Compacted::default()
+        };
+        let mut staging = Vec::new();
+        compacted.write(&fs, path, &source, &mut staging).unwrap();
+        let mut expected = source[3..9].to_vec();
+        expected.extend_from_slice(b"encoded!");
+        expected.extend_from_slice(&source[100..100 + big]);
+        expected.extend_from_slice(&source[20..21]);
+        assert_eq!(fs.read_all(path).unwrap(), expected);
+        assert_eq!(compacted.bytes(), expected.len() as u64);
+        let crc = compacted.crc32c_append(0, &source);
+        assert_eq!(crc, crate::format::crc::crc32c(&expected));
+        let prefix = crate::format::crc::crc32c(b"prefix");
+        let mut whole = b"prefix".to_vec();
+        whole.extend_from_slice(&expected);
+        assert_eq!(
+            compacted.crc32c_append(prefix, &source),
+            crate::format::crc::crc32c(&whole)
+        );
+    }
+}

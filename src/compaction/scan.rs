@@ -1,0 +1,314 @@
+//! The map pass of a compaction: one read of every segment that checks every batch
+//! (length, magic, CRC-32C, offsets, record framing) and builds the latest-position
+//! map, on two threads.
+//!
+//! Closed segments are read through [`FileSystem::map`] and the mappings are kept
+//! for the rewrite pass, which therefore reads the very bytes checked here (closed
+//! segments are immutable: nobody appends to or truncates them) and trusts their
+//! CRC ([`super::view::batches_verified`]). With [`crate::fs::StdFs`] a mapping is
+//! page cache, not heap; a file system whose `map` reads the file (the trait's
+//! default, [`crate::fs::sim::SimFs`]) holds the closed region in memory until the
+//! rewrite pass drops each segment.
+//!
+//! The scan also notes, with one bit per batch of the closed region, which batches
+//! are *plain*: not control batches, and every record keyed and with a value. The
+//! fate of a plain batch's records is exactly the map's superseded bits at their
+//! ordinals (section 1: a latest keyed record with a value is kept, any other keyed
+//! record is dropped), so the rewrite pass decides it without parsing a record.
+
+use std::path::Path;
+use std::sync::mpsc;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::format::filename::LOG_SUFFIX;
+use crate::fs::FileSystem;
+
+use super::bitmap::Bitmap;
+use super::offset_map::{Digest, OffsetMap, Superseded};
+use super::source::segment_path;
+use super::view;
+
+/// What the map pass leaves for the rewrite pass.
+#[derive(Debug)]
+pub struct Scan {
+    /// The positions (keyed-record ordinals, see [`scan`]) whose key is written
+    /// again later, over every segment (active included), and what the map held.
+    pub superseded: Superseded,
+    /// The closed segments' bytes as checked, in base-offset order.
+    pub closed: Vec<Bytes>,
+    /// The active segment's bytes as checked.
+    pub active: Vec<u8>,
+    /// Bit `b`: batch `b` of the closed region (every batch counted, in order) is
+    /// plain (see the module docs).
+    pub plain: Bitmap,
+}
+
+/// Chunks shared by the reading and inserting threads, and records per chunk:
+/// 6 x 16K x 32 bytes = 3 MiB, whatever the log's size. When the reader finds no
+/// free chunk, the inserter holds all the others: it is behind.
+const CHUNKS: usize = 6;
+const CHUNK_RECORDS: usize = 16 * 1024;
+
+/// One chunk of (key, ordinal) pairs on their way to the map.
+type Chunk<'a> = Vec<(Item<'a>, i64)>;
+
+/// A key on its way to the map: as read (it borrows the segment's bytes), or
+/// already hashed by the reader.
+#[derive(Debug, Clone, Copy)]
+enum Item<'a> {
+    Key(&'a [u8]),
+    Digest(Digest),
+}
+
+/// Reads and checks every segment of `dir` (`bases` ascending, the last one
+/// active) and builds the latest-position map over the keyed records of
+/// non-control batches. Positions are the ordinals of those records in offset
+/// order (0, 1, 2, ...): they order like the offsets, and the map marks every
+/// superseded ordinal in a bitmap, which the rewrite pass reads in the same order
+/// instead of hashing and looking up every key again.
+///
+/// Two stages on two threads: a reader checks and parses, handing over chunks of
+/// (key, ordinal) that come back for reuse; this thread hashes and inserts. The
+/// hashing balances the two: when the inserting side is behind (no chunk is free),
+/// the reader hashes the chunk it holds before handing it over, instead of waiting.
+pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
+    let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
+    let closed = closed_bases
+        .iter()
+        .map(|&base| {
+            let path = segment_path(dir, base, LOG_SUFFIX);
+            fs.map(&path).map_err(|e| Error::io(&path, e))
+        })
+        .collect::<Result<Vec<Bytes>>>()?;
+    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
+    let active = fs
+        .read_all(&active_path)
+        .map_err(|e| Error::io(&active_path, e))?;
+    let mut map = OffsetMap::tracking_superseded();
+    let plain = scan_into(&mut map, dir, closed_bases, &closed, active_base, &active)?;
+    Ok(Scan {
+        superseded: map.into_superseded(),
+        closed,
+        active,
+        plain,
+    })
+}
+
+/// The two threads of [`scan`]; returns the plain-batch bitmap.
+fn scan_into(
+    map: &mut OffsetMap,
+    dir: &Path,
+    closed_bases: &[i64],
+    closed: &[Bytes],
+    active_base: i64,
+    active: &[u8],
+) -> Result<Bitmap> {
+    let segments: Vec<(i64, &[u8])> = closed_bases
+        .iter()
+        .zip(closed)
+        .map(|(&base, bytes)| (base, &bytes[..]))
+        .chain([(active_base, active)])
+        .collect();
+    // Room for every chunk: sending never waits (the free chunks bound memory).
+    let (full_tx, full_rx) = mpsc::sync_channel::<Chunk<'_>>(CHUNKS);
+    let (empty_tx, empty_rx) = mpsc::channel::<Chunk<'_>>();
+    for _ in 0..CHUNKS {
+        empty_tx
+            .send(Vec::with_capacity(CHUNK_RECORDS))
+            .expect("the receiver is alive");
+    }
+    let digester = map.digester();
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<Bitmap> {
+            let mut ordinal = 0i64;
+            let mut chunk = empty_rx.recv().expect("a chunk is free");
+            let mut plain = Bitmap::default();
+            let mut batch_index = 0usize;
+            let mut records = Vec::new();
+            for (i, &(base, bytes)) in segments.iter().enumerate() {
+                let path = segment_path(dir, base, LOG_SUFFIX);
+                let is_active = i + 1 == segments.len();
+                for batch in view::batches(&path, base, bytes)? {
+                    let index = batch_index;
+                    batch_index += 1;
+                    if batch.is_control() {
+                        continue;
+                    }
+                    view::records(&path, &batch, &mut records)?;
+                    let mut is_plain = true;
+                    for record in &records {
+                        if let Some(key) = record.key {
+                            chunk.push((Item::Key(key), ordinal));
+                            ordinal += 1;
+                            is_plain &= !record.value_is_null;
+                        } else {
+                            is_plain = false;
+                        }
+                    }
+                    if is_plain && !is_active {
+                        plain.set(index);
+                    }
+                    if chunk.len() >= CHUNK_RECORDS {
+                        // The inserting side stops early only by panicking, which
+                        // the scope re-raises.
+                        let free = empty_rx.try_recv().ok();
+                        if free.is_none() {
+                            // No chunk is free: the inserting side is behind, so
+                            // hash this chunk for it instead of waiting.
+                            for (item, _) in &mut chunk {
+                                if let Item::Key(key) = *item {
+                                    *item = Item::Digest(digester.digest(key));
+                                }
+                            }
+                        }
+                        full_tx.send(chunk).expect("the inserting side is alive");
+                        chunk = match free {
+                            Some(free) => free,
+                            None => empty_rx.recv().expect("a chunk comes back"),
+                        };
+                        chunk.clear();
+                    }
+                }
+            }
+            if !chunk.is_empty() {
+                full_tx.send(chunk).expect("the inserting side is alive");
+            }
+            plain.shrink_to_fit();
+            Ok(plain)
+        });
+        for chunk in full_rx {
+            for &(item, ordinal) in &chunk {
+                match item {
+                    Item::Key(key) => map.insert(key, ordinal),
+                    Item::Digest(digest) => map.insert_digest(digest, ordinal),
+                }
+            }
+            // The reader may be done and gone: then the chunk is just dropped.
+            let _ = empty_tx.send(chunk);
+        }
+        reader.join().expect("the map reader does not panic")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{filename, ControlKind, NewRecord, RecordBatch};
+    use crate::fs::sim::SimFs;
+
+    fn record(key: Option<&str>, value: Option<&str>) -> NewRecord {
+        NewRecord::new(
+            key.map(|k| k.as_bytes().to_vec()),
+            value.map(|v| v.as_bytes().to_vec()),
+            7,
+        )
+    }
+
+    #[test]
+    fn plain_batches_are_keyed_with_values_and_closed() {
+        let fs = SimFs::new();
+        let dir = Path::new("/log");
+        fs.create_dir_all(dir).unwrap();
+        let closed = [
+            RecordBatch::build(
+                0,
+                &[record(Some("a"), Some("1")), record(Some("b"), Some("2"))],
+            ),
+            RecordBatch::build(2, &[record(Some("a"), Some("3")), record(Some("c"), None)]),
+            RecordBatch::build(4, &[record(None, Some("4")), record(Some("b"), Some("5"))]),
+            RecordBatch::control(6, ControlKind::Commit, 1, 0, 0, 7),
+            RecordBatch::build(7, &[record(Some("a"), Some("6"))]),
+        ];
+        let active = RecordBatch::build(8, &[record(Some("b"), Some("7"))]);
+        let closed_bytes: Vec<u8> = closed.iter().flat_map(RecordBatch::encode).collect();
+        let name = |base| dir.join(filename::build(base, filename::LOG_SUFFIX));
+        fs.write_new(&name(0), &closed_bytes).unwrap();
+        fs.write_new(&name(8), &active.encode()).unwrap();
+        let scan = scan(&fs, dir, &[0, 8]).unwrap();
+        // Batches 0 and 4 only: 1 has a tombstone, 2 a keyless record, 3 is control;
+        // the active segment's batch (5) is never rewritten.
+        let plain: Vec<usize> = (0..8).filter(|&b| scan.plain.get(b)).collect();
+        assert_eq!(plain, vec![0, 4]);
+        assert_eq!(scan.closed.len(), 1);
+        assert_eq!(&scan.closed[0][..], &closed_bytes[..]);
+        assert_eq!(scan.active, active.encode());
+        // Ordinals of the keyed records: a0 b1 a2 c3 b4 a5 | b6.
+        assert_eq!(scan.superseded.keys, 3);
+        let superseded: Vec<i64> = (0..8)
+            .filter(|&p| scan.superseded.is_superseded(p))
+            .collect();
+        assert_eq!(superseded, vec![0, 1, 2, 4]);
+    }
+
+    #[test]
+    fn many_chunks_give_the_map_of_a_single_thread() {
+        // Several chunks' worth of records (either thread may hash them).
+        let fs = SimFs::new();
+        let dir = Path::new("/log");
+        fs.create_dir_all(dir).unwrap();
+        let records = 3 * CHUNK_RECORDS as i64 + 5;
+        let keys = records / 3;
+        let key = |p: i64| format!("k{}", (p * 7) % keys);
+        let mut bytes = Vec::new();
+        for base in (0..records).step_by(100) {
+            let batch: Vec<NewRecord> = (base..(base + 100).min(records))
+                .map(|p| record(Some(&key(p)), Some("v")))
+                .collect();
+            RecordBatch::build(base, &batch).encode_into(&mut bytes);
+        }
+        fs.write_new(&dir.join(filename::build(0, filename::LOG_SUFFIX)), &bytes)
+            .unwrap();
+        fs.write_new(
+            &dir.join(filename::build(records, filename::LOG_SUFFIX)),
+            &[],
+        )
+        .unwrap();
+        let scan = scan(&fs, dir, &[0, records]).unwrap();
+        let mut single = OffsetMap::tracking_superseded();
+        for p in 0..records {
+            single.insert(key(p).as_bytes(), p);
+        }
+        single.finish();
+        assert_eq!(scan.superseded.keys, keys as usize);
+        assert_eq!(scan.superseded.keys, single.len());
+        for p in 0..records {
+            assert_eq!(
+                scan.superseded.is_superseded(p),
+                single.is_superseded(p),
+                "{p}"
+            );
+        }
+        assert_eq!(scan.superseded.count(0..records), (records - keys) as usize);
+        assert_eq!(
+            scan.plain.count(0..records as usize),
+            (records as usize).div_ceil(100)
+        );
+    }
+
+    #[test]
+    fn a_damaged_batch_fails_the_scan() {
+        let fs = SimFs::new();
+        let dir = Path::new("/log");
+        fs.create_dir_all(dir).unwrap();
+        let mut bytes = RecordBatch::build(0, &[record(Some("a"), Some("1"))]).encode();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs.write_new(&dir.join(filename::build(0, filename::LOG_SUFFIX)), &bytes)
+            .unwrap();
+        fs.write_new(&dir.join(filename::build(1, filename::LOG_SUFFIX)), &[])
+            .unwrap();
+        let error = scan(&fs, dir, &[0, 1]).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Corrupt {
+                    kind: crate::error::CorruptKind::ChecksumMismatch { .. },
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+}
