@@ -19,145 +19,47 @@
 //! closed segments are memory-mapped (`FileSystem::map`): their pages are page
 //! cache, not heap, and count in the process's RSS as file pages while mapped.
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use seglog::compaction::{cleaner, scan, CompactOptions};
-use seglog::format::{filename, NewRecord, RecordBatch};
-use seglog::fs::{FileSystem, StdFs};
-use seglog::install::InstallPaths;
-
-const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
-const VALUE_BYTES: usize = 100;
-const BATCH_RECORDS: usize = 100;
+use seglog::bench::compaction::CompactionFixture;
+use seglog::compaction::scan;
+use seglog::fs::{baseline, FileSystem, StdFs};
 
 struct Fixture {
     _root: tempfile::TempDir,
-    dir: PathBuf,
-    input_bytes: u64,
-    keys: u64,
+    fixture: CompactionFixture,
 }
 
-fn fixture() -> Fixture {
+fn fixture(fs: &dyn FileSystem) -> Fixture {
     let mib: u64 = std::env::var("SEGLOG_BENCH_MIB")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(256);
     // ~134 bytes per record (16-byte key, 100-byte value, record and batch overhead).
-    let keys = mib * 1024 * 1024 / 134 / 2;
-    let keys = if mib == 256 { 1_000_000 } else { keys };
-    let root = tempfile::tempdir().unwrap();
-    let dir = root.path().join("log");
-    let fs = StdFs::new();
-    fs.create_dir_all(&dir).unwrap();
-    let mut next = 0i64;
-    let mut segment_base = 0i64;
-    let mut segment_bytes = 0u64;
-    let mut path = dir.join(filename::build(0, filename::LOG_SUFFIX));
-    fs.create_file(&path).unwrap();
-    let value = vec![b'v'; VALUE_BYTES];
-    let mut write = |records: &[NewRecord], force_roll: bool| {
-        let batch = RecordBatch::build(next, records).encode();
-        if force_roll || segment_bytes + batch.len() as u64 > SEGMENT_BYTES {
-            fs.sync_file(&path).unwrap();
-            segment_base = next;
-            segment_bytes = 0;
-            path = dir.join(filename::build(segment_base, filename::LOG_SUFFIX));
-            fs.create_file(&path).unwrap();
-        }
-        fs.append(&path, &batch).unwrap();
-        segment_bytes += batch.len() as u64;
-        next += records.len() as i64;
+    let keys = if mib == 256 {
+        1_000_000
+    } else {
+        mib * 1024 * 1024 / 134 / 2
     };
-    // With SEGLOG_BENCH_PARTIAL the second round rewrites a scattered half of the
-    // keys (k * 7919 mod keys): every first-round batch is then partly kept.
     let partial = std::env::var_os("SEGLOG_BENCH_PARTIAL").is_some();
-    for round in 0..2u64 {
-        let written = if partial && round == 1 {
-            keys / 2
-        } else {
-            keys
-        };
-        for chunk in 0..written.div_ceil(BATCH_RECORDS as u64) {
-            let records: Vec<NewRecord> = (chunk * BATCH_RECORDS as u64
-                ..((chunk + 1) * BATCH_RECORDS as u64).min(written))
-                .map(|k| {
-                    let id = match (partial, round) {
-                        (true, 1) => (k * 7919) % keys,
-                        _ => (k + round * (keys / 2)) % keys,
-                    };
-                    let key = format!("key-{id:012}").into_bytes();
-                    NewRecord::new(Some(key), Some(value.clone()), (round * keys + k) as i64)
-                })
-                .collect();
-            write(&records, false);
-        }
-    }
-    // A small active segment.
-    write(
-        &[NewRecord::new(
-            Some(b"active".to_vec()),
-            Some(value.clone()),
-            0,
-        )],
-        true,
-    );
-    fs.sync_file(&path).unwrap();
-    fs.sync_dir(&dir).unwrap();
-    let input_bytes = fs
-        .list_dir(&dir)
-        .unwrap()
-        .iter()
-        .map(|n| fs.len(&dir.join(n)).unwrap())
-        .sum();
+    let root = tempfile::tempdir().unwrap();
+    let fixture = CompactionFixture::write(fs, &root.path().join("log"), keys, partial).unwrap();
     Fixture {
         _root: root,
-        dir,
-        input_bytes,
-        keys,
+        fixture,
     }
-}
-
-fn compaction_build(fs: &dyn FileSystem, dir: &Path) -> cleaner::Built {
-    let options = CompactOptions {
-        now: i64::MAX / 2,
-        delete_retention_ms: 0,
-        segment_bytes: SEGMENT_BYTES,
-    };
-    cleaner::build(fs, dir, options).unwrap().unwrap()
 }
 
 fn baseline_copy(dir: &Path, out: &Path) {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    names.sort();
-    std::fs::create_dir_all(out).unwrap();
-    let mut buf = vec![0u8; 64 * 1024];
-    for path in names {
-        let mut reader = BufReader::new(File::open(&path).unwrap());
-        let target = File::create(out.join(path.file_name().unwrap())).unwrap();
-        let mut writer = BufWriter::new(target);
-        loop {
-            let n = reader.read(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            writer.write_all(&buf[..n]).unwrap();
-        }
-        writer.into_inner().unwrap().sync_all().unwrap();
-    }
-    File::open(out).unwrap().sync_all().unwrap();
+    baseline::copy_buffered(dir, out).unwrap();
 }
 
 fn bench(c: &mut Criterion) {
-    let fixture = fixture();
     let fs = StdFs::new();
-    let tmp = InstallPaths::new(&fixture.dir).unwrap().tmp;
+    let owned = fixture(&fs);
+    let fixture = &owned.fixture;
     let mut group = c.benchmark_group("compaction");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
@@ -168,13 +70,10 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let start = Instant::now();
-                let built = compaction_build(&fs, &fixture.dir);
-                let took = start.elapsed();
+                let (took, built) = fixture.build(&fs).unwrap();
                 total += took;
                 compaction_runs.push(took);
                 report = Some(built.report);
-                std::fs::remove_dir_all(&tmp).unwrap();
             }
             total
         })

@@ -286,7 +286,15 @@ fn non_utf8_values_are_printed_as_base64() {
 
 #[test]
 fn bench_prints_every_comparison_with_its_baseline() {
-    let out = ok_json(&["bench", "--records", "700", "--iterations", "2"]);
+    let out = ok_json(&[
+        "bench",
+        "--records",
+        "700",
+        "--iterations",
+        "2",
+        "--compact-keys",
+        "300",
+    ]);
     assert_eq!(out["records"], 700);
     assert_eq!(out["iterations"], 2);
     let results = out["results"].as_array().unwrap();
@@ -301,7 +309,8 @@ fn bench_prints_every_comparison_with_its_baseline() {
             "read/fetch",
             "read/read_raw",
             "read/fetch_records",
-            "read/log"
+            "read/log",
+            "compact/build"
         ]
     );
     for result in results {
@@ -316,7 +325,12 @@ fn bench_prints_every_comparison_with_its_baseline() {
             assert!(result[field].as_f64().unwrap() > 0.0, "{field} of {result}");
         }
         assert!(result["ratio_min"].as_f64() <= result["ratio_max"].as_f64());
-        assert_eq!(result["target"], 0.8);
+        let target = if result["name"] == "compact/build" {
+            0.5
+        } else {
+            0.8
+        };
+        assert_eq!(result["target"], target);
         assert!(result["met"].is_boolean());
     }
     let only_read = ok_json(&[
@@ -330,6 +344,10 @@ fn bench_prints_every_comparison_with_its_baseline() {
     ]);
     assert_eq!(only_read["results"].as_array().unwrap().len(), 4);
     fails(&["bench", "--iterations", "0"], "at least 1");
+    fails(
+        &["bench", "--only", "compact", "--compact-keys", "1"],
+        "2 keys",
+    );
     fails(&["bench", "--only", "everything"], "everything");
     let existing = tempfile::tempdir().unwrap();
     fails(

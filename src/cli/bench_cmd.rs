@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::Outcome;
+use crate::bench::compaction::CompactionFixture;
 use crate::bench::{self, Comparison, Counts, LogFixture, READ_BYTES};
 use crate::fs::{baseline, FileSystem, StdFs};
 use crate::log::{Log, LogConfig};
@@ -15,6 +16,8 @@ use crate::{Error, Result};
 
 /// Append and read targets of the engine-core issue (>= 0.8x the baseline).
 const LOG_TARGET: f64 = 0.8;
+/// Compaction target of the compaction issue (>= 0.5x a buffered copy).
+const COMPACTION_TARGET: f64 = 0.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Suite {
@@ -22,6 +25,9 @@ pub enum Suite {
     Append,
     /// Every read path over the whole log vs `BufReader`.
     Read,
+    /// Install step 1 of a compaction (map, rewrite, fsync) vs copying the same
+    /// files with `BufReader`/`BufWriter` + fsync.
+    Compact,
 }
 
 #[derive(Debug, Args)]
@@ -35,6 +41,10 @@ pub struct BenchArgs {
     /// Timed runs of each variant and of its baseline (alternating).
     #[arg(long, default_value_t = 10)]
     pub iterations: usize,
+    /// Distinct keys of the compaction fixture (each written twice; 1,000,000 make a
+    /// 256 MiB-class closed region).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub compact_keys: u64,
     /// Only these suites (default: all).
     #[arg(long = "only", value_enum)]
     pub only: Vec<Suite>,
@@ -47,6 +57,11 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     if args.records == 0 || args.batch_records == 0 || args.iterations == 0 {
         return Err(Error::InvalidArgument(
             "--records, --batch-records and --iterations must be at least 1".into(),
+        ));
+    }
+    if args.compact_keys < 2 {
+        return Err(Error::InvalidArgument(
+            "--compact-keys: a compaction fixture needs 2 keys or more".into(),
         ));
     }
     let (_tmp, root) = match &args.dir {
@@ -68,18 +83,24 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     let fs = StdFs::new();
     fs.create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     let suites = if args.only.is_empty() {
-        vec![Suite::Append, Suite::Read]
+        vec![Suite::Append, Suite::Read, Suite::Compact]
     } else {
         args.only.clone()
     };
-    eprintln!("seglog bench: building {} records", args.records);
-    let fixture = LogFixture::new(args.records, args.batch_records);
+    let needs_log = suites.iter().any(|s| *s != Suite::Compact);
+    let fixture = if needs_log {
+        eprintln!("seglog bench: building {} records", args.records);
+        LogFixture::new(args.records, args.batch_records)
+    } else {
+        LogFixture::new(0, 1)
+    };
     let bytes = fixture.bytes.len() as u64;
     let mut results = Vec::new();
     for suite in suites {
         match suite {
             Suite::Append => results.push(append(&args, &root, &fixture)?),
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
+            Suite::Compact => results.push(compact(&args, &root)?),
         }
     }
     if args.dir.is_some() {
@@ -89,6 +110,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
         "records": args.records,
         "batch_records": args.batch_records,
         "bytes": bytes,
+        "compact_keys": args.compact_keys,
         "iterations": args.iterations,
         "results": results,
     })))
@@ -188,4 +210,33 @@ fn read(args: &BenchArgs, root: &std::path::Path, fixture: &LogFixture) -> Resul
         results.push(comparison);
     }
     Ok(results)
+}
+
+fn compact(args: &BenchArgs, root: &std::path::Path) -> Result<Comparison> {
+    let fs = StdFs::new();
+    eprintln!(
+        "seglog bench: writing the compaction fixture ({} keys)",
+        args.compact_keys
+    );
+    let fixture =
+        CompactionFixture::write(&fs, &root.join("compact-log"), args.compact_keys, false)?;
+    let copy = root.join("compact-baseline");
+    let baseline_run = || -> Result<std::time::Duration> {
+        let start = std::time::Instant::now();
+        baseline::copy_buffered(&fixture.dir, &copy).map_err(|e| Error::io(&copy, e))?;
+        let took = start.elapsed();
+        fs.remove_dir_all(&copy).map_err(|e| Error::io(&copy, e))?;
+        Ok(took)
+    };
+    let comparison = bench::compare(
+        "compact/build",
+        "compact/baseline_copy",
+        args.iterations,
+        fixture.input_bytes,
+        Some(COMPACTION_TARGET),
+        baseline_run,
+        || fixture.build(&fs).map(|(took, _)| took),
+    )?;
+    report(&comparison);
+    Ok(comparison)
 }

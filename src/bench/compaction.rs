@@ -1,0 +1,187 @@
+//! The compaction fixture and run: `seglog bench --only compact` and
+//! `benches/compaction.rs`.
+//!
+//! The fixture is a closed region of about 256 MiB at the default 1,000,000 keys:
+//! every 16-byte key written twice with 100-byte values (so 50% of the records are
+//! obsolete), in 64 MiB segments, plus a small active segment. With `partial`, the
+//! second round rewrites only a scattered half of the keys, so that every batch of
+//! the first round is partly kept.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::compaction::{cleaner, CompactOptions};
+use crate::error::{Error, Result};
+use crate::format::{filename, NewRecord, RecordBatch};
+use crate::fs::FileSystem;
+use crate::install::InstallPaths;
+
+/// Segment size of the fixture and of the compacted output.
+pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+const VALUE_BYTES: usize = 100;
+const BATCH_RECORDS: u64 = 100;
+
+/// A log directory to compact.
+#[derive(Debug, Clone)]
+pub struct CompactionFixture {
+    pub dir: PathBuf,
+    /// Bytes of every file in `dir` (the closed region and the active segment).
+    pub input_bytes: u64,
+    pub keys: u64,
+}
+
+impl CompactionFixture {
+    /// Writes the fixture for `keys` distinct keys into the new directory `dir`.
+    pub fn write(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        keys: u64,
+        partial: bool,
+    ) -> Result<CompactionFixture> {
+        if keys < 2 {
+            return Err(Error::InvalidArgument(
+                "a compaction fixture needs 2 keys or more".into(),
+            ));
+        }
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |e| Error::io(path, e)
+        };
+        fs.create_dir_all(dir).map_err(io(dir))?;
+        let mut writer = SegmentWriter::new(fs, dir)?;
+        let value = vec![b'v'; VALUE_BYTES];
+        for round in 0..2u64 {
+            let written = if partial && round == 1 {
+                keys / 2
+            } else {
+                keys
+            };
+            for chunk in 0..written.div_ceil(BATCH_RECORDS) {
+                let records: Vec<NewRecord> = (chunk * BATCH_RECORDS
+                    ..((chunk + 1) * BATCH_RECORDS).min(written))
+                    .map(|k| {
+                        // The partial round rewrites keys k * 7919 mod keys.
+                        let id = match (partial, round) {
+                            (true, 1) => (k * 7919) % keys,
+                            _ => (k + round * (keys / 2)) % keys,
+                        };
+                        let key = format!("key-{id:012}").into_bytes();
+                        NewRecord::new(Some(key), Some(value.clone()), (round * keys + k) as i64)
+                    })
+                    .collect();
+                writer.write(&records, false)?;
+            }
+        }
+        // A small active segment.
+        let active = NewRecord::new(Some(b"active".to_vec()), Some(value), 0);
+        writer.write(&[active], true)?;
+        writer.finish()?;
+        let mut input_bytes = 0;
+        for name in fs.list_dir(dir).map_err(io(dir))? {
+            let path = dir.join(name);
+            input_bytes += fs.len(&path).map_err(io(&path))?;
+        }
+        Ok(CompactionFixture {
+            dir: dir.to_path_buf(),
+            input_bytes,
+            keys,
+        })
+    }
+
+    /// Install step 1 (offset map over every segment, rewrite of the closed region,
+    /// copy of the active segment, fsync of every file) into `D.compact-tmp`, which
+    /// is removed afterwards; its time and the build.
+    pub fn build(&self, fs: &dyn FileSystem) -> Result<(Duration, cleaner::Built)> {
+        let options = CompactOptions {
+            now: i64::MAX / 2,
+            delete_retention_ms: 0,
+            segment_bytes: SEGMENT_BYTES,
+        };
+        let start = Instant::now();
+        let built = cleaner::build(fs, &self.dir, options)?
+            .ok_or_else(|| Error::InvalidArgument("the fixture has nothing to compact".into()))?;
+        let took = start.elapsed();
+        let tmp = InstallPaths::new(&self.dir)?.tmp;
+        fs.remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        Ok((took, built))
+    }
+}
+
+/// Appends batches to 64 MiB segment files (the fixture skips the log's bookkeeping).
+struct SegmentWriter<'a> {
+    fs: &'a dyn FileSystem,
+    dir: &'a Path,
+    next: i64,
+    segment_bytes: u64,
+    path: PathBuf,
+}
+
+impl<'a> SegmentWriter<'a> {
+    fn new(fs: &'a dyn FileSystem, dir: &'a Path) -> Result<Self> {
+        let path = dir.join(filename::build(0, filename::LOG_SUFFIX));
+        fs.create_file(&path).map_err(|e| Error::io(&path, e))?;
+        Ok(SegmentWriter {
+            fs,
+            dir,
+            next: 0,
+            segment_bytes: 0,
+            path,
+        })
+    }
+
+    fn write(&mut self, records: &[NewRecord], force_roll: bool) -> Result<()> {
+        let batch = RecordBatch::build(self.next, records).encode();
+        if force_roll || self.segment_bytes + batch.len() as u64 > SEGMENT_BYTES {
+            self.fs
+                .sync_file(&self.path)
+                .map_err(|e| Error::io(&self.path, e))?;
+            self.segment_bytes = 0;
+            self.path = self
+                .dir
+                .join(filename::build(self.next, filename::LOG_SUFFIX));
+            self.fs
+                .create_file(&self.path)
+                .map_err(|e| Error::io(&self.path, e))?;
+        }
+        self.fs
+            .append(&self.path, &batch)
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.segment_bytes += batch.len() as u64;
+        self.next += records.len() as i64;
+        Ok(())
+    }
+
+    fn finish(self) -> Result<()> {
+        self.fs
+            .sync_file(&self.path)
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.fs
+            .sync_dir(self.dir)
+            .map_err(|e| Error::io(self.dir, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fs::sim::SimFs;
+
+    use super::*;
+
+    #[test]
+    fn the_fixture_compacts_to_its_latest_records() {
+        let fs = SimFs::new();
+        for partial in [false, true] {
+            let dir = PathBuf::from(format!("/bench-{partial}"));
+            let fixture = CompactionFixture::write(&fs, &dir, 500, partial).unwrap();
+            assert!(fixture.input_bytes > 0);
+            let (_, built) = fixture.build(&fs).unwrap();
+            // Both rounds of the closed region; the active segment's record is apart.
+            let before = if partial { 750 } else { 1_000 };
+            assert_eq!(built.report.records_before, before);
+            // Every key's latest record survives; the active segment's key is new.
+            assert_eq!(built.report.records_after, 500);
+            assert_eq!(built.report.map_keys, 501);
+            assert!(!fs.exists(&InstallPaths::new(&dir).unwrap().tmp));
+        }
+    }
+}
