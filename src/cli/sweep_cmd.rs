@@ -1,13 +1,13 @@
 //! `seglog sweep`: the crash sweep on its own (also a stage of `seglog verify`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
 
 use super::Outcome;
-use crate::fs::{FileSystem, StdFs};
-use crate::scenario::Scenario;
+use crate::fs::StdFs;
+use crate::scenario::{files, Scenario};
 use crate::sweep::{self, SweepOptions};
 use crate::{Error, Result};
 
@@ -28,17 +28,6 @@ pub struct SweepArgs {
     /// Write the first violation of each workload as a crash-scenario file here.
     #[arg(long)]
     pub emit_scenario: Option<PathBuf>,
-}
-
-/// Writes `scenario` into `dir` as `<name>.toml`; returns the path.
-pub fn emit_scenario(dir: &Path, scenario: &Scenario) -> Result<PathBuf> {
-    let fs = StdFs::new();
-    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let path = dir.join(format!("{}.toml", scenario.name));
-    fs.write_new(&path, scenario.to_toml().as_bytes())
-        .map_err(|e| Error::io(&path, e))?;
-    fs.sync_file(&path).map_err(|e| Error::io(&path, e))?;
-    Ok(path)
 }
 
 pub fn sweep(args: SweepArgs) -> Result<Outcome> {
@@ -76,7 +65,11 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
         if let Some(first) = report.violations.first() {
             eprintln!("  first: {first}");
             if let Some(dir) = &args.emit_scenario {
-                let path = emit_scenario(dir, &Scenario::from_violation(&workload, first))?;
+                let path = files::save(
+                    &StdFs::new(),
+                    dir,
+                    &Scenario::from_violation(&workload, first),
+                )?;
                 eprintln!("  replay with: seglog replay {}", path.display());
                 emitted.push(path.display().to_string());
             }

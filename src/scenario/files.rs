@@ -1,9 +1,9 @@
-//! Finding and reading scenario files.
+//! Finding, reading and writing scenario files.
 
 use std::path::{Path, PathBuf};
 
 use crate::fs::FileSystem;
-use crate::Result;
+use crate::{Error, Result};
 
 use super::Scenario;
 
@@ -33,4 +33,15 @@ pub fn load(fs: &dyn FileSystem, path: &Path) -> std::result::Result<Scenario, S
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
     Scenario::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `scenario` into `dir` (created if missing) as `<name>.toml`, synced;
+/// returns the path.
+pub fn save(fs: &dyn FileSystem, dir: &Path, scenario: &Scenario) -> Result<PathBuf> {
+    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let path = dir.join(format!("{}.toml", scenario.name));
+    fs.write_new(&path, scenario.to_toml().as_bytes())
+        .map_err(|e| Error::io(&path, e))?;
+    fs.sync_file(&path).map_err(|e| Error::io(&path, e))?;
+    Ok(path)
 }

@@ -8,7 +8,7 @@ use seglog_model::check::{self, CheckOptions, ModelKind, Variant};
 
 use crate::conformance::{self, ConformanceOptions};
 use crate::fs::{FileSystem, StdFs};
-use crate::scenario::{self, load, scenario_paths, Scenario};
+use crate::scenario::{self, files, load, scenario_paths, Scenario};
 use crate::sweep::{self, SweepOptions};
 
 use super::{Progress, StageReport, VerifyOptions};
@@ -44,6 +44,16 @@ fn emit(options: &VerifyOptions, name: &str, text: &str) -> Option<String> {
     fs.write_new(&path, text.as_bytes()).ok()?;
     fs.sync_file(&path).ok()?;
     Some(path.display().to_string())
+}
+
+/// Writes `scenario` into the counterexample directory; its path and the command
+/// that replays it.
+fn emit_scenario(options: &VerifyOptions, scenario: &Scenario) -> (Option<String>, Option<String>) {
+    let path = files::save(&StdFs::new(), &options.emit_scenario_dir, scenario)
+        .ok()
+        .map(|p| p.display().to_string());
+    let command = path.as_ref().map(|p| format!("seglog replay {p}"));
+    (path, command)
 }
 
 /// The model variant `name` selects for `model`, if it names one of its variants.
@@ -130,19 +140,11 @@ pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageRep
         result.failures.len()
     );
     progress.done(&summary);
-    let mut counterexample = None;
-    let mut replay_command = None;
-    if let Some(first) = result.failures.first() {
-        let scenario = first.to_scenario(&options.variant);
-        counterexample = emit(
-            options,
-            &format!("{}.toml", scenario.name),
-            &scenario.to_toml(),
-        );
-        replay_command = counterexample
-            .as_ref()
-            .map(|p| format!("seglog replay {p}"));
-    }
+    let (counterexample, replay_command) = result
+        .failures
+        .first()
+        .map(|first| emit_scenario(options, &first.to_scenario(&options.variant)))
+        .unwrap_or_default();
     let mut report = stage(
         "conformance",
         started,
@@ -186,22 +188,13 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
         disk_images as f64 / seconds.max(1e-9)
     );
     progress.done(&summary);
-    let mut counterexample = None;
-    let mut replay_command = None;
-    if let Some((workload, violation)) = reports
+    let (counterexample, replay_command) = reports
         .iter()
         .find_map(|(w, r)| r.violations.first().map(|v| (w, v)))
-    {
-        let scenario = Scenario::from_violation(workload, violation);
-        counterexample = emit(
-            options,
-            &format!("{}.toml", scenario.name),
-            &scenario.to_toml(),
-        );
-        replay_command = counterexample
-            .as_ref()
-            .map(|p| format!("seglog replay {p}"));
-    }
+        .map(|(workload, violation)| {
+            emit_scenario(options, &Scenario::from_violation(workload, violation))
+        })
+        .unwrap_or_default();
     let per_workload: Vec<Value> = reports
         .iter()
         .map(|(_, r)| serde_json::to_value(r).unwrap_or(Value::Null))
