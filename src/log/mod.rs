@@ -128,11 +128,7 @@ impl Log {
         dir: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
-        config.validate()?;
-        let dir = dir.as_ref().to_path_buf();
-        let mut report = RecoveryReport::default();
-        let segments = recovery::recover(fs.as_ref(), &dir, &config, &mut report)?;
-        Ok((Log::assemble(fs, dir, config, segments, false), report))
+        Self::open_by(fs, dir.as_ref(), config, false)
     }
 
     /// Opens an existing log without changing anything on disk (no directory or
@@ -144,11 +140,27 @@ impl Log {
         dir: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
+        Self::open_by(fs, dir.as_ref(), config, true)
+    }
+
+    /// Recovers (or, read-only, inspects) the segments of `dir` and assembles the log.
+    fn open_by(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        config: LogConfig,
+        read_only: bool,
+    ) -> Result<(Log, RecoveryReport)> {
         config.validate()?;
-        let dir = dir.as_ref().to_path_buf();
         let mut report = RecoveryReport::default();
-        let segments = recovery::inspect(fs.as_ref(), &dir, &config, &mut report)?;
-        Ok((Log::assemble(fs, dir, config, segments, true), report))
+        let segments = if read_only {
+            recovery::inspect(fs.as_ref(), dir, &config, &mut report)?
+        } else {
+            recovery::recover(fs.as_ref(), dir, &config, &mut report)?
+        };
+        Ok((
+            Log::assemble(fs, dir.to_path_buf(), config, segments, read_only),
+            report,
+        ))
     }
 
     /// The in-memory log over recovered (or inspected) segments.
