@@ -125,6 +125,12 @@ impl<'a> BatchView<'a> {
         self.bytes.len()
     }
 
+    /// The absolute offset of `record`, one of this batch's records.
+    #[inline]
+    pub fn offset_of(&self, record: &RecordView<'_>) -> i64 {
+        self.base_offset + i64::from(record.offset_delta)
+    }
+
     pub fn is_control(&self) -> bool {
         self.attributes & ATTR_CONTROL != 0
     }

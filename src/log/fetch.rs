@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use crate::error::Result;
 use crate::format::batch::decode_header;
-use crate::format::{BatchView, Header, RecordViews};
+use crate::format::{BatchView, Header, RecordView, RecordViews};
 
 use super::read::checked_batches;
 use super::Log;
@@ -37,6 +37,20 @@ pub struct RecordRef<'a> {
     pub headers: Vec<Header>,
     /// True for the marker record of a control batch.
     pub control: bool,
+}
+
+impl<'a> RecordRef<'a> {
+    /// `record` of `batch`, with its absolute offset and timestamp.
+    pub(crate) fn of(batch: &BatchView<'a>, record: RecordView<'a>) -> Self {
+        RecordRef {
+            offset: batch.offset_of(&record),
+            timestamp: batch.base_timestamp.wrapping_add(record.timestamp_delta),
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+            control: batch.is_control(),
+        }
+    }
 }
 
 impl super::ReadRecord {
@@ -161,9 +175,8 @@ pub struct FetchRecords<'a> {
     fetch: &'a Fetch,
     /// Position in the fetched bytes of the next batch.
     at: usize,
-    /// The batch being iterated: its base offset, base timestamp, control flag,
-    /// position, and its records.
-    batch: Option<(i64, i64, bool, usize, RecordViews<'a>)>,
+    /// The batch being iterated, its position, and its records.
+    batch: Option<(BatchView<'a>, usize, RecordViews<'a>)>,
     failed: bool,
 }
 
@@ -174,22 +187,13 @@ impl<'a> Iterator for FetchRecords<'a> {
         let fetch = self.fetch;
         let error_at = |position: usize| fetch.position + position as u64;
         while !self.failed {
-            if let Some((base_offset, base_timestamp, control, position, records)) = &mut self.batch
-            {
+            if let Some((batch, position, records)) = &mut self.batch {
                 match records.next() {
                     Some(Ok(record)) => {
-                        let offset = *base_offset + i64::from(record.offset_delta);
-                        if offset < fetch.from {
+                        if batch.offset_of(&record) < fetch.from {
                             continue;
                         }
-                        return Some(Ok(RecordRef {
-                            offset,
-                            timestamp: base_timestamp.wrapping_add(record.timestamp_delta),
-                            key: record.key,
-                            value: record.value,
-                            headers: record.headers,
-                            control: *control,
-                        }));
+                        return Some(Ok(RecordRef::of(batch, record)));
                     }
                     Some(Err(e)) => {
                         self.failed = true;
@@ -205,13 +209,7 @@ impl<'a> Iterator for FetchRecords<'a> {
             match BatchView::decode_crc_checked(&fetch.bytes[position..]) {
                 Ok((batch, size)) => {
                     self.at += size;
-                    self.batch = Some((
-                        batch.base_offset,
-                        batch.base_timestamp,
-                        batch.is_control(),
-                        position,
-                        batch.records(),
-                    ));
+                    self.batch = Some((batch, position, batch.records()));
                 }
                 Err(e) => {
                     self.failed = true;

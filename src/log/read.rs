@@ -10,7 +10,7 @@ use crate::segment::reader::BatchReader;
 use crate::segment::view::SegmentView;
 use crate::segment::Segment;
 
-use super::{Log, ReadRecord};
+use super::{Log, ReadRecord, RecordRef};
 
 /// Segment views a log keeps (see [`Log::segment_view`]).
 pub(super) const MAPPED_SEGMENTS_MAX: usize = 64;
@@ -256,25 +256,17 @@ fn push_records(
 ) -> Result<(), FormatError> {
     let (batch, size) = BatchView::decode(raw)?;
     assert_eq!(size, raw.len());
-    let control = batch.is_control();
     out.reserve(batch.record_count);
     for record in batch.records() {
         let record = record?;
-        let offset = batch.base_offset + i64::from(record.offset_delta);
+        let offset = batch.offset_of(&record);
         if offset < from {
             continue;
         }
         if let Some(last) = out.last() {
             assert!(offset > last.offset, "offsets must increase");
         }
-        out.push(ReadRecord {
-            offset,
-            timestamp: batch.base_timestamp.wrapping_add(record.timestamp_delta),
-            key: record.key.map(|key| view.slice_ref(key)),
-            value: record.value.map(|value| view.slice_ref(value)),
-            headers: record.headers,
-            control,
-        });
+        out.push(ReadRecord::from_ref(view, RecordRef::of(&batch, record)));
     }
     Ok(())
 }
