@@ -127,7 +127,7 @@ pub fn read_raw_bytes(log: &Log) -> Result<usize> {
         while at < raw.len() {
             let header = crate::format::batch::decode_header(&raw[at..])
                 .map_err(|e| e.at(log.dir(), at as u64))?;
-            from = header.base_offset + i64::from(header.last_offset_delta) + 1;
+            from = header.last_offset() + 1;
             at += header.size;
         }
         total += raw.len();

@@ -121,7 +121,7 @@ fn split<'a>(
                 },
             ));
         }
-        previous_last = header.base_offset + i64::from(header.last_offset_delta);
+        previous_last = header.last_offset();
         out.push(BatchView {
             bytes: whole,
             header,

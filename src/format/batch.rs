@@ -247,6 +247,13 @@ pub struct BatchHeader {
     pub record_count: i32,
 }
 
+impl BatchHeader {
+    /// The batch's last offset (base offset + lastOffsetDelta).
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta)
+    }
+}
+
 pub(super) fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
     let bytes = buf
         .get(at..at + 2)

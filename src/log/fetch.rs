@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use bytes::Bytes;
 
 use crate::error::Result;
-use crate::format::batch::decode_header;
 use crate::format::{BatchView, Header, RecordView, RecordViews};
 
 use super::read::checked_batches;
@@ -80,17 +79,15 @@ impl Log {
         self.check_read_from(from)?;
         for (segment, position) in self.segments_from(from) {
             let view = self.segment_view(segment)?;
-            let (start, end) = checked_batches(&view, position, from, max_bytes, true)?;
-            if start == end {
+            let checked = checked_batches(&view, position, from, max_bytes, true)?;
+            let Some(next_offset) = checked.next_offset else {
                 continue;
-            }
-            let bytes = view.bytes().slice(start..end);
-            let next_offset = last_batch_next_offset(&bytes);
+            };
             return Ok(Fetch {
                 from,
                 path: view.path().to_path_buf(),
-                position: start as u64,
-                bytes,
+                position: checked.start as u64,
+                bytes: view.bytes().slice(checked.start..checked.end),
                 next_offset,
             });
         }
@@ -102,18 +99,6 @@ impl Log {
             next_offset: from,
         })
     }
-}
-
-/// The offset after the last of the (checked) batches in `bytes`.
-fn last_batch_next_offset(bytes: &[u8]) -> i64 {
-    let mut at = 0;
-    let mut next = 0;
-    while at < bytes.len() {
-        let header = decode_header(&bytes[at..]).expect("fetched batches were checked");
-        next = header.base_offset + i64::from(header.last_offset_delta) + 1;
-        at += header.size;
-    }
-    next
 }
 
 impl Fetch {

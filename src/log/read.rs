@@ -104,7 +104,7 @@ impl Log {
                 let (header, raw) = view.batch_at(position)?;
                 let batch_position = position;
                 position += header.size;
-                if header.base_offset + i64::from(header.last_offset_delta) < from {
+                if header.last_offset() < from {
                     continue;
                 }
                 if !out.is_empty() && taken_bytes + raw.len() > max_bytes {
@@ -135,7 +135,7 @@ impl Log {
                 break; // no batch fits any more: do not map the next segment
             }
             let view = self.segment_view(segment)?;
-            let (start, end) = checked_batches(
+            let Checked { start, end, .. } = checked_batches(
                 &view,
                 position,
                 from,
@@ -215,21 +215,29 @@ fn read_batches(log: &Log, segment: &Segment) -> Result<Vec<RecordBatch>> {
     Ok(batches)
 }
 
-/// The byte range `[start, end)` of `view` that a fetch from `from` returns: the
-/// whole batches from `position` on whose last offset is >= `from`, while their
-/// total stays within `budget_bytes` (at least one if `need_one`). Each is checked
-/// (length bounds, magic, CRC-32C).
+/// The whole batches of a view a fetch returns: bytes `[start, end)`, and the
+/// offset after the last of them (`None` when there are none).
+pub(super) struct Checked {
+    pub start: usize,
+    pub end: usize,
+    pub next_offset: Option<i64>,
+}
+
+/// The batches a fetch from `from` returns: the whole batches from `position` on
+/// whose last offset is >= `from`, while their total stays within `budget_bytes`
+/// (at least one if `need_one`). Each is checked (length bounds, magic, CRC-32C).
 pub(super) fn checked_batches(
     view: &SegmentView<'_>,
     mut position: usize,
     from: i64,
     budget_bytes: usize,
     need_one: bool,
-) -> Result<(usize, usize)> {
+) -> Result<Checked> {
     let mut start = None;
+    let mut next_offset = None;
     while position < view.len() {
         let (header, raw) = view.batch_at(position)?;
-        if header.base_offset + i64::from(header.last_offset_delta) < from {
+        if header.last_offset() < from {
             position += header.size;
             continue;
         }
@@ -239,9 +247,14 @@ pub(super) fn checked_batches(
             break;
         }
         check_batch_crc(raw).map_err(|e| e.at(view.path(), position as u64))?;
+        next_offset = Some(header.last_offset() + 1);
         position += header.size;
     }
-    Ok((start.unwrap_or(position), position))
+    Ok(Checked {
+        start: start.unwrap_or(position),
+        end: position,
+        next_offset,
+    })
 }
 
 /// Checks and decodes `raw` (one whole batch, a slice of `view`) and appends its
