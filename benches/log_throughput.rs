@@ -70,14 +70,9 @@ fn bench(c: &mut Criterion) {
         "append/baseline_bufwriter",
         &|| {
             let tmp = tempfile::tempdir().unwrap();
-            let start = Instant::now();
-            baseline::write_buffered(
-                &tmp.path().join("baseline"),
-                &fixture.bytes,
-                fixture.batch_bytes(),
-            )
-            .unwrap();
-            start.elapsed()
+            fixture
+                .write_baseline(&tmp.path().join("baseline"))
+                .unwrap()
         },
     );
     timed(&mut group, &mut append_runs, "append/log", &|| {
@@ -87,7 +82,7 @@ fn bench(c: &mut Criterion) {
 
     let tmp = tempfile::tempdir().unwrap();
     let baseline_path = tmp.path().join("baseline");
-    baseline::write_buffered(&baseline_path, &fixture.bytes, fixture.batch_bytes()).unwrap();
+    fixture.write_baseline(&baseline_path).unwrap();
     let log_dir = tmp.path().join("log");
     harness::append_log(&log_dir, &fixture).unwrap();
     let (log, _) = Log::open(&log_dir, LogConfig::default()).unwrap();

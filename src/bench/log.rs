@@ -50,9 +50,18 @@ impl LogFixture {
         self.batches.iter().map(Vec::len).sum()
     }
 
-    /// Bytes of the largest batch (the baseline writes this much per call).
+    /// Average bytes of a batch (the baseline writes this much per call).
     pub fn batch_bytes(&self) -> usize {
         self.bytes.len() / self.batches.len().max(1)
+    }
+
+    /// The append baseline: the fixture's bytes written to a new file at `path`
+    /// with `BufWriter`, a batch's worth per call, then fsync; the time.
+    pub fn write_baseline(&self, path: &Path) -> Result<Duration> {
+        let start = Instant::now();
+        crate::fs::baseline::write_buffered(path, &self.bytes, self.batch_bytes())
+            .map_err(|e| crate::error::Error::io(path, e))?;
+        Ok(start.elapsed())
     }
 }
 

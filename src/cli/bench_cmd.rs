@@ -1,8 +1,9 @@
 //! `seglog bench`: the engine's throughput beside plain buffered IO, measured in
 //! the same run (`crate::bench`), printed as JSON (progress on stderr).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -134,50 +135,40 @@ fn report(comparison: &Comparison) {
     );
 }
 
-fn append(args: &BenchArgs, root: &std::path::Path, fixture: &LogFixture) -> Result<Comparison> {
+/// Runs `run` in the new directory `dir`, then removes it; the time `run` measured.
+fn in_new_dir(dir: &Path, run: impl FnOnce(&Path) -> Result<Duration>) -> Result<Duration> {
     let fs = StdFs::new();
-    let mut run = 0u64;
-    let mut next_dir = |what: &str| {
-        run += 1;
-        root.join(format!("append-{what}-{run}"))
-    };
-    let mut baseline_run = || -> Result<std::time::Duration> {
-        let dir = next_dir("baseline");
-        fs.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let path = dir.join("baseline.log");
-        let start = std::time::Instant::now();
-        baseline::write_buffered(&path, &fixture.bytes, fixture.batch_bytes())
-            .map_err(|e| Error::io(&path, e))?;
-        let took = start.elapsed();
-        fs.remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        Ok(took)
-    };
-    let fs2 = StdFs::new();
-    let mut run2 = 0u64;
-    let log_run = || -> Result<std::time::Duration> {
-        run2 += 1;
-        let dir = root.join(format!("append-log-{run2}"));
-        let took = bench::append_log(&dir, fixture)?;
-        fs2.remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        Ok(took)
-    };
+    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let took = run(dir)?;
+    fs.remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    Ok(took)
+}
+
+fn append(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Comparison> {
     let comparison = bench::compare(
         "append/log",
         "append/baseline_bufwriter",
         args.iterations,
         fixture.bytes.len() as u64,
         Some(LOG_TARGET),
-        &mut baseline_run,
-        log_run,
+        || {
+            in_new_dir(&root.join("append-baseline"), |dir| {
+                fixture.write_baseline(&dir.join("baseline.log"))
+            })
+        },
+        || {
+            in_new_dir(&root.join("append-log"), |dir| {
+                bench::append_log(dir, fixture)
+            })
+        },
     )?;
     report(&comparison);
     Ok(comparison)
 }
 
-fn read(args: &BenchArgs, root: &std::path::Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
+fn read(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
     let baseline_path = root.join("read-baseline.log");
-    baseline::write_buffered(&baseline_path, &fixture.bytes, fixture.batch_bytes())
-        .map_err(|e| Error::io(&baseline_path, e))?;
+    fixture.write_baseline(&baseline_path)?;
     let log_dir = root.join("read-log");
     bench::append_log(&log_dir, fixture)?;
     let fs: Arc<dyn FileSystem> = Arc::new(StdFs::new());
@@ -212,7 +203,7 @@ fn read(args: &BenchArgs, root: &std::path::Path, fixture: &LogFixture) -> Resul
     Ok(results)
 }
 
-fn compact(args: &BenchArgs, root: &std::path::Path) -> Result<Comparison> {
+fn compact(args: &BenchArgs, root: &Path) -> Result<Comparison> {
     let fs = StdFs::new();
     eprintln!(
         "seglog bench: writing the compaction fixture ({} keys)",
@@ -220,21 +211,19 @@ fn compact(args: &BenchArgs, root: &std::path::Path) -> Result<Comparison> {
     );
     let fixture =
         CompactionFixture::write(&fs, &root.join("compact-log"), args.compact_keys, false)?;
-    let copy = root.join("compact-baseline");
-    let baseline_run = || -> Result<std::time::Duration> {
-        let start = std::time::Instant::now();
-        baseline::copy_buffered(&fixture.dir, &copy).map_err(|e| Error::io(&copy, e))?;
-        let took = start.elapsed();
-        fs.remove_dir_all(&copy).map_err(|e| Error::io(&copy, e))?;
-        Ok(took)
-    };
     let comparison = bench::compare(
         "compact/build",
         "compact/baseline_copy",
         args.iterations,
         fixture.input_bytes,
         Some(COMPACTION_TARGET),
-        baseline_run,
+        || {
+            in_new_dir(&root.join("compact-baseline"), |copy| {
+                let start = Instant::now();
+                baseline::copy_buffered(&fixture.dir, copy).map_err(|e| Error::io(copy, e))?;
+                Ok(start.elapsed())
+            })
+        },
         || fixture.build(&fs).map(|(took, _)| took),
     )?;
     report(&comparison);
