@@ -19,7 +19,6 @@
 //! closed segments are memory-mapped (`FileSystem::map`): their pages are page
 //! cache, not heap, and count in the process's RSS as file pages while mapped.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -52,10 +51,6 @@ fn fixture(fs: &dyn FileSystem) -> Fixture {
     }
 }
 
-fn baseline_copy(dir: &Path, out: &Path) {
-    baseline::copy_buffered(dir, out).unwrap();
-}
-
 fn bench(c: &mut Criterion) {
     let fs = StdFs::new();
     let owned = fixture(&fs);
@@ -85,7 +80,7 @@ fn bench(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let start = Instant::now();
-                baseline_copy(&fixture.dir, &out);
+                baseline::copy_buffered(&fixture.dir, &out).unwrap();
                 let took = start.elapsed();
                 total += took;
                 baseline_runs.push(took);
