@@ -6,8 +6,9 @@
 use std::path::Path;
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::batch::{self, BatchHeader, BASE_TIMESTAMP_OFFSET, RECORDS_OFFSET};
-use crate::format::batch_view::check_batch_crc;
+use crate::format::batch::{
+    self, BatchHeader, ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, RECORDS_OFFSET,
+};
 use crate::format::varint::{get_varint, get_varlong};
 
 /// One batch of a segment, checked up to its CRC.
@@ -89,15 +90,20 @@ fn split<'a>(
                 },
             )
         })?;
-        match checksum {
-            Checksum::Verify => {
-                check_batch_crc(whole).map_err(|e| e.at(path, position as u64))?;
-            }
-            Checksum::Verified => debug_assert!(
-                check_batch_crc(whole).is_ok(),
-                "{} at byte {position}",
-                path.display()
-            ),
+        let stored = u32::from_be_bytes(array(whole, CRC_OFFSET));
+        let computed =
+            || crate::format::crc::crc32c(whole.get(ATTRIBUTES_OFFSET..).unwrap_or_default());
+        if checksum == Checksum::Verified {
+            debug_assert_eq!(stored, computed(), "{} at byte {position}", path.display());
+        } else if stored != computed() {
+            return Err(Error::corrupt(
+                path,
+                (position + CRC_OFFSET) as u64,
+                CorruptKind::ChecksumMismatch {
+                    got: computed(),
+                    expected: stored,
+                },
+            ));
         }
         if header.attributes & batch::ATTR_COMPRESSION_MASK != 0 {
             return Err(Error::Unsupported(format!(
@@ -205,7 +211,6 @@ fn array<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::batch::ATTRIBUTES_OFFSET;
     use crate::format::{NewRecord, RecordBatch};
 
     #[test]
