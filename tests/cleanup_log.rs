@@ -46,6 +46,27 @@ fn bytes_of(tag: Option<u8>, prefix: u8, len: u8) -> Option<Vec<u8>> {
     })
 }
 
+/// One stored record as engine and spec are compared: offset, key, value,
+/// timestamp, control.
+type Row = (i64, Option<Vec<u8>>, Option<Vec<u8>>, i64, bool);
+
+/// A [`Row`] from either reader's record (the engine's bytes or the spec's vectors).
+fn row(
+    offset: i64,
+    key: Option<impl AsRef<[u8]>>,
+    value: Option<impl AsRef<[u8]>>,
+    timestamp: i64,
+    control: bool,
+) -> Row {
+    (
+        offset,
+        key.map(|b| b.as_ref().to_vec()),
+        value.map(|b| b.as_ref().to_vec()),
+        timestamp,
+        control,
+    )
+}
+
 fn check_same(log: &Log, spec: &SpecLog) {
     assert_eq!(log.log_start_offset(), spec.log_start_offset());
     assert_eq!(log.next_offset(), spec.next_offset());
@@ -60,33 +81,17 @@ fn check_same(log: &Log, spec: &SpecLog) {
         .map(|s| (s.base_offset, s.closed, s.bytes, s.records, s.max_timestamp))
         .collect();
     assert_eq!(engine, reference);
-    let rows: Vec<_> = log
+    let rows: Vec<Row> = log
         .read(log.log_start_offset(), usize::MAX)
         .unwrap()
         .into_iter()
-        .map(|r| {
-            (
-                r.offset,
-                r.key.map(|b| b.to_vec()),
-                r.value.map(|b| b.to_vec()),
-                r.timestamp,
-                r.control,
-            )
-        })
+        .map(|r| row(r.offset, r.key, r.value, r.timestamp, r.control))
         .collect();
-    let expected: Vec<_> = spec
+    let expected: Vec<Row> = spec
         .read(spec.log_start_offset())
         .unwrap()
         .into_iter()
-        .map(|r| {
-            (
-                r.offset,
-                r.key.map(|b| b.to_vec()),
-                r.value.map(|b| b.to_vec()),
-                r.timestamp,
-                r.control,
-            )
-        })
+        .map(|r| row(r.offset, r.key, r.value, r.timestamp, r.control))
         .collect();
     assert_eq!(rows, expected);
 }

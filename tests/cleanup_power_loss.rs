@@ -11,10 +11,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use seglog::fs::sim::{CrashMode, SimFs};
-use seglog::{workload, Log, LogConfig};
+use seglog::{Log, LogConfig};
 use seglog_model::spec::SpecLog;
 
-type Rec = (Option<&'static str>, Option<&'static str>, i64);
+mod cleanup_support;
+use cleanup_support::{apply_steps, seed_retention_steps, Rec};
+
 type View = seglog::workload::LogView;
 
 const IMAGES_PER_POINT: usize = 48;
@@ -35,23 +37,7 @@ fn prepare(steps: &[Option<Vec<Rec>>]) -> (Arc<SimFs>, SpecLog) {
     let fs = Arc::new(SimFs::new());
     let (mut log, _) = Log::open_with(fs.clone(), dir(), config()).unwrap();
     let mut spec = SpecLog::new(config().segment_bytes);
-    for step in steps {
-        let op = match step {
-            None => workload::Op::Roll,
-            Some(records) => workload::Op::Append {
-                records: records
-                    .iter()
-                    .map(|(k, v, ts)| workload::RecordSpec {
-                        key: k.map(str::to_string),
-                        value: v.map(str::to_string),
-                        ts: *ts,
-                    })
-                    .collect(),
-            },
-        };
-        workload::engine::apply(&mut log, &op).unwrap();
-        workload::spec::apply(&mut spec, &op);
-    }
+    apply_steps(&mut log, &mut spec, steps);
     log.close().unwrap();
     // The fixture's own directory creation (`/data` in `/`) is not under test.
     fs.settle();
@@ -131,18 +117,6 @@ fn sweep(
     tally
 }
 
-fn retention_steps() -> Vec<Option<Vec<Rec>>> {
-    vec![
-        Some(vec![(None, Some("0"), 0)]),
-        None,
-        Some(vec![(None, Some("50"), 50)]),
-        None,
-        Some(vec![(None, Some("150"), 150)]),
-        None,
-        Some(vec![(None, Some("250"), 250)]),
-    ]
-}
-
 fn retained(spec: &SpecLog) -> SpecLog {
     let mut spec = spec.clone();
     spec.retain(300, Some(100), None).unwrap();
@@ -169,7 +143,7 @@ fn compacted(spec: &SpecLog) -> SpecLog {
 #[test]
 fn retention_power_loss_leaves_old_or_new_never_a_hole() {
     let tally = sweep(
-        &retention_steps(),
+        &seed_retention_steps(),
         |_, log| log.retain(300, Some(100), None).map(|_| ()),
         retained,
     );
@@ -238,7 +212,7 @@ mod teeth {
     #[test]
     fn delete_before_checkpoint_is_caught() {
         let tally = sweep(
-            &retention_steps(),
+            &seed_retention_steps(),
             |fs, log| {
                 log.flush()?;
                 let plan = seglog::retention::Retention::plan(log, 300, Some(100), None)?;

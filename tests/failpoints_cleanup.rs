@@ -17,17 +17,17 @@ use std::process::Command;
 use seglog::fs::failpoint::{self as fp, ALL};
 use seglog::fs::{FileSystem, StdFs};
 use seglog::install::{InstallCase, InstallPaths};
-use seglog::{workload, Log, LogConfig};
+use seglog::{Log, LogConfig};
 use seglog_model::spec::SpecLog;
+
+mod cleanup_support;
+use cleanup_support::{apply_steps, seed_retention_steps, Rec};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Op {
     Retain,
     Compact,
 }
-
-/// One appended record: key, value, timestamp.
-type Rec = (Option<&'static str>, Option<&'static str>, i64);
 
 /// The steps that build the log before the crashed operation.
 fn workload(op: Op) -> Vec<Option<Vec<Rec>>> {
@@ -44,15 +44,7 @@ fn workload(op: Op) -> Vec<Option<Vec<Rec>>> {
             None,
             Some(vec![(Some("a"), Some("3"), 7)]),
         ],
-        Op::Retain => vec![
-            Some(vec![(None, Some("0"), 0)]),
-            None,
-            Some(vec![(None, Some("50"), 50)]),
-            None,
-            Some(vec![(None, Some("150"), 150)]),
-            None,
-            Some(vec![(None, Some("250"), 250)]),
-        ],
+        Op::Retain => seed_retention_steps(),
     }
 }
 
@@ -67,23 +59,7 @@ fn config() -> LogConfig {
 fn prepare(op: Op, dir: &Path) -> SpecLog {
     let (mut log, _) = Log::open(dir, config()).unwrap();
     let mut spec = SpecLog::new(config().segment_bytes);
-    for step in workload(op) {
-        let op = match step {
-            None => workload::Op::Roll,
-            Some(records) => workload::Op::Append {
-                records: records
-                    .iter()
-                    .map(|(k, v, ts)| workload::RecordSpec {
-                        key: k.map(str::to_string),
-                        value: v.map(str::to_string),
-                        ts: *ts,
-                    })
-                    .collect(),
-            },
-        };
-        workload::engine::apply(&mut log, &op).unwrap();
-        workload::spec::apply(&mut spec, &op);
-    }
+    apply_steps(&mut log, &mut spec, &workload(op));
     log.close().unwrap();
     spec
 }

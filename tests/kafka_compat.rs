@@ -77,32 +77,24 @@ struct BatchFields {
     delete_horizon: bool,
 }
 
-fn batch_fields() -> impl Strategy<Value = BatchFields> {
-    (
-        prop_oneof![Just(-1i32), 0i32..1000],
-        prop_oneof![Just(-1i64), 0i64..1 << 40],
-        prop_oneof![Just(-1i16), 0i16..100],
-        prop_oneof![Just(-1i32), 0i32..i32::MAX],
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_map(
-            |(
-                partition_leader_epoch,
-                producer_id,
-                producer_epoch,
-                base_sequence,
-                transactional,
-                delete_horizon,
-            )| BatchFields {
-                partition_leader_epoch,
-                producer_id,
-                producer_epoch,
-                base_sequence,
-                transactional,
-                delete_horizon,
-            },
-        )
+prop_compose! {
+    fn batch_fields()(
+        partition_leader_epoch in prop_oneof![Just(-1i32), 0i32..1000],
+        producer_id in prop_oneof![Just(-1i64), 0i64..1 << 40],
+        producer_epoch in prop_oneof![Just(-1i16), 0i16..100],
+        base_sequence in prop_oneof![Just(-1i32), 0i32..i32::MAX],
+        transactional in any::<bool>(),
+        delete_horizon in any::<bool>(),
+    ) -> BatchFields {
+        BatchFields {
+            partition_leader_epoch,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            transactional,
+            delete_horizon,
+        }
+    }
 }
 
 /// A batch as seglog makes it: built from records (then partly kept by compaction)

@@ -31,6 +31,11 @@ fn ok_json(args: &[&str]) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// `seglog append DIR --batch BATCH`, which must succeed.
+fn append_ok(dir: &str, batch: &str) -> Value {
+    ok_json(&["append", dir, "--batch", batch])
+}
+
 /// Exit code 2, one line on stderr containing `needle`, nothing on stdout.
 fn fails(args: &[&str], needle: &str) {
     let out = seglog(args);
@@ -192,19 +197,9 @@ fn corrupt_closed_segment_is_an_error_and_untouched() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("p0");
     let d = dir.to_str().unwrap();
-    ok_json(&[
-        "append",
-        d,
-        "--batch",
-        r#"[{"key":"a","value":"hello","ts":1}]"#,
-    ]);
+    append_ok(d, r#"[{"key":"a","value":"hello","ts":1}]"#);
     ok_json(&["roll", d]);
-    ok_json(&[
-        "append",
-        d,
-        "--batch",
-        r#"[{"key":"b","value":"world","ts":2}]"#,
-    ]);
+    append_ok(d, r#"[{"key":"b","value":"world","ts":2}]"#);
     let closed = dir.join("00000000000000000000.log");
     let mut bytes = std::fs::read(&closed).unwrap();
     let last = bytes.len() - 1;
@@ -224,18 +219,8 @@ fn torn_tail_dump_is_read_only_and_recover_truncates() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("p0");
     let d = dir.to_str().unwrap();
-    ok_json(&[
-        "append",
-        d,
-        "--batch",
-        r#"[{"key":"a","value":"1","ts":1}]"#,
-    ]);
-    ok_json(&[
-        "append",
-        d,
-        "--batch",
-        r#"[{"key":"b","value":"2","ts":2}]"#,
-    ]);
+    append_ok(d, r#"[{"key":"a","value":"1","ts":1}]"#);
+    append_ok(d, r#"[{"key":"b","value":"2","ts":2}]"#);
     let file = dir.join("00000000000000000000.log");
     let len = std::fs::metadata(&file).unwrap().len();
     std::fs::OpenOptions::new()

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use seglog::compaction::source;
 use seglog::format::{filename, NewRecord, RecordBatch};
 use seglog::fs::{FileSystem, StdFs};
+use seglog::{workload, Log};
+use seglog_model::spec::SpecLog;
 
 /// A record for tests: `k`/`v` of `None` mean a null key/value.
 pub fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> NewRecord {
@@ -18,6 +20,46 @@ pub fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> NewRecord {
         value.map(|v| v.as_bytes().to_vec()),
         ts,
     )
+}
+
+/// One appended record of a workload step: key, value, timestamp.
+pub type Rec = (Option<&'static str>, Option<&'static str>, i64);
+
+/// The seeds' retention log as workload steps: one keyless record per segment,
+/// closed maxima 0, 50, 150, active 250 (with now 300 and `retention_ms` 100,
+/// retention deletes the first three segments).
+pub fn seed_retention_steps() -> Vec<Option<Vec<Rec>>> {
+    vec![
+        Some(vec![(None, Some("0"), 0)]),
+        None,
+        Some(vec![(None, Some("50"), 50)]),
+        None,
+        Some(vec![(None, Some("150"), 150)]),
+        None,
+        Some(vec![(None, Some("250"), 250)]),
+    ]
+}
+
+/// Applies workload `steps` to the engine and to the spec alike: `None` is a roll,
+/// `Some(records)` one appended batch.
+pub fn apply_steps(log: &mut Log, spec: &mut SpecLog, steps: &[Option<Vec<Rec>>]) {
+    for step in steps {
+        let op = match step {
+            None => workload::Op::Roll,
+            Some(records) => workload::Op::Append {
+                records: records
+                    .iter()
+                    .map(|(k, v, ts)| workload::RecordSpec {
+                        key: k.map(str::to_string),
+                        value: v.map(str::to_string),
+                        ts: *ts,
+                    })
+                    .collect(),
+            },
+        };
+        workload::engine::apply(log, &op).unwrap();
+        workload::spec::apply(spec, &op);
+    }
 }
 
 /// Writes a log directory: each inner list is one segment's batches (records at
