@@ -94,3 +94,56 @@ fn a_rejected_operation_is_no_durability_point() {
         );
     }
 }
+
+/// The oracle is exact: for a crash right after the manifest's rename became
+/// durable, the image must recover to the new log and the old one is refused; just
+/// before the rename, the reverse. (A recovery that rolls back after the commit point
+/// recovers to a state the old "old or new" check accepted.)
+#[test]
+fn exact_oracle_picks_the_side_of_the_commit_point() {
+    use std::sync::Arc;
+
+    use seglog::fs::failpoint::{
+        Recorder, INSTALL_MANIFEST_RENAME, INSTALL_SWAP_RENAME_LIVE_BACKUP,
+    };
+    use seglog::fs::sim::{CrashMode, SimFs};
+    use seglog::sweep::{run_to_end, run_until_crash, Allowed};
+
+    let workload = named_workloads()
+        .into_iter()
+        .find(|w| w.name == "seed-compaction")
+        .expect("the seeds' compaction workload");
+    let compact = workload.ops.len() - 1;
+    let probe_fs = Arc::new(SimFs::new());
+    let counter = Arc::clone(&probe_fs);
+    let recorder = Recorder::start_with_probe(move || counter.mutating_ops());
+    run_to_end(&workload, &probe_fs).unwrap();
+    let hits = recorder.hits_with_probe();
+    drop(recorder);
+    let at = |name: &str| {
+        hits.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| *k)
+            .unwrap()
+    };
+    let states = Allowed::states(&workload);
+    let old = states.old_view(Some(compact));
+    let new = states.new_view(Some(compact)).unwrap();
+    assert_ne!(old, new, "the workload's compaction changes the log");
+    for (crash_before, want, refused) in [
+        (at(INSTALL_MANIFEST_RENAME), &old, &new),
+        (at(INSTALL_SWAP_RENAME_LIVE_BACKUP), &new, &old),
+    ] {
+        let fs = Arc::new(SimFs::new());
+        fs.set_crash_before(crash_before);
+        assert_eq!(
+            run_until_crash(&workload, &fs).unwrap(),
+            Some(Some(compact))
+        );
+        for image in fs.crash_images(CrashMode::PowerLoss, 64) {
+            let exact = states.exact_after_crash(&workload, Some(compact), &image.fs);
+            assert_eq!(exact.exact_view(), Some(want), "lost {:?}", image.lost);
+            assert!(exact.mismatch(refused).is_some());
+        }
+    }
+}

@@ -13,7 +13,11 @@
 //!   manifest is durable;
 //! * `delete-first`: retention removes segment files before the log-start
 //!   checkpoint is durable;
-//! * `two-rename`: the seeds' swap by two renames without a manifest.
+//! * `two-rename`: the seeds' swap by two renames without a manifest;
+//! * `no-temp-entry-sync`: the install before the exact oracle: the temp dir's entry
+//!   is not synced before the manifest names it. Only the exact oracle catches it: a
+//!   power loss keeps the manifest and loses the temp dir, and recovery rolls back
+//!   to the old log, an outcome the "old or new" range accepted.
 //!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
@@ -103,4 +107,9 @@ fn delete_before_durable_checkpoint_is_caught() {
 #[test]
 fn two_rename_swap_is_caught() {
     assert_caught("two-rename", is_compact);
+}
+
+#[test]
+fn unsynced_temp_entry_under_a_durable_manifest_is_caught() {
+    assert_caught("no-temp-entry-sync", is_compact);
 }

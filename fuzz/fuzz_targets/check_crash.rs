@@ -33,10 +33,10 @@ fn crash_image(fs: &SimFs, kind: CrashKind) -> (SimFs, Vec<String>, &'static str
 ///
 /// Invariants checked (the crash sweep's `check_image`):
 /// - recovery succeeds, no panic;
-/// - the recovered log equals the spec at one of the states the crash allows: from
-///   the last durability point before the interrupted op to the state right after it
-///   (nothing flushed is lost; an interrupted retention or compaction is exactly old
-///   or exactly new);
+/// - the recovered log equals the one spec state the image's durable content
+///   dictates (`States::exact_after_crash`: the side of the manifest / checkpoint it
+///   is on, the appends whose batches it holds whole), also after a crash during
+///   recovery;
 /// - no install or checkpoint leftovers remain;
 /// - a second open changes no byte and gives the same view.
 pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
@@ -59,8 +59,10 @@ pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
         Ok(None) => panic!("crash before fs op {k} of {total} was never reached\nops {ops_json}"),
         Err(e) => panic!("run failed: {e}\nops {ops_json}"),
     };
-    let allowed = states.allowed_after_crash(&workload, interrupted);
     let (image, lost, semantics) = crash_image(&fs, input.crash);
+    // Exact: the image's durable state decides the one state it must recover to,
+    // also after a crash during its recovery.
+    let allowed = states.exact_after_crash(&workload, interrupted, &image);
     let scenario = || {
         format!(
             "config {:?}\nops {ops_json}\ncrash before_fs_op = {k} (during op {interrupted:?}), \
@@ -110,6 +112,12 @@ pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
                 scenario()
             );
             let (again, nested_lost, nested_semantics) = crash_image(&nested, kind);
+            // A process image still holds unsynced state: the image after the power loss
+            // during its recovery decides. A power-loss image decided already.
+            let allowed = match input.crash {
+                CrashKind::Process => states.exact_after_crash(&workload, interrupted, &again),
+                CrashKind::PowerLoss { .. } => allowed.clone(),
+            };
             if let Err(detail) = check_image(&workload, &allowed, &again) {
                 // A scenario's `recovery_lost` names the power-loss image; empty is a
                 // process crash.

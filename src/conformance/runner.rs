@@ -9,6 +9,7 @@ use seglog_model::spec::SpecLog;
 use crate::fs::sim::{CrashImage, CrashMode, SimFs};
 use crate::fs::{FileSystem, StdFs};
 use crate::log::{Log, LogConfig};
+use crate::sweep::oracle::ImageFacts;
 use crate::sweep::LOG_DIR;
 use crate::workload::engine::{self, Variant};
 use crate::workload::{spec, Op, OpOutcome};
@@ -225,6 +226,16 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 stats.crashes += 1;
                 let (lost, process) = engine.crash(*image);
                 let lost_for = |detail: String| fail(i, detail, Some(lost.clone()));
+                // Exact: the latest allowed state whose segment files the image holds
+                // whole is the one recovery must reach (`sweep::oracle`); on the real
+                // disk (a process crash) that is the state before the crash.
+                let expected = match &engine.sim {
+                    Some(sim) => {
+                        let facts = ImageFacts::read(&**sim);
+                        durable.states.iter().rposition(|s| facts.holds(s))
+                    }
+                    None => Some(durable.states.len() - 1),
+                };
                 engine
                     .open()
                     .map_err(|e| lost_for(format!("recovery: {e}")))?;
@@ -244,6 +255,18 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                         closest.join(" | ")
                     )));
                 };
+                if expected != Some(m) {
+                    return Err(lost_for(format!(
+                        "recovered to allowed state {m} of 0..={}, but the image holds every segment file of state {} whole: recovery {}",
+                        durable.states.len() - 1,
+                        expected.map_or_else(|| "none".to_string(), |e| e.to_string()),
+                        if expected.is_some_and(|e| e > m) {
+                            "cut batches the image held whole"
+                        } else {
+                            "kept batches the image did not hold"
+                        }
+                    )));
+                }
                 if process && m + 1 != durable.states.len() {
                     // Dropping the log on the real disk, or SimFs's process image.
                     return Err(lost_for(format!(

@@ -46,6 +46,7 @@ pub const RETENTION_RECOVER_SYNC_DIR_FIRST: &str = "retention::recover::sync_dir
 pub const COMPACTION_BUILD_SYNC_FILE: &str = "compaction::build::sync_file";
 pub const COMPACTION_BUILD_SYNC_TMP_DIR: &str = "compaction::build::sync_tmp_dir";
 // --- install: steps 2 to 6 ---------------------------------------------------
+pub const INSTALL_MANIFEST_SYNC_TEMP_ENTRY: &str = "install::manifest::sync_temp_entry";
 pub const INSTALL_MANIFEST_SYNC_TMP: &str = "install::manifest::sync_tmp";
 pub const INSTALL_MANIFEST_RENAME: &str = "install::manifest::rename";
 pub const INSTALL_MANIFEST_SYNC_PARENT: &str = "install::manifest::sync_parent";
@@ -97,6 +98,7 @@ pub const ALL: &[&str] = &[
     RETENTION_RECOVER_SYNC_DIR_FIRST,
     COMPACTION_BUILD_SYNC_FILE,
     COMPACTION_BUILD_SYNC_TMP_DIR,
+    INSTALL_MANIFEST_SYNC_TEMP_ENTRY,
     INSTALL_MANIFEST_SYNC_TMP,
     INSTALL_MANIFEST_RENAME,
     INSTALL_MANIFEST_SYNC_PARENT,

@@ -73,6 +73,11 @@ pub enum InstallVariant {
     NoDirSync,
     /// Step 3 (live -> backup) runs before the manifest is written.
     BackupBeforeManifest,
+    /// The protocol before the exact oracle: no parent sync between building the
+    /// temp dir and naming it in the manifest, so a power loss can keep the
+    /// manifest's rename and lose the temp dir's entry (model variant
+    /// `no-temp-entry-sync`).
+    NoTempEntrySync,
 }
 
 /// Which steps run: always all of them outside test builds.
@@ -81,12 +86,14 @@ struct Knobs {
     manifest: bool,
     sync_after_rename: bool,
     backup_before_manifest: bool,
+    sync_temp_entry: bool,
 }
 
 const CORRECT: Knobs = Knobs {
     manifest: true,
     sync_after_rename: true,
     backup_before_manifest: false,
+    sync_temp_entry: true,
 };
 
 /// Runs steps 2 to 6 for a built and synced `D.compact-tmp` whose content `manifest`
@@ -115,6 +122,10 @@ pub fn install_with(
         },
         InstallVariant::BackupBeforeManifest => Knobs {
             backup_before_manifest: true,
+            ..CORRECT
+        },
+        InstallVariant::NoTempEntrySync => Knobs {
+            sync_temp_entry: false,
             ..CORRECT
         },
     };
@@ -167,6 +178,15 @@ fn install_commit(
     manifest: &Manifest,
     knobs: Knobs,
 ) -> Result<()> {
+    // The temp dir's own entry in the parent (step 1 synced its files and its
+    // entries, not the name that holds it): durable before the manifest names it,
+    // or a power loss could keep the manifest's rename and lose the temp dir, and a
+    // durable manifest would point at nothing (the exact crash oracle and the model's
+    // `committed_means_new` found this window).
+    if knobs.sync_temp_entry {
+        fail_point!(fp::INSTALL_MANIFEST_SYNC_TEMP_ENTRY);
+        sync_parent(fs, paths)?;
+    }
     let tmp = &paths.manifest_tmp;
     fs.write_new(tmp, &manifest.encode())
         .map_err(|e| Error::io(tmp, e))?;

@@ -148,12 +148,21 @@ fn expected_view(expect: &Expectation) -> (i64, i64, Vec<RecordView>) {
     )
 }
 
-/// Builds the disk image the scenario's crash leaves; returns it with the
-/// interrupted operation.
+/// The disk images the scenario's crash leaves: the one recovery starts from and,
+/// when recovery itself crashes, the one after that (else the same).
+struct CrashImages {
+    /// The image of the workload's crash: its durable state decides the outcome.
+    first: SimFs,
+    /// The image recovery finally runs on.
+    last: SimFs,
+}
+
+/// Builds the disk images the scenario's crash leaves; returns them with the
+/// interrupted operation and the crash point.
 fn crash_image(
     crash: &CrashSpec,
     workload: &Workload,
-) -> Result<(SimFs, Option<usize>, u64), String> {
+) -> Result<(CrashImages, Option<usize>, u64), String> {
     let k = resolve_crash_point(crash, workload)?;
     let fs = Arc::new(SimFs::new());
     fs.set_crash_before(k);
@@ -168,10 +177,11 @@ fn crash_image(
             ))
         }
     };
-    let mut image = match crash.semantics {
+    let first = match crash.semantics {
         Semantics::Process => duplicate(&fs),
         Semantics::PowerLoss => power_loss_image(&fs, &crash.lost)?,
     };
+    let mut image = duplicate(&first);
     if let Some(rk) = crash.recovery_crash_before_op {
         let nested = Arc::new(image);
         nested.set_crash_before(nested.mutating_ops() + rk);
@@ -187,7 +197,7 @@ fn crash_image(
             power_loss_image(&nested, &crash.recovery_lost)?
         };
     }
-    Ok((image, interrupted, k))
+    Ok((CrashImages { first, last: image }, interrupted, k))
 }
 
 /// The power-loss images possible at the scenario's crash point, each as the `lost`
@@ -273,11 +283,20 @@ pub fn replay_expecting(scenario: &Scenario, variant: &str, expected: Outcome) -
         return result;
     }
     let workload = scenario.workload(variant);
-    let (image, interrupted) = match &scenario.crash {
+    let states = sweep::Allowed::states(&workload);
+    let (image, allowed, interrupted) = match &scenario.crash {
         Some(crash) => match crash_image(crash, &workload) {
-            Ok((image, interrupted, k)) => {
+            Ok((images, interrupted, k)) => {
                 result.crash_before_op = Some(k);
-                (image, interrupted)
+                // A power-loss image is durable as a whole and decides, also for a
+                // crash during its recovery; a process image still holds unsynced state,
+                // so the image recovery finally runs on decides.
+                let decides = match crash.semantics {
+                    Semantics::Process => &images.last,
+                    Semantics::PowerLoss => &images.first,
+                };
+                let exact = states.exact_after_crash(&workload, interrupted, decides);
+                (images.last, exact, interrupted)
             }
             Err(e) => {
                 result.diff.push(e);
@@ -290,16 +309,11 @@ pub fn replay_expecting(scenario: &Scenario, variant: &str, expected: Outcome) -
                 result.diff.push(e);
                 return result;
             }
-            (duplicate(&fs), Some(workload.ops.len()))
+            let exact = states.exactly(workload.ops.len());
+            (duplicate(&fs), exact, Some(workload.ops.len()))
         }
     };
     result.interrupted_op = interrupted;
-    let states = sweep::Allowed::states(&workload);
-    let allowed = if scenario.crash.is_some() {
-        states.allowed_after_crash(&workload, interrupted)
-    } else {
-        states.exactly(workload.ops.len())
-    };
     let checked = sweep::check_image(&workload, &allowed, &image);
     let old = states.old_view(interrupted);
     let new = states.new_view(interrupted);

@@ -5,11 +5,18 @@
 //! interrupted operation `i`, the allowed states are `S_d ..= S_i`, `S_{i+1}`, and,
 //! when the interrupted operation is an append that auto-rolls first, `roll(S_i)`
 //! (the roll is durable before the batch is written).
+//!
+//! That range is what *some* image may recover to. For one given image the durable
+//! state decides exactly one of them ([`States::exact_after_crash`], the rules in
+//! `oracle.rs`): the checks hold a recovery to that one, so a recovery that picks the
+//! wrong side of a commit point, or cuts a batch the image held whole, fails.
 
 use seglog_model::spec::SpecLog;
 
+use crate::fs::FileSystem;
 use crate::workload::{spec, LogView, Op, OpOutcome};
 
+use super::oracle::ImageFacts;
 use super::Workload;
 
 /// The spec states of a workload, computed once per sweep.
@@ -25,6 +32,9 @@ pub struct States {
 #[derive(Debug, Clone)]
 pub struct Allowed {
     views: Vec<(String, LogView)>,
+    /// Why an exact expectation is what it is (which durable fact decided it), or why
+    /// no state fits the image at all.
+    reason: Option<String>,
 }
 
 impl Allowed {
@@ -50,7 +60,19 @@ impl Allowed {
             .iter()
             .min_by_key(|(_, v)| v.diff(view).len())
             .map(|(name, v)| format!("closest allowed {name}: {}", v.diff(view).join(", ")));
-        Some(closest.unwrap_or_else(|| "no allowed state".into()))
+        let mut out = closest.unwrap_or_else(|| "no allowed state".into());
+        if let Some(reason) = &self.reason {
+            out = format!("{out} ({reason})");
+        }
+        Some(out)
+    }
+
+    /// The single view an exact expectation holds, if it holds one.
+    pub fn exact_view(&self) -> Option<&LogView> {
+        match self.views.as_slice() {
+            [(_, view)] => Some(view),
+            _ => None,
+        }
     }
 
     /// Names of the allowed states, for reports.
@@ -100,20 +122,17 @@ impl States {
     pub fn exactly(&self, j: usize) -> Allowed {
         Allowed {
             views: vec![(format!("S{j}"), spec::view(self.after(j)))],
+            reason: None,
         }
     }
 
-    /// Allowed recovered views when operation `interrupted` was running
-    /// (`None`: the initial open).
-    pub fn allowed_after_crash(&self, workload: &Workload, interrupted: Option<usize>) -> Allowed {
-        let Some(i) = interrupted else {
-            return Allowed {
-                views: vec![("S0".into(), spec::view(&self.logs[0]))],
-            };
-        };
+    /// The candidate states after a crash during operation `interrupted`, in the
+    /// order they happen: `roll(S_p)` when the floor is an auto-roll, `S_d ..= S_i`,
+    /// `roll(S_i)` when `i` is an append that rolls first, and `S_{i+1}`.
+    fn candidates(&self, workload: &Workload, i: usize) -> Vec<(String, SpecLog)> {
         // The floor: the last durability point before `i`. An append that auto-rolled
         // is one too: the roll made everything before its batch durable.
-        let mut views = Vec::new();
+        let mut out = Vec::new();
         let mut d = 0;
         for p in (0..i.min(workload.ops.len())).rev() {
             if workload.ops[p].is_durability_point() && !self.rejected[p] {
@@ -121,17 +140,96 @@ impl States {
                 break;
             }
             if self.auto_rolled(workload, p) {
-                views.push((format!("roll(S{p})"), spec::view(&self.rolled(p))));
+                out.push((format!("roll(S{p})"), self.rolled(p)));
                 d = p + 1;
                 break;
             }
         }
-        for j in d..=i + 1 {
-            views.push((format!("S{j}"), spec::view(self.after(j))));
+        for j in d..=i {
+            out.push((format!("S{j}"), self.after(j).clone()));
         }
         if self.auto_rolled(workload, i) {
-            views.push((format!("roll(S{i})"), spec::view(&self.rolled(i))));
+            out.push((format!("roll(S{i})"), self.rolled(i)));
         }
-        Allowed { views }
+        out.push((format!("S{}", i + 1), self.after(i + 1).clone()));
+        out
+    }
+
+    /// Allowed recovered views when operation `interrupted` was running
+    /// (`None`: the initial open): every state some image may recover to.
+    pub fn allowed_after_crash(&self, workload: &Workload, interrupted: Option<usize>) -> Allowed {
+        let Some(i) = interrupted else {
+            return self.exactly(0);
+        };
+        Allowed {
+            views: self
+                .candidates(workload, i)
+                .into_iter()
+                .map(|(name, log)| (name, spec::view(&log)))
+                .collect(),
+            reason: None,
+        }
+    }
+
+    /// The one state `image` must recover to, decided by what is durable in it
+    /// (module docs). When no candidate fits the image (it lost a durable file or
+    /// bytes the protocol had already made durable), the result allows nothing and
+    /// says so: no recovery can be right.
+    pub fn exact_after_crash(
+        &self,
+        workload: &Workload,
+        interrupted: Option<usize>,
+        image: &dyn FileSystem,
+    ) -> Allowed {
+        let Some(i) = interrupted else {
+            return self.exactly(0);
+        };
+        let facts = ImageFacts::read(image);
+        let mut candidates = self.candidates(workload, i);
+        let (new_name, new) = candidates.pop().expect("S_{i+1} is always a candidate");
+        let old = self.after(i);
+        let rejected = self.rejected.get(i).copied().unwrap_or(false);
+        let committed = match workload.ops.get(i) {
+            Some(Op::Compact { .. }) if !rejected => {
+                facts.install_committed(&new).map(str::to_string)
+            }
+            Some(Op::Retain { .. }) if !rejected => facts.retention_committed(old, &new),
+            _ => {
+                // No commit point: S_{i+1} is one more candidate of the append walk.
+                candidates.push((new_name.clone(), new.clone()));
+                None
+            }
+        };
+        if let Some(reason) = committed {
+            return Allowed {
+                views: vec![(new_name, spec::view(&new))],
+                reason: Some(reason),
+            };
+        }
+        match candidates.iter().rposition(|(_, log)| facts.holds(log)) {
+            Some(at) => {
+                let (name, log) = &candidates[at];
+                let later = candidates.len() - 1 - at;
+                Allowed {
+                    views: vec![(name.clone(), spec::view(log))],
+                    reason: Some(format!(
+                        "the image holds every segment file of {name} whole{}",
+                        if later > 0 {
+                            format!(" and not those of the {later} later candidate(s)")
+                        } else {
+                            String::new()
+                        }
+                    )),
+                }
+            }
+            None => Allowed {
+                views: Vec::new(),
+                reason: Some(format!(
+                    "the image lost durable data: no state from {} on fits its segment files {:?}",
+                    candidates.first().map_or("S0", |(n, _)| n.as_str()),
+                    facts.segments
+                )),
+            },
+        }
     }
 }

@@ -4,14 +4,17 @@
 //!
 //! What is checked for every image (docs/design.md section 8):
 //! * recovery succeeds (no error, no panic);
-//! * the recovered log equals the spec's state at one of the allowed points: any state
-//!   from the last durability point before the interrupted operation up to the state
-//!   right after it (so nothing flushed is lost, and an interrupted retention or
-//!   compaction is exactly old or exactly new);
+//! * the recovered log equals the one spec state the image's durable content dictates
+//!   (`oracle.rs`): among the states from the last durability point before the
+//!   interrupted operation up to the state right after it, the side of a commit point
+//!   the image is on (manifest, checkpoint) and the appends whose batches it holds whole
+//!   (so nothing flushed is lost, an interrupted retention or compaction is exactly old
+//!   or exactly new, and it is the right one of the two);
 //! * no leftovers: no temp/backup directory, manifest or temp file remains;
 //! * recovery is idempotent: a second open changes no byte and gives the same view.
 
 mod allowed;
+pub mod oracle;
 mod workloads;
 
 use std::path::{Path, PathBuf};
@@ -216,7 +219,7 @@ pub fn check_image(
 /// Crashes recovery of `image` before each of its operations, then recovers again.
 fn check_recovery_crashes(
     workload: &Workload,
-    allowed: &Allowed,
+    expected: &dyn Fn(&SimFs) -> Allowed,
     image: &SimFs,
     images_per_point: usize,
     mut on_violation: impl FnMut(u64, Vec<String>, String),
@@ -239,7 +242,7 @@ fn check_recovery_crashes(
         }
         for nested in crash_images(&fs, images_per_point) {
             images += 1;
-            if let Err(detail) = check_image(workload, allowed, &nested.fs) {
+            if let Err(detail) = check_image(workload, &expected(&nested.fs), &nested.fs) {
                 on_violation(
                     k,
                     nested.lost.iter().map(ToString::to_string).collect(),
@@ -322,11 +325,13 @@ pub fn sweep(
             }
         };
         report.crash_points += 1;
-        let allowed = states.allowed_after_crash(workload, interrupted);
         for (n, image) in crash_images(&fs, options.images_per_point)
             .into_iter()
             .enumerate()
         {
+            // Exact: what this image holds durably decides the one state it must
+            // recover to; a crash during its recovery must still end there.
+            let allowed = states.exact_after_crash(workload, interrupted, &image.fs);
             report.disk_images += 1;
             let mode = if image.lost.is_empty() {
                 "process"
@@ -348,9 +353,21 @@ pub fn sweep(
             }
             if n < options.recovery_crash_images {
                 let mut nested_violations = Vec::new();
+                // A power-loss image is durable as a whole: its facts decide, and recovery
+                // crashed anywhere must still end there. The process image still holds
+                // unsynced data and directory operations, so what a power loss during
+                // its recovery leaves decides.
+                let process = n == 0;
+                let expected = |nested: &SimFs| {
+                    if process {
+                        states.exact_after_crash(workload, interrupted, nested)
+                    } else {
+                        allowed.clone()
+                    }
+                };
                 report.disk_images += check_recovery_crashes(
                     workload,
-                    &allowed,
+                    &expected,
                     &image.fs,
                     options.images_per_point.min(4),
                     |rk, nested_lost, detail| nested_violations.push((rk, nested_lost, detail)),

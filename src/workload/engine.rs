@@ -23,6 +23,7 @@ pub const VARIANT_NAMES: &[&str] = &[
     "two-rename",
     "no-dir-sync",
     "backup-before-manifest",
+    "no-temp-entry-sync",
     "delete-first",
 ];
 
@@ -40,6 +41,7 @@ impl Variant {
                 "backup-before-manifest" => {
                     Ok(Variant::Install(InstallVariant::BackupBeforeManifest))
                 }
+                "no-temp-entry-sync" => Ok(Variant::Install(InstallVariant::NoTempEntrySync)),
                 "delete-first" => Ok(Variant::Retention(RetentionOrder::DeleteFirst)),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",

@@ -52,6 +52,9 @@ pub enum Variant {
     /// Install and retention: ours, but recovery acts before syncing the directory it
     /// found after a crash.
     NoRecoverySync,
+    /// Install: ours without the parent sync that makes the temp dir's entry durable
+    /// before the manifest names it (a durable manifest can point at nothing).
+    NoTempEntrySync,
     /// Retention: ours (durable log_start_offset checkpoint before unlinking).
     CheckpointFirst,
     /// Retention: unlink segments first, checkpoint after.
@@ -70,6 +73,7 @@ impl Variant {
             Variant::NoDirSync => "no-dir-sync",
             Variant::NoTempSync => "no-temp-sync",
             Variant::NoRecoverySync => "no-recovery-sync",
+            Variant::NoTempEntrySync => "no-temp-entry-sync",
             Variant::CheckpointFirst => "checkpoint-first",
             Variant::DeleteFirst => "delete-first",
         }
@@ -89,6 +93,7 @@ impl Variant {
                 Variant::NoDirSync,
                 Variant::NoTempSync,
                 Variant::NoRecoverySync,
+                Variant::NoTempEntrySync,
             ],
             ModelKind::Retention => &[
                 Variant::CheckpointFirst,
@@ -233,6 +238,7 @@ fn install_variant(variant: Variant) -> InstallVariant {
         Variant::NoDirSync => InstallVariant::NoDirSync,
         Variant::NoTempSync => InstallVariant::NoTempSync,
         Variant::NoRecoverySync => InstallVariant::NoRecoverySync,
+        Variant::NoTempEntrySync => InstallVariant::NoTempEntrySync,
         _ => InstallVariant::Manifest,
     }
 }

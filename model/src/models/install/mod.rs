@@ -78,6 +78,10 @@ pub struct InstallState {
     pub phase: Phase,
     pub crashes: u8,
     pub crashed_in_recovery: bool,
+    /// A crash found the manifest's rename durable: the install committed, and
+    /// recovery must end with the new content (the crash sweep's exact oracle says
+    /// the same of an engine image holding the manifest).
+    pub committed: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -122,6 +126,7 @@ impl Model for InstallModel {
             phase: Phase::Installing(0),
             crashes: 0,
             crashed_in_recovery: false,
+            committed: false,
         }]
     }
 
@@ -163,6 +168,9 @@ impl Model for InstallModel {
             }
             InstallAction::Crash { semantics, lost } => {
                 crash(&mut next.fs, semantics, &lost);
+                next.committed |= next.fs.parent.durable.get(&Name::Manifest)
+                    == Some(&Obj::ManifestFile)
+                    && next.fs.manifest_valid();
                 next.crashed_in_recovery |= matches!(state.phase, Phase::Recovering { .. });
                 next.crashes += 1;
                 next.phase = Phase::Crashed;
@@ -196,6 +204,11 @@ impl Model for InstallModel {
                 !matches!(s.phase, Phase::Recovered(_))
                     || matches!(s.fs.content(Name::Live), Some(Content::Old | Content::New))
             }),
+            Property::<Self>::always("committed_means_new", |_, s| {
+                !matches!(s.phase, Phase::Recovered(_))
+                    || !s.committed
+                    || s.fs.content(Name::Live) == Some(Content::New)
+            }),
             Property::<Self>::always("no_flushed_record_lost", |_, s| {
                 [Name::Live, Name::Backup, Name::Temp]
                     .iter()
@@ -226,9 +239,6 @@ impl Model for InstallModel {
             }),
             Property::<Self>::sometimes("recovered_roll_forward", |_, s| {
                 s.phase == Phase::Recovered(RecoveryCase::RollForward)
-            }),
-            Property::<Self>::sometimes("recovered_roll_back", |_, s| {
-                s.phase == Phase::Recovered(RecoveryCase::RollBack)
             }),
             Property::<Self>::sometimes("recovered_after_crash_in_recovery", |_, s| {
                 s.crashed_in_recovery && matches!(s.phase, Phase::Recovered(_))

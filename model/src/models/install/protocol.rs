@@ -37,6 +37,11 @@ pub enum InstallVariant {
     NoTempSync,
     /// Ours, but recovery acts before syncing the parent directory it found.
     NoRecoverySync,
+    /// Ours without the parent sync that ends step 1 (the protocol before the exact
+    /// oracle): the manifest's rename can become durable while the temp dir's own
+    /// entry in the parent is lost, so a durable manifest points at nothing and
+    /// recovery rolls back past the commit point.
+    NoTempEntrySync,
 }
 
 impl InstallVariant {
@@ -46,6 +51,7 @@ impl InstallVariant {
             BuildTemp,
             SyncTempFiles,
             SyncTempDir,
+            SyncParent, // the temp dir's entry: durable before anything names it
             WriteManifestTemp,
             SyncManifestTemp,
             RenameManifest,
@@ -62,6 +68,15 @@ impl InstallVariant {
         match self {
             InstallVariant::Manifest | InstallVariant::NoRecoverySync => ours,
             InstallVariant::NoDirSync => ours.into_iter().filter(|s| *s != SyncParent).collect(),
+            InstallVariant::NoTempEntrySync => {
+                let mut steps = ours;
+                let at = steps
+                    .iter()
+                    .position(|s| *s == SyncTempDir)
+                    .expect("ours syncs the temp dir");
+                assert_eq!(steps.remove(at + 1), SyncParent);
+                steps
+            }
             InstallVariant::NoTempSync => ours
                 .into_iter()
                 .filter(|s| !matches!(s, SyncTempFiles | SyncTempDir))
