@@ -28,6 +28,10 @@ pub struct SweepArgs {
     /// Write the first violation of each workload as a crash-scenario file here.
     #[arg(long)]
     pub emit_scenario: Option<PathBuf>,
+    /// Sync ablation: sweep again with each sync call of each workload made a no-op,
+    /// and print the table (caught by the sweep, redundant per the model, or not).
+    #[arg(long)]
+    pub ablate: bool,
 }
 
 pub fn sweep(args: SweepArgs) -> Result<Outcome> {
@@ -48,6 +52,9 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
             }
         }
         workloads.retain(|w| args.workloads.contains(&w.name));
+    }
+    if args.ablate {
+        return ablate(&workloads, &args.variant, &options);
     }
     let mut reports = Vec::new();
     let mut emitted = Vec::new();
@@ -87,6 +94,47 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
         "emitted": emitted,
     });
     Ok(if violations == 0 {
+        Outcome::Ok(value)
+    } else {
+        Outcome::CheckFailed(value)
+    })
+}
+
+/// `seglog sweep --ablate`: one row per sync call per workload.
+fn ablate(workloads: &[sweep::Workload], variant: &str, options: &SweepOptions) -> Result<Outcome> {
+    let mut rows = Vec::new();
+    for workload in workloads {
+        let mut workload = workload.clone();
+        workload.variant = variant.to_string();
+        let table =
+            sweep::ablation::ablate(&workload, options, &sweep::ablation::model_verdict, &|_| {
+                true
+            })
+            .map_err(Error::InvalidArgument)?;
+        for row in &table {
+            eprintln!(
+                "{:<24} op {:>3} {:<9} {:<44} {:<40} {}",
+                row.workload,
+                row.sync_op,
+                row.kind,
+                row.path,
+                row.failpoint.unwrap_or("-"),
+                row.verdict
+            );
+        }
+        rows.extend(table);
+    }
+    let count = |verdict: &str| rows.iter().filter(|r| r.verdict == verdict).count();
+    let bad = count("uncaught") + count("unmodelled");
+    let value = json!({
+        "syncs": rows.len(),
+        "caught": count("caught"),
+        "redundant": count("redundant"),
+        "uncaught": count("uncaught"),
+        "unmodelled": count("unmodelled"),
+        "rows": rows,
+    });
+    Ok(if bad == 0 {
         Outcome::Ok(value)
     } else {
         Outcome::CheckFailed(value)

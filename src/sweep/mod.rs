@@ -13,6 +13,7 @@
 //! * no leftovers: no temp/backup directory, manifest or temp file remains;
 //! * recovery is idempotent: a second open changes no byte and gives the same view.
 
+pub mod ablation;
 mod allowed;
 pub mod oracle;
 mod workloads;
@@ -145,7 +146,13 @@ pub fn run_to_end(workload: &Workload, fs: &Arc<SimFs>) -> Result<(), String> {
 
 /// Counts the mutating file-system operations of an uninterrupted run.
 pub fn count_operations(workload: &Workload) -> Result<u64, String> {
+    count_operations_with(workload, &|_| {})
+}
+
+/// [`count_operations`] on a file system prepared by `setup`.
+fn count_operations_with(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<u64, String> {
     let fs = Arc::new(SimFs::new());
+    setup(&fs);
     match run_until_crash(workload, &fs)? {
         None => Ok(fs.mutating_ops()),
         Some(_) => Err("uninterrupted run crashed".into()),
@@ -276,6 +283,18 @@ pub fn duplicate(fs: &SimFs) -> SimFs {
 pub fn sweep(
     workload: &Workload,
     options: &SweepOptions,
+    progress: impl FnMut(u64, u64),
+) -> WorkloadReport {
+    sweep_with(workload, options, &|_| {}, progress)
+}
+
+/// [`sweep`] with every run of the workload on a file system prepared by `setup`
+/// (the sync ablation makes one sync call a no-op there). Recovery runs on the
+/// images as they are.
+pub fn sweep_with(
+    workload: &Workload,
+    options: &SweepOptions,
+    setup: &dyn Fn(&SimFs),
     mut progress: impl FnMut(u64, u64),
 ) -> WorkloadReport {
     let started = Instant::now();
@@ -288,7 +307,7 @@ pub fn sweep(
         seconds: 0.0,
     };
     let states = Allowed::states(workload);
-    let total = match count_operations(workload) {
+    let total = match count_operations_with(workload, setup) {
         Ok(n) => n,
         Err(detail) => {
             report.violations.push(violation(
@@ -307,6 +326,7 @@ pub fn sweep(
     for k in 0..total {
         progress(k, total);
         let fs = Arc::new(SimFs::new());
+        setup(&fs);
         fs.set_crash_before(k);
         let interrupted = match run_until_crash(workload, &fs) {
             Ok(Some(interrupted)) => interrupted,

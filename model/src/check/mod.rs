@@ -426,3 +426,61 @@ where
 
 #[cfg(test)]
 mod tests;
+
+/// Whether the protocol models need the sync step that the engine's fail point
+/// `failpoint` stands before (the sync ablation's judge): `Ok(why)` if every property
+/// still holds without it, `Err(property)` if the model refutes its removal, `None`
+/// if no model has that step.
+pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
+    let (kind, step) = SYNC_STEPS
+        .iter()
+        .find(|(name, _, _)| *name == failpoint)
+        .map(|(_, kind, step)| (*kind, *step))?;
+    let report = match kind {
+        ModelKind::Install => {
+            check_model(InstallModel::new(InstallVariant::WithoutStep(step)), None)
+        }
+        ModelKind::Retention => check_model(
+            RetentionModel::new(RetentionVariant::WithoutStep(step)),
+            None,
+        ),
+        ModelKind::Log => return None,
+    };
+    let refuted: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
+    Some(if refuted.is_empty() {
+        Ok(format!(
+            "the {kind:?} model without step {step} holds every property ({} states)",
+            report.unique_states
+        ))
+    } else {
+        Err(format!(
+            "the {kind:?} model without step {step} breaks {}: the sweep has a blind spot",
+            refuted.join(", ")
+        ))
+    })
+}
+
+/// Each protocol sync's fail point in the engine and its step in the models' own
+/// protocol (`InstallVariant::steps`, `RetentionVariant::steps`, ours).
+const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
+    ("compaction::build::sync_file", ModelKind::Install, 1),
+    ("compaction::build::sync_tmp_dir", ModelKind::Install, 2),
+    ("install::manifest::sync_temp_entry", ModelKind::Install, 3),
+    ("install::manifest::sync_tmp", ModelKind::Install, 5),
+    ("install::manifest::sync_parent", ModelKind::Install, 7),
+    ("install::swap::sync_parent_backup", ModelKind::Install, 9),
+    ("install::swap::sync_parent_live", ModelKind::Install, 11),
+    (
+        "install::cleanup::sync_parent_backup",
+        ModelKind::Install,
+        13,
+    ),
+    (
+        "install::cleanup::sync_parent_manifest",
+        ModelKind::Install,
+        15,
+    ),
+    ("retention::checkpoint::sync_tmp", ModelKind::Retention, 1),
+    ("retention::checkpoint::sync_dir", ModelKind::Retention, 3),
+    ("retention::delete::sync_dir", ModelKind::Retention, 6),
+];

@@ -134,3 +134,35 @@ fn depth_bound_is_reported_as_not_exhaustive() {
     }
     assert_eq!(json["model"], "install");
 }
+
+#[test]
+fn every_sync_step_of_the_ablation_judge_is_a_sync() {
+    use crate::models::install::{InstallOp, InstallVariant};
+    use crate::models::retention::{RetentionOp, RetentionVariant};
+    for (name, kind, step) in super::SYNC_STEPS {
+        let step = usize::from(*step);
+        let is_sync = match kind {
+            ModelKind::Install => matches!(
+                InstallVariant::Manifest.steps()[step],
+                InstallOp::SyncTempFiles
+                    | InstallOp::SyncTempDir
+                    | InstallOp::SyncManifestTemp
+                    | InstallOp::SyncParent
+            ),
+            ModelKind::Retention => matches!(
+                RetentionVariant::CheckpointFirst.steps()[step],
+                RetentionOp::SyncCheckpointTemp | RetentionOp::SyncDir
+            ),
+            ModelKind::Log => false,
+        };
+        assert!(is_sync, "{name} maps to a step that is not a sync");
+    }
+    // The judge refutes dropping the commit point's sync and the checkpoint's.
+    assert!(super::sync_verdict("install::manifest::sync_parent")
+        .unwrap()
+        .is_err());
+    assert!(super::sync_verdict("retention::checkpoint::sync_dir")
+        .unwrap()
+        .is_err());
+    assert!(super::sync_verdict("log::flush::sync_log").is_none());
+}

@@ -55,6 +55,8 @@ pub enum RetentionVariant {
     DeleteFirst,
     /// Checkpoint first, but recovery unlinks before syncing the directory it found.
     NoRecoverySync,
+    /// Ours without step `n` (a sync, for the sync ablation's judge).
+    WithoutStep(u8),
 }
 
 impl RetentionVariant {
@@ -70,6 +72,11 @@ impl RetentionVariant {
         match self {
             RetentionVariant::CheckpointFirst | RetentionVariant::NoRecoverySync => {
                 checkpoint.into_iter().chain(unlink).collect()
+            }
+            RetentionVariant::WithoutStep(n) => {
+                let mut steps: Vec<RetentionOp> = checkpoint.into_iter().chain(unlink).collect();
+                steps.remove(usize::from(n));
+                steps
             }
             RetentionVariant::DeleteFirst => unlink.into_iter().chain(checkpoint).collect(),
         }

@@ -66,6 +66,19 @@ struct Control {
     crash_before: Option<u64>,
     crashed: bool,
     fail_ops: BTreeSet<u64>,
+    /// Sync calls (by mutating-call number) that complete as no-ops: the sync
+    /// ablation's "this one fsync never happened".
+    skip_syncs: BTreeSet<u64>,
+    /// Every sync call started: its mutating-call number and what it syncs.
+    syncs: Vec<(u64, SyncCall)>,
+}
+
+/// One `sync_file` or `sync_dir` call, as the sync ablation lists it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct SyncCall {
+    /// `sync_file` or `sync_dir`.
+    pub kind: &'static str,
+    pub path: PathBuf,
 }
 
 #[derive(Default)]
@@ -138,6 +151,42 @@ impl SimFs {
     /// error" without changing anything; later calls work. May be called for several `k`.
     pub fn fail_nth(&self, k: u64) {
         self.lock().control.fail_ops.insert(k);
+    }
+
+    /// Makes the sync call numbered `k` (a mutating-call number, see
+    /// [`SimFs::syncs`]) complete without making anything durable: the sync ablation.
+    /// A call `k` that is not a sync is not affected.
+    pub fn skip_sync(&self, k: u64) {
+        self.lock().control.skip_syncs.insert(k);
+    }
+
+    /// Every `sync_file` / `sync_dir` call started so far, with its mutating-call number.
+    pub fn syncs(&self) -> Vec<(u64, SyncCall)> {
+        self.lock().control.syncs.clone()
+    }
+
+    /// Runs a sync call through the gates, as a no-op if the ablation skips it.
+    fn sync(
+        &self,
+        kind: &'static str,
+        path: &Path,
+        f: impl FnOnce(&mut State) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let skip = {
+            let mut inner = self.lock();
+            let k = inner.control.ops;
+            let call = SyncCall {
+                kind,
+                path: path.to_path_buf(),
+            };
+            inner.control.syncs.push((k, call));
+            inner.control.skip_syncs.contains(&k)
+        };
+        if skip {
+            self.mutate(|_| Ok(()))
+        } else {
+            self.mutate(f)
+        }
     }
 
     /// The disk images a crash of `mode` may leave, at most `limit`, in a fixed
@@ -287,11 +336,13 @@ impl FileSystem for SimFs {
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
-        self.mutate(|s| s.file_mut(path).map(|file| file.sync()))
+        self.sync("sync_file", path, |s| {
+            s.file_mut(path).map(|file| file.sync())
+        })
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.mutate(|s| s.sync_dir(path))
+        self.sync("sync_dir", path, |s| s.sync_dir(path))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

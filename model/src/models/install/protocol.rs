@@ -42,6 +42,8 @@ pub enum InstallVariant {
     /// entry in the parent is lost, so a durable manifest points at nothing and
     /// recovery rolls back past the commit point.
     NoTempEntrySync,
+    /// Ours without step `n` (a sync, for the sync ablation's judge).
+    WithoutStep(u8),
 }
 
 impl InstallVariant {
@@ -67,6 +69,11 @@ impl InstallVariant {
         ];
         match self {
             InstallVariant::Manifest | InstallVariant::NoRecoverySync => ours,
+            InstallVariant::WithoutStep(n) => {
+                let mut steps = ours;
+                steps.remove(usize::from(n));
+                steps
+            }
             InstallVariant::NoDirSync => ours.into_iter().filter(|s| *s != SyncParent).collect(),
             InstallVariant::NoTempEntrySync => {
                 let mut steps = ours;
