@@ -81,14 +81,11 @@ fn every_protocol_step_has_a_scenario() {
         "compaction::build::sync_file",
         "install::manifest::rename",
         "install::swap::rename_live_backup",
-        "install::swap::sync_parent_backup",
         "install::swap::rename_tmp_live",
-        "install::swap::sync_parent_live",
         "install::cleanup::remove_backup",
         "install::cleanup::remove_manifest",
         "retention::checkpoint::rename",
         "retention::delete::remove_file",
-        "retention::delete::sync_dir",
     ];
     let covered: BTreeSet<String> = scenarios()
         .into_iter()

@@ -145,9 +145,7 @@ fn cases() -> Vec<Case> {
         case(Compact, fp::INSTALL_MANIFEST_RENAME, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_PARENT, 1, true),
         case(Compact, fp::INSTALL_SWAP_RENAME_LIVE_BACKUP, 1, true),
-        case(Compact, fp::INSTALL_SWAP_SYNC_PARENT_BACKUP, 1, true),
         case(Compact, fp::INSTALL_SWAP_RENAME_TMP_LIVE, 1, true),
-        case(Compact, fp::INSTALL_SWAP_SYNC_PARENT_LIVE, 1, true),
         case(Compact, fp::INSTALL_CLEANUP_REMOVE_BACKUP, 1, true),
         case(Compact, fp::INSTALL_CLEANUP_SYNC_PARENT_BACKUP, 1, true),
         case(Compact, fp::INSTALL_CLEANUP_REMOVE_MANIFEST, 1, true),
@@ -158,7 +156,6 @@ fn cases() -> Vec<Case> {
         case(Retain, fp::RETENTION_DELETE_REMOVE_FILE, 1, true),
         case(Retain, fp::RETENTION_DELETE_REMOVE_FILE, 5, true),
         case(Retain, fp::RETENTION_DELETE_REMOVE_FILE, 9, true),
-        case(Retain, fp::RETENTION_DELETE_SYNC_DIR, 1, true),
     ];
     let during_recovery = [
         (

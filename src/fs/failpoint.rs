@@ -37,7 +37,6 @@ pub const RETENTION_CHECKPOINT_SYNC_TMP: &str = "retention::checkpoint::sync_tmp
 pub const RETENTION_CHECKPOINT_RENAME: &str = "retention::checkpoint::rename";
 pub const RETENTION_CHECKPOINT_SYNC_DIR: &str = "retention::checkpoint::sync_dir";
 pub const RETENTION_DELETE_REMOVE_FILE: &str = "retention::delete::remove_file";
-pub const RETENTION_DELETE_SYNC_DIR: &str = "retention::delete::sync_dir";
 // --- retention: recovery on open --------------------------------------------
 pub const RETENTION_RECOVER_REMOVE_FILE: &str = "retention::recover::remove_file";
 pub const RETENTION_RECOVER_SYNC_DIR: &str = "retention::recover::sync_dir";
@@ -51,9 +50,7 @@ pub const INSTALL_MANIFEST_SYNC_TMP: &str = "install::manifest::sync_tmp";
 pub const INSTALL_MANIFEST_RENAME: &str = "install::manifest::rename";
 pub const INSTALL_MANIFEST_SYNC_PARENT: &str = "install::manifest::sync_parent";
 pub const INSTALL_SWAP_RENAME_LIVE_BACKUP: &str = "install::swap::rename_live_backup";
-pub const INSTALL_SWAP_SYNC_PARENT_BACKUP: &str = "install::swap::sync_parent_backup";
 pub const INSTALL_SWAP_RENAME_TMP_LIVE: &str = "install::swap::rename_tmp_live";
-pub const INSTALL_SWAP_SYNC_PARENT_LIVE: &str = "install::swap::sync_parent_live";
 pub const INSTALL_CLEANUP_REMOVE_BACKUP: &str = "install::cleanup::remove_backup";
 pub const INSTALL_CLEANUP_SYNC_PARENT_BACKUP: &str = "install::cleanup::sync_parent_backup";
 pub const INSTALL_CLEANUP_REMOVE_MANIFEST: &str = "install::cleanup::remove_manifest";
@@ -92,7 +89,6 @@ pub const ALL: &[&str] = &[
     RETENTION_CHECKPOINT_RENAME,
     RETENTION_CHECKPOINT_SYNC_DIR,
     RETENTION_DELETE_REMOVE_FILE,
-    RETENTION_DELETE_SYNC_DIR,
     RETENTION_RECOVER_REMOVE_FILE,
     RETENTION_RECOVER_SYNC_DIR,
     RETENTION_RECOVER_SYNC_DIR_FIRST,
@@ -103,9 +99,7 @@ pub const ALL: &[&str] = &[
     INSTALL_MANIFEST_RENAME,
     INSTALL_MANIFEST_SYNC_PARENT,
     INSTALL_SWAP_RENAME_LIVE_BACKUP,
-    INSTALL_SWAP_SYNC_PARENT_BACKUP,
     INSTALL_SWAP_RENAME_TMP_LIVE,
-    INSTALL_SWAP_SYNC_PARENT_LIVE,
     INSTALL_CLEANUP_REMOVE_BACKUP,
     INSTALL_CLEANUP_SYNC_PARENT_BACKUP,
     INSTALL_CLEANUP_REMOVE_MANIFEST,

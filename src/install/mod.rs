@@ -160,13 +160,13 @@ fn install_steps(
         return sync_parent(fs, paths);
     }
     if knobs.backup_before_manifest {
-        install_backup(fs, paths, knobs)?;
+        install_backup(fs, paths)?;
         install_commit(fs, paths, manifest, knobs)?;
     } else {
         install_commit(fs, paths, manifest, knobs)?;
-        install_backup(fs, paths, knobs)?;
+        install_backup(fs, paths)?;
     }
-    install_publish(fs, paths, knobs)?;
+    install_publish(fs, paths)?;
     install_cleanup(fs, paths)
 }
 
@@ -206,26 +206,25 @@ fn install_commit(
 }
 
 /// Step 3: the old content moves aside (it stays whole until step 5).
-fn install_backup(fs: &dyn FileSystem, paths: &InstallPaths, knobs: Knobs) -> Result<()> {
+fn install_backup(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
     fail_point!(fp::INSTALL_SWAP_RENAME_LIVE_BACKUP);
     fs.rename(&paths.live, &paths.backup)
         .map_err(|e| Error::io(&paths.backup, e))?;
-    if knobs.sync_after_rename {
-        fail_point!(fp::INSTALL_SWAP_SYNC_PARENT_BACKUP);
-        sync_parent(fs, paths)?;
-    }
+    // No parent sync here: the manifest is durable, so whichever of this rename and
+    // the next survives a power loss, recovery knows the new content and rolls
+    // forward (the sync ablation found this sync redundant; the install model holds
+    // without it, docs/design.md section 6).
     Ok(())
 }
 
 /// Step 4: the new content becomes `D`.
-fn install_publish(fs: &dyn FileSystem, paths: &InstallPaths, knobs: Knobs) -> Result<()> {
+fn install_publish(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
     fail_point!(fp::INSTALL_SWAP_RENAME_TMP_LIVE);
     fs.rename(&paths.tmp, &paths.live)
         .map_err(|e| Error::io(&paths.live, e))?;
-    if knobs.sync_after_rename {
-        fail_point!(fp::INSTALL_SWAP_SYNC_PARENT_LIVE);
-        sync_parent(fs, paths)?;
-    }
+    // Made durable by the parent sync after the backup's removal (step 5), which
+    // `compact` always reaches before it returns; until then recovery rolls forward
+    // from the durable manifest (redundant per the sync ablation and the model).
     Ok(())
 }
 
@@ -240,6 +239,11 @@ fn install_cleanup(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
     fail_point!(fp::INSTALL_CLEANUP_REMOVE_MANIFEST);
     fs.remove_file(&paths.manifest)
         .map_err(|e| Error::io(&paths.manifest, e))?;
+    // The install model finds this sync redundant (a manifest brought back finds
+    // the new content live), but the model ends with the install: a manifest that
+    // comes back after the log has moved on is stale, sends recovery down the
+    // rolled-back path and makes read-only opens refuse until a writable one. The
+    // sync keeps a finished install finished.
     fail_point!(fp::INSTALL_CLEANUP_SYNC_PARENT_MANIFEST);
     sync_parent(fs, paths)
 }

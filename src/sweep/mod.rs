@@ -323,13 +323,17 @@ pub fn sweep_with(
         }
     };
     report.operations = total;
-    for k in 0..total {
+    // Before every operation, and once after the last: a power loss after the
+    // workload returned may still take what its last operation left unsynced.
+    for k in 0..=total {
         progress(k, total);
         let fs = Arc::new(SimFs::new());
         setup(&fs);
         fs.set_crash_before(k);
         let interrupted = match run_until_crash(workload, &fs) {
             Ok(Some(interrupted)) => interrupted,
+            // The crash after the last operation: nothing was running.
+            Ok(None) if k == total => Some(workload.ops.len()),
             Ok(None) => continue,
             Err(detail) => {
                 report.violations.push(violation(

@@ -3,10 +3,10 @@
 //! A range of acceptable outcomes ("old or new", "anything from the last durability
 //! point on") lets a recovery that picks the wrong side pass. The durable state of an
 //! image decides the side, so the oracle reads it, never the engine's opinion of it:
-//! * **install** (an interrupted `compact`): the manifest survived in the image
-//!   means *new*; so does a live directory that already holds exactly the new
-//!   segment layout with no sibling left (the install ran to its last step); anything
-//!   else is *old*;
+//! * **install** (an interrupted `compact`): this install's manifest (one that lists
+//!   exactly the new segment files) survived in the image means *new*; so does a live
+//!   directory that already holds exactly the new segment layout with no sibling left
+//!   (the install ran to its last step); anything else is *old*;
 //! * **retention** (an interrupted `retain`): the checkpoint in the image holds the new
 //!   `log_start_offset` means *new*, otherwise *old*;
 //! * **appends** since the last durability point: the latest candidate state whose
@@ -22,6 +22,7 @@ use std::path::Path;
 
 use seglog_model::spec::SpecLog;
 
+use crate::format::manifest::Manifest;
 use crate::format::{checkpoint, filename};
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
@@ -31,8 +32,9 @@ use super::LOG_DIR;
 /// What an image holds durably, as far as the oracle needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageFacts {
-    /// `D.compact-manifest` exists next to the log directory.
-    pub manifest: bool,
+    /// The `.log` files (base offset -> length) listed by the `D.compact-manifest`
+    /// next to the log directory, if it exists and decodes.
+    pub manifest: Option<BTreeMap<i64, u64>>,
     /// Any other install sibling (temp dir, backup, manifest temp) exists.
     pub install_siblings: bool,
     /// The value of `log-start-offset.checkpoint` in the log directory, if it parses.
@@ -63,8 +65,21 @@ impl ImageFacts {
                 }
             }
         }
+        let manifest = fs
+            .read_all(&paths.manifest)
+            .ok()
+            .and_then(|bytes| Manifest::decode(&bytes).ok())
+            .map(|m| {
+                m.files
+                    .iter()
+                    .filter_map(|f| match filename::parse(&f.name) {
+                        Some((base, filename::LOG_SUFFIX)) => Some((base, f.bytes)),
+                        _ => None,
+                    })
+                    .collect()
+            });
         ImageFacts {
-            manifest: fs.exists(&paths.manifest),
+            manifest,
             install_siblings,
             checkpoint,
             segments,
@@ -94,8 +109,13 @@ impl ImageFacts {
 
     /// The side of an interrupted compaction this image is on: `Some(reason)` for new.
     pub fn install_committed(&self, new: &SpecLog) -> Option<&'static str> {
-        if self.manifest {
-            Some("the manifest is durable: new")
+        let layout: BTreeMap<i64, u64> = new
+            .raw_segments()
+            .iter()
+            .map(|s| (s.base_offset, s.bytes()))
+            .collect();
+        if self.manifest.as_ref() == Some(&layout) {
+            Some("this install's manifest is durable: new")
         } else if self.is_exactly(new) {
             Some("the live directory is the new content and no sibling is left: new")
         } else {
@@ -148,7 +168,7 @@ mod tests {
         assert_eq!(facts.segments.len(), 3);
         assert!(facts.holds(&spec));
         assert!(facts.is_exactly(&spec));
-        assert!(!facts.manifest && !facts.install_siblings);
+        assert!(facts.manifest.is_none() && !facts.install_siblings);
         assert_eq!(facts.checkpoint, None);
 
         let mut longer = spec.clone();

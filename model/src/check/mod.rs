@@ -437,11 +437,12 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
         .find(|(name, _, _)| *name == failpoint)
         .map(|(_, kind, step)| (*kind, *step))?;
     let report = match kind {
-        ModelKind::Install => {
-            check_model(InstallModel::new(InstallVariant::WithoutStep(step)), None)
-        }
+        ModelKind::Install => check_model(
+            InstallModel::new(InstallVariant::WithoutSteps(1 << step)),
+            None,
+        ),
         ModelKind::Retention => check_model(
-            RetentionModel::new(RetentionVariant::WithoutStep(step)),
+            RetentionModel::new(RetentionVariant::WithoutSteps(1 << step)),
             None,
         ),
         ModelKind::Log => return None,
@@ -468,19 +469,16 @@ const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("install::manifest::sync_temp_entry", ModelKind::Install, 3),
     ("install::manifest::sync_tmp", ModelKind::Install, 5),
     ("install::manifest::sync_parent", ModelKind::Install, 7),
-    ("install::swap::sync_parent_backup", ModelKind::Install, 9),
-    ("install::swap::sync_parent_live", ModelKind::Install, 11),
     (
         "install::cleanup::sync_parent_backup",
         ModelKind::Install,
-        13,
+        11,
     ),
     (
         "install::cleanup::sync_parent_manifest",
         ModelKind::Install,
-        15,
+        13,
     ),
     ("retention::checkpoint::sync_tmp", ModelKind::Retention, 1),
     ("retention::checkpoint::sync_dir", ModelKind::Retention, 3),
-    ("retention::delete::sync_dir", ModelKind::Retention, 6),
 ];

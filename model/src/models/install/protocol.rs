@@ -42,8 +42,9 @@ pub enum InstallVariant {
     /// entry in the parent is lost, so a durable manifest points at nothing and
     /// recovery rolls back past the commit point.
     NoTempEntrySync,
-    /// Ours without step `n` (a sync, for the sync ablation's judge).
-    WithoutStep(u8),
+    /// Ours without the steps whose bits are set in the mask (bit `n`: step `n`;
+    /// syncs, for the sync ablation's judge).
+    WithoutSteps(u32),
 }
 
 impl InstallVariant {
@@ -58,21 +59,29 @@ impl InstallVariant {
             SyncManifestTemp,
             RenameManifest,
             SyncParent, // commit point
+            // No sync after either rename: the manifest is durable, so recovery rolls
+            // forward from any subset of them (the sync ablation proved both syncs
+            // redundant, and the checker agrees).
             RenameLiveToBackup,
-            SyncParent,
             RenameTempToLive,
-            SyncParent,
             RemoveBackup,
             SyncParent,
             RemoveManifest,
+            // Redundant within this model (a manifest brought back finds the new
+            // content live), kept so that a later power loss cannot bring back a
+            // stale manifest after the log has moved on (outside this model).
             SyncParent,
         ];
         match self {
             InstallVariant::Manifest | InstallVariant::NoRecoverySync => ours,
-            InstallVariant::WithoutStep(n) => {
-                let mut steps = ours;
-                steps.remove(usize::from(n));
+            InstallVariant::WithoutSteps(mask) => {
+                let steps = ours;
                 steps
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(n, _)| mask & (1 << n) == 0)
+                    .map(|(_, step)| step)
+                    .collect()
             }
             InstallVariant::NoDirSync => ours.into_iter().filter(|s| *s != SyncParent).collect(),
             InstallVariant::NoTempEntrySync => {
