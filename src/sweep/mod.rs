@@ -12,6 +12,7 @@
 //! * recovery is idempotent: a second open changes no byte and gives the same view.
 
 mod allowed;
+pub mod io_errors;
 mod workloads;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,33 @@
+//! The I/O-error sweep on every named workload (`src/sweep/io_errors.rs`): file-system
+//! call `k` fails with `EIO`, `ENOSPC` or a short append for every `k`; the failing
+//! operation must return an error, the log must be poisoned until reopened, the
+//! reopen must recover to an allowed spec state, and no power-loss image taken
+//! after the error or at the end of the workload may lose anything that was
+//! reported durable.
+
+use seglog::sweep::io_errors::{sweep_errors, IoErrorOptions};
+use seglog::sweep::named_workloads;
+
+#[test]
+fn every_error_point_of_every_named_workload_is_reached_and_recovers() {
+    let options = IoErrorOptions::default();
+    for workload in named_workloads() {
+        let report = sweep_errors(&workload, &options, |_, _| {});
+        eprintln!(
+            "{}: {} calls, {} error points {:?}, {} reopened, {} images, {} violations, {:.2}s",
+            report.workload,
+            report.operations,
+            report.error_points,
+            report.error_points_by_kind,
+            report.reopened,
+            report.disk_images,
+            report.violations.len(),
+            report.seconds
+        );
+        for v in report.violations.iter().take(5) {
+            eprintln!("  {v}");
+        }
+        assert!(report.violations.is_empty(), "{}", report.violations[0]);
+        assert_eq!(report.not_reached, 0);
+    }
+}
