@@ -50,6 +50,8 @@ pub struct IoErrorOptions {
     pub images_per_point: usize,
     /// The error kinds injected at every call.
     pub kinds: Vec<FaultKind>,
+    /// Only this call (to reproduce one point); `None`: every call.
+    pub only_call: Option<u64>,
 }
 
 impl Default for IoErrorOptions {
@@ -57,6 +59,7 @@ impl Default for IoErrorOptions {
         IoErrorOptions {
             images_per_point: 8,
             kinds: FaultKind::ALL.to_vec(),
+            only_call: None,
         }
     }
 }
@@ -78,6 +81,16 @@ pub struct IoErrorViolation {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_lost: Option<Vec<String>>,
     pub detail: String,
+}
+
+impl IoErrorViolation {
+    /// The command that runs exactly this error point again.
+    pub fn replay_command(&self) -> String {
+        format!(
+            "seglog sweep --errors --workload {} --error-kind {} --error-call {}",
+            self.workload, self.kind, self.fs_call
+        )
+    }
 }
 
 impl std::fmt::Display for IoErrorViolation {
@@ -158,6 +171,9 @@ pub fn sweep_errors(
     };
     report.operations = total;
     for k in 0..total {
+        if options.only_call.is_some_and(|only| only != k) {
+            continue;
+        }
         progress(k, total);
         let mut call_k = None;
         for &kind in &options.kinds {
@@ -298,6 +314,11 @@ impl<'a> Point<'a> {
                     }
                     if op.is_mutation() && expected != OpOutcome::Rejected {
                         self.after_ok(op, &before);
+                    }
+                    if fired_now {
+                        // What the `Ok` claimed must hold in every image now.
+                        let chain = self.chain.clone();
+                        self.check_images(&format!("{during} (after its Ok)"), &chain);
                     }
                 }
                 Err(e) if !fired_now => {
