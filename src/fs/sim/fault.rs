@@ -3,9 +3,13 @@
 //! [`super::SimFs::fail_nth_with`] makes one mutating call fail with one of these.
 //! What each leaves behind, the way Linux does:
 //! * [`FaultKind::Eio`] and [`FaultKind::Enospc`]: the call changes nothing. For
-//!   `sync_file` that means the file's data is *not* made durable: the bytes stay
-//!   written-but-unsynced (a later power loss may take them), so an engine that
-//!   carries on as if the fsync had worked loses what it reported durable.
+//!   `sync_file` that means the file's data is *not* made durable, and worse
+//!   (fsyncgate): Linux marks the pages whose writeback failed clean, so reads
+//!   still see them but no later fsync writes them. SimFs keeps them readable and
+//!   lets a power loss turn them into zeros even after a later `sync_file`
+//!   succeeded (`LostItem::FailedWriteback`), until a truncation drops them. An
+//!   engine that carries on as if the fsync had worked loses what it reported
+//!   durable; one that only reopens reads pages the disk does not hold.
 //! * [`FaultKind::ShortWrite`]: an `append` writes the first half of its data (a
 //!   short `write(2)`), then fails with `ENOSPC` (what the retry of the rest returns
 //!   on a full disk). The prefix stays in the file as written-but-unsynced bytes.

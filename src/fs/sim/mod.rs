@@ -348,9 +348,18 @@ impl FileSystem for SimFs {
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
-        self.mutate(Call::SyncFile, path, |s| {
-            s.file_mut(path).map(|file| file.sync())
-        })
+        self.mutate_or(
+            Call::SyncFile,
+            path,
+            |s| s.file_mut(path).map(|file| file.sync()),
+            |s, _| {
+                // The writeback failed: those pages will never reach the disk.
+                if let Ok(file) = s.file_mut(path) {
+                    file.doom_unsynced();
+                }
+                Ok(())
+            },
+        )
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
