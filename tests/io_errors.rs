@@ -5,6 +5,8 @@
 //! after the error or at the end of the workload may lose anything that was
 //! reported durable.
 
+use seglog::conformance::faults::run_random_faults;
+use seglog::conformance::ConformanceOptions;
 use seglog::sweep::io_errors::{sweep_errors, IoErrorOptions};
 use seglog::sweep::named_workloads;
 
@@ -35,4 +37,29 @@ fn every_error_point_of_every_named_workload_is_reached_and_recovers() {
         assert!(report.violations.is_empty(), "{}", report.violations[0]);
         assert_eq!(report.not_reached, 0);
     }
+}
+
+/// Conformance with `Step::FailNext` woven in (SimFs): seeded, deterministic.
+#[test]
+fn conformance_with_injected_errors_matches_the_spec() {
+    let options = ConformanceOptions {
+        cases: 40,
+        ops_per_case: 40,
+        seed: 10,
+        variant: "manifest".into(),
+    };
+    let report = run_random_faults(&options, |_| {});
+    eprintln!(
+        "{} cases, {} steps, {} io errors, {} crashes, {:.2}s",
+        report.cases, report.steps, report.io_errors, report.crashes, report.seconds
+    );
+    assert!(report.failures.is_empty(), "{}", report.failures[0]);
+    assert_eq!(report.cases, 40);
+    // About one mutating step in five arms a fault; most fire.
+    assert!(report.io_errors >= 80, "{} io errors", report.io_errors);
+    let again = run_random_faults(&options, |_| {});
+    assert_eq!(
+        (report.steps, report.io_errors, report.crashes),
+        (again.steps, again.io_errors, again.crashes)
+    );
 }

@@ -367,21 +367,8 @@ impl<'a> Point<'a> {
         }
     }
 
-    /// The states the log may be in after `op` failed: anything back to the last
-    /// durability point, or `op` done (it may have taken effect before the error),
-    /// or, for an append that would roll first, the roll done alone.
     fn candidates_after_error(&self, op: &Op) -> Vec<SpecLog> {
-        let mut candidates = self.chain.clone();
-        let mut done = self.spec.clone();
-        spec::apply(&mut done, op);
-        let append = matches!(op, Op::Append { .. } | Op::AppendControl { .. });
-        if append && done.raw_segments().len() > self.spec.raw_segments().len() {
-            let mut rolled = self.spec.clone();
-            rolled.roll();
-            candidates.push(rolled);
-        }
-        candidates.push(done);
-        candidates
+        states_after_error(&self.chain, &self.spec, op)
     }
 
     /// Reopens after the error `error` of `during`; the recovered log must be one of
@@ -453,6 +440,24 @@ impl<'a> Point<'a> {
     }
 }
 
+/// The states a log may be in after `op` failed: anything in `chain` (from the last
+/// durability point that returned `Ok` to `current`), or `op` done (it may have taken
+/// effect before the error), or, for an append that would roll first, the roll done
+/// alone.
+pub fn states_after_error(chain: &[SpecLog], current: &SpecLog, op: &Op) -> Vec<SpecLog> {
+    let mut candidates = chain.to_vec();
+    let mut done = current.clone();
+    spec::apply(&mut done, op);
+    let append = matches!(op, Op::Append { .. } | Op::AppendControl { .. });
+    if append && done.raw_segments().len() > current.raw_segments().len() {
+        let mut rolled = current.clone();
+        rolled.roll();
+        candidates.push(rolled);
+    }
+    candidates.push(done);
+    candidates
+}
+
 /// The index of the last of `allowed` the log equals, or how it differs.
 fn matching(log: &Log, allowed: &[SpecLog]) -> Result<usize, String> {
     let view = engine::view(log).map_err(|e| format!("read failed: {e}"))?;
@@ -474,7 +479,7 @@ fn matching(log: &Log, allowed: &[SpecLog]) -> Result<usize, String> {
 
 /// After an IO error every writing call must return `Error::Poisoned` (and so do
 /// nothing) until the log is reopened.
-fn check_poisoned(log: &mut Log) -> Result<(), String> {
+pub fn check_poisoned(log: &mut Log) -> Result<(), String> {
     if !log.is_poisoned() {
         return Err("the log is not poisoned after an io error".into());
     }

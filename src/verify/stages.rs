@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 use seglog_model::check::{self, CheckOptions, ModelKind, Variant};
 
+use crate::conformance::faults::run_random_faults;
 use crate::conformance::{self, ConformanceOptions};
 use crate::fs::{FileSystem, StdFs};
 use crate::scenario::{self, files, load, scenario_paths, Scenario};
@@ -240,6 +241,15 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
         });
         reports.push(report);
     }
+    // Conformance with `Step::FailNext` woven in: a quarter of the conformance cases.
+    let conformance_options = ConformanceOptions {
+        cases: (options.conformance_cases / 4).max(1),
+        ops_per_case: options.conformance_ops,
+        seed: options.seed,
+        variant: options.variant.clone(),
+    };
+    progress.set(count, count + 1, "conformance with io errors");
+    let fault_cases = run_random_faults(&conformance_options, |_| {});
     let error_points: u64 = reports.iter().map(|r| r.error_points).sum();
     let not_reached: u64 = reports.iter().map(|r| r.not_reached).sum();
     let disk_images: u64 = reports.iter().map(|r| r.disk_images).sum();
@@ -252,29 +262,38 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
     }
     let seconds = started.elapsed().as_secs_f64();
     let first = reports.iter().find_map(|r| r.violations.first());
-    let summary = match first {
-        None => format!(
-            "{} workloads, {error_points} error points, {disk_images} disk images, {violations} violations",
-            reports.len()
-        ),
-        Some(v) => format!(
-            "{} workloads, {error_points} error points, {disk_images} disk images, {violations} violations; first: {v}",
-            reports.len()
-        ),
-    };
+    let mut summary = format!(
+        "{} workloads, {error_points} error points, {disk_images} disk images, {violations} violations; {} conformance cases, {} io errors, {} divergences",
+        reports.len(),
+        fault_cases.cases,
+        fault_cases.io_errors,
+        fault_cases.failures.len()
+    );
+    if let Some(v) = first {
+        summary.push_str(&format!("; first: {v}"));
+    }
     progress.done(&summary);
-    let counterexample = first.and_then(|v| {
-        let text = format!("{v}\n\nreplay with: {}\n", v.replay_command());
-        emit(
+    let counterexample = match (first, fault_cases.failures.first()) {
+        (Some(v), _) => {
+            let text = format!("{v}\n\nreplay with: {}\n", v.replay_command());
+            emit(
+                options,
+                &format!("io-errors-{}-{}-{}.txt", v.workload, v.kind, v.fs_call),
+                &text,
+            )
+        }
+        (None, Some(divergence)) => emit(
             options,
-            &format!("io-errors-{}-{}-{}.txt", v.workload, v.kind, v.fs_call),
-            &text,
-        )
-    });
+            &format!("io-errors-conformance-seed-{}.txt", divergence.seed),
+            &divergence.to_string(),
+        ),
+        (None, None) => None,
+    };
+    let passed = violations == 0 && not_reached == 0 && fault_cases.failures.is_empty();
     let mut report = stage(
         "io_errors",
         started,
-        violations == 0 && not_reached == 0,
+        passed,
         summary,
         json!({
             "workloads": reports.len(),
@@ -286,6 +305,11 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
             "seconds": seconds,
             "first_violation": first.map(ToString::to_string),
             "per_workload": reports,
+            "conformance_cases": fault_cases.cases,
+            "conformance_steps": fault_cases.steps,
+            "conformance_io_errors": fault_cases.io_errors,
+            "conformance_failures": fault_cases.failures.len(),
+            "conformance_first_failure": fault_cases.failures.first().map(ToString::to_string),
         }),
     );
     report.counterexample = counterexample;

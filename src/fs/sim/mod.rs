@@ -155,6 +155,11 @@ impl SimFs {
         self.lock().control.faults.insert(k, kind);
     }
 
+    /// Drops the faults set by [`SimFs::fail_nth_with`] that have not fired yet.
+    pub fn clear_faults(&self) {
+        self.lock().control.faults.clear();
+    }
+
     /// The faults set by [`SimFs::fail_nth_with`] that fired so far, in order.
     pub fn fired_faults(&self) -> Vec<FiredFault> {
         self.lock().control.fired.clone()
