@@ -29,7 +29,7 @@ pub fn with_faults(steps: Vec<Step>, seed: u64) -> Vec<Step> {
     for (i, step) in steps.into_iter().enumerate() {
         let draw = case_seed(seed ^ 0xFA17_FA17, i as u64);
         let mutation = matches!(&step, Step::Op(op) if !matches!(op, Op::Read { .. }));
-        if mutation && draw % FAIL_ONE_IN == 0 {
+        if mutation && draw.is_multiple_of(FAIL_ONE_IN) {
             let kinds = FaultKind::ALL;
             let kind = kinds[((draw >> 8) % kinds.len() as u64) as usize];
             out.push(Step::FailNext { kind });
