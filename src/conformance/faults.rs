@@ -13,10 +13,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::fs::sim::FaultKind;
+use crate::sweep::io_errors::panic_message;
 use crate::workload::Op;
 
 use super::{
-    case_seed, case_steps, run_case, shrink, Backend, ConformanceOptions, Divergence, Step,
+    case_seed, case_steps, run_case, shrink, Backend, CaseStats, ConformanceOptions, Divergence,
+    Step,
 };
 
 /// One in this many mutating operations gets a `FailNext` before it.
@@ -37,6 +39,22 @@ pub fn with_faults(steps: Vec<Step>, seed: u64) -> Vec<Step> {
         out.push(step);
     }
     out
+}
+
+/// [`run_case`] on SimFs, with a panic of the engine (an assertion tripping on an
+/// error path) reported as a divergence at the last step.
+fn run_caught(steps: &[Step], variant: &str) -> Result<CaseStats, Divergence> {
+    let run = std::panic::catch_unwind(|| run_case(steps, Backend::Sim, variant));
+    run.unwrap_or_else(|panic| {
+        Err(Divergence {
+            seed: 0,
+            backend: Backend::Sim,
+            steps: steps.to_vec(),
+            step: steps.len().saturating_sub(1),
+            detail: format!("panicked: {}", panic_message(&*panic)),
+            crash_lost: None,
+        })
+    })
 }
 
 /// The totals of [`run_random_faults`].
@@ -63,7 +81,7 @@ pub fn run_random_faults(
         let seed = case_seed(options.seed, case);
         let steps = with_faults(case_steps(seed, options.ops_per_case), seed);
         report.cases += 1;
-        match run_case(&steps, Backend::Sim, &options.variant) {
+        match run_caught(&steps, &options.variant) {
             Ok(stats) => {
                 report.steps += stats.steps;
                 report.io_errors += stats.io_errors;
@@ -71,7 +89,7 @@ pub fn run_random_faults(
             }
             Err(divergence) => {
                 let divergence = shrink(divergence, |steps| {
-                    run_case(steps, Backend::Sim, &options.variant).err()
+                    run_caught(steps, &options.variant).err()
                 });
                 report.failures.push(Divergence { seed, ..divergence });
                 progress(report.cases);

@@ -181,7 +181,12 @@ pub fn sweep_errors(
                 continue;
             }
             let mut point = Point::new(workload, k, kind, options);
-            point.run();
+            // An engine assertion that trips on the error path is a finding too, not
+            // the end of the sweep.
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| point.run()));
+            if let Err(panic) = run {
+                point.violation("run", None, format!("panicked: {}", panic_message(&*panic)));
+            }
             if let Some(fired) = point.fs.fired_faults().first() {
                 call_k = Some(fired.call);
                 if kind == FaultKind::ShortWrite && fired.call != Call::Append {
@@ -456,6 +461,15 @@ pub fn states_after_error(chain: &[SpecLog], current: &SpecLog, op: &Op) -> Vec<
     }
     candidates.push(done);
     candidates
+}
+
+/// The message of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 /// The index of the last of `allowed` the log equals, or how it differs.
