@@ -86,3 +86,35 @@ fn conformance_with_injected_errors_matches_the_spec() {
         (again.steps, again.io_errors, again.crashes)
     );
 }
+
+/// `seglog sweep --errors` as users run it: JSON on stdout, one point reproducible.
+#[test]
+fn sweep_errors_cli_reports_and_reproduces_one_point() {
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_seglog"))
+            .args(["sweep", "--errors", "--workload", "append-flush"])
+            .args(args)
+            .output()
+            .expect("run seglog sweep --errors");
+        let code = output.status.code();
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+        (
+            code,
+            json,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, all, stderr) = run(&["--images-per-point", "4"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(all["mode"], "io_errors");
+    assert_eq!(all["violations"], 0);
+    assert_eq!(all["not_reached"], 0);
+    let points = all["error_points"].as_u64().unwrap();
+    assert!(points >= 80, "{points}");
+    // Call 0 (the first mkdir of the first open) with EIO alone: exactly one point.
+    let (code, one, stderr) = run(&["--error-kind", "eio", "--error-call", "0"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(one["error_points"], 1);
+    let (code, _, stderr) = run(&["--error-kind", "bogus"]);
+    assert_eq!(code, Some(2), "{stderr}");
+}
