@@ -55,6 +55,22 @@ fn quick_verify_passes_and_reports_every_stage() {
     }
     assert!(sweep["disk_images"].as_u64().unwrap() > 1000);
     assert_eq!(sweep["violations"], 0);
+    let io_errors = &stages["io_errors"];
+    assert_eq!(io_errors["passed"], true, "{io_errors:#}");
+    for key in [
+        "workloads",
+        "error_points",
+        "disk_images",
+        "violations",
+        "seconds",
+        "not_reached",
+        "conformance_cases",
+        "conformance_io_errors",
+    ] {
+        assert!(io_errors.get(key).is_some(), "io_errors lacks {key}");
+    }
+    assert!(io_errors["error_points"].as_u64().unwrap() >= 1000);
+    assert_eq!(io_errors["not_reached"], 0);
     assert!(
         std::fs::read_dir(emit.path()).unwrap().next().is_none(),
         "nothing to emit on a pass"

@@ -6,9 +6,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::Outcome;
+use crate::fs::sim::FaultKind;
 use crate::fs::StdFs;
 use crate::scenario::{files, Scenario};
-use crate::sweep::{self, SweepOptions};
+use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
+use crate::sweep::{self, SweepOptions, Workload};
 use crate::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -32,27 +34,29 @@ pub struct SweepArgs {
     /// and print the table (caught by the sweep, redundant per the model, or not).
     #[arg(long)]
     pub ablate: bool,
+    /// Run the I/O-error sweep instead of the crash sweep: every file-system call
+    /// fails in turn with an error (see `--error-kind`); the operation must fail,
+    /// poison the log, and lose nothing reported durable in any power-loss image.
+    #[arg(long)]
+    pub errors: bool,
+    /// With `--errors`: only these error kinds (eio, enospc, short_write; default all).
+    #[arg(long = "error-kind", requires = "errors")]
+    pub error_kinds: Vec<FaultKind>,
+    /// With `--errors`: only this file-system call (0-based), to reproduce one point.
+    #[arg(long, requires = "errors")]
+    pub error_call: Option<u64>,
 }
 
 pub fn sweep(args: SweepArgs) -> Result<Outcome> {
     crate::workload::engine::Variant::parse(&args.variant).map_err(Error::InvalidArgument)?;
+    if args.errors {
+        return sweep_io_errors(&args);
+    }
     let options = SweepOptions {
         images_per_point: args.images_per_point,
         recovery_crash_images: args.recovery_crash_images,
     };
-    let mut workloads = sweep::named_workloads();
-    if !args.workloads.is_empty() {
-        let known: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
-        for name in &args.workloads {
-            if !known.contains(name) {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown workload {name:?}; known: {}",
-                    known.join(", ")
-                )));
-            }
-        }
-        workloads.retain(|w| args.workloads.contains(&w.name));
-    }
+    let workloads = selected_workloads(&args)?;
     if args.ablate {
         return ablate(&workloads, &args.variant, &options);
     }
@@ -94,6 +98,74 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
         "emitted": emitted,
     });
     Ok(if violations == 0 {
+        Outcome::Ok(value)
+    } else {
+        Outcome::CheckFailed(value)
+    })
+}
+
+/// The named workloads, or the ones `--workload` names.
+fn selected_workloads(args: &SweepArgs) -> Result<Vec<Workload>> {
+    let mut workloads = sweep::named_workloads();
+    if !args.workloads.is_empty() {
+        let known: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+        for name in &args.workloads {
+            if !known.contains(name) {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown workload {name:?}; known: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+        workloads.retain(|w| args.workloads.contains(&w.name));
+    }
+    Ok(workloads)
+}
+
+/// `seglog sweep --errors`: the I/O-error sweep (also the `io_errors` stage of verify).
+fn sweep_io_errors(args: &SweepArgs) -> Result<Outcome> {
+    let defaults = IoErrorOptions::default();
+    let options = IoErrorOptions {
+        images_per_point: args.images_per_point,
+        kinds: if args.error_kinds.is_empty() {
+            defaults.kinds
+        } else {
+            args.error_kinds.clone()
+        },
+        only_call: args.error_call,
+    };
+    let mut reports = Vec::new();
+    for mut workload in selected_workloads(args)? {
+        workload.variant = args.variant.clone();
+        let report = sweep_errors(&workload, &options, |_, _| {});
+        eprintln!(
+            "{}: {} calls, {} error points, {} disk images, {} violations, {:.2}s",
+            report.workload,
+            report.operations,
+            report.error_points,
+            report.disk_images,
+            report.violations.len(),
+            report.seconds
+        );
+        if let Some(first) = report.violations.first() {
+            eprintln!("  first: {first}");
+            eprintln!("  replay with: {}", first.replay_command());
+        }
+        reports.push(report);
+    }
+    let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
+    let not_reached: u64 = reports.iter().map(|r| r.not_reached).sum();
+    let value = json!({
+        "mode": "io_errors",
+        "workloads": reports.len(),
+        "error_points": reports.iter().map(|r| r.error_points).sum::<u64>(),
+        "not_reached": not_reached,
+        "disk_images": reports.iter().map(|r| r.disk_images).sum::<u64>(),
+        "violations": violations,
+        "seconds": reports.iter().map(|r| r.seconds).sum::<f64>(),
+        "per_workload": reports,
+    });
+    Ok(if violations == 0 && not_reached == 0 {
         Outcome::Ok(value)
     } else {
         Outcome::CheckFailed(value)

@@ -14,6 +14,8 @@ use crate::sweep::LOG_DIR;
 use crate::workload::engine::{self, Variant};
 use crate::workload::{spec, Op, OpOutcome};
 
+mod io_error;
+
 use super::compare::{compare, engine_spec, structure_diff};
 use super::{case_config, Backend, CaseStats, Divergence, Step, CRASH_IMAGES_MAX};
 
@@ -67,6 +69,11 @@ impl Engine {
             .map_err(|e| format!("open failed: {e}"))?;
         self.log = Some(log);
         Ok(())
+    }
+
+    /// Faults of `SimFs::fail_nth_with` that fired so far (0 on the real disk).
+    fn faults_fired(&self) -> usize {
+        self.sim.as_ref().map_or(0, |sim| sim.fired_faults().len())
     }
 
     fn log(&mut self) -> &mut Log {
@@ -190,8 +197,25 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
         match step {
             Step::Op(op) => {
                 let before = spec_log.clone();
-                let engine_outcome = engine::apply_with(engine.log(), op, variant_parsed)
-                    .map_err(|e| fail(i, format!("engine error: {e}"), None))?;
+                let fired = engine.faults_fired();
+                let engine_outcome = match engine::apply_with(engine.log(), op, variant_parsed) {
+                    Ok(outcome) => outcome,
+                    Err(e) if engine.faults_fired() > fired => {
+                        stats.io_errors += 1;
+                        stats.reads +=
+                            io_error::recover(&mut engine, op, &mut spec_log, &mut durable, &e)
+                                .map_err(|d| fail(i, d, None))?;
+                        continue;
+                    }
+                    Err(e) => return Err(fail(i, format!("engine error: {e}"), None)),
+                };
+                if engine.faults_fired() > fired {
+                    return Err(fail(
+                        i,
+                        format!("returned Ok ({engine_outcome:?}) although a file-system call it made failed"),
+                        None,
+                    ));
+                }
                 let spec_outcome = spec::apply(&mut spec_log, op);
                 if engine_outcome != spec_outcome {
                     return Err(fail(
@@ -214,7 +238,9 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 }
             }
             Step::AdvanceClock(_) => {}
+            Step::FailNext { kind } => io_error::arm(&engine, *kind),
             Step::Reopen => {
+                io_error::disarm(&engine);
                 let log = engine.log.take().expect("open between steps");
                 log.close()
                     .map_err(|e| fail(i, format!("close failed: {e}"), None))?;
@@ -223,6 +249,7 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
             }
             Step::CrashReopen { image } => {
+                io_error::disarm(&engine);
                 stats.crashes += 1;
                 let (lost, process) = engine.crash(*image);
                 let lost_for = |detail: String| fail(i, detail, Some(lost.clone()));

@@ -107,6 +107,10 @@ pub struct Log {
     segments: Vec<Segment>,
     /// Set by a failed IO in append/roll/flush; the log must be reopened.
     poisoned: bool,
+    /// Length of the active `.log` as of the last successful fsync of it by this
+    /// handle (or as found on open): where a failed fsync cuts the file back to
+    /// (see `write::sync_active_log`).
+    synced_log_bytes: u64,
     /// Opened with [`Log::open_read_only`]: writes are refused.
     read_only: bool,
     /// Reused encode buffer.
@@ -171,12 +175,14 @@ impl Log {
         segments: Vec<Segment>,
         read_only: bool,
     ) -> Log {
+        let synced_log_bytes = segments.last().map_or(0, |s| s.bytes);
         let log = Log {
             fs,
             dir,
             config,
             segments,
             poisoned: false,
+            synced_log_bytes,
             read_only,
             scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),

@@ -60,6 +60,7 @@ pub fn recover(
     // checkpointed deletion. Both fail closed on anything they cannot parse.
     report.install = crate::install::recover(fs, dir)?;
     report.retention = crate::retention::recover(fs, dir)?;
+    let existed = fs.exists(dir);
     recovery_ensure_dir(fs, dir, report)?;
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
@@ -75,6 +76,9 @@ pub fn recover(
         dir_dirty = true;
     }
     recovery_sync_dir(fs, dir, dir_dirty, report)?;
+    if existed && segments.iter().all(Segment::is_empty) {
+        recovery_sync_path(fs, dir)?;
+    }
     summarize(&segments, report);
     Ok(segments)
 }
@@ -371,6 +375,28 @@ pub fn recovery_sync_dir(
         };
         crate::fail_point!(LOG_RECOVERY_SYNC_PARENT);
         fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    Ok(())
+}
+
+/// Phase 9b, for a log that holds no data yet and that this open did not create: an
+/// earlier open may have failed (an IO error, or a crash) after creating the
+/// directories and the first segment and before syncing them; this open finds them
+/// and cannot tell, so it makes the directory and every ancestor's entry durable.
+/// Without it a power loss could take the whole log path away after a later flush
+/// reported everything durable (found by the I/O-error sweep: `sync_dir` of `/`
+/// failing in the first open, then a retried open, appends and a flush).
+pub fn recovery_sync_path(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let mut path = Some(dir);
+    while let Some(here) = path {
+        let here = if here.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            here
+        };
+        crate::fail_point!(LOG_RECOVERY_SYNC_PARENT);
+        fs.sync_dir(here).map_err(|e| Error::io(here, e))?;
+        path = here.parent();
     }
     Ok(())
 }

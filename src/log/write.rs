@@ -150,6 +150,7 @@ impl Log {
             return Ok(self.active().base_offset);
         }
         let fs = std::sync::Arc::clone(&self.fs);
+        let synced_log_bytes = self.synced_log_bytes;
         let active = self.active_mut();
         // Kafka's onBecomeInactiveSegment: a last time index entry for the max so far.
         if let Some(entry) = active.index.on_roll() {
@@ -159,11 +160,8 @@ impl Log {
         // The closed segment must be durable before the next one exists, so that
         // only the last segment can ever have a torn tail.
         crate::fail_point!(LOG_ROLL_SYNC_CLOSED);
-        for path in [
-            &active.paths.log,
-            &active.paths.index,
-            &active.paths.time_index,
-        ] {
+        sync_active_log(fs.as_ref(), active, synced_log_bytes)?;
+        for path in [&active.paths.index, &active.paths.time_index] {
             fs.sync_file(path).map_err(|e| Error::io(path, e))?;
         }
         let next_base_offset = active.next_offset;
@@ -176,6 +174,7 @@ impl Log {
         create_segment_files(fs.as_ref(), &next.paths)?;
         let base_offset = next.base_offset;
         self.segments.push(next);
+        self.synced_log_bytes = 0;
         // The new files' directory entries.
         crate::fail_point!(LOG_ROLL_SYNC_DIR);
         fs.sync_dir(&self.dir)
@@ -201,8 +200,8 @@ impl Log {
         let fs = fs.as_ref();
         let paths = &self.active().paths;
         crate::fail_point!(LOG_FLUSH_SYNC_LOG);
-        fs.sync_file(&paths.log)
-            .map_err(|e| Error::io(&paths.log, e))?;
+        sync_active_log(fs, self.active(), self.synced_log_bytes)?;
+        let synced_log_bytes = self.active().bytes;
         crate::fail_point!(LOG_FLUSH_SYNC_INDEX);
         fs.sync_file(&paths.index)
             .map_err(|e| Error::io(&paths.index, e))?;
@@ -212,6 +211,7 @@ impl Log {
         crate::fail_point!(LOG_FLUSH_SYNC_DIR);
         fs.sync_dir(&self.dir)
             .map_err(|e| Error::io(&self.dir, e))?;
+        self.synced_log_bytes = synced_log_bytes;
         Ok(())
     }
 
@@ -223,6 +223,29 @@ impl Log {
         }
         self.flush()
     }
+}
+
+/// Fsyncs the active segment's `.log`. If that fails, the file is cut back to
+/// `synced_bytes`, its length at the last successful fsync (or on open): Linux marks
+/// the pages whose writeback failed clean, so they would still read back (after a
+/// reopen too) but no later fsync would write them, and a power loss after a later
+/// "successful" flush would find zeros in the middle of the segment and lose what
+/// that flush reported durable (fsyncgate; the I/O-error sweep models it). Cutting
+/// drops those pages; nothing cut was ever reported durable. Best effort: the log is
+/// poisoned either way, and the error returned is the fsync's.
+fn sync_active_log(
+    fs: &dyn crate::fs::FileSystem,
+    active: &Segment,
+    synced_bytes: u64,
+) -> Result<()> {
+    let path = &active.paths.log;
+    fs.sync_file(path).map_err(|e| {
+        if active.bytes > synced_bytes {
+            // Ignored on purpose: the sync's error is the one to report.
+            let _cut = fs.set_len(path, synced_bytes);
+        }
+        Error::io(path, e)
+    })
 }
 
 /// Index entries are derived data (recovery rebuilds a short index), so they are

@@ -15,6 +15,7 @@
 
 pub mod ablation;
 mod allowed;
+pub mod io_errors;
 pub mod oracle;
 mod workloads;
 

@@ -3,8 +3,10 @@
 //!
 //! Stages (docs/design.md section 8): `model` (stateright, exhaustive), `conformance`
 //! (engine vs spec on random operation sequences, with crashes), `crash_sweep` (every
-//! crash point of the named workloads, every enumerated disk image), `replay` (every
-//! file in crash-scenarios/), and `fuzz` (overnight only).
+//! crash point of the named workloads, every enumerated disk image), `io_errors`
+//! (every file-system call of the named workloads fails with EIO, ENOSPC or a short
+//! write; the engine must report it, poison, recover and lose nothing it reported
+//! durable), `replay` (every file in crash-scenarios/), and `fuzz` (overnight only).
 
 mod progress;
 mod stages;
@@ -142,6 +144,7 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
         stages::model(options, progress),
         stages::conformance(options, progress),
         stages::crash_sweep(options, progress),
+        stages::io_errors(options, progress),
         stages::replay(options, progress),
     ];
     if options.fuzz_seconds > 0 {

@@ -6,9 +6,11 @@ use serde_json::{json, Map, Value};
 
 use seglog_model::check::{self, CheckOptions, ModelKind, Variant};
 
+use crate::conformance::faults::run_random_faults;
 use crate::conformance::{self, ConformanceOptions};
 use crate::fs::{FileSystem, StdFs};
 use crate::scenario::{self, files, load, scenario_paths, Scenario};
+use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
 use crate::sweep::{self, SweepOptions};
 
 use super::{Progress, StageReport, VerifyOptions};
@@ -215,6 +217,103 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     );
     report.counterexample = counterexample;
     report.replay_command = replay_command;
+    report
+}
+
+/// The I/O-error sweep (`src/sweep/io_errors.rs`): every file-system call of every
+/// named workload fails in turn with `EIO`, `ENOSPC` and (appends) a short write.
+/// Power-loss images per check: a quarter of the crash sweep's `images_per_point`.
+pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let workloads = sweep::named_workloads();
+    let error_options = IoErrorOptions {
+        images_per_point: (options.images_per_point / 4).max(2),
+        ..IoErrorOptions::default()
+    };
+    let count = workloads.len() as u64;
+    progress.start("io_errors", count);
+    let mut reports = Vec::new();
+    for (i, mut workload) in workloads.into_iter().enumerate() {
+        workload.variant = options.variant.clone();
+        let name = workload.name.clone();
+        let report = sweep_errors(&workload, &error_options, |k, total| {
+            progress.set(i as u64, count, &format!("{name} {k}/{total}"));
+        });
+        reports.push(report);
+    }
+    // Conformance with `Step::FailNext` woven in: a quarter of the conformance cases.
+    let conformance_options = ConformanceOptions {
+        cases: (options.conformance_cases / 4).max(1),
+        ops_per_case: options.conformance_ops,
+        seed: options.seed,
+        variant: options.variant.clone(),
+    };
+    progress.set(count, count + 1, "conformance with io errors");
+    let fault_cases = run_random_faults(&conformance_options, |_| {});
+    let error_points: u64 = reports.iter().map(|r| r.error_points).sum();
+    let not_reached: u64 = reports.iter().map(|r| r.not_reached).sum();
+    let disk_images: u64 = reports.iter().map(|r| r.disk_images).sum();
+    let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
+    let mut by_kind = std::collections::BTreeMap::<String, u64>::new();
+    for report in &reports {
+        for (kind, n) in &report.error_points_by_kind {
+            *by_kind.entry(kind.clone()).or_default() += n;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let first = reports.iter().find_map(|r| r.violations.first());
+    let mut summary = format!(
+        "{} workloads, {error_points} error points, {disk_images} disk images, {violations} violations; {} conformance cases, {} io errors, {} divergences",
+        reports.len(),
+        fault_cases.cases,
+        fault_cases.io_errors,
+        fault_cases.failures.len()
+    );
+    if let Some(v) = first {
+        summary.push_str(&format!("; first: {v}"));
+    }
+    progress.done(&summary);
+    let counterexample = match (first, fault_cases.failures.first()) {
+        (Some(v), _) => {
+            let text = format!("{v}\n\nreplay with: {}\n", v.replay_command());
+            emit(
+                options,
+                &format!("io-errors-{}-{}-{}.txt", v.workload, v.kind, v.fs_call),
+                &text,
+            )
+        }
+        (None, Some(divergence)) => emit(
+            options,
+            &format!("io-errors-conformance-seed-{}.txt", divergence.seed),
+            &divergence.to_string(),
+        ),
+        (None, None) => None,
+    };
+    let passed = violations == 0 && not_reached == 0 && fault_cases.failures.is_empty();
+    let mut report = stage(
+        "io_errors",
+        started,
+        passed,
+        summary,
+        json!({
+            "workloads": reports.len(),
+            "error_points": error_points,
+            "error_points_by_kind": by_kind,
+            "not_reached": not_reached,
+            "disk_images": disk_images,
+            "violations": violations,
+            "seconds": seconds,
+            "first_violation": first.map(ToString::to_string),
+            "per_workload": reports,
+            "conformance_cases": fault_cases.cases,
+            "conformance_steps": fault_cases.steps,
+            "conformance_io_errors": fault_cases.io_errors,
+            "conformance_failures": fault_cases.failures.len(),
+            "conformance_first_failure": fault_cases.failures.first().map(ToString::to_string),
+        }),
+    );
+    report.counterexample = counterexample;
+    report.replay_command = first.map(|v| v.replay_command());
     report
 }
 

@@ -45,6 +45,9 @@ pub enum LostItem {
     },
     /// A truncation of `path` since its last sync was lost: its durable content came back.
     FileRewrite { path: PathBuf },
+    /// The bytes of `path` whose writeback failed (a failed `sync_file`) never
+    /// reached the disk: they read as zeros, even if a later sync succeeded.
+    FailedWriteback { path: PathBuf },
 }
 
 impl fmt::Display for LostItem {
@@ -63,6 +66,9 @@ impl fmt::Display for LostItem {
                 path.display()
             ),
             LostItem::FileRewrite { path } => write!(f, "file-rewrite path={}", path.display()),
+            LostItem::FailedWriteback { path } => {
+                write!(f, "failed-writeback path={}", path.display())
+            }
         }
     }
 }
@@ -101,6 +107,11 @@ impl FromStr for LostItem {
                 written: number(written)?,
             });
         }
+        if let Some(path) = line.strip_prefix("failed-writeback path=") {
+            return Ok(LostItem::FailedWriteback {
+                path: PathBuf::from(path),
+            });
+        }
         if let Some(path) = line.strip_prefix("file-rewrite path=") {
             return Ok(LostItem::FileRewrite {
                 path: PathBuf::from(path),
@@ -117,6 +128,8 @@ pub(super) enum Choice {
     Kept(usize),
     /// The content as of the last `sync_file` (a truncation since then is lost).
     Durable,
+    /// Everything written, but the doomed ranges (failed writeback) are zeros.
+    Doomed,
 }
 
 /// The current namespace of a state: every reachable path, and the inodes.
@@ -250,6 +263,7 @@ impl State {
                     written: file.data.len() as u64,
                 }),
                 Some(Choice::Durable) => items.push(LostItem::FileRewrite { path }),
+                Some(Choice::Doomed) => items.push(LostItem::FailedWriteback { path }),
                 None => {}
             }
         }
@@ -299,6 +313,15 @@ impl State {
                             spec.files.insert(ino, Choice::Durable);
                         }
                         _ => return Err(invalid(item, "no truncation since the last sync")),
+                    }
+                }
+                LostItem::FailedWriteback { path } => {
+                    let ino = self.resolve(path).ok_or_else(|| invalid(item, "no file"))?;
+                    match self.nodes.get(&ino) {
+                        Some(Node::File(file)) if !file.doomed.is_empty() => {
+                            spec.files.insert(ino, Choice::Doomed);
+                        }
+                        _ => return Err(invalid(item, "no failed writeback")),
                     }
                 }
             }
@@ -353,6 +376,7 @@ impl State {
                         None => file.data.clone(),
                         Some(Choice::Durable) => file.durable.clone(),
                         Some(Choice::Kept(n)) => file.data.prefix(n),
+                        Some(Choice::Doomed) => file.data.zeroed(&file.doomed),
                     };
                     Node::File(FileNode::settled(content))
                 }
@@ -385,6 +409,9 @@ pub(super) fn cuts(file: &FileNode) -> Vec<Choice> {
     let base = file.base_len;
     let len = file.data.len();
     let mut out = Vec::new();
+    if !file.doomed.is_empty() {
+        out.push(Choice::Doomed);
+    }
     if file.rewritten {
         out.push(Choice::Durable);
     }

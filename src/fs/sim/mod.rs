@@ -11,7 +11,9 @@
 //! set_len, sync_file, sync_dir, rename, remove_file, remove_dir_all), numbered from
 //! 0: [`SimFs::set_crash_before`] freezes the state before call `k` and fails it and
 //! every later call; [`SimFs::fail_nth`] fails only call `k` (state untouched) and
-//! lets later calls work.
+//! lets later calls work; [`SimFs::fail_nth_with`] does the same with a real error
+//! (`EIO`, `ENOSPC`, or a short append that keeps a prefix: [`FaultKind`]) and
+//! records it in [`SimFs::fired_faults`].
 //!
 //! ```
 //! use std::path::Path;
@@ -28,6 +30,7 @@
 //! ```
 
 mod crash;
+mod fault;
 mod state;
 mod tree;
 
@@ -41,6 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 pub use crash::{CrashMode, LostItem};
+pub use fault::{Call, FaultKind, FiredFault, EIO, ENOSPC};
 
 use super::FileSystem;
 use state::State;
@@ -66,6 +70,10 @@ struct Control {
     crash_before: Option<u64>,
     crashed: bool,
     fail_ops: BTreeSet<u64>,
+    /// Calls that fail with a real error ([`SimFs::fail_nth_with`]).
+    faults: BTreeMap<u64, FaultKind>,
+    /// The faults of `faults` that fired, in order.
+    fired: Vec<FiredFault>,
     /// Sync calls (by mutating-call number) that complete as no-ops: the sync
     /// ablation's "this one fsync never happened".
     skip_syncs: BTreeSet<u64>,
@@ -165,12 +173,14 @@ impl SimFs {
         self.lock().control.syncs.clone()
     }
 
-    /// Runs a sync call through the gates, as a no-op if the ablation skips it.
+    /// Runs a sync call (`run` goes through the gates), as a no-op that still
+    /// counts as a call if the ablation skips it.
     fn sync(
         &self,
+        call: Call,
         kind: &'static str,
         path: &Path,
-        f: impl FnOnce(&mut State) -> io::Result<()>,
+        run: impl FnOnce(&SimFs) -> io::Result<()>,
     ) -> io::Result<()> {
         let skip = {
             let mut inner = self.lock();
@@ -183,10 +193,27 @@ impl SimFs {
             inner.control.skip_syncs.contains(&k)
         };
         if skip {
-            self.mutate(|_| Ok(()))
+            self.mutate(call, path, |_| Ok(()))
         } else {
-            self.mutate(f)
+            run(self)
         }
+    }
+
+    /// Makes the `k`-th mutating call fail with the error of `kind` (see
+    /// [`FaultKind`] for what the failing call leaves behind); later calls work.
+    /// The fault is listed by [`SimFs::fired_faults`] once it fires.
+    pub fn fail_nth_with(&self, k: u64, kind: FaultKind) {
+        self.lock().control.faults.insert(k, kind);
+    }
+
+    /// Drops the faults set by [`SimFs::fail_nth_with`] that have not fired yet.
+    pub fn clear_faults(&self) {
+        self.lock().control.faults.clear();
+    }
+
+    /// The faults set by [`SimFs::fail_nth_with`] that fired so far, in order.
+    pub fn fired_faults(&self) -> Vec<FiredFault> {
+        self.lock().control.fired.clone()
     }
 
     /// The disk images a crash of `mode` may leave, at most `limit`, in a fixed
@@ -288,8 +315,26 @@ impl SimFs {
     /// Runs a mutating call through the crash and fault gates. A crashed or injected
     /// call changes nothing; the state operations check before they change anything
     /// (except `create_dir_all`, which like std keeps the directories it made).
-    fn mutate(&self, f: impl FnOnce(&mut State) -> io::Result<()>) -> io::Result<()> {
-        let mut inner = self.lock();
+    fn mutate(
+        &self,
+        call: Call,
+        path: &Path,
+        f: impl FnOnce(&mut State) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.mutate_or(call, path, f, |_, _| Ok(()))
+    }
+
+    /// [`SimFs::mutate`], where a fault of [`SimFs::fail_nth_with`] first runs
+    /// `on_fault` (what the failing call still leaves, e.g. a short write's prefix).
+    fn mutate_or(
+        &self,
+        call: Call,
+        path: &Path,
+        f: impl FnOnce(&mut State) -> io::Result<()>,
+        on_fault: impl FnOnce(&mut State, FaultKind) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let control = &mut inner.control;
         if control.crashed || control.crash_before == Some(control.ops) {
             control.crashed = true;
@@ -300,21 +345,42 @@ impl SimFs {
         if control.fail_ops.remove(&k) {
             return Err(io::Error::other(INJECTED_MESSAGE));
         }
+        if let Some(kind) = control.faults.remove(&k) {
+            control.fired.push(FiredFault {
+                op: k,
+                call,
+                path: path.display().to_string(),
+                kind,
+            });
+            on_fault(&mut inner.state, kind)?;
+            return Err(kind.error());
+        }
         f(&mut inner.state)
     }
 }
 
 impl FileSystem for SimFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.mutate(|s| s.create_dir_all(path))
+        self.mutate(Call::CreateDirAll, path, |s| s.create_dir_all(path))
     }
 
     fn create_file(&self, path: &Path) -> io::Result<()> {
-        self.mutate(|s| s.create_file(path))
+        self.mutate(Call::CreateFile, path, |s| s.create_file(path))
     }
 
     fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        self.mutate(|s| s.file_mut(path).map(|file| file.append(data)))
+        self.mutate_or(
+            Call::Append,
+            path,
+            |s| s.file_mut(path).map(|file| file.append(data)),
+            |s, kind| {
+                let kept = kind.kept_bytes(data.len());
+                if kept == 0 {
+                    return Ok(());
+                }
+                s.file_mut(path).map(|file| file.append(&data[..kept]))
+            },
+        )
     }
 
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
@@ -332,29 +398,44 @@ impl FileSystem for SimFs {
     fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
         let len = usize::try_from(len)
             .map_err(|_| error(io::ErrorKind::InvalidInput, path, "length too large"))?;
-        self.mutate(|s| s.file_mut(path).map(|file| file.set_len(len)))
+        self.mutate(Call::SetLen, path, |s| {
+            s.file_mut(path).map(|file| file.set_len(len))
+        })
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
-        self.sync("sync_file", path, |s| {
-            s.file_mut(path).map(|file| file.sync())
+        self.sync(Call::SyncFile, "sync_file", path, |fs| {
+            fs.mutate_or(
+                Call::SyncFile,
+                path,
+                |s| s.file_mut(path).map(|file| file.sync()),
+                |s, _| {
+                    // The writeback failed: those pages will never reach the disk.
+                    if let Ok(file) = s.file_mut(path) {
+                        file.doom_unsynced();
+                    }
+                    Ok(())
+                },
+            )
         })
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.sync("sync_dir", path, |s| s.sync_dir(path))
+        self.sync(Call::SyncDir, "sync_dir", path, |fs| {
+            fs.mutate(Call::SyncDir, path, |s| s.sync_dir(path))
+        })
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.mutate(|s| s.rename(from, to))
+        self.mutate(Call::Rename, from, |s| s.rename(from, to))
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.mutate(|s| s.remove(path, false))
+        self.mutate(Call::RemoveFile, path, |s| s.remove(path, false))
     }
 
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.mutate(|s| s.remove(path, true))
+        self.mutate(Call::RemoveDirAll, path, |s| s.remove(path, true))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {

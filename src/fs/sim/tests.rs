@@ -685,3 +685,85 @@ fn crash_control_works_through_an_arc_dyn_file_system() {
     assert!(late.create_dir_all(p("/b")).is_err());
     assert_eq!(late.snapshot_dirs().len(), 2);
 }
+
+#[test]
+fn fail_nth_with_returns_real_errors_and_a_short_write_keeps_a_prefix() {
+    let fs = fs_with_dir();
+    fs.write_new(p("/d/a"), b"12").unwrap();
+    let next = fs.mutating_ops();
+    fs.fail_nth_with(next, FaultKind::Eio);
+    fs.fail_nth_with(next + 1, FaultKind::Enospc);
+    fs.fail_nth_with(next + 2, FaultKind::ShortWrite);
+    fs.fail_nth_with(next + 3, FaultKind::ShortWrite);
+    let eio = fs.append(p("/d/a"), b"xx").unwrap_err();
+    assert_eq!(eio.raw_os_error(), Some(EIO));
+    let enospc = fs.create_file(p("/d/b")).unwrap_err();
+    assert_eq!(enospc.kind(), ErrorKind::StorageFull);
+    assert!(!fs.exists(p("/d/b")), "a failed create creates nothing");
+    let short = fs.append(p("/d/a"), b"3456").unwrap_err();
+    assert_eq!(short.raw_os_error(), Some(ENOSPC));
+    assert_eq!(
+        fs.read_all(p("/d/a")).unwrap(),
+        b"1234",
+        "half the data landed"
+    );
+    // A short write on any other call fails like ENOSPC and changes nothing.
+    assert!(fs.sync_file(p("/d/a")).is_err());
+    let fired: Vec<(Call, FaultKind)> =
+        fs.fired_faults().iter().map(|f| (f.call, f.kind)).collect();
+    assert_eq!(
+        fired,
+        vec![
+            (Call::Append, FaultKind::Eio),
+            (Call::CreateFile, FaultKind::Enospc),
+            (Call::Append, FaultKind::ShortWrite),
+            (Call::SyncFile, FaultKind::ShortWrite),
+        ]
+    );
+    // The prefix is unsynced: a power loss may drop it.
+    assert!(trees(&fs).contains(&tree(&[("/d/a", b"")])));
+}
+
+#[test]
+fn a_failed_sync_dooms_the_unsynced_bytes_even_after_a_later_sync() {
+    let fs = fs_with_dir();
+    fs.write_new(p("/d/a"), b"ab").unwrap();
+    fs.sync_file(p("/d/a")).unwrap();
+    fs.sync_dir(p("/d")).unwrap();
+    fs.append(p("/d/a"), b"cd").unwrap();
+    fs.fail_nth_with(fs.mutating_ops(), FaultKind::Eio);
+    assert!(fs.sync_file(p("/d/a")).is_err());
+    assert_eq!(
+        fs.read_all(p("/d/a")).unwrap(),
+        b"abcd",
+        "the pages still read"
+    );
+    fs.append(p("/d/a"), b"ef").unwrap();
+    fs.sync_file(p("/d/a")).unwrap();
+    // The later sync "succeeded", yet the doomed pages never reach the disk.
+    let images = power_loss(&fs);
+    let doomed: Vec<&CrashImage> = images
+        .iter()
+        .filter(|i| {
+            i.lost
+                == vec![LostItem::FailedWriteback {
+                    path: PathBuf::from("/d/a"),
+                }]
+        })
+        .collect();
+    assert_eq!(doomed.len(), 1);
+    assert_eq!(doomed[0].fs.snapshot(), tree(&[("/d/a", b"ab\0\0ef")]));
+    let line = doomed[0].lost[0].to_string();
+    assert_eq!(line, "failed-writeback path=/d/a");
+    assert_eq!(line.parse::<LostItem>().unwrap(), doomed[0].lost[0]);
+    let rebuilt = fs.crash_image_with(&doomed[0].lost).unwrap();
+    assert_eq!(rebuilt.snapshot(), doomed[0].fs.snapshot());
+    // A truncation below the doomed range drops it; then a sync is a sync again.
+    fs.set_len(p("/d/a"), 2).unwrap();
+    fs.append(p("/d/a"), b"gh").unwrap();
+    fs.sync_file(p("/d/a")).unwrap();
+    assert_eq!(trees(&fs), BTreeSet::from([tree(&[("/d/a", b"abgh")])]));
+    assert!(fs
+        .crash_image_with(&doomed[0].lost)
+        .is_err_and(|e| e.kind() == ErrorKind::InvalidInput));
+}

@@ -65,6 +65,21 @@ impl Content {
         assert_eq!(self.buf.len(), self.len);
     }
 
+    /// A copy with `ranges` (clamped to the length) set to zero bytes.
+    pub fn zeroed(&self, ranges: &[(usize, usize)]) -> Content {
+        let mut buf = self.bytes().to_vec();
+        for &(start, end) in ranges {
+            let end = end.min(buf.len());
+            if start < end {
+                buf[start..end].fill(0);
+            }
+        }
+        Content {
+            len: buf.len(),
+            buf: Arc::new(buf),
+        }
+    }
+
     pub fn truncate(&mut self, len: usize) {
         assert!(len <= self.len);
         if let Some(buf) = Arc::get_mut(&mut self.buf) {
@@ -90,6 +105,12 @@ pub(super) struct FileNode {
     pub rewritten: bool,
     /// End offset of each append since `base_len`, ascending.
     pub append_ends: Vec<usize>,
+    /// Byte ranges whose writeback failed: a `sync_file` failed (an injected
+    /// fault) while they were unsynced. Linux (since 4.13) then marks those pages
+    /// clean: reads still see them, but no later `sync_file` writes them, so a power
+    /// loss may leave zeros there even after a later sync "succeeded" (fsyncgate).
+    /// Only a truncation below them drops them.
+    pub doomed: Vec<(usize, usize)>,
 }
 
 impl FileNode {
@@ -100,6 +121,7 @@ impl FileNode {
             base_len: 0,
             rewritten: false,
             append_ends: Vec::new(),
+            doomed: Vec::new(),
         }
     }
 
@@ -111,12 +133,21 @@ impl FileNode {
             durable: content,
             rewritten: false,
             append_ends: Vec::new(),
+            doomed: Vec::new(),
         }
     }
 
     /// True if a power loss could change this file's content.
     pub fn is_unsynced(&self) -> bool {
-        self.rewritten || self.data.len() != self.base_len
+        self.rewritten || self.data.len() != self.base_len || !self.doomed.is_empty()
+    }
+
+    /// A `sync_file` of this file failed: its unsynced bytes will never be written
+    /// back (see `doomed`).
+    pub fn doom_unsynced(&mut self) {
+        if self.data.len() > self.base_len {
+            self.doomed.push((self.base_len, self.data.len()));
+        }
     }
 
     pub fn append(&mut self, bytes: &[u8]) {
@@ -128,6 +159,11 @@ impl FileNode {
     }
 
     pub fn set_len(&mut self, len: usize) {
+        // A truncation drops the pages beyond it, doomed ones included.
+        self.doomed.retain(|&(start, _)| start < len);
+        for range in &mut self.doomed {
+            range.1 = range.1.min(len);
+        }
         let old_len = self.data.len();
         if len >= old_len {
             // Zero-extension behaves like an append of zeros.

@@ -1,0 +1,141 @@
+//! Injected I/O errors: which error a failing call returns, and what it leaves.
+//!
+//! [`super::SimFs::fail_nth_with`] makes one mutating call fail with one of these.
+//! What each leaves behind, the way Linux does:
+//! * [`FaultKind::Eio`] and [`FaultKind::Enospc`]: the call changes nothing. For
+//!   `sync_file` that means the file's data is *not* made durable, and worse
+//!   (fsyncgate): Linux marks the pages whose writeback failed clean, so reads
+//!   still see them but no later fsync writes them. SimFs keeps them readable and
+//!   lets a power loss turn them into zeros even after a later `sync_file`
+//!   succeeded (`LostItem::FailedWriteback`), until a truncation drops them. An
+//!   engine that carries on as if the fsync had worked loses what it reported
+//!   durable; one that only reopens reads pages the disk does not hold.
+//! * [`FaultKind::ShortWrite`]: an `append` writes the first half of its data (a
+//!   short `write(2)`), then fails with `ENOSPC` (what the retry of the rest returns
+//!   on a full disk). The prefix stays in the file as written-but-unsynced bytes.
+//!   On any other call it fails like `Enospc`.
+
+use std::fmt;
+use std::io;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Linux `EIO`.
+pub const EIO: i32 = 5;
+/// Linux `ENOSPC`.
+pub const ENOSPC: i32 = 28;
+
+/// The error an injected fault returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// `EIO`, nothing changed.
+    Eio,
+    /// `ENOSPC` (`ErrorKind::StorageFull`), nothing changed.
+    Enospc,
+    /// An append keeps the first half of its data, then `ENOSPC`.
+    ShortWrite,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 3] = [FaultKind::Eio, FaultKind::Enospc, FaultKind::ShortWrite];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Eio => "eio",
+            FaultKind::Enospc => "enospc",
+            FaultKind::ShortWrite => "short_write",
+        }
+    }
+
+    /// The error the failing call returns (a raw OS error, as `std::fs` gives).
+    pub fn error(self) -> io::Error {
+        match self {
+            FaultKind::Eio => io::Error::from_raw_os_error(EIO),
+            FaultKind::Enospc | FaultKind::ShortWrite => io::Error::from_raw_os_error(ENOSPC),
+        }
+    }
+
+    /// How many of `len` bytes a failing append of this kind leaves in the file.
+    pub fn kept_bytes(self, len: usize) -> usize {
+        match self {
+            FaultKind::ShortWrite => len / 2,
+            FaultKind::Eio | FaultKind::Enospc => 0,
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FaultKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FaultKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown fault kind {s:?}; known: eio, enospc, short_write"))
+    }
+}
+
+/// The mutating calls of [`crate::fs::FileSystem`], to say which one a fault hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    CreateDirAll,
+    CreateFile,
+    Append,
+    SetLen,
+    SyncFile,
+    SyncDir,
+    Rename,
+    RemoveFile,
+    RemoveDirAll,
+}
+
+impl Call {
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::CreateDirAll => "create_dir_all",
+            Call::CreateFile => "create_file",
+            Call::Append => "append",
+            Call::SetLen => "set_len",
+            Call::SyncFile => "sync_file",
+            Call::SyncDir => "sync_dir",
+            Call::Rename => "rename",
+            Call::RemoveFile => "remove_file",
+            Call::RemoveDirAll => "remove_dir_all",
+        }
+    }
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One injected fault that fired: which call, on which path, with which error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FiredFault {
+    /// The mutating call's number (as [`super::SimFs::mutating_ops`] counts).
+    pub op: u64,
+    pub call: Call,
+    pub path: String,
+    pub kind: FaultKind,
+}
+
+impl fmt::Display for FiredFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} on fs call {} ({} {})",
+            self.kind, self.op, self.call, self.path
+        )
+    }
+}
