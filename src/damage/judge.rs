@@ -197,7 +197,6 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
     let before = fs.snapshot();
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
     let opened = Log::open_with(dyn_fs.clone(), LOG_DIR, case.config.clone());
-    let opened = opened.and_then(|(log, report)| Ok((engine::view(&log)?, report)));
     let after = fs.snapshot();
     check_temp_not_trusted(case, &before, &after)?;
     match opened {
@@ -206,7 +205,12 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             check_error(case, &e)?;
             Ok(Outcome::Error)
         }
-        Ok((view, report)) => {
+        Ok((log, report)) => {
+            // The open scanned every batch: a read that then fails means the open
+            // accepted bytes it should have rejected.
+            let view = engine::view(&log)
+                .map_err(|e| format!("the open succeeded but reading the log fails: {e}"))?;
+            drop(log);
             let outcome = check_recovery(case, &before, &after, &view, &report)?;
             check_second_open(case, dyn_fs, &fs, &view)?;
             Ok(outcome)
