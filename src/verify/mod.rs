@@ -3,7 +3,8 @@
 //!
 //! Stages (docs/design.md section 8): `model` (stateright, exhaustive), `conformance`
 //! (engine vs spec on random operation sequences, with crashes), `crash_sweep` (every
-//! crash point of the named workloads, every enumerated disk image), `replay` (every
+//! crash point of the named workloads, every enumerated disk image), `damaged_data`
+//! (bit flips, truncations and zeroed ranges in every file, see `crate::damage`), `replay` (every
 //! file in crash-scenarios/), and `fuzz` (overnight only).
 
 mod progress;
@@ -142,6 +143,7 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
         stages::model(options, progress),
         stages::conformance(options, progress),
         stages::crash_sweep(options, progress),
+        stages::damaged_data(options, progress),
         stages::replay(options, progress),
     ];
     if options.fuzz_seconds > 0 {

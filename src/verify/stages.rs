@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use seglog_model::check::{self, CheckOptions, ModelKind, Variant};
 
 use crate::conformance::{self, ConformanceOptions};
+use crate::damage::{self, DamageOptions};
 use crate::fs::{FileSystem, StdFs};
 use crate::scenario::{self, files, load, scenario_paths, Scenario};
 use crate::sweep::{self, SweepOptions};
@@ -215,6 +216,53 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     );
     report.counterexample = counterexample;
     report.replay_command = replay_command;
+    report
+}
+
+/// Damaged data (`src/damage`): every planned damage of every file of each named
+/// workload's log, at its end and at its protocol crash points, opened and judged.
+pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let mut workloads = sweep::named_workloads();
+    for workload in &mut workloads {
+        workload.variant = options.variant.clone();
+    }
+    let total = workloads.len() as u64;
+    progress.start("damaged_data", total);
+    // Every budget runs the whole plan: it takes about a second in release.
+    let result = damage::run(&workloads, &DamageOptions::quick(), |i, n, name| {
+        progress.set(i, n, name)
+    });
+    let summary = format!(
+        "{} workloads, {} points, {} damages, {} errors, {} recovered, {} undetectable, {} violations",
+        result.workloads,
+        result.points,
+        result.damages,
+        result.errors,
+        result.recovered,
+        result.undetectable,
+        result.violations
+    );
+    progress.done(&summary);
+    let counterexample = result.first_violation().and_then(|first| {
+        emit(
+            options,
+            "damaged-data-violation.json",
+            &serde_json::to_string_pretty(first).unwrap_or_default(),
+        )
+    });
+    let passed = result.violations == 0;
+    let mut report = stage(
+        "damaged_data",
+        started,
+        passed,
+        summary,
+        serde_json::to_value(&result).unwrap_or(Value::Null),
+    );
+    if let Some(first) = result.first_violation() {
+        report.replay_command = Some(format!("seglog damage --workload {}", first.workload));
+    }
+    report.counterexample = counterexample;
     report
 }
 
