@@ -172,6 +172,7 @@ pub struct Case<'a> {
     pub role: Role,
     pub kind: FileKind,
     pub damage: &'a Damage,
+    pub original: &'a [u8],
     pub damaged: &'a [u8],
 }
 
@@ -284,6 +285,19 @@ fn check_error(case: &Case<'_>, error: &Error) -> Result<(), String> {
                     "the error's position {position} is outside the damaged file ({} bytes): {error}",
                     case.damaged.len()
                 ));
+            }
+            // Batches before the damaged one are intact: the error cannot be there.
+            let damaged_batch = batch_ranges(case.original)
+                .into_iter()
+                .map(|(start, _)| start)
+                .filter(|start| *start <= case.damage.change.start())
+                .max();
+            if let Some(floor) = damaged_batch.filter(|_| case.kind.is_log()) {
+                if *position < floor {
+                    return Err(format!(
+                        "the error's position {position} is before the damaged batch at {floor}: {error}"
+                    ));
+                }
             }
             Ok(())
         }

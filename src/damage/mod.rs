@@ -150,6 +150,7 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
                     role,
                     kind,
                     damage,
+                    original,
                     damaged: &damaged,
                 };
                 let count = report.per_kind.entry(kind.name()).or_default();
