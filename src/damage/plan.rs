@@ -125,6 +125,36 @@ pub fn batch_ranges(bytes: &[u8]) -> Vec<(u64, u64)> {
     out
 }
 
+/// True if the batches of a `.log` holding `bytes` satisfy the ordering rules of
+/// docs/design.md section 2 (the only check on `baseOffset`): the first base offset
+/// is >= `segment_base`, each base offset is > the previous batch's last offset,
+/// and every last offset is < `upper` (the next segment's base offset). A blind
+/// flip of `baseOffset` is excused only while this holds.
+pub fn ordering_holds(bytes: &[u8], segment_base: i64, upper: Option<i64>) -> bool {
+    let mut next = segment_base;
+    for (start, _) in batch_ranges(bytes) {
+        let field = |offset: usize, size: usize| {
+            let at = usize::try_from(start).ok()? + offset;
+            bytes.get(at..at + size)
+        };
+        let base = field(BASE_OFFSET_OFFSET, 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(i64::from_be_bytes);
+        let delta = field(LAST_OFFSET_DELTA_OFFSET, 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(i32::from_be_bytes);
+        let (Some(base), Some(delta)) = (base, delta) else {
+            return false;
+        };
+        let last = base.saturating_add(i64::from(delta));
+        if base < next || upper.is_some_and(|u| last >= u) {
+            return false;
+        }
+        next = last.saturating_add(1);
+    }
+    true
+}
+
 /// The damages to try on a `.log` holding `bytes`.
 pub fn log_damages(bytes: &[u8]) -> Vec<Damage> {
     let ranges = batch_ranges(bytes);
