@@ -99,7 +99,13 @@ fn outcomes_are_where_the_design_puts_them() {
     // leaves whole batches.
     assert!(kind("closed_log").undetectable > 0);
     assert!(kind("active_log").undetectable > 0);
-    for other in ["manifest", "checkpoint", "offset_index", "time_index", "temp_log"] {
+    for other in [
+        "manifest",
+        "checkpoint",
+        "offset_index",
+        "time_index",
+        "temp_log",
+    ] {
         assert_eq!(kind(other).undetectable, 0, "{other}");
     }
 }

@@ -467,8 +467,8 @@ fn check_kept_files(
                     ));
                 }
                 let kept_bytes = now.len() as u64;
-                let boundary = kept_bytes == 0
-                    || batch_ranges(bytes).iter().any(|r| r.1 == kept_bytes);
+                let boundary =
+                    kept_bytes == 0 || batch_ranges(bytes).iter().any(|r| r.1 == kept_bytes);
                 if !boundary {
                     return Err(format!(
                         "the active segment was cut at {kept_bytes}, not at a batch boundary"

@@ -77,7 +77,9 @@ fn point(
 ) -> Result<Point, String> {
     let baseline = baseline(workload, &image)?;
     if let Some(diff) = allowed.mismatch(&baseline) {
-        return Err(format!("{name}: the undamaged image recovers wrongly: {diff}"));
+        return Err(format!(
+            "{name}: the undamaged image recovers wrongly: {diff}"
+        ));
     }
     let install_pending = !shape(&image).is_empty();
     Ok(Point {
