@@ -109,3 +109,46 @@ fn outcomes_are_where_the_design_puts_them() {
         assert_eq!(kind(other).undetectable, 0, "{other}");
     }
 }
+
+fn seglog_damage(args: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .arg("damage")
+        .args(args)
+        .output()
+        .expect("run seglog damage");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn seglog_damage_prints_the_numbers_and_exits_0() {
+    let (code, stdout, stderr) = seglog_damage(&["--workload", "append-flush"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(report["workloads"], 1);
+    assert_eq!(report["violations"], 0);
+    for key in [
+        "points",
+        "damages",
+        "errors",
+        "recovered",
+        "undetectable",
+        "seconds",
+        "per_kind",
+    ] {
+        assert!(report.get(key).is_some(), "no {key}: {report}");
+    }
+    assert!(report["damages"].as_u64().unwrap() > 100);
+}
+
+#[test]
+fn seglog_damage_rejects_an_unknown_workload_with_exit_2() {
+    let (code, stdout, stderr) = seglog_damage(&["--workload", "no-such-workload"]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no-such-workload"), "{stderr}");
+}
