@@ -204,6 +204,7 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
         Err(e) => {
             check_failed_open(case, &before, &after)?;
             check_error(case, &e)?;
+            check_fails_again(case, dyn_fs, &fs, &e)?;
             Ok(Outcome::Error)
         }
         Ok((log, report)) => {
@@ -550,6 +551,30 @@ fn check_second_open(
         return Err("the second open changed the log".into());
     }
     Ok(())
+}
+
+/// A failed open is stable: opening again fails the same way and changes nothing
+/// (the protocol recoveries of the first attempt left a state they accept as is).
+fn check_fails_again(
+    case: &Case<'_>,
+    dyn_fs: Arc<dyn FileSystem>,
+    fs: &SimFs,
+    first: &Error,
+) -> Result<(), String> {
+    let before = fs.snapshot();
+    match Log::open_with(dyn_fs, LOG_DIR, case.config.clone()) {
+        Ok(_) => Err(format!(
+            "a second open succeeds after the first failed with: {first}"
+        )),
+        Err(again) if again.to_string() != first.to_string() => Err(format!(
+            "a second open fails differently: {again} (first: {first})"
+        )),
+        Err(_) if fs.snapshot() != before => Err(format!(
+            "a second failed open changed files: {}",
+            changes(&before, &fs.snapshot())
+        )),
+        Err(_) => Ok(()),
+    }
 }
 
 /// The paths that differ, for a violation message.
