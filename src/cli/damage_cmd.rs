@@ -19,6 +19,10 @@ pub struct DamageArgs {
     /// At most this many damages per file (default: every planned damage).
     #[arg(long)]
     pub damages_per_file: Option<usize>,
+    /// Also flip every bit of the first and last batch header of every `.log`
+    /// (what `verify --budget standard` and `overnight` run).
+    #[arg(long)]
+    pub all_header_bits: bool,
 }
 
 pub fn damage(args: DamageArgs) -> Result<Outcome> {
@@ -38,6 +42,7 @@ pub fn damage(args: DamageArgs) -> Result<Outcome> {
     let options = DamageOptions {
         protocol_points: args.protocol_points,
         damages_per_file: args.damages_per_file.unwrap_or(usize::MAX),
+        all_header_bits: args.all_header_bits,
     };
     let report = damage::run(&workloads, &options, |_, _, _| {});
     for w in &report.per_workload {

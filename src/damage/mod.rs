@@ -37,6 +37,9 @@ pub struct DamageOptions {
     pub protocol_points: usize,
     /// At most this many damages per file (in plan order; `usize::MAX`: all).
     pub damages_per_file: usize,
+    /// Also flip every bit of the first and last batch header of every `.log`
+    /// (about 1,000 more damages per `.log`; the standard and overnight budgets).
+    pub all_header_bits: bool,
 }
 
 impl DamageOptions {
@@ -46,6 +49,15 @@ impl DamageOptions {
         DamageOptions {
             protocol_points: 64,
             damages_per_file: usize::MAX,
+            all_header_bits: false,
+        }
+    }
+
+    /// The quick plan plus every header bit.
+    pub fn exhaustive() -> DamageOptions {
+        DamageOptions {
+            all_header_bits: true,
+            ..DamageOptions::quick()
         }
     }
 }
@@ -133,11 +145,18 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
         let files = point.image.snapshot();
         for (path, original) in &files {
             let (role, kind) = judge::classify(path, &files);
-            let damages = if kind.is_log() {
+            let mut damages = if kind.is_log() {
                 plan::log_damages(original)
             } else {
                 plan::generic_damages(original)
             };
+            if kind.is_log() && options.all_header_bits {
+                for damage in plan::header_bit_damages(original) {
+                    if !damages.iter().any(|d| d.change == damage.change) {
+                        damages.push(damage);
+                    }
+                }
+            }
             report.files += 1;
             for damage in damages.iter().take(options.damages_per_file) {
                 let Some(damaged) = damage.change.apply(original) else {

@@ -229,6 +229,43 @@ pub fn log_damages(bytes: &[u8]) -> Vec<Damage> {
     out
 }
 
+/// Every single-bit flip of the header (`[0, 61)`) of the first and the last batch
+/// of a `.log`: the exhaustive plan of the larger budgets. Flips in `baseOffset`
+/// and `partitionLeaderEpoch` are blind (outside the CRC).
+pub fn header_bit_damages(bytes: &[u8]) -> Vec<Damage> {
+    let ranges = batch_ranges(bytes);
+    let mut picked = Vec::new();
+    picked.extend(ranges.first().map(|r| ("first", r.0)));
+    picked.extend(
+        ranges
+            .last()
+            .filter(|_| ranges.len() > 1)
+            .map(|r| ("last", r.0)),
+    );
+    let mut out = Vec::new();
+    for (which, start) in picked {
+        for byte in 0..RECORDS_OFFSET {
+            let (name, _, _, blind) = HEADER_FIELDS
+                .iter()
+                .copied()
+                .rev()
+                .find(|(_, offset, _, _)| *offset <= byte)
+                .unwrap_or(HEADER_FIELDS[0]);
+            for bit in 0..8 {
+                out.push(Damage {
+                    label: format!("flip batch[{which}].{name} byte {byte} bit {bit}"),
+                    change: Change::Flip {
+                        position: start + byte as u64,
+                        bit,
+                    },
+                    blind,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// The damages to try on any other file: flips at the start, middle and end,
 /// truncations to 0, to half and by one byte, and a zeroed range in the middle.
 pub fn generic_damages(bytes: &[u8]) -> Vec<Damage> {
@@ -310,6 +347,19 @@ mod tests {
         for damage in &damages {
             assert!(damage.change.apply(&bytes).is_some(), "{}", damage.label);
         }
+    }
+
+    #[test]
+    fn header_bits_are_every_bit_of_both_headers() {
+        let bytes = two_batches();
+        let damages = header_bit_damages(&bytes);
+        assert_eq!(damages.len(), 2 * RECORDS_OFFSET * 8);
+        let blind = damages.iter().filter(|d| d.blind).count();
+        assert_eq!(
+            blind,
+            2 * (8 + 4) * 8,
+            "baseOffset and the epoch, both batches"
+        );
     }
 
     #[test]

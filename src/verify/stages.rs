@@ -229,8 +229,14 @@ pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageRe
     }
     let total = workloads.len() as u64;
     progress.start("damaged_data", total);
-    // Every budget runs the whole plan: it takes about a second in release.
-    let result = damage::run(&workloads, &DamageOptions::quick(), |i, n, name| {
+    // Quick runs the whole plan (about a second in release); the larger budgets
+    // add every bit of every batch header.
+    let damage_options = if options.budget == super::Budget::Quick {
+        DamageOptions::quick()
+    } else {
+        DamageOptions::exhaustive()
+    };
+    let result = damage::run(&workloads, &damage_options, |i, n, name| {
         progress.set(i, n, name)
     });
     let summary = format!(
