@@ -196,13 +196,20 @@ impl Case<'_> {
 pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
     let fs = Arc::new(case.image()?);
     let before = fs.snapshot();
+    let dirs_before = fs.snapshot_dirs();
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
     let opened = Log::open_with(dyn_fs.clone(), LOG_DIR, case.config.clone());
     let after = fs.snapshot();
     check_temp_not_trusted(case, &before, &after)?;
     match opened {
         Err(e) => {
-            check_failed_open(case, &before, &after)?;
+            check_failed_open(
+                case,
+                &before,
+                &after,
+                dirs_before == fs.snapshot_dirs(),
+                &fs,
+            )?;
             check_error(case, &e)?;
             check_fails_again(case, dyn_fs, &fs, &e)?;
             Ok(Outcome::Error)
@@ -214,6 +221,15 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
                 .map_err(|e| format!("the open succeeded but reading the log fails: {e}"))?;
             drop(log);
             let outcome = check_recovery(case, &before, &after, &view, &report)?;
+            let paths = install_paths();
+            let stray: Vec<PathBuf> = fs
+                .snapshot_dirs()
+                .into_iter()
+                .filter(|d| !paths.live.starts_with(d) && !d.starts_with(&paths.live))
+                .collect();
+            if !stray.is_empty() {
+                return Err(format!("directories left after recovery: {stray:?}"));
+            }
             check_second_open(case, dyn_fs, &fs, &view)?;
             Ok(outcome)
         }
@@ -247,19 +263,21 @@ fn check_failed_open(
     case: &Case<'_>,
     before: &BTreeMap<PathBuf, Vec<u8>>,
     after: &BTreeMap<PathBuf, Vec<u8>>,
+    same_dirs: bool,
+    fs: &SimFs,
 ) -> Result<(), String> {
-    if after == before {
+    if after == before && same_dirs {
         return Ok(());
     }
     let protocol = case.image()?;
     let live = Path::new(LOG_DIR);
     let _ = crate::install::recover(&protocol, live)
         .and_then(|_| crate::retention::recover(&protocol, live));
-    if protocol.snapshot() == *after {
+    if protocol.snapshot() == *after && protocol.snapshot_dirs() == fs.snapshot_dirs() {
         return Ok(());
     }
     Err(format!(
-        "the failed open changed files beyond the protocol recoveries: {}",
+        "the failed open changed files or directories beyond the protocol recoveries: {}",
         changes(before, after)
     ))
 }
