@@ -16,6 +16,7 @@
 //! counted as `undetectable` when the log serves it, not as a violation.
 
 mod judge;
+mod kind;
 mod plan;
 mod points;
 
@@ -26,7 +27,8 @@ use serde::Serialize;
 
 use crate::sweep::{named_workloads, Workload};
 
-pub use judge::{FileKind, Outcome};
+pub use judge::Outcome;
+pub use kind::FileKind;
 pub use plan::{batch_ranges, Change, Damage};
 
 /// How much to try.
@@ -144,7 +146,7 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
         report.points += 1;
         let files = point.image.snapshot();
         for (path, original) in &files {
-            let (role, kind) = judge::classify(path, &files);
+            let (role, kind) = kind::classify(path, &files);
             let mut damages = if kind.is_log() {
                 plan::log_damages(original)
             } else {
