@@ -23,6 +23,7 @@ pub mod cli;
 pub mod clock;
 pub mod compaction;
 pub mod conformance;
+pub mod damage;
 pub mod error;
 pub mod format;
 pub mod fs;

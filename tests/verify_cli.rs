@@ -71,6 +71,19 @@ fn quick_verify_passes_and_reports_every_stage() {
     }
     assert!(io_errors["error_points"].as_u64().unwrap() >= 1000);
     assert_eq!(io_errors["not_reached"], 0);
+    let damaged = &stages["damaged_data"];
+    assert_eq!(damaged["passed"], true, "{damaged:#}");
+    for key in [
+        "workloads",
+        "damages",
+        "violations",
+        "undetectable",
+        "seconds",
+    ] {
+        assert!(damaged.get(key).is_some(), "damaged_data lacks {key}");
+    }
+    assert!(damaged["damages"].as_u64().unwrap() > 1000);
+    assert_eq!(damaged["violations"], 0);
     assert!(
         std::fs::read_dir(emit.path()).unwrap().next().is_none(),
         "nothing to emit on a pass"

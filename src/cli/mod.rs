@@ -9,6 +9,7 @@
 
 pub mod bench_cmd;
 pub mod cleanup_cmds;
+pub mod damage_cmd;
 pub mod log_cmds;
 pub mod model_cmd;
 pub mod replay_cmd;
@@ -70,6 +71,9 @@ pub enum Command {
     Replay(replay_cmd::ReplayArgs),
     /// Crash before every file-system operation of the named workloads, recover every disk image.
     Sweep(sweep_cmd::SweepArgs),
+    /// Flip bits, truncate and zero ranges in every file of the named workloads' logs
+    /// (end state and protocol crash points), open each image, check the outcome.
+    Damage(damage_cmd::DamageArgs),
     /// Throughput beside plain buffered IO measured in the same run (append, every
     /// read path), as JSON ratios; progress on stderr.
     Bench(bench_cmd::BenchArgs),
@@ -93,6 +97,7 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Sweep(args) => sweep_cmd::sweep(args),
         Command::Verify(args) => verify_cmd::verify(args),
         Command::Bench(args) => bench_cmd::bench(args),
+        Command::Damage(args) => damage_cmd::damage(args),
     }
 }
 

@@ -6,7 +6,9 @@
 //! crash point of the named workloads, every enumerated disk image), `io_errors`
 //! (every file-system call of the named workloads fails with EIO, ENOSPC or a short
 //! write; the engine must report it, poison, recover and lose nothing it reported
-//! durable), `replay` (every file in crash-scenarios/), and `fuzz` (overnight only).
+//! durable), `damaged_data` (bit flips, truncations and zeroed ranges in every file,
+//! see `crate::damage`), `replay` (every file in crash-scenarios/), and `fuzz`
+//! (overnight only).
 
 mod progress;
 mod stages;
@@ -145,6 +147,7 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
         stages::conformance(options, progress),
         stages::crash_sweep(options, progress),
         stages::io_errors(options, progress),
+        stages::damaged_data(options, progress),
         stages::replay(options, progress),
     ];
     if options.fuzz_seconds > 0 {

@@ -8,6 +8,7 @@ use seglog_model::check::{self, CheckOptions, ModelKind, Variant};
 
 use crate::conformance::faults::run_random_faults;
 use crate::conformance::{self, ConformanceOptions};
+use crate::damage::{self, DamageOptions};
 use crate::fs::{FileSystem, StdFs};
 use crate::scenario::{self, files, load, scenario_paths, Scenario};
 use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
@@ -314,6 +315,59 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
     );
     report.counterexample = counterexample;
     report.replay_command = first.map(|v| v.replay_command());
+    report
+}
+
+/// Damaged data (`src/damage`): every planned damage of every file of each named
+/// workload's log, at its end and at its protocol crash points, opened and judged.
+pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    let mut workloads = sweep::named_workloads();
+    for workload in &mut workloads {
+        workload.variant = options.variant.clone();
+    }
+    let total = workloads.len() as u64;
+    progress.start("damaged_data", total);
+    // Quick runs the whole plan (about a second in release); the larger budgets
+    // add every bit of every batch header.
+    let damage_options = if options.budget == super::Budget::Quick {
+        DamageOptions::quick()
+    } else {
+        DamageOptions::exhaustive()
+    };
+    let result = damage::run(&workloads, &damage_options, |i, n, name| {
+        progress.set(i, n, name)
+    });
+    let summary = format!(
+        "{} workloads, {} points, {} damages, {} errors, {} recovered, {} undetectable, {} violations",
+        result.workloads,
+        result.points,
+        result.damages,
+        result.errors,
+        result.recovered,
+        result.undetectable,
+        result.violations
+    );
+    progress.done(&summary);
+    let counterexample = result.first_violation().and_then(|first| {
+        emit(
+            options,
+            "damaged-data-violation.json",
+            &serde_json::to_string_pretty(first).unwrap_or_default(),
+        )
+    });
+    let passed = result.violations == 0;
+    let mut report = stage(
+        "damaged_data",
+        started,
+        passed,
+        summary,
+        serde_json::to_value(&result).unwrap_or(Value::Null),
+    );
+    if let Some(first) = result.first_violation() {
+        report.replay_command = Some(format!("seglog damage --workload {}", first.workload));
+    }
+    report.counterexample = counterexample;
     report
 }
 

@@ -1,0 +1,496 @@
+//! The verdict on one damaged image: a structured error naming the damaged file, or
+//! a correct recovery; never a silent acceptance, never a deletion beyond the torn
+//! tail of the active segment, and never an unchecked temp dir trusted.
+//!
+//! Rules (docs/design.md sections 3, 5, 6):
+//! * a failed open leaves every file as it was, or exactly as the protocol
+//!   recoveries (install, retention checkpoint), which run before the segment scan
+//!   and are documented to survive its failure, leave it;
+//! * the error is `Corrupt` naming the damaged file (or where recovery legitimately
+//!   moved it) at a position inside it, `Unsupported` for a file with a format
+//!   version, or `Ambiguous` when an install is pending;
+//! * a successful open keeps every `.log` and the checkpoint of the content it
+//!   chose byte for byte, except a reported cut of the active segment's tail at a
+//!   batch boundary before the damage; a damaged temp dir is never rolled forward;
+//!   a damaged index is rewritten; damaged manifest or checkpoint bytes are never
+//!   accepted; damaged `.log` bytes are served only where the format is blind; the
+//!   log equals the spec (or a whole-batch prefix of it after a reported cut); a
+//!   second open changes nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::format::{checkpoint, filename};
+use crate::fs::sim::SimFs;
+use crate::fs::FileSystem;
+use crate::install::InstallCase;
+use crate::log::{Log, LogConfig, RecoveryReport};
+use crate::sweep::{self, LOG_DIR};
+use crate::workload::{engine, LogView};
+
+use super::kind::{install_paths, is_index, is_log, last_log, FileKind, Role};
+use super::plan::{batch_ranges, ordering_holds, Damage};
+use super::points::Point;
+
+/// How the open of one damaged image ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A structured error.
+    Error,
+    /// A recovery equal to the spec (or a reported whole-batch prefix of it).
+    Recovered,
+    /// Blind damage (see `plan`) the log serves without noticing.
+    Undetectable,
+}
+
+/// One damaged image to judge.
+pub struct Case<'a> {
+    pub config: &'a LogConfig,
+    pub point: &'a Point,
+    pub path: &'a Path,
+    pub role: Role,
+    pub kind: FileKind,
+    pub damage: &'a Damage,
+    pub original: &'a [u8],
+    pub damaged: &'a [u8],
+}
+
+impl Case<'_> {
+    /// The point's image with the damage applied.
+    fn image(&self) -> Result<SimFs, String> {
+        let fs = sweep::duplicate(&self.point.image);
+        fs.write_new(self.path, self.damaged)
+            .map_err(|e| format!("cannot apply the damage: {e}"))?;
+        Ok(fs)
+    }
+
+    /// Where the damaged file lives after recovery chose the content from `origin`.
+    fn final_path(&self, origin: Role) -> Option<PathBuf> {
+        let name = self.path.file_name()?;
+        (self.role == origin).then(|| Path::new(LOG_DIR).join(name))
+    }
+}
+
+/// Opens the damaged image and judges the outcome; `Err` is a violation.
+pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
+    let fs = Arc::new(case.image()?);
+    let before = fs.snapshot();
+    let dirs_before = fs.snapshot_dirs();
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let opened = Log::open_with(dyn_fs.clone(), LOG_DIR, case.config.clone());
+    let after = fs.snapshot();
+    check_temp_not_trusted(case, &before, &after)?;
+    match opened {
+        Err(e) => {
+            check_failed_open(
+                case,
+                &before,
+                &after,
+                dirs_before == fs.snapshot_dirs(),
+                &fs,
+            )?;
+            check_error(case, &e)?;
+            check_fails_again(case, dyn_fs, &fs, &e)?;
+            Ok(Outcome::Error)
+        }
+        Ok((log, report)) => {
+            // The open scanned every batch: a read that then fails means the open
+            // accepted bytes it should have rejected.
+            let view = engine::view(&log)
+                .map_err(|e| format!("the open succeeded but reading the log fails: {e}"))?;
+            drop(log);
+            let outcome = check_recovery(case, &before, &after, &view, &report)?;
+            let paths = install_paths();
+            let stray: Vec<PathBuf> = fs
+                .snapshot_dirs()
+                .into_iter()
+                .filter(|d| !paths.live.starts_with(d) && !d.starts_with(&paths.live))
+                .collect();
+            if !stray.is_empty() {
+                return Err(format!("directories left after recovery: {stray:?}"));
+            }
+            check_second_open(case, dyn_fs, &fs, &view)?;
+            Ok(outcome)
+        }
+    }
+}
+
+/// A damaged temp file never becomes live content.
+fn check_temp_not_trusted(
+    case: &Case<'_>,
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+) -> Result<(), String> {
+    if case.role != Role::Temp {
+        return Ok(());
+    }
+    let Some(live) = case.final_path(Role::Temp) else {
+        return Ok(());
+    };
+    let now = after.get(&live).map(Vec::as_slice);
+    if now == Some(case.damaged) && before.get(&live).map(Vec::as_slice) != Some(case.damaged) {
+        return Err(format!(
+            "the damaged temp file became {}: an unchecked temp dir was trusted",
+            live.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A failed open changed nothing beyond what the protocol recoveries do.
+fn check_failed_open(
+    case: &Case<'_>,
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+    same_dirs: bool,
+    fs: &SimFs,
+) -> Result<(), String> {
+    if after == before && same_dirs {
+        return Ok(());
+    }
+    let protocol = case.image()?;
+    let live = Path::new(LOG_DIR);
+    let _ = crate::install::recover(&protocol, live)
+        .and_then(|_| crate::retention::recover(&protocol, live));
+    if protocol.snapshot() == *after && protocol.snapshot_dirs() == fs.snapshot_dirs() {
+        return Ok(());
+    }
+    Err(format!(
+        "the failed open changed files or directories beyond the protocol recoveries: {}",
+        changes(before, after)
+    ))
+}
+
+/// The error is structured and names the damaged file.
+fn check_error(case: &Case<'_>, error: &Error) -> Result<(), String> {
+    let paths = install_paths();
+    match error {
+        Error::Corrupt { path, position, .. } => {
+            let name = path.file_name().unwrap_or_default();
+            let mut named = vec![path.clone()];
+            if path.parent() == Some(paths.live.as_path()) {
+                named.push(paths.tmp.join(name));
+                named.push(paths.backup.join(name));
+            }
+            if !named.iter().any(|p| p == case.path) {
+                return Err(format!(
+                    "the error names {} instead of the damaged file: {error}",
+                    path.display()
+                ));
+            }
+            if *position > case.damaged.len() as u64 {
+                return Err(format!(
+                    "the error's position {position} is outside the damaged file ({} bytes): {error}",
+                    case.damaged.len()
+                ));
+            }
+            // Batches before the damaged one are intact: the error cannot be there.
+            let damaged_batch = batch_ranges(case.original)
+                .into_iter()
+                .map(|(start, _)| start)
+                .filter(|start| *start <= case.damage.change.start())
+                .max();
+            if let Some(floor) = damaged_batch.filter(|_| case.kind.is_log()) {
+                if *position < floor {
+                    return Err(format!(
+                        "the error's position {position} is before the damaged batch at {floor}: {error}"
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Error::Unsupported(_)
+            if case.kind.is_log()
+                || matches!(case.kind, FileKind::Manifest | FileKind::Checkpoint) =>
+        {
+            Ok(())
+        }
+        Error::Ambiguous { .. } if case.point.install_pending => Ok(()),
+        other => Err(format!("not a structured error for this damage: {other}")),
+    }
+}
+
+/// The content recovery kept: which directory the live dir's content came from.
+fn origin(report: &RecoveryReport) -> Role {
+    match report.install.case {
+        InstallCase::CommittedRollForward => Role::Temp,
+        InstallCase::RolledBackFromBackup => Role::Backup,
+        _ => Role::Live,
+    }
+}
+
+fn dir_of(role: Role) -> PathBuf {
+    let paths = install_paths();
+    match role {
+        Role::Live => paths.live,
+        Role::Temp => paths.tmp,
+        Role::Backup => paths.backup,
+        Role::Parent => paths.parent,
+    }
+}
+
+fn check_recovery(
+    case: &Case<'_>,
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+    view: &LogView,
+    report: &RecoveryReport,
+) -> Result<Outcome, String> {
+    let origin = origin(report);
+    if case.role == Role::Temp && origin == Role::Temp {
+        return Err("recovery rolled forward to a damaged temp dir".into());
+    }
+    if case.kind == FileKind::Manifest {
+        return Err(format!(
+            "a damaged manifest was accepted (install case {:?})",
+            report.install.case
+        ));
+    }
+    let kept = check_kept_files(origin, before, after, report)?;
+    let final_path = case.final_path(origin);
+    let served = final_path
+        .as_ref()
+        .and_then(|p| after.get(p))
+        .is_some_and(|bytes| bytes.as_slice() == case.damaged);
+    if served {
+        if case.kind == FileKind::Checkpoint {
+            return Err("a damaged checkpoint was accepted".into());
+        }
+        if matches!(case.kind, FileKind::OffsetIndex | FileKind::TimeIndex) {
+            return Err("a damaged index was not rebuilt".into());
+        }
+        if is_log(case.path) {
+            if case.damage.blind && blind_holds(case, before) {
+                return Ok(Outcome::Undetectable);
+            }
+            return Err("damaged .log bytes are served without an error".into());
+        }
+    }
+    let expected: Vec<&LogView> = if case.role == Role::Live {
+        vec![&case.point.baseline]
+    } else {
+        std::iter::once(&case.point.baseline)
+            .chain(&case.point.allowed)
+            .collect()
+    };
+    if expected.contains(&view) {
+        return Ok(Outcome::Recovered);
+    }
+    if let Some(cut) = kept.cut {
+        let damaged_here = final_path.as_deref() == Some(cut.path.as_path());
+        if damaged_here && cut.kept_bytes > case.damage.change.start() {
+            return Err(format!(
+                "the cut at {} keeps damaged bytes from {}",
+                cut.kept_bytes,
+                case.damage.change.start()
+            ));
+        }
+        if expected.iter().any(|e| is_prefix(view, e)) {
+            return Ok(Outcome::Recovered);
+        }
+    }
+    Err(format!(
+        "silent acceptance: the log differs from the spec without an error: {}",
+        case.point.baseline.diff(view).join(", ")
+    ))
+}
+
+/// A blind damage is excused only if it still satisfies every rule the format
+/// has: for a flipped `baseOffset`, the ordering rules within the segment and
+/// against the next one (a cut at a batch boundary and a flipped epoch always do).
+fn blind_holds(case: &Case<'_>, before: &BTreeMap<PathBuf, Vec<u8>>) -> bool {
+    let base_of = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(filename::parse)
+            .map(|(base, _)| base)
+    };
+    let Some(base) = base_of(case.path) else {
+        return false;
+    };
+    let upper = before
+        .keys()
+        .filter(|p| p.parent() == case.path.parent() && is_log(p))
+        .filter_map(|p| base_of(p))
+        .filter(|b| *b > base)
+        .min();
+    ordering_holds(case.damaged, base, upper)
+}
+
+/// A reported cut of the active segment.
+struct Cut {
+    path: PathBuf,
+    kept_bytes: u64,
+}
+
+struct Kept {
+    cut: Option<Cut>,
+}
+
+/// Every `.log` and non-index file of the chosen content survives byte for byte in
+/// the live dir (retention recovery may remove whole segments below the
+/// checkpoint); only the last `.log` may lose a reported tail, at a batch
+/// boundary; nothing else is left next to the log.
+fn check_kept_files(
+    origin: Role,
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+    report: &RecoveryReport,
+) -> Result<Kept, String> {
+    let from = dir_of(origin);
+    let live = Path::new(LOG_DIR);
+    let active = last_log(before, &from);
+    let removed: Vec<String> = report.retention.removed_files.clone();
+    let mut cut = None;
+    for (path, bytes) in before.iter().filter(|(p, _)| p.parent() == Some(&from)) {
+        let Some(name) = path.file_name() else {
+            continue;
+        };
+        let name_str = name.to_string_lossy().into_owned();
+        if is_index(path) || name_str == checkpoint::CHECKPOINT_TMP_NAME {
+            continue;
+        }
+        let target = live.join(name);
+        match after.get(&target) {
+            None if removed.contains(&name_str) => {}
+            None => return Err(format!("recovery deleted {}", path.display())),
+            Some(now) if now == bytes => {}
+            Some(now) if active.as_deref() == Some(path.as_path()) && bytes.starts_with(now) => {
+                let cut_bytes = (bytes.len() - now.len()) as u64;
+                let base = filename::parse(&name_str).map(|(b, _)| b);
+                if report.truncated_bytes != cut_bytes || report.truncated_segment != base {
+                    return Err(format!(
+                        "the active segment lost {cut_bytes} bytes but the report says {} bytes of {:?}",
+                        report.truncated_bytes, report.truncated_segment
+                    ));
+                }
+                let kept_bytes = now.len() as u64;
+                let boundary =
+                    kept_bytes == 0 || batch_ranges(bytes).iter().any(|r| r.1 == kept_bytes);
+                if !boundary {
+                    return Err(format!(
+                        "the active segment was cut at {kept_bytes}, not at a batch boundary"
+                    ));
+                }
+                cut = Some(Cut {
+                    path: target,
+                    kept_bytes,
+                });
+            }
+            Some(now) => {
+                return Err(format!(
+                    "recovery changed {} ({} -> {} bytes){}",
+                    path.display(),
+                    bytes.len(),
+                    now.len(),
+                    if is_log(path) {
+                        ": only the active segment's torn tail may be cut"
+                    } else {
+                        ""
+                    }
+                ))
+            }
+        }
+    }
+    for path in after.keys() {
+        let new = path.parent() == Some(live)
+            && !is_index(path)
+            && !before.contains_key(&from.join(path.file_name().unwrap_or_default()));
+        if new {
+            return Err(format!("recovery created {}", path.display()));
+        }
+    }
+    let left = after
+        .keys()
+        .filter(|p| !p.starts_with(live))
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>();
+    if !left.is_empty() {
+        return Err(format!("leftovers after recovery: {left:?}"));
+    }
+    Ok(Kept { cut })
+}
+
+/// `view` is `expected` cut after a whole batch: same start, same closed segments,
+/// the records of `expected` below `view.next_offset`.
+fn is_prefix(view: &LogView, expected: &LogView) -> bool {
+    let n = view.segments.len();
+    let records: Vec<_> = expected
+        .records
+        .iter()
+        .filter(|r| r.offset < view.next_offset)
+        .cloned()
+        .collect();
+    view.log_start_offset == expected.log_start_offset
+        && n == expected.segments.len()
+        && n > 0
+        && view.segments[..n - 1] == expected.segments[..n - 1]
+        && view.next_offset <= expected.next_offset
+        && view.records == records
+}
+
+fn check_second_open(
+    case: &Case<'_>,
+    dyn_fs: Arc<dyn FileSystem>,
+    fs: &SimFs,
+    view: &LogView,
+) -> Result<(), String> {
+    let before = fs.snapshot();
+    let (log, report) = Log::open_with(dyn_fs, LOG_DIR, case.config.clone())
+        .map_err(|e| format!("the second open failed: {e}"))?;
+    let again = engine::view(&log).map_err(|e| format!("read after second open failed: {e}"))?;
+    if !report.is_clean() {
+        return Err(format!(
+            "the second open still repaired something (indexes not rebuilt?): {report:?}"
+        ));
+    }
+    if again != *view || fs.snapshot() != before {
+        return Err("the second open changed the log".into());
+    }
+    Ok(())
+}
+
+/// A failed open is stable: opening again fails the same way and changes nothing
+/// (the protocol recoveries of the first attempt left a state they accept as is).
+fn check_fails_again(
+    case: &Case<'_>,
+    dyn_fs: Arc<dyn FileSystem>,
+    fs: &SimFs,
+    first: &Error,
+) -> Result<(), String> {
+    let before = fs.snapshot();
+    match Log::open_with(dyn_fs, LOG_DIR, case.config.clone()) {
+        Ok(_) => Err(format!(
+            "a second open succeeds after the first failed with: {first}"
+        )),
+        Err(again) if again.to_string() != first.to_string() => Err(format!(
+            "a second open fails differently: {again} (first: {first})"
+        )),
+        Err(_) if fs.snapshot() != before => Err(format!(
+            "a second failed open changed files: {}",
+            changes(&before, &fs.snapshot())
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The paths that differ, for a violation message.
+fn changes(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8>>) -> String {
+    let mut out = Vec::new();
+    for (path, bytes) in before {
+        match after.get(path) {
+            None => out.push(format!("removed {}", path.display())),
+            Some(now) if now != bytes => out.push(format!("changed {}", path.display())),
+            Some(_) => {}
+        }
+    }
+    for path in after.keys().filter(|p| !before.contains_key(*p)) {
+        out.push(format!("created {}", path.display()));
+    }
+    out.join(", ")
+}

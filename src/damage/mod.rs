@@ -1,0 +1,281 @@
+//! Damaged data: flip bits, truncate and zero ranges in every file of a log's
+//! directory and its install siblings, open each damaged image, and hold the
+//! outcome to the corruption policy (docs/design.md sections 2, 3, 5, 6 and 8).
+//!
+//! For every named sweep workload the stage takes the end state and the first crash
+//! point of every protocol state it passes through (`points`), plans deterministic
+//! damages for every file present (`plan`: each batch header field of the first and
+//! last batch, the records, the last byte, truncations, zeroed ranges), and judges
+//! each open (`judge`): a structured error naming the damaged file and a position in
+//! it, or a correct recovery; never a silent acceptance, never a deletion beyond the
+//! active segment's torn tail, never a damaged temp dir rolled forward, and a failed
+//! open changes nothing beyond the protocol recoveries.
+//!
+//! Damage the format cannot see (a flip in `baseOffset` or `partitionLeaderEpoch`,
+//! which are outside Kafka's CRC; a `.log` cut exactly at a batch boundary) is
+//! counted as `undetectable` when the log serves it, not as a violation.
+
+mod judge;
+mod kind;
+mod plan;
+mod points;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::sweep::{named_workloads, Workload};
+
+pub use judge::Outcome;
+pub use kind::FileKind;
+pub use plan::{batch_ranges, Change, Damage};
+
+/// How much to try.
+#[derive(Debug, Clone, Serialize)]
+pub struct DamageOptions {
+    /// Crash points per workload besides its end (the first and the last of each
+    /// protocol state each operation passes through).
+    pub protocol_points: usize,
+    /// At most this many damages per file (in plan order; `usize::MAX`: all).
+    pub damages_per_file: usize,
+    /// Also flip every bit of the first and last batch header of every `.log`
+    /// (about 1,000 more damages per `.log`; the standard and overnight budgets).
+    pub all_header_bits: bool,
+}
+
+impl DamageOptions {
+    /// The quick budget already covers every protocol state of the named workloads
+    /// and every planned damage: a few seconds in release.
+    pub fn quick() -> DamageOptions {
+        DamageOptions {
+            protocol_points: 64,
+            damages_per_file: usize::MAX,
+            all_header_bits: false,
+        }
+    }
+
+    /// The quick plan plus every header bit.
+    pub fn exhaustive() -> DamageOptions {
+        DamageOptions {
+            all_header_bits: true,
+            ..DamageOptions::quick()
+        }
+    }
+}
+
+impl Default for DamageOptions {
+    fn default() -> Self {
+        DamageOptions::quick()
+    }
+}
+
+/// Damages tried on one kind of file, by outcome.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct KindCount {
+    pub damages: u64,
+    pub errors: u64,
+    pub recovered: u64,
+    pub undetectable: u64,
+    pub violations: u64,
+}
+
+/// One failed check, with what reproduces it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DamageViolation {
+    pub workload: String,
+    pub point: String,
+    pub file: String,
+    pub kind: FileKind,
+    pub damage: String,
+    pub detail: String,
+}
+
+impl std::fmt::Display for DamageViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "workload {} at {}: {} {}: {}",
+            self.workload, self.point, self.damage, self.file, self.detail
+        )
+    }
+}
+
+/// One workload's numbers.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WorkloadDamageReport {
+    pub workload: String,
+    /// Undamaged images damaged from (crash points and the end).
+    pub points: u64,
+    /// Files damaged (summed over points).
+    pub files: u64,
+    /// Damaged images opened.
+    pub damages: u64,
+    pub errors: u64,
+    pub recovered: u64,
+    pub undetectable: u64,
+    pub violations: Vec<DamageViolation>,
+    pub per_kind: BTreeMap<String, KindCount>,
+    /// A few undetectable damages, as `point: damage file`.
+    pub undetectable_examples: Vec<String>,
+    pub seconds: f64,
+}
+
+/// Runs the stage on one workload.
+pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> WorkloadDamageReport {
+    let started = Instant::now();
+    let mut report = WorkloadDamageReport {
+        workload: workload.name.clone(),
+        ..WorkloadDamageReport::default()
+    };
+    let points = match points::points(workload, options.protocol_points) {
+        Ok(points) => points,
+        Err(detail) => {
+            report.violations.push(DamageViolation {
+                workload: workload.name.clone(),
+                point: "setup".into(),
+                file: String::new(),
+                kind: FileKind::Other,
+                damage: String::new(),
+                detail,
+            });
+            return report;
+        }
+    };
+    for point in &points {
+        report.points += 1;
+        let files = point.image.snapshot();
+        for (path, original) in &files {
+            let (role, kind) = kind::classify(path, &files);
+            let mut damages = if kind.is_log() {
+                plan::log_damages(original)
+            } else {
+                plan::generic_damages(original)
+            };
+            if kind.is_log() && options.all_header_bits {
+                for damage in plan::header_bit_damages(original) {
+                    if !damages.iter().any(|d| d.change == damage.change) {
+                        damages.push(damage);
+                    }
+                }
+            }
+            report.files += 1;
+            for damage in damages.iter().take(options.damages_per_file) {
+                let Some(damaged) = damage.change.apply(original) else {
+                    continue;
+                };
+                let case = judge::Case {
+                    config: &workload.config,
+                    point,
+                    path,
+                    role,
+                    kind,
+                    damage,
+                    original,
+                    damaged: &damaged,
+                };
+                let count = report.per_kind.entry(kind.name()).or_default();
+                count.damages += 1;
+                report.damages += 1;
+                match judge::judge(&case) {
+                    Ok(Outcome::Error) => {
+                        count.errors += 1;
+                        report.errors += 1;
+                    }
+                    Ok(Outcome::Recovered) => {
+                        count.recovered += 1;
+                        report.recovered += 1;
+                    }
+                    Ok(Outcome::Undetectable) => {
+                        count.undetectable += 1;
+                        report.undetectable += 1;
+                        if report.undetectable_examples.len() < 8 {
+                            report.undetectable_examples.push(format!(
+                                "{}: {} {}",
+                                point.name,
+                                damage.label,
+                                path.display()
+                            ));
+                        }
+                    }
+                    Err(detail) => {
+                        count.violations += 1;
+                        report.violations.push(DamageViolation {
+                            workload: workload.name.clone(),
+                            point: point.name.clone(),
+                            file: path.display().to_string(),
+                            kind,
+                            damage: damage.label.clone(),
+                            detail,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+/// The whole stage's numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct DamageReport {
+    pub workloads: usize,
+    pub points: u64,
+    pub damages: u64,
+    pub errors: u64,
+    pub recovered: u64,
+    pub undetectable: u64,
+    pub violations: usize,
+    pub seconds: f64,
+    pub per_kind: BTreeMap<String, KindCount>,
+    pub per_workload: Vec<WorkloadDamageReport>,
+}
+
+impl DamageReport {
+    pub fn first_violation(&self) -> Option<&DamageViolation> {
+        self.per_workload.iter().find_map(|w| w.violations.first())
+    }
+}
+
+/// Runs the stage on `workloads` (with `progress(done, total, name)` before each).
+pub fn run(
+    workloads: &[Workload],
+    options: &DamageOptions,
+    mut progress: impl FnMut(u64, u64, &str),
+) -> DamageReport {
+    let started = Instant::now();
+    let mut per_workload = Vec::new();
+    for (i, workload) in workloads.iter().enumerate() {
+        progress(i as u64, workloads.len() as u64, &workload.name);
+        per_workload.push(damage_workload(workload, options));
+    }
+    let mut per_kind: BTreeMap<String, KindCount> = BTreeMap::new();
+    for report in &per_workload {
+        for (kind, count) in &report.per_kind {
+            let total = per_kind.entry(kind.clone()).or_default();
+            total.damages += count.damages;
+            total.errors += count.errors;
+            total.recovered += count.recovered;
+            total.undetectable += count.undetectable;
+            total.violations += count.violations;
+        }
+    }
+    DamageReport {
+        workloads: per_workload.len(),
+        points: per_workload.iter().map(|r| r.points).sum(),
+        damages: per_workload.iter().map(|r| r.damages).sum(),
+        errors: per_workload.iter().map(|r| r.errors).sum(),
+        recovered: per_workload.iter().map(|r| r.recovered).sum(),
+        undetectable: per_workload.iter().map(|r| r.undetectable).sum(),
+        violations: per_workload.iter().map(|r| r.violations.len()).sum(),
+        seconds: started.elapsed().as_secs_f64(),
+        per_kind,
+        per_workload,
+    }
+}
+
+/// Runs the stage on every named sweep workload.
+pub fn run_named(options: &DamageOptions) -> DamageReport {
+    run(&named_workloads(), options, |_, _, _| {})
+}

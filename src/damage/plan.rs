@@ -1,0 +1,378 @@
+//! Which damages to try on one file: pure, deterministic, no IO.
+//!
+//! A `.log` gets, for its first and its last batch, one flipped bit in every header
+//! field (the field's least significant bit, plus the most significant bit of
+//! `baseOffset`), one in the middle of the records; then a flipped last byte,
+//! truncations (to 0, into the middle of the last batch, by one byte) and zeroed
+//! ranges (the start of the last batch's records, the last 8 bytes). Every other file
+//! (indexes, manifest, checkpoints) gets flips at its start, middle and end, the same
+//! truncations and a zeroed range.
+//!
+//! CRC coverage (docs/design.md section 2): a batch's CRC-32C covers bytes
+//! `[21, end)` of the batch, i.e. everything from `attributes` on. `baseOffset`
+//! `[0, 8)`, `batchLength` `[8, 12)`, `partitionLeaderEpoch` `[12, 16)`, `magic`
+//! `[16, 17)` and the CRC itself `[17, 21)` are outside it. `batchLength` and
+//! `magic` are checked by the framing (a changed length moves the CRC's range or the
+//! next batch's start, a changed magic is `Corrupt`/`Unsupported`); `baseOffset`
+//! is checked only by the ordering rules and `partitionLeaderEpoch` not at all, so a
+//! flip there is *blind* (Kafka shares the blind spot). A truncation of a `.log` at a
+//! batch boundary is blind as well: Kafka's format has no per-file length or
+//! checksum, and for the active segment it is exactly what a crash leaves. Manifest
+//! and checkpoint carry a CRC-32C over every byte before it, so no damage to them is
+//! blind. Indexes are derived data: any damage must be rebuilt (or fail closed).
+
+use crate::format::batch::{
+    ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET, RECORDS_OFFSET,
+    RECORD_COUNT_OFFSET,
+};
+
+/// One field of the batch header: name, offset in the batch, size, outside the CRC
+/// and unchecked by anything but the ordering rules (blind).
+const HEADER_FIELDS: [(&str, usize, usize, bool); 13] = [
+    ("base_offset", BASE_OFFSET_OFFSET, 8, true),
+    ("batch_length", LENGTH_OFFSET, 4, false),
+    (
+        "partition_leader_epoch",
+        PARTITION_LEADER_EPOCH_OFFSET,
+        4,
+        true,
+    ),
+    ("magic", MAGIC_OFFSET, 1, false),
+    ("crc", CRC_OFFSET, 4, false),
+    ("attributes", ATTRIBUTES_OFFSET, 2, false),
+    ("last_offset_delta", LAST_OFFSET_DELTA_OFFSET, 4, false),
+    ("base_timestamp", BASE_TIMESTAMP_OFFSET, 8, false),
+    ("max_timestamp", MAX_TIMESTAMP_OFFSET, 8, false),
+    ("producer_id", PRODUCER_ID_OFFSET, 8, false),
+    ("producer_epoch", PRODUCER_EPOCH_OFFSET, 2, false),
+    ("base_sequence", BASE_SEQUENCE_OFFSET, 4, false),
+    ("record_count", RECORD_COUNT_OFFSET, 4, false),
+];
+
+/// How a file is changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Flip bit `bit` (0 = least significant) of byte `position`.
+    Flip { position: u64, bit: u8 },
+    /// Cut the file to `len` bytes.
+    Truncate { len: u64 },
+    /// Overwrite `[start, end)` with zeros.
+    Zero { start: u64, end: u64 },
+}
+
+impl Change {
+    /// The first byte position the change touches (the new length for a truncation).
+    pub fn start(&self) -> u64 {
+        match *self {
+            Change::Flip { position, .. } => position,
+            Change::Truncate { len } => len,
+            Change::Zero { start, .. } => start,
+        }
+    }
+
+    /// The damaged bytes, or `None` if the change would leave `bytes` as they are.
+    pub fn apply(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let mut out = bytes.to_vec();
+        match *self {
+            Change::Flip { position, bit } => {
+                let byte = out.get_mut(usize::try_from(position).ok()?)?;
+                *byte ^= 1 << bit;
+            }
+            Change::Truncate { len } => out.truncate(usize::try_from(len).ok()?),
+            Change::Zero { start, end } => {
+                let end = usize::try_from(end).ok()?.min(out.len());
+                let start = usize::try_from(start).ok()?.min(end);
+                out[start..end].fill(0);
+            }
+        }
+        (out != bytes).then_some(out)
+    }
+}
+
+/// One planned damage of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Where, for reports: `flip batch[last].crc`, `truncate to 0`, ...
+    pub label: String,
+    pub change: Change,
+    /// The format cannot detect this damage (see the module docs); it is counted as
+    /// `undetectable` when the log serves it, not as a violation.
+    pub blind: bool,
+}
+
+/// The byte ranges `[start, end)` of the whole batches at the front of `bytes`,
+/// walked by their declared lengths.
+pub fn batch_ranges(bytes: &[u8]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut position = 0usize;
+    while let Some(length) = bytes
+        .get(position + LENGTH_OFFSET..position + LOG_OVERHEAD)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(i32::from_be_bytes)
+    {
+        let Ok(length) = usize::try_from(length) else {
+            break;
+        };
+        let end = position + LOG_OVERHEAD + length;
+        if length < RECORDS_OFFSET - LOG_OVERHEAD || end > bytes.len() {
+            break;
+        }
+        out.push((position as u64, end as u64));
+        position = end;
+    }
+    out
+}
+
+/// True if the batches of a `.log` holding `bytes` satisfy the ordering rules of
+/// docs/design.md section 2 (the only check on `baseOffset`): the first base offset
+/// is >= `segment_base`, each base offset is > the previous batch's last offset,
+/// and every last offset is < `upper` (the next segment's base offset). A blind
+/// flip of `baseOffset` is excused only while this holds.
+pub fn ordering_holds(bytes: &[u8], segment_base: i64, upper: Option<i64>) -> bool {
+    let mut next = segment_base;
+    for (start, _) in batch_ranges(bytes) {
+        let field = |offset: usize, size: usize| {
+            let at = usize::try_from(start).ok()? + offset;
+            bytes.get(at..at + size)
+        };
+        let base = field(BASE_OFFSET_OFFSET, 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(i64::from_be_bytes);
+        let delta = field(LAST_OFFSET_DELTA_OFFSET, 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(i32::from_be_bytes);
+        let (Some(base), Some(delta)) = (base, delta) else {
+            return false;
+        };
+        let last = base.saturating_add(i64::from(delta));
+        if base < next || upper.is_some_and(|u| last >= u) {
+            return false;
+        }
+        next = last.saturating_add(1);
+    }
+    true
+}
+
+/// The damages to try on a `.log` holding `bytes`.
+pub fn log_damages(bytes: &[u8]) -> Vec<Damage> {
+    let ranges = batch_ranges(bytes);
+    let boundaries: Vec<u64> = std::iter::once(0)
+        .chain(ranges.iter().map(|r| r.1))
+        .collect();
+    let mut out = Vec::new();
+    let mut picked: Vec<(&str, (u64, u64))> = Vec::new();
+    if let Some(first) = ranges.first() {
+        picked.push(("first", *first));
+    }
+    if let Some(last) = ranges.last().filter(|_| ranges.len() > 1) {
+        picked.push(("last", *last));
+    }
+    for (which, (start, end)) in picked {
+        for (name, offset, size, blind) in HEADER_FIELDS {
+            out.push(Damage {
+                label: format!("flip batch[{which}].{name}"),
+                change: Change::Flip {
+                    position: start + (offset + size - 1) as u64,
+                    bit: 0,
+                },
+                blind,
+            });
+        }
+        out.push(Damage {
+            label: format!("flip batch[{which}].base_offset high bit"),
+            change: Change::Flip {
+                position: start + BASE_OFFSET_OFFSET as u64,
+                bit: 7,
+            },
+            // A negative base offset breaks the ordering rules.
+            blind: false,
+        });
+        let records = start + RECORDS_OFFSET as u64;
+        if end > records {
+            out.push(Damage {
+                label: format!("flip batch[{which}].records middle"),
+                change: Change::Flip {
+                    position: records + (end - records) / 2,
+                    bit: 3,
+                },
+                blind: false,
+            });
+        }
+    }
+    let len = bytes.len() as u64;
+    let mut tail = generic_damages(bytes);
+    if let Some(&(start, end)) = ranges.last() {
+        tail.push(Damage {
+            label: "truncate into the last batch".into(),
+            change: Change::Truncate {
+                len: start + (end - start) / 2,
+            },
+            blind: false,
+        });
+        tail.push(Damage {
+            label: "zero the last batch's first record bytes".into(),
+            change: Change::Zero {
+                start: start + RECORDS_OFFSET as u64,
+                end: (start + RECORDS_OFFSET as u64 + 16).min(end),
+            },
+            blind: false,
+        });
+    }
+    for mut damage in tail {
+        if let Change::Truncate { len: cut } = damage.change {
+            damage.blind = boundaries.contains(&cut) && cut < len;
+        }
+        out.push(damage);
+    }
+    out
+}
+
+/// Every single-bit flip of the header (`[0, 61)`) of the first and the last batch
+/// of a `.log`: the exhaustive plan of the larger budgets. Flips in `baseOffset`
+/// and `partitionLeaderEpoch` are blind (outside the CRC).
+pub fn header_bit_damages(bytes: &[u8]) -> Vec<Damage> {
+    let ranges = batch_ranges(bytes);
+    let mut picked = Vec::new();
+    picked.extend(ranges.first().map(|r| ("first", r.0)));
+    picked.extend(
+        ranges
+            .last()
+            .filter(|_| ranges.len() > 1)
+            .map(|r| ("last", r.0)),
+    );
+    let mut out = Vec::new();
+    for (which, start) in picked {
+        for byte in 0..RECORDS_OFFSET {
+            let (name, _, _, blind) = HEADER_FIELDS
+                .iter()
+                .copied()
+                .rev()
+                .find(|(_, offset, _, _)| *offset <= byte)
+                .unwrap_or(HEADER_FIELDS[0]);
+            for bit in 0..8 {
+                out.push(Damage {
+                    label: format!("flip batch[{which}].{name} byte {byte} bit {bit}"),
+                    change: Change::Flip {
+                        position: start + byte as u64,
+                        bit,
+                    },
+                    blind,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The damages to try on any other file: flips at the start, middle and end,
+/// truncations to 0, to half and by one byte, and a zeroed range in the middle.
+pub fn generic_damages(bytes: &[u8]) -> Vec<Damage> {
+    let len = bytes.len() as u64;
+    if len == 0 {
+        return Vec::new();
+    }
+    let flip = |label: &str, position: u64| Damage {
+        label: format!("flip {label}"),
+        change: Change::Flip { position, bit: 0 },
+        blind: false,
+    };
+    let truncate = |label: &str, len: u64| Damage {
+        label: format!("truncate {label}"),
+        change: Change::Truncate { len },
+        blind: false,
+    };
+    let mut out = vec![
+        flip("first byte", 0),
+        flip("middle byte", len / 2),
+        flip("last byte", len - 1),
+        truncate("to 0", 0),
+        truncate("to half", len / 2),
+        truncate("by one byte", len - 1),
+        Damage {
+            label: "zero 8 middle bytes".into(),
+            change: Change::Zero {
+                start: len / 2,
+                end: (len / 2 + 8).min(len),
+            },
+            blind: false,
+        },
+    ];
+    out.dedup_by(|a, b| a.change == b.change);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{NewRecord, RecordBatch};
+
+    fn two_batches() -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for base in [0, 1] {
+            let batch = RecordBatch::build(
+                base,
+                &[NewRecord::new(Some(b"k".to_vec()), Some(b"v".to_vec()), 5)],
+            );
+            bytes.extend(batch.encode());
+        }
+        bytes
+    }
+
+    #[test]
+    fn log_damages_cover_every_field_of_both_batches() {
+        let bytes = two_batches();
+        let ranges = batch_ranges(&bytes);
+        assert_eq!(ranges.len(), 2);
+        assert_eq!(ranges[1].1, bytes.len() as u64);
+        let damages = log_damages(&bytes);
+        for which in ["first", "last"] {
+            for (name, ..) in HEADER_FIELDS {
+                let label = format!("flip batch[{which}].{name}");
+                assert!(damages.iter().any(|d| d.label == label), "{label}");
+            }
+        }
+        // Blind exactly where the format cannot see: baseOffset LSB, the epoch,
+        // and a cut at the boundary between the batches (to 0 is one too).
+        let blind: Vec<&str> = damages
+            .iter()
+            .filter(|d| d.blind)
+            .map(|d| d.label.as_str())
+            .collect();
+        assert!(blind.contains(&"flip batch[first].partition_leader_epoch"));
+        assert!(blind.contains(&"truncate to 0"));
+        assert!(!blind.contains(&"truncate by one byte"));
+        assert!(!blind.contains(&"flip batch[last].crc"));
+        for damage in &damages {
+            assert!(damage.change.apply(&bytes).is_some(), "{}", damage.label);
+        }
+    }
+
+    #[test]
+    fn header_bits_are_every_bit_of_both_headers() {
+        let bytes = two_batches();
+        let damages = header_bit_damages(&bytes);
+        assert_eq!(damages.len(), 2 * RECORDS_OFFSET * 8);
+        let blind = damages.iter().filter(|d| d.blind).count();
+        assert_eq!(
+            blind,
+            2 * (8 + 4) * 8,
+            "baseOffset and the epoch, both batches"
+        );
+    }
+
+    #[test]
+    fn a_change_that_changes_nothing_is_dropped() {
+        assert_eq!(Change::Zero { start: 0, end: 2 }.apply(&[0, 0, 1]), None);
+        assert_eq!(Change::Truncate { len: 3 }.apply(&[0, 0, 1]), None);
+        assert_eq!(
+            Change::Flip {
+                position: 2,
+                bit: 1
+            }
+            .apply(&[0, 0, 1]),
+            Some(vec![0, 0, 3])
+        );
+    }
+}
