@@ -42,11 +42,13 @@ pub struct AblationRow {
     pub detail: String,
 }
 
+/// One sync call of a run: its mutating-call number, what it syncs, and the fail
+/// point right before it.
+pub type TracedSync = (u64, SyncCall, Option<&'static str>);
+
 /// The sync calls of `workload`'s uninterrupted run, each with the fail point right
 /// before it.
-pub fn sync_calls(
-    workload: &Workload,
-) -> Result<Vec<(u64, SyncCall, Option<&'static str>)>, String> {
+pub fn sync_calls(workload: &Workload) -> Result<Vec<TracedSync>, String> {
     let fs = Arc::new(SimFs::new());
     let probe = Arc::clone(&fs);
     let recorder = Recorder::start_with_probe(move || probe.mutating_ops());
