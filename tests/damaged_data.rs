@@ -52,6 +52,8 @@ fn every_damage_of_every_named_workload_is_an_error_or_a_correct_recovery() {
 fn every_file_kind_is_damaged_often_enough() {
     let report = run();
     // Measured: 9707 damages at 70 points; the bounds leave ~10% room.
+    // Measured 2026-11-30 after the sync ablation cut the install's syncs after its
+    // two renames (fewer crash points hold a backup): 62 points, 8,251 damages.
     let minimum: BTreeMap<&str, u64> = [
         ("closed_log", 3_200),
         ("active_log", 1_100),
@@ -59,11 +61,11 @@ fn every_file_kind_is_damaged_often_enough() {
         ("time_index", 650),
         ("checkpoint", 140),
         ("checkpoint_tmp", 20),
-        ("temp_log", 1_600),
+        ("temp_log", 1_500),
         ("temp_other", 40),
-        ("backup_log", 1_200),
-        ("backup_other", 320),
-        ("manifest", 200),
+        ("backup_log", 650),
+        ("backup_other", 170),
+        ("manifest", 160),
         ("manifest_tmp", 20),
     ]
     .into_iter()
@@ -73,7 +75,7 @@ fn every_file_kind_is_damaged_often_enough() {
         assert!(tried >= *at_least, "{kind}: {tried} damages < {at_least}");
     }
     assert!(report.points >= 60, "{} points", report.points);
-    assert!(report.damages >= 8_700, "{} damages", report.damages);
+    assert!(report.damages >= 8_200, "{} damages", report.damages);
 }
 
 #[test]
