@@ -29,6 +29,7 @@
 //!
 //! [`SimFs`]: crate::fs::sim::SimFs
 
+mod batch_reads;
 mod compare;
 mod generate;
 mod runner;
