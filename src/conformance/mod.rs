@@ -31,6 +31,8 @@
 
 mod batch_reads;
 mod compare;
+mod edges;
+mod foreign;
 mod generate;
 mod runner;
 mod scenario;
@@ -42,6 +44,7 @@ use serde::Serialize;
 use crate::log::LogConfig;
 use crate::workload::Op;
 
+pub use foreign::ForeignBatch;
 pub use generate::{case_steps, steps_strategy};
 pub use runner::run_case;
 
@@ -92,6 +95,9 @@ pub enum Step {
     CrashReopen { image: u32 },
     /// Close (which flushes) and reopen.
     Reopen,
+    /// Close, append a batch as another Kafka-format writer would (possibly ending
+    /// in a compaction gap) to the active segment, sync it, and reopen.
+    Foreign(ForeignBatch),
 }
 
 impl std::fmt::Display for Step {
@@ -101,6 +107,7 @@ impl std::fmt::Display for Step {
             Step::AdvanceClock(ms) => write!(f, "advance_clock {ms}"),
             Step::CrashReopen { image } => write!(f, "crash_reopen image {image}"),
             Step::Reopen => f.write_str("reopen"),
+            Step::Foreign(batch) => write!(f, "{batch}"),
         }
     }
 }

@@ -221,6 +221,13 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 durable.reset(&spec_log);
                 stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
             }
+            Step::Foreign(batch) => {
+                let log = engine.log.take().expect("open between steps");
+                super::foreign::write(log, batch, &mut spec_log).map_err(|e| fail(i, e, None))?;
+                engine.open().map_err(|e| fail(i, e, None))?;
+                durable.reset(&spec_log);
+                stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
+            }
             Step::CrashReopen { image } => {
                 stats.crashes += 1;
                 let (lost, process) = engine.crash(*image);
