@@ -79,10 +79,13 @@ pub fn group_bytes_edge(log: &SpecLog, now: i64, delete_retention_ms: i64) -> Op
     if log.closed_segments().len() < 2 || delete_retention_ms < 0 {
         return None;
     }
-    // Each source alone in its group: its compacted bytes.
+    // Each source alone in its group (but an empty one joins the group before it):
+    // the first two groups' bytes.
     let mut alone = log.clone();
     alone.compact(now, delete_retention_ms, Some(1)).ok()?;
-    let bytes: u64 = alone.closed_segments()[..2]
+    let bytes: u64 = alone
+        .closed_segments()
+        .get(..2)?
         .iter()
         .map(|s| s.bytes())
         .sum();
@@ -229,7 +232,10 @@ mod tests {
         at.compact(0, 1_000, Some(bytes)).unwrap();
         let mut below = log.clone();
         below.compact(0, 1_000, Some(bytes - 1)).unwrap();
-        assert_eq!(at.closed_segments().len() + 1, below.closed_segments().len());
+        assert_eq!(
+            at.closed_segments().len() + 1,
+            below.closed_segments().len()
+        );
     }
 
     #[test]

@@ -47,12 +47,7 @@ impl std::fmt::Display for ForeignBatch {
                 }
             })
             .collect();
-        write!(
-            f,
-            "foreign_batch gap {} [{}]",
-            self.gap,
-            records.join(", ")
-        )
+        write!(f, "foreign_batch gap {} [{}]", self.gap, records.join(", "))
     }
 }
 
@@ -103,7 +98,10 @@ pub fn write(log: Log, batch: &ForeignBatch, spec_log: &mut SpecLog) -> Result<(
     }
     let fs = log.fs().clone();
     let path = log.dir().join(filename::build(
-        log.segments().last().expect("an active segment").base_offset,
+        log.segments()
+            .last()
+            .expect("an active segment")
+            .base_offset,
         filename::LOG_SUFFIX,
     ));
     let bytes = batch.encoded(log.next_offset())?;

@@ -67,7 +67,11 @@ enum Draw {
         whole_segment: bool,
     },
     /// Retention at the time and/or size boundary.
-    RetainEdge { pick: usize, time: bool, bytes: bool },
+    RetainEdge {
+        pick: usize,
+        time: bool,
+        bytes: bool,
+    },
     /// Compaction at the tombstone-age boundary and/or the grouping boundary.
     CompactEdge {
         pick: usize,
@@ -133,7 +137,7 @@ fn draw() -> impl Strategy<Value = Draw> {
             .prop_map(|(key, value, ts, whole_segment)| Draw::Fill { key, value, ts, whole_segment }),
         2 => (0usize..8, any::<bool>(), any::<bool>())
             .prop_map(|(pick, time, bytes)| Draw::RetainEdge { pick, time, bytes }),
-        2 => (0usize..8, prop_oneof![3 => Just(true), 1 => Just(false)], any::<bool>())
+        3 => (0usize..8, prop_oneof![4 => Just(true), 1 => Just(false)], any::<bool>())
             .prop_map(|(pick, tombstone, group)| Draw::CompactEdge { pick, tombstone, group }),
     ]
 }
@@ -300,5 +304,139 @@ pub fn case_steps(seed: u64, ops_per_case: usize) -> Vec<Step> {
     match strategy.new_tree(&mut runner) {
         Ok(tree) => tree.current(),
         Err(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use seglog_model::spec::{latest_offsets, SpecLog};
+
+    use super::*;
+    use crate::conformance::case_config;
+
+    /// How often generated cases meet each boundary, counted on a shadow of the log
+    /// (as if no crash lost anything).
+    #[derive(Debug, Default)]
+    struct Hits {
+        foreign_end_gaps: u64,
+        retention_time_edges: u64,
+        retention_bytes_edges: u64,
+        tombstone_age_edges: u64,
+        group_bytes_edges: u64,
+        segment_fills: u64,
+        no_timestamp: u64,
+        i64_extremes: u64,
+        below_minus_one: u64,
+    }
+
+    fn count(steps: &[Step], hits: &mut Hits) {
+        let mut log = SpecLog::new(case_config().segment_bytes);
+        for step in steps {
+            match step {
+                Step::Op(op) => {
+                    observe(&log, op, hits);
+                    spec::apply(&mut log, op);
+                    if matches!(op, Op::Append { .. })
+                        && log.active().bytes() == log.segment_bytes()
+                    {
+                        hits.segment_fills += 1;
+                    }
+                }
+                Step::Foreign(batch) => {
+                    if batch.kept.last() == Some(&false) {
+                        hits.foreign_end_gaps += 1;
+                    }
+                    let _ = log.append_foreign(batch.spec_batch(log.next_offset()));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn observe(log: &SpecLog, op: &Op, hits: &mut Hits) {
+        match op {
+            Op::Append { records } => {
+                for r in records {
+                    match r.ts {
+                        -1 => hits.no_timestamp += 1,
+                        i64::MIN | i64::MAX => hits.i64_extremes += 1,
+                        ts if ts < -1 => hits.below_minus_one += 1,
+                        _ => {}
+                    }
+                }
+            }
+            Op::Retain {
+                now,
+                retention_ms,
+                retention_bytes,
+            } => {
+                let closed = log.closed_segments();
+                if let Some(ms) = retention_ms {
+                    // The walk reaches the first segment not expired: is it at the boundary?
+                    let boundary = now.saturating_sub(*ms);
+                    let first_kept = closed.iter().find(|s| s.max_timestamp() >= boundary);
+                    if first_kept.is_some_and(|s| s.max_timestamp() == boundary) {
+                        hits.retention_time_edges += 1;
+                    }
+                }
+                if let Some(limit) = retention_bytes {
+                    let segments = log.raw_segments();
+                    let suffix = |k: usize| segments[k..].iter().map(|s| s.bytes()).sum::<u64>();
+                    if (1..segments.len()).any(|k| suffix(k) as i64 == *limit) {
+                        hits.retention_bytes_edges += 1;
+                    }
+                }
+            }
+            Op::Compact {
+                now,
+                delete_retention_ms,
+                segment_bytes,
+            } => {
+                let latest = latest_offsets(log);
+                let at_edge = log
+                    .closed_segments()
+                    .iter()
+                    .flat_map(|s| &s.batches)
+                    .filter(|b| !b.control)
+                    .flat_map(|b| &b.records)
+                    .filter(|r| r.value.is_none())
+                    .filter(|r| r.key.as_ref().and_then(|k| latest.get(k)) == Some(&r.offset))
+                    .any(|r| now.checked_sub(r.timestamp) == Some(*delete_retention_ms));
+                if at_edge {
+                    hits.tombstone_age_edges += 1;
+                }
+                if segment_bytes.is_some()
+                    && *segment_bytes == edges::group_bytes_edge(log, *now, *delete_retention_ms)
+                {
+                    hits.group_bytes_edges += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The generator meets every boundary it is meant to, often: in 100 cases of 40
+    /// steps (half of what `seglog verify --budget quick` runs), each boundary at
+    /// least 20 times. Measured when written: foreign end gaps 138, retention time
+    /// edges 53, retention bytes edges 124, tombstone age edges 35, grouping edges
+    /// 94, segment fills 201, timestamps -1: 62, `i64` extremes 119, below -1: 56.
+    #[test]
+    fn generated_cases_meet_every_boundary() {
+        let mut hits = Hits::default();
+        for seed in 0..100 {
+            count(&case_steps(seed, 40), &mut hits);
+        }
+        let all = [
+            hits.foreign_end_gaps,
+            hits.retention_time_edges,
+            hits.retention_bytes_edges,
+            hits.tombstone_age_edges,
+            hits.group_bytes_edges,
+            hits.segment_fills,
+            hits.no_timestamp,
+            hits.i64_extremes,
+            hits.below_minus_one,
+        ];
+        assert!(all.iter().all(|n| *n >= 20), "{hits:?}");
     }
 }

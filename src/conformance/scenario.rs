@@ -25,14 +25,14 @@ impl Divergence {
                 _ => None,
             })
             .collect();
+        // A foreign batch has no scenario form even as the failing step.
         let earlier_restarts = upto
             .iter()
-            .take(self.step)
-            .filter(|s| {
-                matches!(
-                    s,
-                    Step::CrashReopen { .. } | Step::Reopen | Step::Foreign(_)
-                )
+            .enumerate()
+            .filter(|(i, s)| match s {
+                Step::Foreign(_) => true,
+                Step::CrashReopen { .. } | Step::Reopen => *i < self.step,
+                _ => false,
             })
             .count();
         let config = case_config();
@@ -59,7 +59,7 @@ impl Divergence {
         );
         if earlier_restarts > 0 {
             description.push_str(&format!(
-                " [{earlier_restarts} earlier crash/reopen/foreign-batch step(s) are not replayed]"
+                " [{earlier_restarts} crash/reopen/foreign-batch step(s) are not replayed]"
             ));
         }
         Scenario {
