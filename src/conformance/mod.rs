@@ -13,7 +13,8 @@
 //!   max timestamp, closed) equals the spec's;
 //! * a read from every position (`log_start_offset - 1 ..= next_offset + 1`) returns
 //!   the same records or is rejected on both sides, unbounded and with a small
-//!   `max_bytes`;
+//!   `max_bytes`; so do `read_raw` and every `fetch` of a fetch walk, at batch level
+//!   (which batches, their last offsets, and `Fetch::next_offset`);
 //! * `seglog_model::invariants::check_step` holds between the engine's states before
 //!   and after each mutation;
 //! * after `CrashReopen` on SimFs (one of the disk images a process crash or a power
@@ -21,6 +22,9 @@
 //!   between the last durability point and the current state, never less; the spec is
 //!   reset to that point and the run goes on. On the real disk a crash is dropping the
 //!   `Log` without closing it: nothing may change.
+//!
+//! A [`Step::Foreign`] writes a batch as another Kafka-format writer would (possibly
+//! ending in a compaction gap) into the active segment and reopens.
 //!
 //! [`run_random`] draws seeded cases from [`steps_strategy`] (the same generator the
 //! proptest test uses), runs each on both back ends, and shrinks a failure by deleting
