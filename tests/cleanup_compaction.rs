@@ -284,6 +284,19 @@ fn arb_log() -> impl Strategy<Value = Vec<Vec<Vec<NewRecord>>>> {
         })
 }
 
+/// The age at `now` of tombstone `pick` (of those not newer than `now`) in the
+/// closed segments (all but the last), if any.
+fn tombstone_age(segments: &[Vec<Vec<NewRecord>>], now: i64, pick: usize) -> Option<i64> {
+    let ages: Vec<i64> = segments[..segments.len() - 1]
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|r| r.value.is_none() && r.key.is_some() && r.timestamp <= now)
+        .map(|r| now - r.timestamp)
+        .collect();
+    ages.get(pick % ages.len().max(1)).copied()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
@@ -292,7 +305,13 @@ proptest! {
         now in 0i64..400,
         delete_retention_ms in 0i64..200,
         segment_bytes in 1u64..400,
+        tombstone_edge in prop::option::weighted(0.5, 0usize..8),
     ) {
+        // Half the time the grace is the exact age of a tombstone in the closed
+        // region: kept at `now - ts == delete_retention_ms` (the rule is `>`).
+        let delete_retention_ms = tombstone_edge
+            .and_then(|pick| tombstone_age(&segments, now, pick))
+            .unwrap_or(delete_retention_ms);
         check(&segments, CompactOptions { now, delete_retention_ms, segment_bytes });
     }
 }

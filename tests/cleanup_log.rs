@@ -6,10 +6,16 @@
 //! (base, closed, bytes, records, max_timestamp) and every stored record; retain
 //! deletes the same bases, compact reports the same counts; rejected arguments are
 //! rejected by both; reopening the log changes nothing.
+//!
+//! Boundary values are drawn on purpose and resolved against the spec's state:
+//! retention with `now - retention_ms` equal to a closed segment's `max_timestamp`
+//! or `retention_bytes` equal to the bytes of a suffix of the log, compaction with a
+//! latest tombstone's age equal to `delete_retention_ms`, appends whose batch fills
+//! the segment exactly, and timestamps -1, `i64::MAX` and `i64::MIN` (rejected).
 
 use proptest::prelude::*;
 use seglog::{Error, Log, LogConfig, NewRecord};
-use seglog_model::spec::{SpecLog, SpecRecordInput};
+use seglog_model::spec::{latest_offsets, SpecLog, SpecRecordInput};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -19,12 +25,22 @@ enum Op {
     Retain(i64, Option<i64>, Option<i64>),
     Compact(i64, i64, Option<u64>),
     Reopen,
+    /// Retention at `now` on a boundary of the current log: by time (`false`) or size.
+    RetainEdge(i64, usize, bool),
+    /// Compaction at `now` at a latest tombstone's age.
+    CompactEdge(i64, usize),
+    /// One record (key, ts) whose batch fills the rest of the active segment exactly.
+    Fill(Option<u8>, i64),
 }
 
 fn arb_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => prop::collection::vec(
-            (prop::option::weighted(0.8, 0u8..5), prop::option::weighted(0.8, 0u8..4), 0i64..300),
+            (
+                prop::option::weighted(0.8, 0u8..5),
+                prop::option::weighted(0.8, 0u8..4),
+                prop_oneof![20 => 0i64..300, 1 => Just(-1i64), 1 => Just(i64::MAX), 1 => Just(i64::MIN)],
+            ),
             1..4
         )
         .prop_map(Op::Append),
@@ -35,7 +51,71 @@ fn arb_op() -> impl Strategy<Value = Op> {
         2 => (0i64..500, -1i64..200, prop::option::of(0u64..400))
             .prop_map(|(now, drm, bytes)| Op::Compact(now, drm, bytes)),
         1 => Just(Op::Reopen),
+        1 => (0i64..400, 0usize..8, any::<bool>()).prop_map(|(now, pick, bytes)| Op::RetainEdge(now, pick, bytes)),
+        1 => (0i64..500, 0usize..8).prop_map(|(now, pick)| Op::CompactEdge(now, pick)),
+        1 => (prop::option::of(0u8..5), 0i64..300).prop_map(|(key, ts)| Op::Fill(key, ts)),
     ]
+}
+
+/// `(retention_ms, retention_bytes)` on a boundary of `spec`: `now - retention_ms`
+/// equal to closed segment `pick`'s `max_timestamp`, or (`bytes`) the limit equal to
+/// the bytes of the segments after closed segment `pick`.
+fn retain_edge(spec: &SpecLog, now: i64, pick: usize, bytes: bool) -> (Option<i64>, Option<i64>) {
+    let segments = spec.raw_segments();
+    let closed = segments.len() - 1;
+    if closed == 0 {
+        return (Some(0), None);
+    }
+    let pick = pick % closed;
+    if bytes {
+        let suffix: u64 = segments[pick + 1..].iter().map(|s| s.bytes()).sum();
+        return (None, Some((suffix as i64).max(1)));
+    }
+    let ms = now - segments[pick].max_timestamp().min(now);
+    (Some(ms), None)
+}
+
+/// `delete_retention_ms` equal to the age at `now` of latest tombstone `pick` in the
+/// closed region (`pick * 10` when there is none).
+fn tombstone_edge(spec: &SpecLog, now: i64, pick: usize) -> i64 {
+    let latest = latest_offsets(spec);
+    let ages: Vec<i64> = spec
+        .closed_segments()
+        .iter()
+        .flat_map(|s| &s.batches)
+        .filter(|b| !b.control)
+        .flat_map(|b| &b.records)
+        .filter(|r| r.value.is_none())
+        .filter(|r| r.key.as_ref().and_then(|k| latest.get(k)) == Some(&r.offset))
+        .filter_map(|r| now.checked_sub(r.timestamp).filter(|age| *age >= 0))
+        .collect();
+    if ages.is_empty() {
+        return pick as i64 * 10;
+    }
+    ages[pick % ages.len()]
+}
+
+/// The value length whose one-record batch (key `key`, timestamp `ts`) makes the
+/// active segment exactly `segment_bytes` long (or a whole segment when the rest
+/// is too small); the closest shorter one if none is exact.
+fn filling_value(spec: &SpecLog, key: &Option<Vec<u8>>, ts: i64) -> usize {
+    let target = spec.segment_bytes();
+    let mut best = 0;
+    for len in 0..target as usize {
+        let mut probe = spec.clone();
+        let input = SpecRecordInput {
+            key: key.clone(),
+            value: Some(vec![b'f'; len]),
+            timestamp: ts,
+        };
+        probe.append(&[input]).unwrap();
+        match probe.active().bytes() {
+            bytes if bytes == target => return len,
+            bytes if bytes < target => best = len,
+            _ => break,
+        }
+    }
+    best
 }
 
 fn bytes_of(tag: Option<u8>, prefix: u8, len: u8) -> Option<Vec<u8>> {
@@ -122,9 +202,45 @@ fn run(ops: &[Op], segment_bytes: u64) {
                         timestamp: r.timestamp,
                     })
                     .collect();
-                let info = log.append(&new).unwrap();
-                let (base, last) = spec.append(&input).unwrap();
+                if input.iter().any(|r| r.timestamp < -1) {
+                    assert!(matches!(log.append(&new), Err(Error::InvalidArgument(_))));
+                    assert!(spec.append(&input).is_err());
+                } else {
+                    let info = log.append(&new).unwrap();
+                    let (base, last) = spec.append(&input).unwrap();
+                    assert_eq!((info.base_offset, info.last_offset), (base, last));
+                }
+            }
+            Op::Fill(key, ts) => {
+                let key = bytes_of(*key, b'k', 0);
+                let value = vec![b'f'; filling_value(&spec, &key, *ts)];
+                let info = log
+                    .append(&[NewRecord::new(key.clone(), Some(value.clone()), *ts)])
+                    .unwrap();
+                let input = SpecRecordInput {
+                    key,
+                    value: Some(value),
+                    timestamp: *ts,
+                };
+                let (base, last) = spec.append(&[input]).unwrap();
                 assert_eq!((info.base_offset, info.last_offset), (base, last));
+            }
+            Op::RetainEdge(now, pick, bytes) => {
+                let (ms, limit) = retain_edge(&spec, *now, *pick, *bytes);
+                let outcome = log.retain(*now, ms, limit).unwrap();
+                assert_eq!(
+                    outcome.deleted_segments,
+                    spec.retain(*now, ms, limit).unwrap()
+                );
+            }
+            Op::CompactEdge(now, pick) => {
+                let drm = tombstone_edge(&spec, *now, *pick);
+                let report = log.compact(*now, drm, None).unwrap();
+                let summary = spec.compact(*now, drm, None).unwrap();
+                assert_eq!(
+                    (report.records_after, report.bytes_after),
+                    (summary.records_after, summary.bytes_after)
+                );
             }
             Op::Control(commit, ts) => {
                 let kind = if *commit {

@@ -6,7 +6,10 @@
 //! same segment metadata; the same records from every read position, bounded and not;
 //! `seglog_model::invariants::check_step` between states; after a crash on SimFs the
 //! engine is at a state between the last durability point and the state before the
-//! crash, never less; on the real disk a crash (drop without close) loses nothing.
+//! crash, never less; on the real disk a crash (drop without close) loses nothing;
+//! `fetch` and `read_raw` return the spec's batches and `next_offset` from every
+//! position. Cases include batches another writer left ending in a gap in the active
+//! segment, and boundary values picked on purpose (src/conformance/edges.rs).
 //!
 //! Cases come from `PROPTEST_CASES` (default 48 on SimFs, 12 on disk, which fsyncs);
 //! failures shrink to a minimal step list and are saved in

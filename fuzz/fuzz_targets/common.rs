@@ -74,22 +74,45 @@ impl<'a> Arbitrary<'a> for Ms {
     }
 }
 
-/// A duration that may be invalid (-1) so argument checks are compared too.
+/// A record timestamp: mostly like [`Ms`], one time in eight an edge of the valid
+/// range (-1 = NO_TIMESTAMP, 0, `i64::MAX - 1`, `i64::MAX`), so size formulas,
+/// timestamp deltas and the retention and tombstone rules meet the extremes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordTs(pub i64);
+
+impl<'a> Arbitrary<'a> for RecordTs {
+    fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        if u.ratio(1u8, 8)? {
+            return Ok(RecordTs(*u.choose(&[-1, 0, i64::MAX - 1, i64::MAX])?));
+        }
+        Ok(RecordTs(u.int_in_range(0..=2047)?))
+    }
+}
+
+/// A duration that may be invalid (-1) so argument checks are compared too, and
+/// now and then `i64::MAX` (nothing ever expires).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Duration(pub i64);
 
 impl<'a> Arbitrary<'a> for Duration {
     fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        if u.ratio(1u8, 16)? {
+            return Ok(Duration(i64::MAX));
+        }
         Ok(Duration(u.int_in_range(-1..=2047)?))
     }
 }
 
-/// A byte budget that may be invalid (0 or -1 for retention).
+/// A byte budget that may be invalid (0 or -1 for retention), now and then
+/// `i64::MAX`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bytes(pub i64);
 
 impl<'a> Arbitrary<'a> for Bytes {
     fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        if u.ratio(1u8, 16)? {
+            return Ok(Bytes(i64::MAX));
+        }
         Ok(Bytes(u.int_in_range(-1..=1500)?))
     }
 }
@@ -109,7 +132,7 @@ pub struct FuzzRecord {
     pub key: Option<Key>,
     /// `None` is a tombstone.
     pub value: Option<Value>,
-    pub ts: Ms,
+    pub ts: RecordTs,
 }
 
 impl FuzzRecord {

@@ -3,10 +3,16 @@
 //! multi-record batches, non-monotonic timestamps, larger key and value domains,
 //! random segment sizes and retention/compaction parameters; and every state the spec
 //! reaches is structurally valid (`SpecLog::from_parts` accepts it).
+//!
+//! Boundary values are drawn on purpose, resolved against the current state: retention
+//! with `now - retention_ms` equal to a closed segment's `max_timestamp` and
+//! `retention_bytes` equal to the bytes of a suffix of the log; compaction with a
+//! latest tombstone's age equal to `delete_retention_ms`; timestamps -1, `i64::MAX`
+//! and below -1 (`i64::MIN`, -2: rejected, the log unchanged).
 
 use proptest::prelude::*;
 use seglog_model::invariants::{check_step, Grace, StepKind};
-use seglog_model::spec::{SpecLog, SpecRecordInput};
+use seglog_model::spec::{latest_offsets, SpecError, SpecLog, SpecRecordInput};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -15,13 +21,62 @@ enum Op {
     Roll,
     Retain(i64, Option<i64>, Option<i64>),
     Compact(i64, i64, Option<u64>),
+    /// Retention at `now` at a boundary of the current log (see [`retain_edge`]).
+    RetainEdge(i64, usize, bool),
+    /// Compaction at `now` at a latest tombstone's age (see [`tombstone_edge`]).
+    CompactEdge(i64, usize),
+}
+
+/// `(retention_ms, retention_bytes)` on the boundary: `now - retention_ms` is the
+/// `max_timestamp` of closed segment `pick` (if not after `now`), or with `bytes`
+/// the limit is the bytes of the segments from closed segment `pick + 1` on.
+fn retain_edge(log: &SpecLog, now: i64, pick: usize, bytes: bool) -> (Option<i64>, Option<i64>) {
+    let segments = log.raw_segments();
+    let closed = segments.len() - 1;
+    if closed == 0 {
+        return (Some(0), None);
+    }
+    let pick = pick % closed;
+    if bytes {
+        let suffix: u64 = segments[pick + 1..].iter().map(|s| s.bytes()).sum();
+        return (None, Some((suffix as i64).max(1)));
+    }
+    let max = segments[pick].max_timestamp();
+    (now.checked_sub(max).filter(|ms| *ms >= 0).or(Some(0)), None)
+}
+
+/// `delete_retention_ms` equal to the age at `now` of latest tombstone `pick` of the
+/// closed region (`pick * 10` if there is none).
+fn tombstone_edge(log: &SpecLog, now: i64, pick: usize) -> i64 {
+    let latest = latest_offsets(log);
+    let ages: Vec<i64> = log
+        .closed_segments()
+        .iter()
+        .flat_map(|s| &s.batches)
+        .filter(|b| !b.control)
+        .flat_map(|b| &b.records)
+        .filter(|r| r.value.is_none())
+        .filter(|r| r.key.as_ref().and_then(|k| latest.get(k)) == Some(&r.offset))
+        .filter_map(|r| now.checked_sub(r.timestamp).filter(|age| *age >= 0))
+        .collect();
+    if ages.is_empty() {
+        return pick as i64 * 10;
+    }
+    ages[pick % ages.len()]
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let record = (
         prop::option::weighted(0.8, 0u8..4),
         prop::option::weighted(0.7, 0u8..3),
-        0i64..1000,
+        prop_oneof![
+            30 => 0i64..1000,
+            1 => Just(-1i64),
+            1 => Just(0i64),
+            1 => Just(i64::MAX),
+            1 => Just(i64::MIN),
+            1 => Just(-2i64),
+        ],
     );
     prop_oneof![
         4 => prop::collection::vec(record, 1..4).prop_map(Op::Append),
@@ -31,6 +86,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(n, ms, b)| Op::Retain(n, ms, b)),
         2 => (0i64..2000, 0i64..500, prop::option::of(60u64..400))
             .prop_map(|(n, d, s)| Op::Compact(n, d, s)),
+        1 => (0i64..2000, 0usize..8, any::<bool>()).prop_map(|(n, p, b)| Op::RetainEdge(n, p, b)),
+        2 => (0i64..2000, 0usize..8).prop_map(|(n, p)| Op::CompactEdge(n, p)),
     ]
 }
 
@@ -52,6 +109,13 @@ proptest! {
                             timestamp: *t,
                         })
                         .collect();
+                    if input.iter().any(|r| r.timestamp < -1) {
+                        // Below NO_TIMESTAMP: rejected, nothing changes.
+                        let rejected = log.append(&input);
+                        prop_assert!(matches!(rejected, Err(SpecError::InvalidArgument(_))));
+                        prop_assert_eq!(&log, &before);
+                        continue;
+                    }
                     let (first, last) = log.append(&input).unwrap();
                     prop_assert_eq!(first, before.next_offset());
                     prop_assert_eq!(last - first + 1, input.len() as i64);
@@ -69,6 +133,35 @@ proptest! {
                     let deleted = log.retain(*now, *ms, *bytes).unwrap();
                     prop_assert!(deleted.len() < before.raw_segments().len());
                     StepKind::Retain
+                }
+                Op::RetainEdge(now, pick, bytes) => {
+                    let (ms, limit) = retain_edge(&log, *now, *pick, *bytes);
+                    let deleted = log.retain(*now, ms, limit).unwrap();
+                    prop_assert!(deleted.len() < before.raw_segments().len());
+                    let segments = before.raw_segments();
+                    if let Some(ms) = ms {
+                        // Strictly older than the horizon goes; the first kept closed
+                        // segment is at or after it.
+                        let horizon = now - ms;
+                        prop_assert!(segments[..deleted.len()].iter().all(|s| s.max_timestamp() < horizon));
+                        if deleted.len() < segments.len() - 1 {
+                            prop_assert!(segments[deleted.len()].max_timestamp() >= horizon);
+                        }
+                    }
+                    if let Some(limit) = limit {
+                        // Remaining bytes at most the limit (or nothing closed left), and
+                        // not reached before the last deletion.
+                        let remaining = |k: usize| segments[k..].iter().map(|s| s.bytes()).sum::<u64>();
+                        let k = deleted.len();
+                        prop_assert!(remaining(k) <= limit as u64 || k == segments.len() - 1);
+                        prop_assert!(k == 0 || remaining(k - 1) > limit as u64);
+                    }
+                    StepKind::Retain
+                }
+                Op::CompactEdge(now, pick) => {
+                    let d = tombstone_edge(&log, *now, *pick);
+                    log.compact(*now, d, None).unwrap();
+                    StepKind::Compact(Grace { now: *now, delete_retention_ms: d })
                 }
                 Op::Compact(now, d, s) => {
                     let summary = log.compact(*now, *d, *s).unwrap();

@@ -1,5 +1,7 @@
 //! Comparing the engine's log with the spec's: the whole structure (segments,
-//! batches, records), the segment metadata, and reads from every position.
+//! batches, records), the segment metadata, and reads from every position: records
+//! (`read`, the `fetch` walk) and whole batches (`fetch`, `read_raw`, with
+//! `Fetch::next_offset`; see [`super::batch_reads`]).
 
 use seglog_model::spec::{Batch, Rec, SpecLog, SpecSegment};
 
@@ -7,6 +9,8 @@ use crate::format::RecordBatch;
 use crate::log::Log;
 use crate::workload::{engine, spec, RecordView};
 use crate::Error;
+
+use super::batch_reads::{check_fetch, check_read_raw};
 
 /// The engine's log as a spec log: every segment decoded batch by batch.
 pub fn engine_spec(log: &Log, segment_bytes: u64) -> Result<SpecLog, String> {
@@ -148,10 +152,14 @@ pub fn compare_reads(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
                     describe(&spec_read)
                 ));
             }
-            // The zero-copy path: fetching on from each fetch's next offset must
-            // return every record >= `from`, whatever the bound.
+            // Batch level: which whole batches read_raw returns.
             reads += 1;
-            let engine_walk = fetch_walk(log, from, max_bytes)?;
+            check_read_raw(log, spec_log, from, max_bytes)?;
+            // The zero-copy path: fetching on from each fetch's next offset must
+            // return every record >= `from`, whatever the bound, and every fetch of
+            // the walk the spec's batches and next offset.
+            reads += 1;
+            let engine_walk = fetch_walk(log, spec_log, from, max_bytes)?;
             let spec_all = spec_log.read_max(from, u64::MAX).ok().map(spec_views);
             if engine_walk != spec_all {
                 return Err(format!(
@@ -166,15 +174,21 @@ pub fn compare_reads(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
 }
 
 /// Every record >= `from` through [`Log::fetch`], fetching again from each fetch's
-/// next offset until a fetch is empty; `None` if `from` is out of range.
-fn fetch_walk(log: &Log, from: i64, max_bytes: usize) -> Result<Option<Vec<RecordView>>, String> {
+/// next offset until a fetch is empty; `None` if `from` is out of range. Every fetch
+/// of the walk is compared with the spec's at batch level ([`check_fetch`]).
+fn fetch_walk(
+    log: &Log,
+    spec_log: &SpecLog,
+    from: i64,
+    max_bytes: usize,
+) -> Result<Option<Vec<RecordView>>, String> {
     let mut records = Vec::new();
     let mut at = from;
     loop {
-        let fetch = match log.fetch(at, max_bytes) {
-            Ok(fetch) => fetch,
-            Err(Error::OffsetOutOfRange { .. }) if at == from => return Ok(None),
-            Err(e) => return Err(format!("fetch({at}, {max_bytes}) failed: {e}")),
+        let fetch = match check_fetch(log, spec_log, at, max_bytes)? {
+            Some(fetch) => fetch,
+            None if at == from => return Ok(None),
+            None => return Err(format!("fetch({at}, {max_bytes}) is out of range")),
         };
         if fetch.is_empty() {
             return Ok(Some(records));

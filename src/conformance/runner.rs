@@ -248,6 +248,16 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 durable.reset(&spec_log);
                 stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
             }
+            Step::Foreign(batch) => {
+                // Another writer's batch is set-up, not an operation under test: a
+                // fault no operation reached does not hit it.
+                io_error::disarm(&engine);
+                let log = engine.log.take().expect("open between steps");
+                super::foreign::write(log, batch, &mut spec_log).map_err(|e| fail(i, e, None))?;
+                engine.open().map_err(|e| fail(i, e, None))?;
+                durable.reset(&spec_log);
+                stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
+            }
             Step::CrashReopen { image } => {
                 io_error::disarm(&engine);
                 stats.crashes += 1;

@@ -14,8 +14,8 @@ impl Divergence {
     /// step; if that step is a crash, a crash after them (`before_fs_op` = the
     /// file-system operations they take, the chosen image's semantics and lost items)
     /// expecting an allowed state; otherwise no crash, expecting the spec's state.
-    /// Crashes and reopens before the failing step are not part of the file format;
-    /// the description says how many were left out.
+    /// Crashes, reopens and foreign batches before the failing step are not part of
+    /// the file format; the description says how many were left out.
     pub fn to_scenario(&self, variant: &str) -> Scenario {
         let upto = self.steps.get(..=self.step).unwrap_or(&self.steps);
         let ops: Vec<_> = upto
@@ -25,10 +25,15 @@ impl Divergence {
                 _ => None,
             })
             .collect();
+        // A foreign batch has no scenario form even as the failing step.
         let earlier_restarts = upto
             .iter()
-            .take(self.step)
-            .filter(|s| matches!(s, Step::CrashReopen { .. } | Step::Reopen))
+            .enumerate()
+            .filter(|(i, s)| match s {
+                Step::Foreign(_) => true,
+                Step::CrashReopen { .. } | Step::Reopen => *i < self.step,
+                _ => false,
+            })
             .count();
         let config = case_config();
         let scenario_config = ScenarioConfig {
@@ -54,7 +59,7 @@ impl Divergence {
         );
         if earlier_restarts > 0 {
             description.push_str(&format!(
-                " [{earlier_restarts} earlier crash/reopen step(s) are not replayed]"
+                " [{earlier_restarts} crash/reopen/foreign-batch step(s) are not replayed]"
             ));
         }
         Scenario {

@@ -7,6 +7,8 @@
 //! a prefix of closed segments, compaction drops records inside closed segments.
 
 mod compact;
+mod fetch;
+mod foreign;
 mod retain;
 pub mod size;
 #[cfg(test)]
@@ -15,6 +17,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use compact::{keeps, latest_offsets, tombstone_expired, CompactionSummary};
+pub use fetch::Fetched;
 
 /// Kafka's NO_TIMESTAMP, the `max_timestamp` of an empty segment.
 pub const NO_TIMESTAMP: i64 = -1;

@@ -283,3 +283,97 @@ fn json_round_trip_validates_structure() {
     value["segments"][1]["base_offset"] = serde_json::json!(0);
     assert!(serde_json::from_value::<SpecLog>(value).is_err());
 }
+
+/// Two closed segments compacted so that batch [0, 2] keeps only offset 0 (its end
+/// is a gap) and a foreign batch [6, 9] holding only offset 7 ends the active segment.
+fn gap_log() -> SpecLog {
+    let mut log = SpecLog::new(BIG);
+    log.append(&[
+        input(Some("a"), Some("1"), 10),
+        input(Some("b"), Some("1"), 10),
+        input(Some("c"), Some("1"), 10),
+    ])
+    .unwrap();
+    log.roll();
+    log.append(&[
+        input(Some("b"), Some("2"), 11),
+        input(Some("c"), Some("2"), 11),
+    ])
+    .unwrap();
+    log.roll();
+    log.append(&[input(None, Some("x"), 12)]).unwrap();
+    // A 1-byte grouping bound: every compacted segment stays alone.
+    log.compact(20, 100, Some(1)).unwrap();
+    let batch = Batch {
+        base_offset: 6,
+        last_offset_delta: 3,
+        control: false,
+        base_timestamp: 13,
+        max_timestamp: 14,
+        records: vec![Rec::new(7, Some(b"d"), Some(b"4"), 14)],
+    };
+    assert_eq!(log.append_foreign(batch), Ok((6, 9)));
+    log
+}
+
+#[test]
+fn fetch_returns_a_batch_that_ends_in_a_gap() {
+    let log = gap_log();
+    assert_eq!(log.next_offset(), 10);
+    let first = &log.raw_segments()[0].batches[0];
+    assert_eq!((first.base_offset, first.last_offset()), (0, 2));
+    assert_eq!(first.records.len(), 1);
+    // From inside the gap: the batch still ends at 2, so it is returned, though no
+    // record of it is >= 1 (a record read skips it).
+    let fetched = log.fetch(1, 1).unwrap();
+    assert_eq!(fetched.batches, vec![first.clone()]);
+    assert_eq!(fetched.next_offset, 3);
+    assert!(log.read_max(1, 1).unwrap().iter().all(|r| r.offset >= 3));
+    // From 3: the next segment; a fetch never spans two segments, read_raw does.
+    let fetched = log.fetch(0, u64::MAX).unwrap();
+    assert_eq!(fetched.batches.len(), 1);
+    assert_eq!(fetched.next_offset, 3);
+    let raw = log.read_raw(0, u64::MAX).unwrap();
+    assert_eq!(raw.batches.len(), 4);
+    assert_eq!(raw.next_offset, 10);
+    // The foreign batch: from its gap at 8 and 9 it is returned; from 10 nothing.
+    let fetched = log.fetch(9, 1).unwrap();
+    assert_eq!(fetched.batches[0].base_offset, 6);
+    assert_eq!(fetched.next_offset, 10);
+    let empty = log.fetch(10, u64::MAX).unwrap();
+    assert!(empty.batches.is_empty());
+    assert_eq!(empty.next_offset, 10);
+    assert!(matches!(
+        log.fetch(11, 1),
+        Err(SpecError::OffsetOutOfRange { .. })
+    ));
+}
+
+#[test]
+fn read_raw_stops_at_the_first_batch_over_the_bound() {
+    let log = gap_log();
+    let all = log.read_raw(0, u64::MAX).unwrap().batches;
+    let two: u64 = all[..2].iter().map(Batch::bytes).sum();
+    assert_eq!(log.read_raw(0, two).unwrap().batches, all[..2].to_vec());
+    assert_eq!(log.read_raw(0, two - 1).unwrap().batches, all[..1].to_vec());
+    assert_eq!(log.read_raw(0, two - 1).unwrap().next_offset, 3);
+}
+
+#[test]
+fn an_append_after_a_foreign_batch_starts_after_its_gap() {
+    let mut log = gap_log();
+    assert_eq!(log.append(&[input(None, Some("y"), 15)]).unwrap(), (10, 10));
+    // A foreign batch may not overlap what is there.
+    let overlapping = Batch {
+        base_offset: 10,
+        last_offset_delta: 0,
+        control: false,
+        base_timestamp: 1,
+        max_timestamp: 1,
+        records: vec![Rec::new(10, None, Some(b"z"), 1)],
+    };
+    assert!(matches!(
+        log.append_foreign(overlapping),
+        Err(SpecError::InvalidArgument(_))
+    ));
+}
