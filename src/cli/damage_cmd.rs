@@ -4,7 +4,6 @@ use clap::Args;
 
 use super::Outcome;
 use crate::damage::{self, DamageOptions};
-use crate::sweep;
 use crate::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -26,19 +25,7 @@ pub struct DamageArgs {
 }
 
 pub fn damage(args: DamageArgs) -> Result<Outcome> {
-    let mut workloads = sweep::named_workloads();
-    if !args.workloads.is_empty() {
-        let known: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
-        for name in &args.workloads {
-            if !known.contains(name) {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown workload {name:?}; known: {}",
-                    known.join(", ")
-                )));
-            }
-        }
-        workloads.retain(|w| args.workloads.contains(&w.name));
-    }
+    let workloads = super::sweep_cmd::selected_workloads(&args.workloads)?;
     let options = DamageOptions {
         protocol_points: args.protocol_points,
         damages_per_file: args.damages_per_file.unwrap_or(usize::MAX),

@@ -56,7 +56,7 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
         images_per_point: args.images_per_point,
         recovery_crash_images: args.recovery_crash_images,
     };
-    let workloads = selected_workloads(&args)?;
+    let workloads = selected_workloads(&args.workloads)?;
     if args.ablate {
         return ablate(&workloads, &args.variant, &options);
     }
@@ -105,11 +105,11 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
 }
 
 /// The named workloads, or the ones `--workload` names.
-fn selected_workloads(args: &SweepArgs) -> Result<Vec<Workload>> {
+pub(super) fn selected_workloads(names: &[String]) -> Result<Vec<Workload>> {
     let mut workloads = sweep::named_workloads();
-    if !args.workloads.is_empty() {
+    if !names.is_empty() {
         let known: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
-        for name in &args.workloads {
+        for name in names {
             if !known.contains(name) {
                 return Err(Error::InvalidArgument(format!(
                     "unknown workload {name:?}; known: {}",
@@ -117,7 +117,7 @@ fn selected_workloads(args: &SweepArgs) -> Result<Vec<Workload>> {
                 )));
             }
         }
-        workloads.retain(|w| args.workloads.contains(&w.name));
+        workloads.retain(|w| names.contains(&w.name));
     }
     Ok(workloads)
 }
@@ -135,7 +135,7 @@ fn sweep_io_errors(args: &SweepArgs) -> Result<Outcome> {
         only_call: args.error_call,
     };
     let mut reports = Vec::new();
-    for mut workload in selected_workloads(args)? {
+    for mut workload in selected_workloads(&args.workloads)? {
         workload.variant = args.variant.clone();
         let report = sweep_errors(&workload, &options, |_, _| {});
         eprintln!(

@@ -5,3 +5,14 @@ pub mod dir;
 pub mod install;
 pub mod log;
 pub mod retention;
+
+/// `steps` without those whose bits are set in `mask` (bit `n`: step `n`): the
+/// protocol variants the sync ablation's judge checks.
+pub(crate) fn without_steps<T>(steps: Vec<T>, mask: u32) -> Vec<T> {
+    steps
+        .into_iter()
+        .enumerate()
+        .filter(|(n, _)| mask & (1 << n) == 0)
+        .map(|(_, step)| step)
+        .collect()
+}

@@ -78,13 +78,7 @@ impl RetentionVariant {
                 checkpoint.into_iter().chain(unlink).collect()
             }
             RetentionVariant::WithoutSteps(mask) => {
-                let steps: Vec<RetentionOp> = checkpoint.into_iter().chain(unlink).collect();
-                steps
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(n, _)| mask & (1 << n) == 0)
-                    .map(|(_, step)| step)
-                    .collect()
+                crate::models::without_steps(checkpoint.into_iter().chain(unlink).collect(), mask)
             }
             RetentionVariant::DeleteFirst => unlink.into_iter().chain(checkpoint).collect(),
         }

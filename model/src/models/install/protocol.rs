@@ -74,15 +74,7 @@ impl InstallVariant {
         ];
         match self {
             InstallVariant::Manifest | InstallVariant::NoRecoverySync => ours,
-            InstallVariant::WithoutSteps(mask) => {
-                let steps = ours;
-                steps
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(n, _)| mask & (1 << n) == 0)
-                    .map(|(_, step)| step)
-                    .collect()
-            }
+            InstallVariant::WithoutSteps(mask) => crate::models::without_steps(ours, mask),
             InstallVariant::NoDirSync => ours.into_iter().filter(|s| *s != SyncParent).collect(),
             InstallVariant::NoTempEntrySync => {
                 let mut steps = ours;
