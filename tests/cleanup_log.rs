@@ -15,7 +15,7 @@
 
 use proptest::prelude::*;
 use seglog::{Error, Log, LogConfig, NewRecord};
-use seglog_model::spec::{latest_offsets, SpecLog, SpecRecordInput};
+use seglog_model::spec::{latest_closed_tombstones, SpecLog, SpecRecordInput};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -78,15 +78,8 @@ fn retain_edge(spec: &SpecLog, now: i64, pick: usize, bytes: bool) -> (Option<i6
 /// `delete_retention_ms` equal to the age at `now` of latest tombstone `pick` in the
 /// closed region (`pick * 10` when there is none).
 fn tombstone_edge(spec: &SpecLog, now: i64, pick: usize) -> i64 {
-    let latest = latest_offsets(spec);
-    let ages: Vec<i64> = spec
-        .closed_segments()
-        .iter()
-        .flat_map(|s| &s.batches)
-        .filter(|b| !b.control)
-        .flat_map(|b| &b.records)
-        .filter(|r| r.value.is_none())
-        .filter(|r| r.key.as_ref().and_then(|k| latest.get(k)) == Some(&r.offset))
+    let ages: Vec<i64> = latest_closed_tombstones(spec)
+        .into_iter()
         .filter_map(|r| now.checked_sub(r.timestamp).filter(|age| *age >= 0))
         .collect();
     if ages.is_empty() {

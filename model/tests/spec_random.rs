@@ -12,7 +12,7 @@
 
 use proptest::prelude::*;
 use seglog_model::invariants::{check_step, Grace, StepKind};
-use seglog_model::spec::{latest_offsets, SpecError, SpecLog, SpecRecordInput};
+use seglog_model::spec::{latest_closed_tombstones, SpecError, SpecLog, SpecRecordInput};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -48,15 +48,8 @@ fn retain_edge(log: &SpecLog, now: i64, pick: usize, bytes: bool) -> (Option<i64
 /// `delete_retention_ms` equal to the age at `now` of latest tombstone `pick` of the
 /// closed region (`pick * 10` if there is none).
 fn tombstone_edge(log: &SpecLog, now: i64, pick: usize) -> i64 {
-    let latest = latest_offsets(log);
-    let ages: Vec<i64> = log
-        .closed_segments()
-        .iter()
-        .flat_map(|s| &s.batches)
-        .filter(|b| !b.control)
-        .flat_map(|b| &b.records)
-        .filter(|r| r.value.is_none())
-        .filter(|r| r.key.as_ref().and_then(|k| latest.get(k)) == Some(&r.offset))
+    let ages: Vec<i64> = latest_closed_tombstones(log)
+        .into_iter()
         .filter_map(|r| now.checked_sub(r.timestamp).filter(|age| *age >= 0))
         .collect();
     if ages.is_empty() {

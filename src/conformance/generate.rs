@@ -312,7 +312,7 @@ pub fn case_steps(seed: u64, ops_per_case: usize) -> Vec<Step> {
 
 #[cfg(test)]
 mod tests {
-    use seglog_model::spec::{latest_offsets, SpecLog};
+    use seglog_model::spec::{latest_closed_tombstones, SpecLog};
 
     use super::*;
     use crate::conformance::case_config;
@@ -395,15 +395,8 @@ mod tests {
                 delete_retention_ms,
                 segment_bytes,
             } => {
-                let latest = latest_offsets(log);
-                let at_edge = log
-                    .closed_segments()
-                    .iter()
-                    .flat_map(|s| &s.batches)
-                    .filter(|b| !b.control)
-                    .flat_map(|b| &b.records)
-                    .filter(|r| r.value.is_none())
-                    .filter(|r| r.key.as_ref().and_then(|k| latest.get(k)) == Some(&r.offset))
+                let at_edge = latest_closed_tombstones(log)
+                    .into_iter()
                     .any(|r| now.checked_sub(r.timestamp) == Some(*delete_retention_ms));
                 if at_edge {
                     hits.tombstone_age_edges += 1;

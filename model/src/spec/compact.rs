@@ -32,6 +32,20 @@ pub fn latest_offsets(log: &SpecLog) -> BTreeMap<Vec<u8>, i64> {
     latest
 }
 
+/// The latest tombstones of the closed region: the records compaction keeps or
+/// drops by their age alone (the generators aim `delete_retention_ms` at them).
+pub fn latest_closed_tombstones(log: &SpecLog) -> Vec<&Rec> {
+    let latest = latest_offsets(log);
+    log.closed_segments()
+        .iter()
+        .flat_map(|s| &s.batches)
+        .filter(|b| !b.control)
+        .flat_map(|b| &b.records)
+        .filter(|r| r.value.is_none())
+        .filter(|r| r.key.as_ref().and_then(|k| latest.get(k)) == Some(&r.offset))
+        .collect()
+}
+
 /// True if a kept latest tombstone is old enough to drop.
 pub fn tombstone_expired(rec: &Rec, now: i64, delete_retention_ms: i64) -> bool {
     rec.value.is_none() && now.saturating_sub(rec.timestamp) > delete_retention_ms

@@ -16,7 +16,9 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use compact::{keeps, latest_offsets, tombstone_expired, CompactionSummary};
+pub use compact::{
+    keeps, latest_closed_tombstones, latest_offsets, tombstone_expired, CompactionSummary,
+};
 pub use fetch::Fetched;
 
 /// Kafka's NO_TIMESTAMP, the `max_timestamp` of an empty segment.
