@@ -15,7 +15,7 @@
 
 use proptest::prelude::*;
 use seglog::{Error, Log, LogConfig, NewRecord};
-use seglog_model::spec::{latest_closed_tombstones, SpecLog, SpecRecordInput};
+use seglog_model::spec::{edges, SpecLog, SpecRecordInput};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -57,35 +57,27 @@ fn arb_op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// `(retention_ms, retention_bytes)` on a boundary of `spec`: `now - retention_ms`
-/// equal to closed segment `pick`'s `max_timestamp`, or (`bytes`) the limit equal to
-/// the bytes of the segments after closed segment `pick`.
+/// `(retention_ms, retention_bytes)` on a boundary of `spec`
+/// (`spec::edges`): time retention at a reached segment's `max_timestamp`, or (`bytes`)
+/// a limit equal to the bytes of a suffix of the log.
 fn retain_edge(spec: &SpecLog, now: i64, pick: usize, bytes: bool) -> (Option<i64>, Option<i64>) {
-    let segments = spec.raw_segments();
-    let closed = segments.len() - 1;
-    if closed == 0 {
-        return (Some(0), None);
-    }
-    let pick = pick % closed;
     if bytes {
-        let suffix: u64 = segments[pick + 1..].iter().map(|s| s.bytes()).sum();
-        return (None, Some((suffix as i64).max(1)));
+        (
+            None,
+            Some(edges::retention_bytes_edge(spec, pick).unwrap_or(1)),
+        )
+    } else {
+        (
+            Some(edges::retention_ms_edge(spec, now, pick).unwrap_or(0)),
+            None,
+        )
     }
-    let ms = now - segments[pick].max_timestamp().min(now);
-    (Some(ms), None)
 }
 
-/// `delete_retention_ms` equal to the age at `now` of latest tombstone `pick` in the
-/// closed region (`pick * 10` when there is none).
+/// `delete_retention_ms` equal to the age at `now` of latest tombstone `pick` of the
+/// closed region (`pick * 10` if there is none).
 fn tombstone_edge(spec: &SpecLog, now: i64, pick: usize) -> i64 {
-    let ages: Vec<i64> = latest_closed_tombstones(spec)
-        .into_iter()
-        .filter_map(|r| now.checked_sub(r.timestamp).filter(|age| *age >= 0))
-        .collect();
-    if ages.is_empty() {
-        return pick as i64 * 10;
-    }
-    ages[pick % ages.len()]
+    edges::delete_retention_edge(spec, now, pick).unwrap_or(pick as i64 * 10)
 }
 
 /// The value length whose one-record batch (key `key`, timestamp `ts`) makes the

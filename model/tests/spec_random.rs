@@ -12,7 +12,7 @@
 
 use proptest::prelude::*;
 use seglog_model::invariants::{check_step, Grace, StepKind};
-use seglog_model::spec::{latest_closed_tombstones, SpecError, SpecLog, SpecRecordInput};
+use seglog_model::spec::{edges, SpecError, SpecLog, SpecRecordInput};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -27,35 +27,27 @@ enum Op {
     CompactEdge(i64, usize),
 }
 
-/// `(retention_ms, retention_bytes)` on the boundary: `now - retention_ms` is the
-/// `max_timestamp` of closed segment `pick` (if not after `now`), or with `bytes`
-/// the limit is the bytes of the segments from closed segment `pick + 1` on.
+/// `(retention_ms, retention_bytes)` on a boundary of `log`
+/// (`spec::edges`): time retention at a reached segment's `max_timestamp`, or (`bytes`)
+/// a limit equal to the bytes of a suffix of the log.
 fn retain_edge(log: &SpecLog, now: i64, pick: usize, bytes: bool) -> (Option<i64>, Option<i64>) {
-    let segments = log.raw_segments();
-    let closed = segments.len() - 1;
-    if closed == 0 {
-        return (Some(0), None);
-    }
-    let pick = pick % closed;
     if bytes {
-        let suffix: u64 = segments[pick + 1..].iter().map(|s| s.bytes()).sum();
-        return (None, Some((suffix as i64).max(1)));
+        (
+            None,
+            Some(edges::retention_bytes_edge(log, pick).unwrap_or(1)),
+        )
+    } else {
+        (
+            Some(edges::retention_ms_edge(log, now, pick).unwrap_or(0)),
+            None,
+        )
     }
-    let max = segments[pick].max_timestamp();
-    (now.checked_sub(max).filter(|ms| *ms >= 0).or(Some(0)), None)
 }
 
 /// `delete_retention_ms` equal to the age at `now` of latest tombstone `pick` of the
 /// closed region (`pick * 10` if there is none).
 fn tombstone_edge(log: &SpecLog, now: i64, pick: usize) -> i64 {
-    let ages: Vec<i64> = latest_closed_tombstones(log)
-        .into_iter()
-        .filter_map(|r| now.checked_sub(r.timestamp).filter(|age| *age >= 0))
-        .collect();
-    if ages.is_empty() {
-        return pick as i64 * 10;
-    }
-    ages[pick % ages.len()]
+    edges::delete_retention_edge(log, now, pick).unwrap_or(pick as i64 * 10)
 }
 
 fn op() -> impl Strategy<Value = Op> {

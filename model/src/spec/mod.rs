@@ -7,6 +7,7 @@
 //! a prefix of closed segments, compaction drops records inside closed segments.
 
 mod compact;
+pub mod edges;
 mod fetch;
 mod foreign;
 mod retain;
