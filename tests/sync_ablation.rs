@@ -3,7 +3,7 @@
 //! when it is skipped, or the protocol model proves it redundant. An ablation that is
 //! neither is a blind spot of the sweep and fails here.
 
-use seglog::sweep::ablation::{ablate, is_protocol_sync, model_verdict};
+use seglog::sweep::ablation::{ablate, is_protocol_sync, model_verdict, Verdict};
 use seglog::sweep::{named_workloads, SweepOptions};
 
 #[test]
@@ -28,11 +28,15 @@ fn every_protocol_sync_is_caught_or_proven_redundant() {
     assert_eq!(failpoints, protocol_syncs);
     let bad: Vec<String> = rows
         .iter()
-        .filter(|r| r.verdict != "caught" && r.verdict != "redundant")
+        .filter(|r| !matches!(r.verdict, Verdict::Caught | Verdict::Redundant))
         .map(|r| {
             format!(
                 "{} op {} {:?}: {} ({})",
-                r.workload, r.sync_op, r.failpoint, r.verdict, r.detail
+                r.workload,
+                r.sync_op,
+                r.failpoint,
+                r.verdict.name(),
+                r.detail
             )
         })
         .collect();
@@ -50,7 +54,7 @@ fn every_protocol_sync_is_caught_or_proven_redundant() {
     ] {
         assert!(
             rows.iter()
-                .any(|r| r.failpoint == Some(needed) && r.verdict == "caught"),
+                .any(|r| r.failpoint == Some(needed) && r.verdict == Verdict::Caught),
             "{needed} not caught by the sweep"
         );
     }

@@ -9,6 +9,7 @@ use super::Outcome;
 use crate::fs::sim::FaultKind;
 use crate::fs::StdFs;
 use crate::scenario::{files, Scenario};
+use crate::sweep::ablation::Verdict;
 use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
 use crate::sweep::{self, SweepOptions, Workload};
 use crate::{Error, Result};
@@ -191,19 +192,19 @@ fn ablate(workloads: &[sweep::Workload], variant: &str, options: &SweepOptions) 
                 row.kind,
                 row.path,
                 row.failpoint.unwrap_or("-"),
-                row.verdict
+                row.verdict.name()
             );
         }
         rows.extend(table);
     }
-    let count = |verdict: &str| rows.iter().filter(|r| r.verdict == verdict).count();
-    let bad = count("uncaught") + count("unmodelled");
+    let count = |verdict: Verdict| rows.iter().filter(|r| r.verdict == verdict).count();
+    let bad = count(Verdict::Uncaught) + count(Verdict::Unmodelled);
     let value = json!({
         "syncs": rows.len(),
-        "caught": count("caught"),
-        "redundant": count("redundant"),
-        "uncaught": count("uncaught"),
-        "unmodelled": count("unmodelled"),
+        "caught": count(Verdict::Caught),
+        "redundant": count(Verdict::Redundant),
+        "uncaught": count(Verdict::Uncaught),
+        "unmodelled": count(Verdict::Unmodelled),
         "rows": rows,
     });
     Ok(if bad == 0 {

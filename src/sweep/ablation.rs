@@ -33,13 +33,36 @@ pub struct AblationRow {
     pub failpoint: Option<&'static str>,
     /// Violations the sweep found with this sync made a no-op.
     pub violations: u64,
-    /// `caught`, or, when the sweep found nothing, what the model says:
-    /// `redundant` (the model holds without it) or `uncaught` (the model needs it:
-    /// the sweep has a blind spot), `unmodelled` (no model step for it).
-    pub verdict: String,
+    pub verdict: Verdict,
     /// The first violation, for `caught`; the model's counterexample property or
     /// reason otherwise.
     pub detail: String,
+}
+
+/// What ablating a sync showed (printed in snake case in the JSON table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The sweep reported violations without it.
+    Caught,
+    /// The sweep found nothing and the model holds every property without it.
+    Redundant,
+    /// The sweep found nothing but the model needs it: a blind spot of the sweep.
+    Uncaught,
+    /// The sweep found nothing and no protocol model has this step.
+    Unmodelled,
+}
+
+impl Verdict {
+    /// The name the JSON table uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Caught => "caught",
+            Verdict::Redundant => "redundant",
+            Verdict::Uncaught => "uncaught",
+            Verdict::Unmodelled => "unmodelled",
+        }
+    }
 }
 
 /// One sync call of a run: its mutating-call number, what it syncs, and the fail
@@ -83,13 +106,13 @@ pub fn ablate(
         let report = sweep_with(workload, options, &|fs| fs.skip_sync(k), |_, _| {});
         let violations = report.violations.len() as u64;
         let (verdict, detail) = if let Some(first) = report.violations.first() {
-            ("caught".to_string(), first.to_string())
+            (Verdict::Caught, first.to_string())
         } else {
             match failpoint.and_then(model_verdict) {
-                Some(Ok(reason)) => ("redundant".into(), reason),
-                Some(Err(reason)) => ("uncaught".into(), reason),
+                Some(Ok(reason)) => (Verdict::Redundant, reason),
+                Some(Err(reason)) => (Verdict::Uncaught, reason),
                 None => (
-                    "unmodelled".into(),
+                    Verdict::Unmodelled,
                     "the sweep found nothing and no protocol model has this step".into(),
                 ),
             }
