@@ -6,7 +6,7 @@ use std::sync::Arc;
 use seglog_model::invariants::{check_step, Grace, StepKind};
 use seglog_model::spec::SpecLog;
 
-use crate::fs::sim::{CrashImage, CrashMode, SimFs};
+use crate::fs::sim::{CrashImage, CrashMode, LostItem, SimFs};
 use crate::fs::{FileSystem, StdFs};
 use crate::log::{Log, LogConfig};
 use crate::sweep::oracle::ImageFacts;
@@ -86,7 +86,7 @@ impl Engine {
     /// On SimFs, replaces the disk by image `image % len` of the process image
     /// followed by the power-loss images; returns that image's lost items and whether
     /// it is the process image.
-    fn crash(&mut self, image: u32) -> (Vec<String>, bool) {
+    fn crash(&mut self, image: u32) -> (Vec<LostItem>, bool) {
         drop(self.log.take());
         let Some(sim) = &self.sim else {
             return (Vec::new(), true);
@@ -95,9 +95,8 @@ impl Engine {
         let index = image as usize % images.len();
         let chosen = images.swap_remove(index);
         let process = index == 0;
-        let lost = chosen.lost.iter().map(ToString::to_string).collect();
         self.sim = Some(Arc::new(chosen.fs));
-        (lost, process)
+        (chosen.lost, process)
     }
 }
 
@@ -261,7 +260,8 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
             Step::CrashReopen { image } => {
                 io_error::disarm(&engine);
                 stats.crashes += 1;
-                let (lost, process) = engine.crash(*image);
+                let (lost_items, process) = engine.crash(*image);
+                let lost: Vec<String> = lost_items.iter().map(ToString::to_string).collect();
                 let lost_for = |detail: String| fail(i, detail, Some(lost.clone()));
                 // Exact: the latest allowed state whose segment files the image holds
                 // whole is the one recovery must reach (`sweep::oracle`); on the real
@@ -269,7 +269,9 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 // oracle judges by length, so an image whose failed writeback turned
                 // written pages into zeros (`LostItem::FailedWriteback`) is held to the
                 // range only: there the bytes, not the length, decide.
-                let zeroed = lost.iter().any(|l| l.starts_with("failed-writeback"));
+                let zeroed = lost_items
+                    .iter()
+                    .any(|l| matches!(l, LostItem::FailedWriteback { .. }));
                 let expected = match &engine.sim {
                     Some(_) if zeroed => None,
                     Some(sim) => {
