@@ -33,7 +33,7 @@ pub struct SweepArgs {
     pub emit_scenario: Option<PathBuf>,
     /// Sync ablation: sweep again with each sync call of each workload made a no-op,
     /// and print the table (caught by the sweep, redundant per the model, or not).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "errors")]
     pub ablate: bool,
     /// Run the I/O-error sweep instead of the crash sweep: every file-system call
     /// fails in turn with an error (see `--error-kind`); the operation must fail,
