@@ -2,7 +2,8 @@
 //! runs, and the fixtures and loops the criterion benches in `benches/` share.
 //!
 //! * [`log`]: append and every read path of a log vs `BufWriter`/`BufReader`;
-//! * [`compaction`]: install step 1 of a compaction vs a buffered copy.
+//! * [`compaction`]: install step 1 of a compaction vs a buffered copy;
+//! * [`open`]: the open after a clean close and after a crash vs a full-scan open.
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -12,6 +13,7 @@
 
 pub mod compaction;
 pub mod log;
+pub mod open;
 
 use std::time::{Duration, Instant};
 

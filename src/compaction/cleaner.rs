@@ -170,8 +170,8 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     }))
 }
 
-/// Names in `dir` that are not segment files: copied into the new directory as they
-/// are. A subdirectory is refused before anything is written (the install swaps
+/// Names in `dir` that are not segment files (nor the recovery point and marker):
+/// copied into the new directory as they are. A subdirectory is refused before anything is written (the install swaps
 /// whole directories and must not lose what it does not understand).
 fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
@@ -182,7 +182,11 @@ fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
                 dir.display()
             )));
         }
-        if filename::parse(&name).is_none() {
+        // The recovery point and the marker describe the old segments; the new
+        // directory starts without them (its first open scans it and writes a fresh
+        // recovery point).
+        let describes_old = crate::log::trust::NAMES.contains(&name.as_str());
+        if filename::parse(&name).is_none() && !describes_old {
             out.push(name);
         }
     }

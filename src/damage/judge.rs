@@ -32,7 +32,7 @@ use crate::log::{Log, LogConfig, RecoveryReport};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::{engine, LogView};
 
-use super::kind::{install_paths, is_index, is_log, last_log, FileKind, Role};
+use super::kind::{install_paths, is_index, is_log, is_trust, last_log, FileKind, Role};
 use super::plan::{batch_ranges, ordering_holds, Damage};
 use super::points::Point;
 
@@ -46,6 +46,11 @@ pub enum Outcome {
     Recovered,
     /// Blind damage (see `plan`) the log serves without noticing.
     Undetectable,
+    /// Damage in a segment the open trusted from its recovery point or marker (so it
+    /// read none of its data): the open succeeds, modifies no `.log`, and the first
+    /// read of the damaged bytes fails with a structured error naming the file
+    /// ("found later, never silent").
+    ReadError,
 }
 
 /// One damaged image to judge.
@@ -99,10 +104,15 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             Ok(Outcome::Error)
         }
         Ok((log, report)) => {
-            // The open scanned every batch: a read that then fails means the open
-            // accepted bytes it should have rejected.
-            let view = engine::view(&log)
-                .map_err(|e| format!("the open succeeded but reading the log fails: {e}"))?;
+            // The open scanned every batch it did not trust: a read that then fails
+            // means the open accepted bytes it should have rejected, unless the
+            // damage is in a trusted segment, which only a read looks at.
+            let view = match engine::view(&log) {
+                Ok(view) => view,
+                Err(e) => {
+                    return check_read_error(case, &after, &report, &e).map(|()| Outcome::ReadError)
+                }
+            };
             drop(log);
             let outcome = check_recovery(case, &before, &after, &view, &report)?;
             let paths = install_paths();
@@ -118,6 +128,41 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             Ok(outcome)
         }
     }
+}
+
+/// A read error after a successful open: only for damage the open was entitled not
+/// to look at (a `.log` of a segment it trusted), naming that file, with every
+/// `.log` left as it was.
+fn check_read_error(
+    case: &Case<'_>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+    report: &RecoveryReport,
+    error: &Error,
+) -> Result<(), String> {
+    let fail = |why: &str| {
+        Err(format!(
+            "the open succeeded but reading the log fails ({why}): {error}"
+        ))
+    };
+    if report.trusted_segments == 0 {
+        return fail("no segment was trusted, so the open should have seen it");
+    }
+    let Error::Corrupt { path, .. } = error else {
+        return fail("not a corruption error");
+    };
+    let named = [case.final_path(Role::Live), Some(case.path.to_path_buf())];
+    if !named.iter().flatten().any(|p| p == path) {
+        return fail("the error names another file");
+    }
+    // The damaged bytes are where recovery put them, untouched (no cut, no repair).
+    let kept = named
+        .iter()
+        .flatten()
+        .any(|p| after.get(p).map(Vec::as_slice) == Some(case.damaged));
+    if !kept {
+        return fail("the open changed the damaged file");
+    }
+    Ok(())
 }
 
 /// A damaged temp file never becomes live content.
@@ -352,7 +397,7 @@ fn check_kept_files(
             continue;
         };
         let name_str = name.to_string_lossy().into_owned();
-        if is_index(path) || name_str == checkpoint::CHECKPOINT_TMP_NAME {
+        if is_index(path) || is_trust(path) || name_str == checkpoint::CHECKPOINT_TMP_NAME {
             continue;
         }
         let target = live.join(name);
@@ -400,6 +445,7 @@ fn check_kept_files(
     for path in after.keys() {
         let new = path.parent() == Some(live)
             && !is_index(path)
+            && !is_trust(path)
             && !before.contains_key(&from.join(path.file_name().unwrap_or_default()));
         if new {
             return Err(format!("recovery created {}", path.display()));

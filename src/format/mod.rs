@@ -7,6 +7,8 @@
 //! * [`crc`]: CRC-32C, the one checksum of every format.
 //! * [`checkpoint`]: the retention checkpoint (`log-start-offset.checkpoint`).
 //! * [`manifest`]: the install manifest, the commit point of a compaction.
+//! * [`recovery_point`]: the recovery point and the clean-shutdown marker, each a
+//!   list of segment summaries.
 
 // Tests may unwrap and index; the decoders may not.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
@@ -19,6 +21,7 @@ pub mod filename;
 pub mod index;
 pub mod manifest;
 pub mod record;
+pub mod recovery_point;
 pub mod varint;
 
 use std::path::Path;

@@ -16,12 +16,19 @@
 // --- log: append, roll, flush ---------------------------------------------
 pub const LOG_APPEND_WRITE: &str = "log::append::write";
 pub const LOG_ROLL_SYNC_CLOSED: &str = "log::roll::sync_closed";
+pub const LOG_ROLL_SYNC_INDEX: &str = "log::roll::sync_index";
+pub const LOG_ROLL_SYNC_TIME_INDEX: &str = "log::roll::sync_time_index";
 pub const LOG_ROLL_CREATE_SEGMENT: &str = "log::roll::create_segment";
+pub const LOG_ROLL_SYNC_RECOVERY_POINT: &str = "log::roll::sync_recovery_point";
+pub const LOG_ROLL_RENAME_RECOVERY_POINT: &str = "log::roll::rename_recovery_point";
 pub const LOG_ROLL_SYNC_DIR: &str = "log::roll::sync_dir";
 pub const LOG_FLUSH_SYNC_LOG: &str = "log::flush::sync_log";
-pub const LOG_FLUSH_SYNC_INDEX: &str = "log::flush::sync_index";
-pub const LOG_FLUSH_SYNC_TIME_INDEX: &str = "log::flush::sync_time_index";
-pub const LOG_FLUSH_SYNC_DIR: &str = "log::flush::sync_dir";
+pub const LOG_CLOSE_SYNC_LOG: &str = "log::close::sync_log";
+pub const LOG_CLOSE_SYNC_INDEX: &str = "log::close::sync_index";
+pub const LOG_CLOSE_SYNC_TIME_INDEX: &str = "log::close::sync_time_index";
+pub const LOG_CLOSE_SYNC_MARKER: &str = "log::close::sync_marker";
+pub const LOG_CLOSE_RENAME_MARKER: &str = "log::close::rename_marker";
+pub const LOG_CLOSE_SYNC_DIR: &str = "log::close::sync_dir";
 // --- log: recovery on open ------------------------------------------------
 pub const LOG_RECOVERY_TRUNCATE_TAIL: &str = "log::recovery::truncate_tail";
 pub const LOG_RECOVERY_SYNC_TAIL: &str = "log::recovery::sync_tail";
@@ -30,6 +37,12 @@ pub const LOG_RECOVERY_SYNC_INDEX: &str = "log::recovery::sync_index";
 pub const LOG_RECOVERY_CREATE_SEGMENT: &str = "log::recovery::create_segment";
 pub const LOG_RECOVERY_REMOVE_ORPHAN: &str = "log::recovery::remove_orphan";
 pub const LOG_RECOVERY_SYNC_DIR: &str = "log::recovery::sync_dir";
+pub const LOG_RECOVERY_REMOVE_MARKER: &str = "log::recovery::remove_marker";
+pub const LOG_RECOVERY_SYNC_SCANNED: &str = "log::recovery::sync_scanned";
+pub const LOG_RECOVERY_SYNC_SCANNED_DIR: &str = "log::recovery::sync_scanned_dir";
+pub const LOG_RECOVERY_SYNC_RECOVERY_POINT: &str = "log::recovery::sync_recovery_point";
+pub const LOG_RECOVERY_RENAME_RECOVERY_POINT: &str = "log::recovery::rename_recovery_point";
+pub const LOG_RECOVERY_SYNC_LOG_DIR: &str = "log::recovery::sync_log_dir";
 pub const LOG_RECOVERY_SYNC_PARENT: &str = "log::recovery::sync_parent";
 
 // --- retention: checkpoint first, then delete --------------------------------
@@ -71,12 +84,19 @@ pub const INSTALL_RECOVER_SYNC_PARENT_FIRST: &str = "install::recover::sync_pare
 pub const ALL: &[&str] = &[
     LOG_APPEND_WRITE,
     LOG_ROLL_SYNC_CLOSED,
+    LOG_ROLL_SYNC_INDEX,
+    LOG_ROLL_SYNC_TIME_INDEX,
     LOG_ROLL_CREATE_SEGMENT,
+    LOG_ROLL_SYNC_RECOVERY_POINT,
+    LOG_ROLL_RENAME_RECOVERY_POINT,
     LOG_ROLL_SYNC_DIR,
     LOG_FLUSH_SYNC_LOG,
-    LOG_FLUSH_SYNC_INDEX,
-    LOG_FLUSH_SYNC_TIME_INDEX,
-    LOG_FLUSH_SYNC_DIR,
+    LOG_CLOSE_SYNC_LOG,
+    LOG_CLOSE_SYNC_INDEX,
+    LOG_CLOSE_SYNC_TIME_INDEX,
+    LOG_CLOSE_SYNC_MARKER,
+    LOG_CLOSE_RENAME_MARKER,
+    LOG_CLOSE_SYNC_DIR,
     LOG_RECOVERY_TRUNCATE_TAIL,
     LOG_RECOVERY_SYNC_TAIL,
     LOG_RECOVERY_REBUILD_INDEX,
@@ -84,6 +104,12 @@ pub const ALL: &[&str] = &[
     LOG_RECOVERY_CREATE_SEGMENT,
     LOG_RECOVERY_REMOVE_ORPHAN,
     LOG_RECOVERY_SYNC_DIR,
+    LOG_RECOVERY_REMOVE_MARKER,
+    LOG_RECOVERY_SYNC_SCANNED,
+    LOG_RECOVERY_SYNC_SCANNED_DIR,
+    LOG_RECOVERY_SYNC_RECOVERY_POINT,
+    LOG_RECOVERY_RENAME_RECOVERY_POINT,
+    LOG_RECOVERY_SYNC_LOG_DIR,
     LOG_RECOVERY_SYNC_PARENT,
     RETENTION_CHECKPOINT_SYNC_TMP,
     RETENTION_CHECKPOINT_RENAME,

@@ -15,6 +15,7 @@ mod fetch;
 mod read;
 pub mod recovery;
 pub mod report;
+pub mod trust;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,19 @@ pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 /// Largest `segment_bytes`: positions must fit the 32-bit index entries even with
 /// one oversized batch past the limit (Kafka's limit too).
 pub const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
+
+/// Test-only: the roll's order and its deliberately broken form for the teeth checks
+/// (model (e), variant `recovery-point-before-flush`).
+#[cfg(any(test, feature = "test-variants"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RollVariant {
+    /// Fsync the closed segment, then create the next one and write the recovery point.
+    #[default]
+    Ours,
+    /// Create the next segment and write the recovery point before fsyncing the closed
+    /// segment: a power loss keeps the point and loses data it vouches for.
+    RecoveryPointBeforeFlush,
+}
 
 /// Configuration of a log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,6 +127,10 @@ pub struct Log {
     synced_log_bytes: u64,
     /// Opened with [`Log::open_read_only`]: writes are refused.
     read_only: bool,
+    /// Closed by [`Log::close_in_place`]: everything is refused.
+    closed: bool,
+    #[cfg(any(test, feature = "test-variants"))]
+    roll_variant: RollVariant,
     /// Reused encode buffer.
     scratch: Vec<u8>,
     /// Recently read segments' bytes as [`FileSystem::map`] returned them, by base
@@ -133,6 +151,24 @@ impl Log {
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
         Self::open_by(fs, dir.as_ref(), config, false)
+    }
+
+    /// [`Log::open_with`], ignoring the recovery point and the clean-shutdown marker:
+    /// every segment is read and checked batch by batch, as after a crash with no
+    /// checkpoint. What `seglog recover` runs; for an audit of a cleanly closed log.
+    pub fn open_checked(
+        fs: Arc<dyn FileSystem>,
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> Result<(Log, RecoveryReport)> {
+        config.validate()?;
+        let dir = dir.as_ref();
+        let mut report = RecoveryReport::default();
+        let segments = recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?;
+        Ok((
+            Log::assemble(fs, dir.to_path_buf(), config, segments, false),
+            report,
+        ))
     }
 
     /// Opens an existing log without changing anything on disk (no directory or
@@ -184,11 +220,20 @@ impl Log {
             poisoned: false,
             synced_log_bytes,
             read_only,
+            closed: false,
+            #[cfg(any(test, feature = "test-variants"))]
+            roll_variant: RollVariant::Ours,
             scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),
         };
         log.assert_invariants();
         log
+    }
+
+    /// Test-only: the roll's order (see [`RollVariant`]).
+    #[cfg(any(test, feature = "test-variants"))]
+    pub fn set_roll_variant(&mut self, variant: RollVariant) {
+        self.roll_variant = variant;
     }
 
     pub fn dir(&self) -> &Path {
@@ -249,6 +294,9 @@ impl Log {
     fn check_usable(&self) -> Result<()> {
         if self.poisoned {
             return Err(Error::Poisoned);
+        }
+        if self.closed {
+            return Err(Error::InvalidArgument("the log was closed".into()));
         }
         Ok(())
     }

@@ -51,6 +51,22 @@ pub struct RecoveryReport {
     pub unknown_files: Vec<String>,
     pub log_start_offset: i64,
     pub next_offset: i64,
+    /// The recovery point found (segments below it were trusted), if one decoded.
+    pub recovery_point: Option<i64>,
+    /// True if a valid clean-shutdown marker let the open trust the active segment.
+    pub clean_shutdown: bool,
+    /// Segments opened from their summaries, without reading their `.log`.
+    pub trusted_segments: u64,
+    /// Segments whose `.log` was read and checked batch by batch.
+    pub scanned_segments: u64,
+    /// Bytes of `.log` read by those scans.
+    pub scanned_bytes: u64,
+    /// Trusted segments scanned after all, each with why (their index files failed
+    /// the checks against the summary).
+    pub rescanned: Vec<String>,
+    /// Recovery point or marker files that failed to decode and were ignored (the
+    /// open scanned instead), each with the error.
+    pub ignored_checkpoints: Vec<String>,
     /// The install protocol's recovery: which row of the decision table applied
     /// (docs/design.md section 6). Runs first, before the directory is even created.
     pub install: crate::install::InstallRecovery,

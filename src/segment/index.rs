@@ -53,6 +53,81 @@ impl SegmentIndex {
         }
     }
 
+    /// The index of a segment opened from its summary: entries read back from the
+    /// index files, checked against the summary by the rules every entry this type
+    /// appends obeys (offsets and positions strictly increasing and inside the
+    /// segment, timestamps strictly increasing, none above the segment's maximum).
+    /// `Err` says which rule failed; the caller rebuilds the index from the `.log`.
+    pub fn restore(
+        base_offset: i64,
+        index_interval_bytes: u64,
+        offset_entries: Vec<OffsetEntry>,
+        time_entries: Vec<TimeEntry>,
+        summary: &crate::format::recovery_point::SegmentSummary,
+    ) -> Result<Self, String> {
+        if offset_entries.len() != summary.offset_index_entries as usize {
+            return Err(format!(
+                "{} offset index entries, the summary says {}",
+                offset_entries.len(),
+                summary.offset_index_entries
+            ));
+        }
+        if time_entries.len() != summary.time_index_entries as usize {
+            return Err(format!(
+                "{} time index entries, the summary says {}",
+                time_entries.len(),
+                summary.time_index_entries
+            ));
+        }
+        let span = summary.next_offset - base_offset;
+        for pair in offset_entries.windows(2) {
+            let [a, b] = pair else { continue };
+            if b.relative_offset <= a.relative_offset || b.position <= a.position {
+                return Err(format!(
+                    "offset index entries out of order: {a:?} then {b:?}"
+                ));
+            }
+        }
+        if let Some(last) = offset_entries.last() {
+            if i64::from(last.relative_offset) >= span || u64::from(last.position) >= summary.bytes
+            {
+                return Err(format!("offset index entry {last:?} beyond the segment"));
+            }
+        }
+        for pair in time_entries.windows(2) {
+            let [a, b] = pair else { continue };
+            if b.timestamp <= a.timestamp || b.relative_offset < a.relative_offset {
+                return Err(format!("time index entries out of order: {a:?} then {b:?}"));
+            }
+        }
+        if let Some(last) = time_entries.last() {
+            if i64::from(last.relative_offset) >= span.max(1)
+                || last.timestamp > summary.max_timestamp
+            {
+                return Err(format!("time index entry {last:?} beyond the segment"));
+            }
+        }
+        let bytes_since_last_entry = summary.bytes
+            - offset_entries
+                .last()
+                .map_or(0, |entry| u64::from(entry.position));
+        Ok(SegmentIndex {
+            base_offset,
+            index_interval_bytes,
+            offset_entries,
+            time_entries,
+            bytes_since_last_entry,
+            max_timestamp_so_far: summary.max_timestamp,
+            offset_of_max_timestamp_so_far: summary.offset_of_max_timestamp,
+        })
+    }
+
+    /// The offset of the batch that holds the maximum timestamp so far (the base
+    /// offset while there is none): what a summary records to restore this index.
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp_so_far
+    }
+
     pub fn offset_entries(&self) -> &[OffsetEntry] {
         &self.offset_entries
     }

@@ -17,6 +17,8 @@ use serde::Serialize;
 
 use crate::format::batch::NO_TIMESTAMP;
 use crate::format::filename;
+use crate::format::index::{encode_offset_entries, encode_time_entries};
+use crate::format::recovery_point::SegmentSummary;
 
 pub use index::{IndexAppend, SegmentIndex};
 
@@ -117,6 +119,60 @@ impl Segment {
         self.next_offset = batch.last_offset + 1;
         self.batches += 1;
         added
+    }
+
+    /// What the recovery point and the clean-shutdown marker record of this segment.
+    /// Only meaningful once the pending index entries are written.
+    pub fn summary(&self) -> SegmentSummary {
+        SegmentSummary {
+            base_offset: self.base_offset,
+            bytes: self.bytes,
+            next_offset: self.next_offset,
+            records: self.records,
+            batches: self.batches,
+            max_timestamp: self.max_timestamp,
+            offset_of_max_timestamp: self.index.offset_of_max_timestamp(),
+            offset_index_entries: u32::try_from(self.index.offset_entries().len())
+                .expect("index entries are 32-bit addressable"),
+            time_index_entries: u32::try_from(self.index.time_entries().len())
+                .expect("index entries are 32-bit addressable"),
+            offset_index_crc: crate::format::crc::crc32c(&encode_offset_entries(
+                self.index.offset_entries(),
+            )),
+            time_index_crc: crate::format::crc::crc32c(&encode_time_entries(
+                self.index.time_entries(),
+            )),
+        }
+    }
+
+    /// A segment opened from its summary and its index files' entries, without reading
+    /// its `.log` (see [`SegmentIndex::restore`] for what is checked).
+    pub fn restore(
+        dir: &Path,
+        summary: &SegmentSummary,
+        offset_entries: Vec<crate::format::index::OffsetEntry>,
+        time_entries: Vec<crate::format::index::TimeEntry>,
+        index_interval_bytes: u64,
+    ) -> Result<Self, String> {
+        let index = SegmentIndex::restore(
+            summary.base_offset,
+            index_interval_bytes,
+            offset_entries,
+            time_entries,
+            summary,
+        )?;
+        Ok(Segment {
+            base_offset: summary.base_offset,
+            paths: SegmentPaths::new(dir, summary.base_offset),
+            bytes: summary.bytes,
+            records: summary.records,
+            max_timestamp: summary.max_timestamp,
+            next_offset: summary.next_offset,
+            batches: summary.batches,
+            index,
+            pending_index: Vec::new(),
+            pending_time_index: Vec::new(),
+        })
     }
 
     pub fn info(&self, closed: bool) -> SegmentInfo {

@@ -29,6 +29,9 @@ pub struct ScanOutcome {
     /// Batches (whole or partial) after the valid prefix, counted by walking the
     /// declared lengths until they stop making sense; at least 1 if `invalid`.
     pub invalid_batches: u64,
+    /// Opened from a checkpoint's summary, not scanned: its index files were just
+    /// checked against the summary and need no comparison with a rebuild.
+    pub trusted: bool,
 }
 
 impl ScanOutcome {
@@ -47,10 +50,22 @@ pub fn scan_segment(
     upper_bound: Option<i64>,
     index_interval_bytes: u64,
 ) -> Result<ScanOutcome> {
-    let mut segment = Segment::empty(dir, base_offset, index_interval_bytes);
+    let segment = Segment::empty(dir, base_offset, index_interval_bytes);
+    scan_from(fs, segment, upper_bound)
+}
+
+/// Scans the bytes of `segment`'s `.log` past `segment.bytes`, continuing its
+/// metadata and indexes: the whole file for an empty `segment`, or what was
+/// appended after a checkpoint vouched for its first `segment.bytes` bytes.
+pub fn scan_from(
+    fs: &dyn FileSystem,
+    mut segment: Segment,
+    upper_bound: Option<i64>,
+) -> Result<ScanOutcome> {
     let path = segment.paths.log.clone();
     let file_bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
-    let mut reader = BatchReader::new(fs, &path, 0, file_bytes);
+    assert!(segment.bytes <= file_bytes);
+    let mut reader = BatchReader::new(fs, &path, segment.bytes, file_bytes);
     let mut invalid = None;
     loop {
         let (position, raw) = match reader.next_raw() {
@@ -99,6 +114,7 @@ pub fn scan_segment(
         file_bytes,
         invalid,
         invalid_batches,
+        trusted: false,
     })
 }
 

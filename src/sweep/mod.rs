@@ -11,6 +11,9 @@
 //!   (so nothing flushed is lost, an interrupted retention or compaction is exactly old
 //!   or exactly new, and it is the right one of the two);
 //! * no leftovers: no temp/backup directory, manifest or temp file remains;
+//! * the checkpoints of model (e) held: no crash leaves a recovery point or marker
+//!   that fails to decode, nor a trusted segment whose indexes must be rebuilt, and
+//!   the open of an image taken right after a clean close reads no segment data;
 //! * recovery is idempotent: a second open changes no byte and gives the same view.
 
 pub mod ablation;
@@ -25,6 +28,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::fs::failpoint::{self, Recorder};
 use crate::fs::sim::{CrashImage, CrashMode, SimFs};
 use crate::fs::FileSystem;
 use crate::log::Log;
@@ -152,12 +156,32 @@ pub fn count_operations(workload: &Workload) -> Result<u64, String> {
 
 /// [`count_operations`] on a file system prepared by `setup`.
 fn count_operations_with(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<u64, String> {
+    Ok(run_counted(workload, setup)?.0)
+}
+
+/// An uninterrupted run on a file system prepared by `setup`: its mutating
+/// operations, and the crash points right after each clean close completed (before
+/// the reopen's first operation), where recovery must read no segment data.
+fn run_counted(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<(u64, Vec<u64>), String> {
     let fs = Arc::new(SimFs::new());
     setup(&fs);
-    match run_until_crash(workload, &fs)? {
-        None => Ok(fs.mutating_ops()),
-        Some(_) => Err("uninterrupted run crashed".into()),
+    let probe = Arc::clone(&fs);
+    let recorder = Recorder::start_with_probe(move || probe.mutating_ops());
+    let run = run_until_crash(workload, &fs);
+    let hits = recorder.hits_with_probe();
+    drop(recorder);
+    match run? {
+        None => {}
+        Some(_) => return Err("uninterrupted run crashed".into()),
     }
+    // The close's directory fsync is operation k; the crash before k + 1 finds the
+    // closed log.
+    let clean = hits
+        .iter()
+        .filter(|(name, _)| *name == failpoint::LOG_CLOSE_SYNC_DIR)
+        .map(|(_, k)| k + 1)
+        .collect();
+    Ok((fs.mutating_ops(), clean))
 }
 
 /// Names in the log's parent and the log dir that must not survive recovery.
@@ -194,10 +218,49 @@ pub fn check_image(
     allowed: &Allowed,
     image: &SimFs,
 ) -> Result<LogView, String> {
+    check_image_with(workload, allowed, image, false)
+}
+
+/// [`check_image`]; `after_clean_close`: the image was taken right after a clean
+/// close, so recovery must trust every segment and read no segment data.
+pub fn check_image_with(
+    workload: &Workload,
+    allowed: &Allowed,
+    image: &SimFs,
+    after_clean_close: bool,
+) -> Result<LogView, String> {
     let fs = Arc::new(duplicate(image));
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
-    let (log, _report) = Log::open_with(dyn_fs.clone(), LOG_DIR, workload.config.clone())
+    let (log, report) = Log::open_with(dyn_fs.clone(), LOG_DIR, workload.config.clone())
         .map_err(|e| format!("recovery failed: {e}"))?;
+    // A crash alone never damages a checkpoint (each is fsynced before its rename)
+    // nor leaves a trusted segment whose index files must be rebuilt (they are
+    // fsynced before the recovery point or marker vouches for them).
+    if !report.ignored_checkpoints.is_empty() {
+        return Err(format!(
+            "a crash left a damaged checkpoint: {:?}",
+            report.ignored_checkpoints
+        ));
+    }
+    if !report.rescanned.is_empty() {
+        return Err(format!(
+            "a crash left trusted segments to rescan: {:?}",
+            report.rescanned
+        ));
+    }
+    if after_clean_close && (!report.clean_shutdown || report.scanned_segments > 0) {
+        return Err(format!(
+            "the open after a clean close scanned {} segments ({} bytes), clean shutdown \
+             marker {}",
+            report.scanned_segments,
+            report.scanned_bytes,
+            if report.clean_shutdown {
+                "found"
+            } else {
+                "missing"
+            }
+        ));
+    }
     let view = engine::view(&log).map_err(|e| format!("read after recovery failed: {e}"))?;
     drop(log);
     if let Some(diff) = allowed.mismatch(&view) {
@@ -308,8 +371,8 @@ pub fn sweep_with(
         seconds: 0.0,
     };
     let states = Allowed::states(workload);
-    let total = match count_operations_with(workload, setup) {
-        Ok(n) => n,
+    let (total, clean_points) = match run_counted(workload, setup) {
+        Ok(counted) => counted,
         Err(detail) => {
             report.violations.push(violation(
                 workload,
@@ -364,7 +427,9 @@ pub fn sweep_with(
                 "power_loss"
             };
             let lost: Vec<String> = image.lost.iter().map(ToString::to_string).collect();
-            if let Err(detail) = check_image(workload, &allowed, &image.fs) {
+            let after_clean_close = clean_points.contains(&k);
+            if let Err(detail) = check_image_with(workload, &allowed, &image.fs, after_clean_close)
+            {
                 report.violations.push(violation(
                     workload,
                     k,

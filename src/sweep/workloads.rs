@@ -145,5 +145,27 @@ pub fn named_workloads() -> Vec<Workload> {
                 append(&[(Some("f"), Some("6"), 6)]),
             ],
         },
+        Workload {
+            name: "close-reopen".into(),
+            description: "rolls write the recovery point, clean closes write the marker; the open after each close reads no segment data, a crash anywhere re-checks only the active segment".into(),
+            config: LogConfig {
+                segment_bytes: 300,
+                index_interval_bytes: 64,
+            },
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 5), (Some("b"), Some("2"), 1)]),
+                append(&[(None, Some("x"), 2)]),
+                Op::Roll,
+                append(&[(Some("c"), Some("3"), 9)]),
+                append(&[(Some("d"), Some("4"), 4)]),
+                Op::Close,
+                append(&[(Some("e"), Some("5"), 12), (Some("f"), Some("6"), 11)]),
+                append(&[(Some("g"), Some("7"), 13)]),
+                Op::Flush,
+                append(&[(Some("h"), Some("8"), 14)]),
+                Op::Close,
+            ],
+        },
     ]
 }

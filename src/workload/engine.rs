@@ -15,6 +15,8 @@ pub enum Variant {
     Install(crate::install::InstallVariant),
     #[cfg(feature = "test-variants")]
     Retention(crate::retention::executor::RetentionOrder),
+    #[cfg(feature = "test-variants")]
+    Roll(crate::log::RollVariant),
 }
 
 /// Every variant name, ours first.
@@ -25,6 +27,7 @@ pub const VARIANT_NAMES: &[&str] = &[
     "backup-before-manifest",
     "no-temp-entry-sync",
     "delete-first",
+    "recovery-point-before-flush",
 ];
 
 impl Variant {
@@ -43,6 +46,9 @@ impl Variant {
                 }
                 "no-temp-entry-sync" => Ok(Variant::Install(InstallVariant::NoTempEntrySync)),
                 "delete-first" => Ok(Variant::Retention(RetentionOrder::DeleteFirst)),
+                "recovery-point-before-flush" => Ok(Variant::Roll(
+                    crate::log::RollVariant::RecoveryPointBeforeFlush,
+                )),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
                     VARIANT_NAMES.join(", ")
@@ -136,6 +142,11 @@ fn compact(
 /// Applies `op` to the engine running `variant`. Argument errors the spec also
 /// rejects come back as `Ok(OpOutcome::Rejected)`; IO errors and corruption as `Err`.
 pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome> {
+    #[cfg(feature = "test-variants")]
+    if let Variant::Roll(roll) = variant {
+        // Set before every operation: a restart replaces the handle.
+        log.set_roll_variant(roll);
+    }
     let outcome = match op {
         Op::Append { records } => match log.append(&new_records(records)) {
             Ok(info) => OpOutcome::Appended {
@@ -164,6 +175,12 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
         Op::Flush => {
             log.flush()?;
             OpOutcome::Flushed
+        }
+        Op::Close => {
+            let report = log.restart()?;
+            OpOutcome::Restarted {
+                clean: report.clean_shutdown && report.scanned_segments == 0,
+            }
         }
         Op::Retain {
             now,

@@ -35,6 +35,9 @@ pub enum Op {
     },
     Roll,
     Flush,
+    /// Close the log cleanly (fsyncs and the clean-shutdown marker) and open it
+    /// again, as a broker restart does.
+    Close,
     Retain {
         now: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,7 +63,7 @@ impl Op {
     pub fn is_durability_point(&self) -> bool {
         matches!(
             self,
-            Op::Roll | Op::Flush | Op::Retain { .. } | Op::Compact { .. }
+            Op::Roll | Op::Flush | Op::Close | Op::Retain { .. } | Op::Compact { .. }
         )
     }
 
@@ -154,6 +157,11 @@ pub enum OpOutcome {
     },
     Rolled,
     Flushed,
+    /// The log was closed and reopened; `clean` if the open found the marker and read
+    /// no segment data (the spec says it always does).
+    Restarted {
+        clean: bool,
+    },
     Retained {
         deleted_segments: Vec<i64>,
     },

@@ -36,6 +36,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             OpOutcome::Rolled
         }
         Op::Flush => OpOutcome::Flushed,
+        Op::Close => OpOutcome::Restarted { clean: true },
         Op::Retain {
             now,
             retention_ms,

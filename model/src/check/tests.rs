@@ -153,6 +153,9 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
                 RetentionVariant::CheckpointFirst.steps()[step],
                 RetentionOp::SyncCheckpointTemp | RetentionOp::SyncDir
             ),
+            ModelKind::Durability => crate::models::durability::SyncStep::OURS
+                .iter()
+                .any(|s| *s as usize == step),
             ModelKind::Log => false,
         };
         assert!(is_sync, "{name} maps to a step that is not a sync");
@@ -164,5 +167,8 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
     assert!(super::sync_verdict("retention::checkpoint::sync_dir")
         .unwrap()
         .is_err());
-    assert!(super::sync_verdict("log::flush::sync_log").is_none());
+    assert!(super::sync_verdict("log::flush::sync_log")
+        .unwrap()
+        .is_err());
+    assert!(super::sync_verdict("log::recovery::sync_tail").is_none());
 }

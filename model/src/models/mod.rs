@@ -2,6 +2,7 @@
 //! retention deletion order. Each is a plain `stateright::Model`.
 
 pub mod dir;
+pub mod durability;
 pub mod install;
 pub mod log;
 pub mod retention;
