@@ -18,11 +18,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod bench;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod cli;
 pub mod clock;
 pub mod compaction;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod conformance;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod damage;
 pub mod error;
 pub mod format;
@@ -30,10 +40,18 @@ pub mod fs;
 pub mod install;
 pub mod log;
 pub mod retention;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod scenario;
 pub mod segment;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod sweep;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod verify;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod workload;
 
 /// The shared byte buffers [`ReadRecord`] keys and values are slices of.
