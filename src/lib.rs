@@ -57,7 +57,7 @@
 //!   [`fs::sim::SimFs`] is an in-memory file system that can simulate a power loss
 //!   and inject IO errors, for testing what an embedding does after a crash
 //!   ([`Log::open_with`] takes either).
-//! * [`format`], [`segment`], [`retention`], [`compaction`], [`install`]: the byte
+//! * [`format`](mod@format), [`segment`], [`retention`], [`compaction`], [`install`]: the byte
 //!   layouts and the protocols underneath, public for tools and tests.
 //!
 //! ## Cargo features
