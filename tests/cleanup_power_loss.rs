@@ -6,6 +6,7 @@
 //! operations) opens to exactly the old or the new content as the reference spec
 //! computes it; never a hole, never an ambiguous install; after the operation has
 //! returned, only the new content.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::sync::Arc;

@@ -13,6 +13,7 @@
 //!
 //! The lower bounds pin how much is tried per file kind, so a plan or a point
 //! selection that silently shrinks fails here.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

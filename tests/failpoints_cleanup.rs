@@ -9,6 +9,7 @@
 //! directory, manifest, temp checkpoint or unknown file left. Crashing the recovery
 //! itself (`seglog recover`), then opening again, ends the same way. The test fails
 //! if some fail point on these paths is never crashed at.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -4,6 +4,7 @@
 //! reopen must recover to an allowed spec state, and no power-loss image taken
 //! after the error or at the end of the workload may lose anything that was
 //! reported durable.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::conformance::faults::run_random_faults;
 use seglog::conformance::ConformanceOptions;

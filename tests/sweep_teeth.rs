@@ -24,6 +24,7 @@
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
 //! its scenario file as a violation.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::scenario::{replay_expecting, Outcome, Scenario};
 use seglog::sweep::{named_workloads, sweep, SweepOptions, Workload};

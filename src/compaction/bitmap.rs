@@ -4,6 +4,7 @@
 use std::ops::Range;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A growable set of bits, all clear until set.
 pub struct Bitmap {
     words: Vec<u64>,
 }
@@ -66,6 +67,7 @@ impl Bitmap {
         self.words.capacity() * size_of::<u64>()
     }
 
+    /// Releases the words beyond the highest bit set (a bitmap kept between runs).
     pub fn shrink_to_fit(&mut self) {
         self.words.shrink_to_fit();
     }

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -22,13 +23,20 @@ use super::source::{list_segments, segment_path};
 use super::view;
 
 /// Compaction report (records, segments and bytes cover the closed region only).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct CompactionReport {
+    /// Records in the closed segments before compaction.
     pub records_before: u64,
+    /// Records in the closed segments after compaction.
     pub records_after: u64,
+    /// Closed segments before compaction.
     pub segments_before: u64,
+    /// Closed segments after compaction.
     pub segments_after: u64,
+    /// Bytes of the closed segments' `.log` files before compaction.
     pub bytes_before: u64,
+    /// Bytes of the closed segments' `.log` files after compaction.
     pub bytes_after: u64,
     /// Distinct keys in the latest-offset map.
     pub map_keys: u64,
@@ -41,7 +49,9 @@ pub struct CompactionReport {
 /// The parameters of one compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactOptions {
+    /// The time compaction runs at (ms since the epoch): tombstones older than `delete_retention_ms` before it go.
     pub now: i64,
+    /// How long a tombstone is kept after its timestamp (Kafka's `delete.retention.ms`).
     pub delete_retention_ms: i64,
     /// Output segments are grouped up to this many compacted bytes.
     pub segment_bytes: u64,
@@ -50,7 +60,9 @@ pub struct CompactOptions {
 /// A built temp directory, ready for [`crate::install::install`].
 #[derive(Debug, Clone)]
 pub struct Built {
+    /// The manifest the install will write: the new directory's exact content.
     pub manifest: Manifest,
+    /// What the compaction did.
     pub report: CompactionReport,
 }
 

@@ -129,15 +129,20 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
 /// plain-batch bits, and the tombstone horizon.
 #[derive(Debug, Clone, Copy)]
 pub struct Rules<'a> {
+    /// The records a later record of the same key supersedes.
     pub superseded: &'a Superseded,
+    /// The plain batches (see [`super::output::ClosedRegion::plain`]).
     pub plain: &'a Bitmap,
+    /// The tombstone horizon.
     pub horizon: Horizon,
 }
 
 /// Records and bytes of one source segment before and after compaction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// Records before compaction.
     pub records_before: u64,
+    /// Records kept.
     pub records_after: u64,
     /// Bytes of the compacted segment.
     pub bytes_after: u64,
@@ -156,7 +161,7 @@ pub struct Counts {
 /// are parsed and decided record by record. A batch whose records are all kept
 /// (control batches always) is a run of the source bytes, merged with its
 /// neighbours; a partly kept batch is spliced: its header rewritten and its kept
-/// records' bytes copied ([`splice`]).
+/// records' bytes copied (`splice`).
 pub fn compact_segment(
     path: &Path,
     base: i64,

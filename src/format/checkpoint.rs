@@ -20,7 +20,9 @@ pub const CHECKPOINT_NAME: &str = "log-start-offset.checkpoint";
 /// Temp name the checkpoint is written under before the rename.
 pub const CHECKPOINT_TMP_NAME: &str = "log-start-offset.checkpoint.tmp";
 
+/// The first bytes of a checkpoint file.
 pub const MAGIC: [u8; 4] = *b"SLCK";
+/// The checkpoint format's version.
 pub const VERSION: u16 = 1;
 
 const MAGIC_OFFSET: usize = 0;

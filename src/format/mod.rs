@@ -36,7 +36,14 @@ pub use record::{ControlKind, Header, NewRecord, Record, RecordView};
 /// The caller adds the file and the buffer's position in it ([`FormatError::at`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FormatError {
-    Corrupt { position: u64, kind: CorruptKind },
+    /// The bytes are damaged; becomes [`Error::Corrupt`].
+    Corrupt {
+        /// Byte position relative to the start of the decoded buffer.
+        position: u64,
+        /// What is wrong there.
+        kind: CorruptKind,
+    },
+    /// Valid Kafka data the engine does not handle; becomes [`Error::Unsupported`].
     Unsupported(String),
 }
 

@@ -34,13 +34,18 @@ use super::FormatError;
 
 /// File name of the recovery point inside the log directory.
 pub const RECOVERY_POINT_NAME: &str = "recovery-point.checkpoint";
+/// The recovery point's temp name before its rename.
 pub const RECOVERY_POINT_TMP_NAME: &str = "recovery-point.checkpoint.tmp";
 /// File name of the clean-shutdown marker inside the log directory.
 pub const CLEAN_SHUTDOWN_NAME: &str = "clean-shutdown";
+/// The marker's temp name before its rename.
 pub const CLEAN_SHUTDOWN_TMP_NAME: &str = "clean-shutdown.tmp";
 
+/// First bytes of a recovery point file.
 pub const RECOVERY_POINT_MAGIC: [u8; 4] = *b"SLRP";
+/// First bytes of a clean-shutdown marker.
 pub const CLEAN_SHUTDOWN_MAGIC: [u8; 4] = *b"SLCS";
+/// The format version both files carry.
 pub const VERSION: u16 = 1;
 
 const HEADER_LEN: usize = 18;
@@ -54,32 +59,47 @@ pub const SUMMARIES_MAX: u32 = 1 << 24;
 /// What an open needs to know about one segment without reading its `.log`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentSummary {
+    /// The segment's base offset (its file name).
     pub base_offset: i64,
+    /// Length of its `.log`.
     pub bytes: u64,
+    /// Last offset + 1 of its last batch (the base offset when empty).
     pub next_offset: i64,
+    /// Records stored (control records included).
     pub records: u64,
+    /// Batches stored.
     pub batches: u64,
+    /// Max of the batches' maxTimestamp, -1 when none has one.
     pub max_timestamp: i64,
+    /// Offset of the batch holding `max_timestamp` (the base offset when none).
     pub offset_of_max_timestamp: i64,
+    /// Entries in its `.index`.
     pub offset_index_entries: u32,
+    /// Entries in its `.timeindex`.
     pub time_index_entries: u32,
-    /// CRC-32C of the index files' bytes: an index is trusted only if it is exactly
-    /// what was fsynced (a plausible but wrong entry would misplace reads silently).
+    /// CRC-32C of the `.index` bytes: an index is trusted only if it is exactly what
+    /// was fsynced (a plausible but wrong entry would misplace reads silently).
     pub offset_index_crc: u32,
+    /// CRC-32C of the `.timeindex` bytes.
     pub time_index_crc: u32,
 }
 
 /// A decoded file: its point and its summaries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SummaryFile {
+    /// Recovery point: segments with a base below it are vouched for; marker: the
+    /// active segment's base.
     pub point: i64,
+    /// Ascending by base offset.
     pub summaries: Vec<SegmentSummary>,
 }
 
 /// Which of the two files (they differ only in magic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryKind {
+    /// `recovery-point.checkpoint`.
     RecoveryPoint,
+    /// `clean-shutdown`.
     CleanShutdown,
 }
 

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -50,7 +51,8 @@ pub enum RollVariant {
 }
 
 /// Configuration of a log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct LogConfig {
     /// Roll before a batch would make the active segment larger than this.
     pub segment_bytes: u64,
@@ -87,9 +89,12 @@ impl LogConfig {
 }
 
 /// Offsets assigned by an append.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct AppendInfo {
+    /// The offset the first appended record got.
     pub base_offset: i64,
+    /// The offset the last appended record got.
     pub last_offset: i64,
 }
 
@@ -101,9 +106,13 @@ pub struct AppendInfo {
 /// (`Bytes::copy_from_slice`) what you keep long after the rest of a read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {
+    /// The record's offset.
     pub offset: i64,
+    /// The record's timestamp (ms).
     pub timestamp: i64,
+    /// The key (`None`: keyless).
     pub key: Option<Bytes>,
+    /// The value (`None`: a tombstone).
     pub value: Option<Bytes>,
     /// Empty (and unallocated) for a record without headers.
     pub headers: Vec<Header>,
@@ -236,14 +245,17 @@ impl Log {
         self.roll_variant = variant;
     }
 
+    /// The log's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The file system the log does its IO through.
     pub fn fs(&self) -> &Arc<dyn FileSystem> {
         &self.fs
     }
 
+    /// The configuration the log was opened with.
     pub fn config(&self) -> &LogConfig {
         &self.config
     }

@@ -47,8 +47,11 @@ pub struct Listing {
 /// An index file that must be rewritten, with its bytes.
 #[derive(Debug, Clone)]
 pub struct IndexRewrite {
+    /// The index file.
     pub path: std::path::PathBuf,
+    /// Its correct content, rebuilt from the `.log`.
     pub bytes: Vec<u8>,
+    /// Why it is rewritten.
     pub reason: RebuildReason,
     /// Of a closed segment (fsynced: the recovery point will vouch for it); the
     /// active segment's indexes are fsynced by its next roll or close, and a crash

@@ -1,10 +1,12 @@
 //! [`RecoveryReport`]: what opening a log found and did.
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 /// Why an index file was rewritten on open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum RebuildReason {
     /// The file did not exist.
     Missing,
@@ -15,15 +17,19 @@ pub enum RebuildReason {
 }
 
 /// One rewritten index file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct RebuiltIndex {
+    /// The index file's name.
     pub file: String,
+    /// Why it was rebuilt.
     pub reason: RebuildReason,
 }
 
 /// What recovery found and did. Phases of other modules (install, retention
 /// checkpoint) add their own fields here.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct RecoveryReport {
     /// True for a read-only inspection ([`crate::Log::open_read_only`]): nothing was
     /// changed, and the truncation, rebuild and removal fields say what a writable
@@ -49,7 +55,9 @@ pub struct RecoveryReport {
     pub removed_files: Vec<String>,
     /// Entries this module does not own; left alone.
     pub unknown_files: Vec<String>,
+    /// The log start offset after recovery.
     pub log_start_offset: i64,
+    /// The next offset after recovery.
     pub next_offset: i64,
     /// The recovery point found (segments below it were trusted), if one decoded.
     pub recovery_point: Option<i64>,

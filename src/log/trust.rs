@@ -120,7 +120,9 @@ fn read_file(
 
 /// Fail points of one write of a summary file.
 pub struct WritePoints {
+    /// Before the temp file's fsync.
     pub sync: &'static str,
+    /// Before the rename over the file.
     pub rename: &'static str,
 }
 

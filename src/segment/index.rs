@@ -23,7 +23,9 @@ use crate::format::index::{OffsetEntry, TimeEntry};
 /// What one batch added to the indexes (to be appended to the files).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IndexAppend {
+    /// The `.index` entry the batch added, if the index interval was reached.
     pub offset: Option<OffsetEntry>,
+    /// The `.timeindex` entry the batch added, if its max timestamp is a new maximum.
     pub time: Option<TimeEntry>,
 }
 
@@ -40,6 +42,7 @@ pub struct SegmentIndex {
 }
 
 impl SegmentIndex {
+    /// The indexes of an empty segment at `base_offset`, with an entry every `index_interval_bytes`.
     pub fn new(base_offset: i64, index_interval_bytes: u64) -> Self {
         assert!(base_offset >= 0);
         SegmentIndex {
@@ -128,10 +131,12 @@ impl SegmentIndex {
         self.offset_of_max_timestamp_so_far
     }
 
+    /// The `.index` entries so far.
     pub fn offset_entries(&self) -> &[OffsetEntry] {
         &self.offset_entries
     }
 
+    /// The `.timeindex` entries so far.
     pub fn time_entries(&self) -> &[TimeEntry] {
         &self.time_entries
     }

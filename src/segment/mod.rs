@@ -13,6 +13,7 @@ pub mod view;
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::format::batch::NO_TIMESTAMP;
@@ -23,24 +24,34 @@ use crate::format::recovery_point::SegmentSummary;
 pub use index::{IndexAppend, SegmentIndex};
 
 /// The public view of a segment (`Log::segments`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct SegmentInfo {
+    /// The segment's base offset (its file names).
     pub base_offset: i64,
+    /// False for the active segment (the one appends go to).
     pub closed: bool,
+    /// Length of its `.log` file.
     pub bytes: u64,
+    /// Records stored (control records included).
     pub records: u64,
+    /// The largest record timestamp in it, -1 when empty.
     pub max_timestamp: i64,
 }
 
 /// The three file paths of a segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentPaths {
+    /// `<base offset>.log`.
     pub log: PathBuf,
+    /// `<base offset>.index`.
     pub index: PathBuf,
+    /// `<base offset>.timeindex`.
     pub time_index: PathBuf,
 }
 
 impl SegmentPaths {
+    /// The three paths of the segment at `base_offset` in `dir`.
     pub fn new(dir: &Path, base_offset: i64) -> Self {
         SegmentPaths {
             log: dir.join(filename::build(base_offset, filename::LOG_SUFFIX)),
@@ -53,7 +64,9 @@ impl SegmentPaths {
 /// In-memory metadata of one segment, kept in step with its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
+    /// The segment's base offset (its file names).
     pub base_offset: i64,
+    /// Its files.
     pub paths: SegmentPaths,
     /// Length of the `.log` file.
     pub bytes: u64,
@@ -63,7 +76,9 @@ pub struct Segment {
     pub max_timestamp: i64,
     /// Last offset + 1 of the last batch, or the base offset when empty.
     pub next_offset: i64,
+    /// Batches stored.
     pub batches: u64,
+    /// Its sparse indexes, as they are or will be on disk.
     pub index: SegmentIndex,
     /// Encoded `.index` entries not yet appended to the file.
     pub pending_index: Vec<u8>,
@@ -74,10 +89,15 @@ pub struct Segment {
 /// The facts about one batch the segment metadata needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchFacts {
+    /// The batch's first offset.
     pub base_offset: i64,
+    /// The batch's last offset.
     pub last_offset: i64,
+    /// Its encoded length.
     pub size_bytes: u64,
+    /// Its record count.
     pub records: u64,
+    /// Its max timestamp.
     pub max_timestamp: i64,
 }
 
@@ -98,6 +118,7 @@ impl Segment {
         }
     }
 
+    /// True while the `.log` holds no byte.
     pub fn is_empty(&self) -> bool {
         self.bytes == 0
     }
@@ -175,6 +196,7 @@ impl Segment {
         })
     }
 
+    /// The public view of this segment.
     pub fn info(&self, closed: bool) -> SegmentInfo {
         SegmentInfo {
             base_offset: self.base_offset,

@@ -35,6 +35,7 @@ pub struct ScanOutcome {
 }
 
 impl ScanOutcome {
+    /// Bytes of the valid prefix (where a torn tail would be cut).
     pub fn valid_bytes(&self) -> u64 {
         self.segment.bytes
     }

@@ -12,6 +12,7 @@ use crate::error::{CorruptKind, Error, Result};
 use crate::format::batch::{decode_header, BatchHeader, HEADER_LEN};
 
 #[derive(Debug, Clone)]
+/// The bytes of one `.log` file (see the module docs).
 pub struct SegmentView<'a> {
     path: &'a Path,
     /// Exactly the segment's bytes: `[0, segment.bytes)` of the file.
@@ -21,6 +22,7 @@ pub struct SegmentView<'a> {
 }
 
 impl<'a> SegmentView<'a> {
+    /// A view of `bytes`, the content of the file at `path` (named in errors).
     pub fn new(path: &'a Path, bytes: Bytes) -> Self {
         SegmentView {
             path,
@@ -37,18 +39,22 @@ impl<'a> SegmentView<'a> {
         self
     }
 
+    /// The file the bytes came from.
     pub fn path(&self) -> &'a Path {
         self.path
     }
 
+    /// The bytes.
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
     }
 
+    /// Their length.
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
 
+    /// True if the file is empty.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }

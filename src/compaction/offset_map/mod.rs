@@ -472,6 +472,7 @@ impl OffsetMap {
         self.entries.len()
     }
 
+    /// True if the map holds no key.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
