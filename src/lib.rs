@@ -28,6 +28,7 @@ pub mod error;
 pub mod format;
 pub mod fs;
 pub mod install;
+pub mod interop;
 pub mod log;
 pub mod retention;
 pub mod scenario;

@@ -64,7 +64,9 @@ fn every_file_kind_is_damaged_often_enough() {
         ("temp_log", 1_500),
         ("temp_other", 40),
         ("backup_log", 650),
-        ("backup_other", 170),
+        // 168 measured after issue 12's clean close (the final time index entry) and
+        // Kafka's index byte count restarting at 0 on open changed the index files.
+        ("backup_other", 150),
         ("manifest", 160),
         ("manifest_tmp", 20),
     ]

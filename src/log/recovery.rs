@@ -9,7 +9,8 @@
 //!   batch (only the active segment is ever appended to without an fsync);
 //! * invalid data in any other segment is [`crate::Error::Corrupt`] naming file and
 //!   byte position, and recovery modifies nothing (all reading happens first);
-//! * index files are rewritten when missing, short or inconsistent with the `.log`;
+//! * index files are rewritten when missing or invalid by Kafka's rules (see
+//!   `super::index_check`); a valid one is kept even if a rebuild would differ;
 //! * orphan `.index` / `.timeindex` files (no `.log`) are removed;
 //! * every other entry of the directory is listed in the report and left alone.
 
@@ -20,7 +21,6 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::filename;
-use crate::format::index::{encode_offset_entries, encode_time_entries};
 // The fail point names are only referenced when the `failpoints` feature is on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint::*;
@@ -28,6 +28,7 @@ use crate::fs::FileSystem;
 use crate::segment::scan::{scan_segment, ScanOutcome};
 use crate::segment::{Segment, SegmentPaths};
 
+use super::index_check::file_name;
 use super::report::{RebuildReason, RebuiltIndex, RecoveryReport};
 use super::LogConfig;
 
@@ -46,6 +47,21 @@ pub struct IndexRewrite {
     pub path: std::path::PathBuf,
     pub bytes: Vec<u8>,
     pub reason: RebuildReason,
+    /// The Kafka rule the file broke (`missing` if there was none).
+    pub rule: crate::segment::validate::IndexRule,
+    /// Where and how (the entry's byte position in the index file).
+    pub detail: String,
+}
+
+impl IndexRewrite {
+    fn report(&self) -> RebuiltIndex {
+        RebuiltIndex {
+            file: file_name(&self.path),
+            reason: self.reason,
+            rule: self.rule,
+            detail: self.detail.clone(),
+        }
+    }
 }
 
 /// Runs every phase in order and returns the segments (the last one active).
@@ -65,7 +81,7 @@ pub fn recover(
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
     let mut scans = recovery_scan(fs, dir, &listing, config)?;
-    let rewrites = recovery_check_indexes(fs, &scans)?;
+    let rewrites = recovery_check_indexes(fs, &mut scans, report)?;
     // Modifying phases.
     let mut dir_dirty = recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
@@ -112,11 +128,8 @@ pub fn inspect(
         ));
     }
     let mut scans = recovery_scan(fs, dir, &listing, config)?;
-    for rewrite in recovery_check_indexes(fs, &scans)? {
-        report.rebuilt_indexes.push(RebuiltIndex {
-            file: file_name(&rewrite.path),
-            reason: rewrite.reason,
-        });
+    for rewrite in recovery_check_indexes(fs, &mut scans, report)? {
+        report.rebuilt_indexes.push(rewrite.report());
     }
     report.removed_files.clone_from(&listing.orphans);
     if let Some(last) = scans.last_mut() {
@@ -209,7 +222,9 @@ pub fn recovery_list(
 
 /// Phase 3 (read-only): scan every segment. Corruption anywhere but in the last
 /// segment is an error; the last segment's invalid tail is kept in its outcome.
-/// Closed segments get the final time index entry of their roll.
+/// Every segment's computed index gets the final time entry, as Kafka's
+/// `LogSegment.recover` builds it (a closed segment got it on roll or close), and
+/// its byte count since the last entry starts at 0, as in a loaded Kafka segment.
 pub fn recovery_scan(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -224,54 +239,24 @@ pub fn recovery_scan(
             if let Some(err) = scan.invalid.take() {
                 return Err(err);
             }
-            scan.segment.index.on_roll();
         }
+        scan.segment.index.on_roll();
+        scan.segment.index.on_open();
         scans.push(scan);
     }
     Ok(scans)
 }
 
-/// Phase 4 (read-only): compare each index file with what its scan computed.
+/// Phase 4 (read-only): judge each index file by Kafka's rules; keep (and adopt)
+/// the valid ones, return the rewrites of the others (`super::index_check`).
 pub fn recovery_check_indexes(
     fs: &dyn FileSystem,
-    scans: &[ScanOutcome],
+    scans: &mut [ScanOutcome],
+    report: &mut RecoveryReport,
 ) -> Result<Vec<IndexRewrite>> {
-    let mut rewrites = Vec::new();
-    for scan in scans {
-        let segment = &scan.segment;
-        let expected = [
-            (
-                &segment.paths.index,
-                encode_offset_entries(segment.index.offset_entries()),
-            ),
-            (
-                &segment.paths.time_index,
-                encode_time_entries(segment.index.time_entries()),
-            ),
-        ];
-        for (path, bytes) in expected {
-            let reason = if !fs.exists(path) {
-                Some(RebuildReason::Missing)
-            } else {
-                let actual = fs.read_all(path).map_err(|e| Error::io(path, e))?;
-                if actual == bytes {
-                    None
-                } else if bytes.starts_with(&actual) {
-                    Some(RebuildReason::Short)
-                } else {
-                    Some(RebuildReason::Inconsistent)
-                }
-            };
-            if let Some(reason) = reason {
-                rewrites.push(IndexRewrite {
-                    path: path.clone(),
-                    bytes,
-                    reason,
-                });
-            }
-        }
-    }
-    Ok(rewrites)
+    let check = super::index_check::check_indexes(fs, scans)?;
+    report.kept_indexes = check.kept_differing;
+    Ok(check.rewrites)
 }
 
 /// Phase 5: remove orphan index files. Returns true if the directory changed.
@@ -334,10 +319,7 @@ pub fn recovery_rebuild_indexes(
         crate::fail_point!(LOG_RECOVERY_SYNC_INDEX);
         fs.sync_file(path).map_err(|e| Error::io(path, e))?;
         created |= rewrite.reason == RebuildReason::Missing;
-        report.rebuilt_indexes.push(RebuiltIndex {
-            file: file_name(path),
-            reason: rewrite.reason,
-        });
+        report.rebuilt_indexes.push(rewrite.report());
     }
     Ok(created)
 }
@@ -407,9 +389,4 @@ pub fn create_segment_files(fs: &dyn FileSystem, paths: &SegmentPaths) -> Result
         fs.create_file(path).map_err(|e| Error::io(path, e))?;
     }
     Ok(())
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }

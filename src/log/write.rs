@@ -153,9 +153,7 @@ impl Log {
         let synced_log_bytes = self.synced_log_bytes;
         let active = self.active_mut();
         // Kafka's onBecomeInactiveSegment: a last time index entry for the max so far.
-        if let Some(entry) = active.index.on_roll() {
-            entry.encode_into(&mut active.pending_time_index);
-        }
+        active.close_active();
         write_pending_indexes(fs.as_ref(), active)?;
         // The closed segment must be durable before the next one exists, so that
         // only the last segment can ever have a torn tail.
@@ -215,12 +213,17 @@ impl Log {
         Ok(())
     }
 
-    /// Flushes and closes the log.
+    /// Closes the log as a Kafka broker's clean shutdown closes a partition: the
+    /// active segment gets Kafka's close-time treatment (its final time index entry,
+    /// `Segment::close_active`), then everything is flushed. The directory left is
+    /// what Kafka leaves (docs/design.md section 3, "Clean close").
     /// (A read-only log has nothing to flush.)
     pub fn close(mut self) -> Result<()> {
         if self.read_only {
             return self.check_usable();
         }
+        self.check_writable()?;
+        self.active_mut().close_active();
         self.flush()
     }
 }

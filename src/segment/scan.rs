@@ -15,6 +15,7 @@ use crate::format::batch;
 use crate::fs::FileSystem;
 
 use super::reader::BatchReader;
+use super::validate::{BatchMark, SegmentBatches};
 use super::{BatchFacts, Segment};
 
 /// What a scan found.
@@ -29,6 +30,8 @@ pub struct ScanOutcome {
     /// Batches (whole or partial) after the valid prefix, counted by walking the
     /// declared lengths until they stop making sense; at least 1 if `invalid`.
     pub invalid_batches: u64,
+    /// The valid batches, what the index files are validated against.
+    pub batches: SegmentBatches,
 }
 
 impl ScanOutcome {
@@ -52,6 +55,7 @@ pub fn scan_segment(
     let file_bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
     let mut reader = BatchReader::new(fs, &path, 0, file_bytes);
     let mut invalid = None;
+    let mut marks = Vec::new();
     loop {
         let (position, raw) = match reader.next_raw() {
             Ok(Some(next)) => next,
@@ -83,6 +87,11 @@ pub fn scan_segment(
             invalid = Some(Error::corrupt(&path, position, kind));
             break;
         }
+        marks.push(BatchMark {
+            position,
+            last_offset: facts.last_offset,
+            max_timestamp: facts.max_timestamp,
+        });
         segment.on_batch(&facts);
         debug_assert_eq!(segment.bytes, reader.position());
     }
@@ -94,11 +103,17 @@ pub fn scan_segment(
     if invalid.is_none() {
         assert_eq!(segment.bytes, file_bytes);
     }
+    let batches = SegmentBatches {
+        base_offset,
+        valid_bytes: segment.bytes,
+        batches: marks,
+    };
     Ok(ScanOutcome {
         segment,
         file_bytes,
         invalid,
         invalid_batches,
+        batches,
     })
 }
 
