@@ -272,6 +272,11 @@ fn seglog_to_kafka(harness: &Harness, work: &Path) -> Result<(u64, u64), String>
     for (session, (from, batches)) in [(0, 40), (40, 12)].into_iter().enumerate() {
         let (mut log, _) = open(&dir)?;
         append(&mut log, from, batches)?;
+        // The active segment's max timestamp comes with its last batch, so only
+        // the close-time entry puts it in the time index (where Kafka reads it).
+        let newest = NewRecord::new(None, Some(b"newest".to_vec()), 1_800_000_000_000 + from);
+        log.append(&[newest])
+            .map_err(|e| format!("seglog append: {e}"))?;
         log.close().map_err(|e| format!("seglog close: {e}"))?;
         let kafka = kafka_read(harness, &dir, &work.join(format!("seglog-read-{session}.json")))?;
         let (log, report) = open(&dir)?;
