@@ -75,7 +75,11 @@ fn close_appends_kafkas_final_time_entry_to_the_active_segment() {
     assert_eq!(log.offset_for_timestamp(9_000).unwrap(), Some(2));
     log.append(&[record(5, 8_000)]).unwrap();
     log.close().unwrap();
-    assert_eq!(file(dir, ".timeindex"), time_entry(9_000, 3), "max unchanged");
+    assert_eq!(
+        file(dir, ".timeindex"),
+        time_entry(9_000, 3),
+        "max unchanged"
+    );
     let (mut log, _) = Log::open(dir, config()).unwrap();
     log.append(&[record(6, 12_000)]).unwrap();
     log.close().unwrap();

@@ -107,7 +107,10 @@ fn valid_kafka_indexes_are_kept_byte_for_byte() {
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(
         report.kept_indexes,
-        vec!["00000000000000000000.index", "00000000000000000000.timeindex"],
+        vec![
+            "00000000000000000000.index",
+            "00000000000000000000.timeindex"
+        ],
         "both differ from seglog's own rebuild and are kept"
     );
     assert_eq!(snapshot(&dir), before, "nothing rewritten");
@@ -126,7 +129,11 @@ fn valid_kafka_indexes_are_kept_byte_for_byte() {
         .args(["recover", dir.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["rebuilt_indexes"], serde_json::json!([]));
     assert_eq!(snapshot(&dir), before);
@@ -140,7 +147,11 @@ fn an_invalid_kafka_index_is_rebuilt_and_the_report_names_the_rule() {
     kafka_directory(&dir);
     // A time entry at the wrong offset (the batch ending at 8 has max 6_002),
     // and a preallocated offset index Kafka did not trim (a crash before close).
-    std::fs::write(dir.join("00000000000000000000.timeindex"), time_entry(5_002, 8)).unwrap();
+    std::fs::write(
+        dir.join("00000000000000000000.timeindex"),
+        time_entry(5_002, 8),
+    )
+    .unwrap();
     let mut index = std::fs::read(dir.join("00000000000000000000.index")).unwrap();
     index.resize(index.len() + 8 * 64, 0);
     std::fs::write(dir.join("00000000000000000000.index"), &index).unwrap();
@@ -165,7 +176,10 @@ fn an_invalid_kafka_index_is_rebuilt_and_the_report_names_the_rule() {
             ),
         ]
     );
-    assert!(report.rebuilt_indexes[1].detail.contains("at byte 0"), "{report:?}");
+    assert!(
+        report.rebuilt_indexes[1].detail.contains("at byte 0"),
+        "{report:?}"
+    );
     assert_eq!(log.offset_for_timestamp(5_002).unwrap(), Some(5));
     drop(log);
     // Rebuilt as Kafka's LogSegment.recover builds them: valid, kept on the next open.

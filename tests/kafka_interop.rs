@@ -33,10 +33,12 @@ fn kafka_and_seglog_read_each_others_directories() {
     }
     assert_eq!(report.failed, 0, "{:#?}", report.cases);
     let passed = |direction: &str, case: &str| {
-        report
-            .cases
-            .iter()
-            .any(|c| c.direction == direction && c.case == case && c.status == CaseStatus::Passed && c.records > 0)
+        report.cases.iter().any(|c| {
+            c.direction == direction
+                && c.case == case
+                && c.status == CaseStatus::Passed
+                && c.records > 0
+        })
     };
     assert!(passed("seglog_to_kafka", "none"));
     assert!(passed("twin", "none"));
@@ -45,7 +47,11 @@ fn kafka_and_seglog_read_each_others_directories() {
     assert!(lookups > 100, "{lookups} lookups compared");
     // Every case Kafka has ran; the ones not required are passed or pending.
     assert_eq!(
-        report.cases.iter().filter(|c| c.direction == "kafka_to_seglog").count(),
+        report
+            .cases
+            .iter()
+            .filter(|c| c.direction == "kafka_to_seglog")
+            .count(),
         interop::ALL_CASES.len()
     );
 }

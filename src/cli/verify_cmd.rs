@@ -100,7 +100,12 @@ impl VerifyArgs {
             options.emit_scenario_dir = dir.clone();
         }
         options.kafka_interop |= self.kafka_interop;
-        for case in self.kafka_cases.iter().chain(&self.kafka_required).flatten() {
+        for case in self
+            .kafka_cases
+            .iter()
+            .chain(&self.kafka_required)
+            .flatten()
+        {
             if !crate::interop::ALL_CASES.contains(&case.as_str()) {
                 return Err(Error::InvalidArgument(format!(
                     "unknown Kafka interop case {case:?} (one of {:?})",

@@ -267,7 +267,8 @@ fn check_recovery(
         }
         if matches!(case.kind, FileKind::OffsetIndex | FileKind::TimeIndex) {
             // Kept: it must still be valid, which its lookups show.
-            lookups.map_err(|e| format!("a damaged index was kept and gives wrong lookups: {e}"))?;
+            lookups
+                .map_err(|e| format!("a damaged index was kept and gives wrong lookups: {e}"))?;
         }
         if is_log(case.path) {
             if case.damage.blind && blind_holds(case, before) {
@@ -318,7 +319,11 @@ fn check_lookups(log: &Log, view: &LogView) -> Result<(), String> {
             return Err(format!("a read from {} starts at {first:?}", record.offset));
         }
     }
-    for timestamp in view.records.iter().flat_map(|r| [r.ts, r.ts.saturating_add(1)]) {
+    for timestamp in view
+        .records
+        .iter()
+        .flat_map(|r| [r.ts, r.ts.saturating_add(1)])
+    {
         let want = view
             .records
             .iter()

@@ -115,19 +115,21 @@ fn seglog_records(log: &Log) -> Result<Vec<KafkaRecord>, String> {
             .map_err(|e| format!("seglog read from {from}: {e}"))?;
         let Some(last) = read.last() else { break };
         from = last.offset + 1;
-        out.extend(read.into_iter().map(|r| KafkaRecord {
-            offset: r.offset,
-            timestamp: r.timestamp,
-            key: r.key.as_deref().map(b64),
-            value: r.value.as_deref().map(b64),
-            headers: r
-                .headers
-                .iter()
-                .map(|h| KafkaHeader {
-                    key: h.key.clone(),
-                    value: h.value.as_deref().map(b64),
-                })
-                .collect(),
+        out.extend(read.into_iter().map(|r| {
+            KafkaRecord {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                key: r.key.as_deref().map(b64),
+                value: r.value.as_deref().map(b64),
+                headers: r
+                    .headers
+                    .iter()
+                    .map(|h| KafkaHeader {
+                        key: h.key.clone(),
+                        value: h.value.as_deref().map(b64),
+                    })
+                    .collect(),
+            }
         }));
     }
     Ok(out)
@@ -278,7 +280,11 @@ fn seglog_to_kafka(harness: &Harness, work: &Path) -> Result<(u64, u64), String>
         log.append(&[newest])
             .map_err(|e| format!("seglog append: {e}"))?;
         log.close().map_err(|e| format!("seglog close: {e}"))?;
-        let kafka = kafka_read(harness, &dir, &work.join(format!("seglog-read-{session}.json")))?;
+        let kafka = kafka_read(
+            harness,
+            &dir,
+            &work.join(format!("seglog-read-{session}.json")),
+        )?;
         let (log, report) = open(&dir)?;
         // (An index written after a reopen differs from a rebuild, as in Kafka, whose
         // byte count since the last entry restarts at 0: kept, not rewritten.)
@@ -336,7 +342,8 @@ fn twin(harness: &Harness, work: &Path) -> Result<(u64, u64), String> {
     for session in &sessions {
         let (mut log, _) = open(&ours)?;
         for batch in session {
-            log.append(batch).map_err(|e| format!("seglog append: {e}"))?;
+            log.append(batch)
+                .map_err(|e| format!("seglog append: {e}"))?;
         }
         log.close().map_err(|e| format!("seglog close: {e}"))?;
     }
@@ -393,7 +400,8 @@ fn twin(harness: &Harness, work: &Path) -> Result<(u64, u64), String> {
 fn copy_leader_epochs(ours: &[u8], theirs: &mut [u8]) {
     let mut position = 0usize;
     while position + PARTITION_LEADER_EPOCH_OFFSET + 4 <= ours.len().min(theirs.len()) {
-        let field = position + PARTITION_LEADER_EPOCH_OFFSET..position + PARTITION_LEADER_EPOCH_OFFSET + 4;
+        let field =
+            position + PARTITION_LEADER_EPOCH_OFFSET..position + PARTITION_LEADER_EPOCH_OFFSET + 4;
         theirs[field.clone()].copy_from_slice(&ours[field]);
         let length = u32::from_be_bytes([
             ours[position + 8],
@@ -436,7 +444,12 @@ pub fn run_cases(harness: &Harness, options: &InteropOptions) -> Vec<CaseReport>
     };
     let work: PathBuf = tmp.path().to_path_buf();
     let mut out = vec![
-        case_report("none", "seglog_to_kafka", true, seglog_to_kafka(harness, &work)),
+        case_report(
+            "none",
+            "seglog_to_kafka",
+            true,
+            seglog_to_kafka(harness, &work),
+        ),
         case_report("none", "twin", true, twin(harness, &work)),
     ];
     for case in &options.cases {

@@ -28,7 +28,9 @@ pub fn unavailable() -> Option<String> {
             .output()
             .is_ok_and(|o| o.status.success());
         if !found {
-            return Some(format!("`{tool}` is not on the PATH (the harness needs Java 17 and Maven)"));
+            return Some(format!(
+                "`{tool}` is not on the PATH (the harness needs Java 17 and Maven)"
+            ));
         }
     }
     if !project_dir().join("pom.xml").exists() {

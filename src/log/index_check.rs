@@ -41,7 +41,9 @@ pub fn check_indexes(fs: &dyn FileSystem, scans: &mut [ScanOutcome]) -> Result<I
         let mut adopted_offsets = None;
         let mut adopted_times = None;
         match read_index(fs, &segment.paths.index)? {
-            None => check.rewrites.push(rewrite_missing(&segment.paths.index, rebuilt_offsets)),
+            None => check
+                .rewrites
+                .push(rewrite_missing(&segment.paths.index, rebuilt_offsets)),
             Some(bytes) => match validate_offset_index(&bytes, &scan.batches) {
                 Verdict::Valid(entries) => {
                     if bytes != rebuilt_offsets {
@@ -63,7 +65,9 @@ pub fn check_indexes(fs: &dyn FileSystem, scans: &mut [ScanOutcome]) -> Result<I
             Some(bytes) => match validate_time_index(&bytes, &scan.batches) {
                 Verdict::Valid(entries) => {
                     if bytes != rebuilt_times && !is_append_path_shape(&bytes, &rebuilt_times) {
-                        check.kept_differing.push(file_name(&segment.paths.time_index));
+                        check
+                            .kept_differing
+                            .push(file_name(&segment.paths.time_index));
                     }
                     adopted_times = Some(entries);
                 }

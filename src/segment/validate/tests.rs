@@ -61,7 +61,10 @@ fn time_rule(bytes: &[u8]) -> Option<(IndexRule, u64)> {
 fn offset_indexes_kafka_can_write_are_valid() {
     assert_eq!(offset_rule(&[]), None);
     // One entry per batch (seglog's and Kafka's single-batch appends).
-    assert_eq!(offset_rule(&offsets(&[(5, 100), (9, 200), (10, 300)])), None);
+    assert_eq!(
+        offset_rule(&offsets(&[(5, 100), (9, 200), (10, 300)])),
+        None
+    );
     // One entry per append of several batches: the last offset of the append at
     // the position of its first batch.
     assert_eq!(offset_rule(&offsets(&[(5, 0), (10, 200)])), None);
@@ -133,7 +136,10 @@ fn time_index_rules_each_reject_their_case() {
         time_rule(&times(&[(-1, 2)])),
         Some((IndexRule::NotIncreasing, 0))
     );
-    assert_eq!(time_rule(&times(&[(10, 1)])), Some((IndexRule::NotAtBatch, 0)));
+    assert_eq!(
+        time_rule(&times(&[(10, 1)])),
+        Some((IndexRule::NotAtBatch, 0))
+    );
     // Batch 103..=105 has max 5, but a batch before it reached 10 already.
     assert_eq!(
         time_rule(&times(&[(5, 5)])),
