@@ -19,6 +19,10 @@ use std::path::Path;
 
 use seglog::{Log, LogConfig, NewRecord};
 
+#[allow(
+    clippy::needless_update,
+    reason = "LogConfig gains fields (codec, timestamp type) in a parallel branch"
+)]
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 20,
@@ -95,10 +99,17 @@ fn kafkas_clean_load_reads_the_true_max_timestamp_of_every_segment() {
     // reading the .log. That must be the segment's real max for each segment.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let cfg = LogConfig {
-        segment_bytes: 600,
-        index_interval_bytes: 150,
-        ..LogConfig::default()
+    let cfg = {
+        #[allow(
+            clippy::needless_update,
+            reason = "LogConfig gains fields (codec, timestamp type) in a parallel branch"
+        )]
+        let config = LogConfig {
+            segment_bytes: 600,
+            index_interval_bytes: 150,
+            ..LogConfig::default()
+        };
+        config
     };
     let (mut log, _) = Log::open(dir, cfg.clone()).unwrap();
     for i in 0..40 {

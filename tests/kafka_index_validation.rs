@@ -18,6 +18,10 @@ use seglog::log::RebuildReason;
 use seglog::segment::validate::IndexRule;
 use seglog::{Log, LogConfig, NewRecord, RecordBatch};
 
+#[allow(
+    clippy::needless_update,
+    reason = "LogConfig gains fields (codec, timestamp type) in a parallel branch"
+)]
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 20,

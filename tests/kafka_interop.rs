@@ -31,7 +31,7 @@ fn kafka_and_seglog_read_each_others_directories() {
             case.direction, case.case, case.status, case.records, case.lookups, case.detail
         );
     }
-    assert_eq!(report.failed, 0, "{:#?}", report.cases);
+    assert_eq!(report.cases_failed, 0, "{:#?}", report.cases);
     let passed = |direction: &str, case: &str| {
         report.cases.iter().any(|c| {
             c.direction == direction

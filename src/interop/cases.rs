@@ -21,6 +21,10 @@ use super::{CaseReport, CaseStatus, InteropOptions};
 const SEGMENT_BYTES: u64 = 1200;
 const INDEX_INTERVAL_BYTES: u64 = 128;
 
+#[allow(
+    clippy::needless_update,
+    reason = "LogConfig gains fields (codec, timestamp type) in a parallel branch"
+)]
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: SEGMENT_BYTES,

@@ -67,9 +67,10 @@ pub struct InteropReport {
     /// Why the stage did not run (no `java` or `mvn`), if it did not.
     pub skipped: Option<String>,
     pub cases: Vec<CaseReport>,
-    pub passed: u64,
-    pub failed: u64,
-    pub pending: u64,
+    /// Counts of `cases` by status (named apart from the stage report's `passed`).
+    pub cases_passed: u64,
+    pub cases_failed: u64,
+    pub cases_pending: u64,
 }
 
 /// What to run.
@@ -112,9 +113,9 @@ pub fn run(options: &InteropOptions) -> InteropReport {
     }
     for case in &report.cases {
         match case.status {
-            CaseStatus::Passed => report.passed += 1,
-            CaseStatus::Failed => report.failed += 1,
-            CaseStatus::Pending => report.pending += 1,
+            CaseStatus::Passed => report.cases_passed += 1,
+            CaseStatus::Failed => report.cases_failed += 1,
+            CaseStatus::Pending => report.cases_pending += 1,
         }
     }
     report

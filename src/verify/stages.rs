@@ -502,9 +502,9 @@ pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageR
                 .collect();
             format!(
                 "{} cases passed, {} failed, {} pending{}",
-                report.passed,
-                report.failed,
-                report.pending,
+                report.cases_passed,
+                report.cases_failed,
+                report.cases_pending,
                 if pending.is_empty() {
                     String::new()
                 } else {
@@ -517,7 +517,7 @@ pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageR
     stage(
         "kafka_interop",
         started,
-        report.failed == 0,
+        report.cases_failed == 0,
         summary,
         serde_json::to_value(&report).unwrap_or(Value::Null),
     )
