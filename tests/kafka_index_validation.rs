@@ -71,10 +71,11 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
-/// A cleanly closed Kafka partition, written as Kafka 4.4 writes it: one segment
+/// A cleanly closed Kafka partition, written as Kafka 4.0 writes it (4.0's
+/// `LogSegment.append` indexes a whole append; 4.4 indexes per batch): one segment
 /// of four batches (offsets 0..=11), appended as one single-batch append, then one
-/// append of two batches (indexed once: its last offset at its first batch's
-/// position), then one more batch; the index interval (100 bytes) is passed before
+/// append of two batches, as a follower appends fetched data (indexed once: its
+/// last offset at its first batch's position), then one more batch; the index interval (100 bytes) is passed before
 /// the second and the third append. Closed with `prepareActiveSegmentForClose`,
 /// whose final entry adds nothing here: the max, 6_002 at offset 8, was indexed on
 /// the third append.

@@ -13,7 +13,8 @@
 //!   Also after a second seglog session (reopen, append, close).
 //! * Kafka -> seglog, per case (a codec, or LogAppendTime): a directory Kafka wrote
 //!   with `UnifiedLog.appendAsLeader` in two broker sessions (headers, idempotent
-//!   batches, rolls) and closed as a broker does opens in seglog truncating nothing
+//!   batches, rolls, and two-batch appends through `appendAsFollower`) and closed
+//!   as a broker does opens in seglog truncating nothing
 //!   and rewriting no index; seglog reads every record as Kafka does and answers
 //!   every timestamp lookup as Kafka does; seglog appends and closes, and Kafka reads
 //!   the whole directory back as seglog does.

@@ -1,9 +1,10 @@
 //! Index validation by Kafka's rules, instead of a byte comparison with a rebuild.
 //!
 //! An index file is derived data, and more than one file is right for the same
-//! `.log`: Kafka's append path writes one entry per *append* (not per batch), its
-//! close and its recovery add a final time entry that the append path does not,
-//! and after a restart its byte count since the last entry starts again at 0. So
+//! `.log`: Kafka up to 4.0 indexed an append of several batches (a follower's
+//! fetched data) once, where 4.4 indexes per batch; its close and its recovery add a
+//! final time entry that the append path does not; after a restart its byte count
+//! since the last entry starts again at 0; and the interval is a per-topic setting. So
 //! recovery accepts any index whose lookups are correct and that Kafka itself could
 //! have written, and rebuilds only an invalid one. Pure: bytes and batch facts in,
 //! a [`Verdict`] out (docs/design.md section 3, "Index validation").
@@ -15,10 +16,10 @@
 //! 3. `position_k` is the start of a valid batch of the `.log` (`not_at_batch`;
 //!    `beyond_log` when past the valid bytes);
 //! 4. `offset_k` is the last offset of a batch from the one at `position_k` up to
-//!    (not including) the batch of the next entry (`wrong_offset`): Kafka indexes an
-//!    append of several batches by the last offset of the append at the position of
-//!    its first batch. This is what makes every lookup right: each batch before
-//!    `position_k` ends below `offset_k`.
+//!    (not including) the batch of the next entry (`wrong_offset`): Kafka 4.0's
+//!    `LogSegment.append` indexed an append of several batches by the last offset of
+//!    the append at the position of its first batch. This is what makes every
+//!    lookup right: each batch before `position_k` ends below `offset_k`.
 //!
 //! `.timeindex` rules (entry `k` = `(timestamp_k, offset_k)`):
 //! 1. whole entries only (`partial_entry`);

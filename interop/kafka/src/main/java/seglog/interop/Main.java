@@ -319,6 +319,15 @@ public final class Main {
                         broker.log.roll();
                     }
                 }
+                // Appends of two batches, as a follower appends what it fetched (a
+                // leader takes one batch per append): Kafka indexes such an append
+                // once, by its last offset at its first batch's position.
+                for (int i = 50; i < 56; i += 2) {
+                    long next = broker.log.logEndOffset();
+                    broker.log.appendAsFollower(concat(
+                        fetched(codec, next, records(i, 2)),
+                        fetched(codec, next + 2, records(i + 1, 3))), 0);
+                }
                 for (int i = 0; i < 6; i++) {
                     broker.log.appendAsLeader(MemoryRecords.withIdempotentRecords(codec, 4242L, (short) 0, sequence,
                         records(100 + i, 2)), 0);
@@ -336,6 +345,21 @@ public final class Main {
             Files.deleteIfExists(new File(parent, "interop." + name + "-0.json").toPath());
             JSON.writerWithDefaultPrettyPrinter().writeValue(new File(parent, "interop." + name + "-0.json"), read(dir));
         }
+    }
+
+    static MemoryRecords concat(MemoryRecords first, MemoryRecords second) {
+        ByteBuffer both = ByteBuffer.allocate(first.sizeInBytes() + second.sizeInBytes());
+        both.put(first.buffer().duplicate());
+        both.put(second.buffer().duplicate());
+        both.flip();
+        return MemoryRecords.readableRecords(both);
+    }
+
+    /** A batch as a follower fetches it: offsets assigned, the leader's epoch stamped. */
+    static MemoryRecords fetched(Compression codec, long baseOffset, SimpleRecord[] records) {
+        return MemoryRecords.withRecords(RecordBatch.CURRENT_MAGIC_VALUE, baseOffset, codec,
+            org.apache.kafka.common.record.TimestampType.CREATE_TIME, RecordBatch.NO_PRODUCER_ID,
+            RecordBatch.NO_PRODUCER_EPOCH, RecordBatch.NO_SEQUENCE, 0, false, records);
     }
 
     static MemoryRecords batch(Compression codec, int i, int count) {
