@@ -203,7 +203,18 @@ public final class Main {
         // LogSegment and UnifiedLog on a copy: Kafka's open writes (checkpoints,
         // producer snapshots, preallocation of the active indexes until close).
         Path copy = Files.createTempDirectory("seglog-interop-").resolve(original.getName());
-        copyDir(original.toPath(), copy);
+        try {
+            copyDir(original.toPath(), copy);
+            readCopy(copy, bases, batchesBySegment, out);
+        } finally {
+            deleteDir(copy.getParent());
+        }
+        return out;
+    }
+
+    /** LogSegment and UnifiedLog (as cleanly shut down) on the copy of a directory. */
+    static void readCopy(Path copy, List<Long> bases, Map<Long, List<long[]>> batchesBySegment, ObjectNode out)
+            throws Exception {
         LogConfig config = logConfig(1 << 30, 4096, false);
         for (long base : bases) {
             LogSegment segment = LogSegment.open(copy.toFile(), base, config, Time.SYSTEM, false, 0, false, "");
@@ -273,8 +284,6 @@ public final class Main {
                 entry.put("offset", got);
             }
         }
-        deleteDir(copy.getParent());
-        return out;
     }
 
     static ObjectNode recordJson(RecordBatch batch, Record record) {
