@@ -91,6 +91,9 @@ pub mod error;
 pub mod format;
 pub mod fs;
 pub mod install;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)]
+pub mod interop;
 pub mod log;
 pub mod retention;
 #[cfg(feature = "suite")]

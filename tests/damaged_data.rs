@@ -58,14 +58,18 @@ fn every_file_kind_is_damaged_often_enough() {
     let minimum: BTreeMap<&str, u64> = [
         ("closed_log", 3_200),
         ("active_log", 1_100),
-        ("offset_index", 100),
+        // 77 (was 119) since issue 12: after a reopen the byte count since the last
+        // offset entry restarts at 0, as in Kafka, so the workloads that reopen hold
+        // fewer offset entries; the close-time entry adds time entries (725 -> 767).
+        ("offset_index", 70),
         ("time_index", 650),
         ("checkpoint", 140),
         ("checkpoint_tmp", 20),
         ("temp_log", 1_500),
         ("temp_other", 40),
         ("backup_log", 650),
-        ("backup_other", 170),
+        // 168 (was 182) since issue 12, for the same reason (indexes in the backup).
+        ("backup_other", 150),
         ("manifest", 160),
         ("manifest_tmp", 20),
         ("trust_checkpoint", 100),

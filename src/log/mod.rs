@@ -12,6 +12,7 @@
 
 mod encode;
 mod fetch;
+mod index_check;
 mod read;
 pub mod recovery;
 pub mod report;

@@ -20,9 +20,7 @@ use std::path::Path;
 
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::filename;
-use crate::format::index::{
-    decode_offset_entries, decode_time_entries, encode_offset_entries, encode_time_entries,
-};
+use crate::format::index::{decode_offset_entries, decode_time_entries};
 use crate::format::recovery_point::SegmentSummary;
 // The fail point names are only referenced when the `failpoints` feature is on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
@@ -31,7 +29,8 @@ use crate::fs::FileSystem;
 use crate::segment::scan::{scan_from, scan_segment, ScanOutcome};
 use crate::segment::{Segment, SegmentPaths};
 
-use super::report::{RebuildReason, RebuiltIndex, RecoveryReport};
+use super::index_check::file_name;
+use super::report::{RebuildReason, RecoveryReport};
 use super::trust::Trust;
 use super::LogConfig;
 
@@ -57,6 +56,21 @@ pub struct IndexRewrite {
     /// active segment's indexes are fsynced by its next roll or close, and a crash
     /// before then rebuilds them again (model (e)).
     pub closed: bool,
+    /// The Kafka rule the file broke (`missing` if there was none).
+    pub rule: crate::segment::validate::IndexRule,
+    /// Where and how (the entry's byte position in the index file).
+    pub detail: String,
+}
+
+impl IndexRewrite {
+    fn report(&self) -> super::report::RebuiltIndex {
+        super::report::RebuiltIndex {
+            file: file_name(&self.path),
+            reason: self.reason,
+            rule: self.rule,
+            detail: self.detail.clone(),
+        }
+    }
 }
 
 /// Runs every phase in order and returns the segments (the last one active).
@@ -94,7 +108,7 @@ pub fn recover_with(
         Trust::default()
     };
     let mut scans = recovery_scan(fs, dir, &listing, config, &trusted, report)?;
-    let rewrites = recovery_check_indexes(fs, &scans)?;
+    let rewrites = recovery_check_indexes(fs, &mut scans, report)?;
     let scanned: Vec<i64> = scans
         .iter()
         .filter(|scan| !scan.trusted)
@@ -147,11 +161,8 @@ pub fn inspect(
     }
     // A read-only inspection is a diagnostic: it checks every segment.
     let mut scans = recovery_scan(fs, dir, &listing, config, &Trust::default(), report)?;
-    for rewrite in recovery_check_indexes(fs, &scans)? {
-        report.rebuilt_indexes.push(RebuiltIndex {
-            file: file_name(&rewrite.path),
-            reason: rewrite.reason,
-        });
+    for rewrite in recovery_check_indexes(fs, &mut scans, report)? {
+        report.rebuilt_indexes.push(rewrite.report());
     }
     report.removed_files.clone_from(&listing.orphans);
     if let Some(last) = scans.last_mut() {
@@ -248,7 +259,8 @@ pub fn recovery_list(
 /// none of its data, unless the index files fail their checks (then it is scanned
 /// and the report says why); every other segment is scanned. Corruption anywhere but
 /// in the last segment is an error; the last segment's invalid tail is kept in its
-/// outcome. Closed segments get the final time index entry of their roll.
+/// outcome. Every segment's computed index gets the final time entry (Kafka's
+/// `LogSegment.recover`), and its byte count since the last entry starts at 0.
 pub fn recovery_scan(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -265,7 +277,8 @@ pub fn recovery_scan(
                 Ok(outcome) => {
                     report.trusted_segments += 1;
                     report.clean_shutdown |= upper.is_none();
-                    let mut scan = if outcome.file_bytes > outcome.segment.bytes {
+                    let extended = outcome.file_bytes > outcome.segment.bytes;
+                    let mut scan = if extended {
                         // Appended after the checkpoint (another Kafka-format writer
                         // after a clean close): the vouched prefix stands, the rest is
                         // scanned like any unchecked data, and the index files are
@@ -280,6 +293,10 @@ pub fn recovery_scan(
                             return Err(err);
                         }
                     }
+                    if extended {
+                        scan.segment.index.on_roll();
+                    }
+                    scan.segment.index.on_open();
                     scans.push(scan);
                     continue;
                 }
@@ -296,8 +313,12 @@ pub fn recovery_scan(
             if let Some(err) = scan.invalid.take() {
                 return Err(err);
             }
-            scan.segment.index.on_roll();
         }
+        // The final time entry, as Kafka's `LogSegment.recover` builds it (a closed
+        // segment got it on roll or close), and the byte count since the last entry
+        // starts at 0, as in a loaded Kafka segment.
+        scan.segment.index.on_roll();
+        scan.segment.index.on_open();
         scans.push(scan);
     }
     Ok(scans)
@@ -381,53 +402,30 @@ fn open_trusted(
                 file_bytes: bytes,
                 invalid: None,
                 invalid_batches: 0,
+                batches: crate::segment::validate::SegmentBatches::default(),
                 trusted: true,
             },
         ),
     )
 }
 
-/// Phase 4 (read-only): compare each index file with what its scan computed.
+/// Phase 4 (read-only): judge each scanned segment's index files by Kafka's rules;
+/// keep (and adopt) the valid ones, return the rewrites of the others
+/// (`super::index_check`). A trusted segment's files were checked against its
+/// summary's checksums in phase 3.
 pub fn recovery_check_indexes(
     fs: &dyn FileSystem,
-    scans: &[ScanOutcome],
+    scans: &mut [ScanOutcome],
+    report: &mut RecoveryReport,
 ) -> Result<Vec<IndexRewrite>> {
-    let mut rewrites = Vec::new();
-    let last = scans.len().saturating_sub(1);
-    for (i, scan) in scans.iter().enumerate().filter(|(_, scan)| !scan.trusted) {
-        let segment = &scan.segment;
-        let expected = [
-            (
-                &segment.paths.index,
-                encode_offset_entries(segment.index.offset_entries()),
-            ),
-            (
-                &segment.paths.time_index,
-                encode_time_entries(segment.index.time_entries()),
-            ),
-        ];
-        for (path, bytes) in expected {
-            let reason = if !fs.exists(path) {
-                Some(RebuildReason::Missing)
-            } else {
-                let actual = fs.read_all(path).map_err(|e| Error::io(path, e))?;
-                if actual == bytes {
-                    None
-                } else if bytes.starts_with(&actual) {
-                    Some(RebuildReason::Short)
-                } else {
-                    Some(RebuildReason::Inconsistent)
-                }
-            };
-            if let Some(reason) = reason {
-                rewrites.push(IndexRewrite {
-                    path: path.clone(),
-                    bytes,
-                    reason,
-                    closed: i != last,
-                });
-            }
-        }
+    let check = super::index_check::check_indexes(fs, scans)?;
+    report.kept_indexes = check.kept_differing;
+    let active = scans.last().map(|scan| scan.segment.paths.clone());
+    let mut rewrites = check.rewrites;
+    for rewrite in &mut rewrites {
+        rewrite.closed = active
+            .as_ref()
+            .is_none_or(|p| rewrite.path != p.index && rewrite.path != p.time_index);
     }
     Ok(rewrites)
 }
@@ -495,10 +493,7 @@ pub fn recovery_rebuild_indexes(
             fs.sync_file(path).map_err(|e| Error::io(path, e))?;
         }
         created |= rewrite.reason == RebuildReason::Missing;
-        report.rebuilt_indexes.push(RebuiltIndex {
-            file: file_name(path),
-            reason: rewrite.reason,
-        });
+        report.rebuilt_indexes.push(rewrite.report());
     }
     Ok(created)
 }
@@ -564,9 +559,4 @@ pub fn create_segment_files(fs: &dyn FileSystem, paths: &SegmentPaths) -> Result
         fs.create_file(path).map_err(|e| Error::io(path, e))?;
     }
     Ok(())
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }

@@ -10,9 +10,9 @@ use serde::Serialize;
 pub enum RebuildReason {
     /// The file did not exist.
     Missing,
-    /// The file holds a strict prefix of the expected entries (or a partial entry).
+    /// The file ends in a partial entry.
     Short,
-    /// The file differs from what the `.log` implies.
+    /// The file breaks one of Kafka's index rules (see `rule`).
     Inconsistent,
 }
 
@@ -24,6 +24,10 @@ pub struct RebuiltIndex {
     pub file: String,
     /// Why it was rebuilt.
     pub reason: RebuildReason,
+    /// The Kafka rule the file broke (docs/design.md section 3, "Index validation").
+    pub rule: crate::segment::validate::IndexRule,
+    /// Where and how: the offending entry's byte position in the file and what it holds.
+    pub detail: String,
 }
 
 /// What recovery found and did. Phases of other modules (install, retention
@@ -51,6 +55,10 @@ pub struct RecoveryReport {
     pub truncated_reason: Option<String>,
     /// Index files rewritten from their `.log`.
     pub rebuilt_indexes: Vec<RebuiltIndex>,
+    /// Index files valid by Kafka's rules and kept as found although a rebuild
+    /// would differ (written by another Kafka writer, or by appends of several
+    /// batches, or before a restart). Nothing was changed for them.
+    pub kept_indexes: Vec<String>,
     /// Orphan index files (no `.log`) that were removed.
     pub removed_files: Vec<String>,
     /// Entries this module does not own; left alone.

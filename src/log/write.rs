@@ -155,9 +155,7 @@ impl Log {
         let synced_log_bytes = self.synced_log_bytes;
         let active = self.active_mut();
         // Kafka's onBecomeInactiveSegment: a last time index entry for the max so far.
-        if let Some(entry) = active.index.on_roll() {
-            entry.encode_into(&mut active.pending_time_index);
-        }
+        active.close_active();
         write_pending_indexes(fs.as_ref(), active)?;
         #[cfg(any(test, feature = "test-variants"))]
         let broken = self.roll_variant == super::RollVariant::RecoveryPointBeforeFlush;
@@ -228,9 +226,11 @@ impl Log {
         Ok(())
     }
 
-    /// Flushes and closes the log cleanly: the active segment's three files are
-    /// fsynced and the clean-shutdown marker written, so the next open reads no
-    /// segment data. (A read-only log has nothing to flush.)
+    /// Closes the log cleanly, as a Kafka broker's clean shutdown closes a partition:
+    /// the active segment gets Kafka's close-time treatment (its final time index
+    /// entry, `Segment::close_active`), its three files are fsynced and the
+    /// clean-shutdown marker written, so the next open reads no segment data
+    /// (docs/design.md sections 3 and 3b). (A read-only log has nothing to flush.)
     pub fn close(mut self) -> Result<()> {
         self.close_in_place()
     }
@@ -242,7 +242,7 @@ impl Log {
             return self.check_usable();
         }
         self.check_writable()?;
-        let result = self.close_active();
+        let result = self.close_cleanly();
         if result.is_err() {
             self.poisoned = true;
         }
@@ -264,9 +264,10 @@ impl Log {
         Ok(report)
     }
 
-    fn close_active(&mut self) -> Result<()> {
+    fn close_cleanly(&mut self) -> Result<()> {
         let fs = std::sync::Arc::clone(&self.fs);
         let fs = fs.as_ref();
+        self.active_mut().close_active();
         write_pending_indexes(fs, self.active_mut())?;
         let active = self.active();
         crate::fail_point!(LOG_CLOSE_SYNC_LOG);

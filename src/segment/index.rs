@@ -14,8 +14,11 @@
 //! When the segment is rolled (becomes inactive) the time index gets one final
 //! `maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)`.
 //!
-//! Recovery recomputes the same entries from the `.log` and compares them with
-//! the files, so append and recovery share this one implementation.
+//! Recovery recomputes the same entries from the `.log` (plus the final time entry,
+//! as Kafka's `LogSegment.recover` does) for an index file it must rebuild, so
+//! append and recovery share this one implementation. A file that is valid by
+//! Kafka's rules (`super::validate`) is kept instead, and its entries replace the
+//! computed ones here ([`SegmentIndex::adopt`]).
 
 use crate::format::batch::NO_TIMESTAMP;
 use crate::format::index::{OffsetEntry, TimeEntry};
@@ -186,6 +189,37 @@ impl SegmentIndex {
     /// The final time index entry Kafka adds when the segment becomes inactive.
     pub fn on_roll(&mut self) -> Option<TimeEntry> {
         self.time_maybe_append()
+    }
+
+    /// Replaces the entries with those of index files found valid on open (the
+    /// max timestamp so far, from the scan, stays). An entry of the kept file may
+    /// differ from the computed one (Kafka's append indexes whole appends; a closed
+    /// file carries the close-time entry); later entries follow the kept ones.
+    pub fn adopt(&mut self, offsets: Option<Vec<OffsetEntry>>, times: Option<Vec<TimeEntry>>) {
+        if let Some(entries) = offsets {
+            for pair in entries.windows(2) {
+                let [a, b] = pair else { continue };
+                assert!(a.relative_offset < b.relative_offset && a.position < b.position);
+            }
+            self.offset_entries = entries;
+        }
+        if let Some(entries) = times {
+            for pair in entries.windows(2) {
+                let [a, b] = pair else { continue };
+                assert!(a.timestamp < b.timestamp && a.relative_offset <= b.relative_offset);
+            }
+            if let Some(last) = entries.last() {
+                assert!(last.timestamp <= self.max_timestamp_so_far);
+            }
+            self.time_entries = entries;
+        }
+    }
+
+    /// What Kafka's `LogSegment` does when it is loaded: the byte count since the
+    /// last index entry starts again at 0 (so an append after a reopen gets its next
+    /// entry after `index_interval_bytes` more bytes, exactly as in Kafka).
+    pub fn on_open(&mut self) {
+        self.bytes_since_last_entry = 0;
     }
 
     fn time_maybe_append(&mut self) -> Option<TimeEntry> {

@@ -5,10 +5,14 @@
 //! * [`view`]: a segment's bytes as one shared buffer (a read-only mapping), walked
 //!   batch by batch; what reads hand out slices of.
 //! * [`scan`]: the full validation of a `.log` on open (every batch decoded).
+//! * [`validate`]: Kafka's rules for a valid `.index` / `.timeindex`.
+//! * `close`: Kafka's close-time treatment of the active segment.
 
+mod close;
 pub mod index;
 pub mod reader;
 pub mod scan;
+pub mod validate;
 pub mod view;
 
 use std::path::{Path, PathBuf};

@@ -15,6 +15,7 @@ use crate::format::batch;
 use crate::fs::FileSystem;
 
 use super::reader::BatchReader;
+use super::validate::{BatchMark, SegmentBatches};
 use super::{BatchFacts, Segment};
 
 /// What a scan found.
@@ -29,13 +30,16 @@ pub struct ScanOutcome {
     /// Batches (whole or partial) after the valid prefix, counted by walking the
     /// declared lengths until they stop making sense; at least 1 if `invalid`.
     pub invalid_batches: u64,
+    /// The valid batches, what the index files are validated against (for a scan
+    /// that continued a trusted prefix, only those past it).
+    pub batches: SegmentBatches,
     /// Opened from a checkpoint's summary, not scanned: its index files were just
-    /// checked against the summary and need no comparison with a rebuild.
+    /// checked against the summary's checksums and need no validation.
     pub trusted: bool,
 }
 
 impl ScanOutcome {
-    /// Bytes of the valid prefix (where a torn tail would be cut).
+    /// Bytes of the valid prefix of the `.log`.
     pub fn valid_bytes(&self) -> u64 {
         self.segment.bytes
     }
@@ -63,11 +67,13 @@ pub fn scan_from(
     mut segment: Segment,
     upper_bound: Option<i64>,
 ) -> Result<ScanOutcome> {
+    let base_offset = segment.base_offset;
     let path = segment.paths.log.clone();
     let file_bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
     assert!(segment.bytes <= file_bytes);
     let mut reader = BatchReader::new(fs, &path, segment.bytes, file_bytes);
     let mut invalid = None;
+    let mut marks = Vec::new();
     loop {
         let (position, raw) = match reader.next_raw() {
             Ok(Some(next)) => next,
@@ -99,6 +105,11 @@ pub fn scan_from(
             invalid = Some(Error::corrupt(&path, position, kind));
             break;
         }
+        marks.push(BatchMark {
+            position,
+            last_offset: facts.last_offset,
+            max_timestamp: facts.max_timestamp,
+        });
         segment.on_batch(&facts);
         debug_assert_eq!(segment.bytes, reader.position());
     }
@@ -110,11 +121,17 @@ pub fn scan_from(
     if invalid.is_none() {
         assert_eq!(segment.bytes, file_bytes);
     }
+    let batches = SegmentBatches {
+        base_offset,
+        valid_bytes: segment.bytes,
+        batches: marks,
+    };
     Ok(ScanOutcome {
         segment,
         file_bytes,
         invalid,
         invalid_batches,
+        batches,
         trusted: false,
     })
 }
