@@ -58,9 +58,16 @@ fn time_entry(timestamp: i64, relative: u32) -> Vec<u8> {
     out
 }
 
+/// The directory's files, without seglog's own recovery point and clean-shutdown
+/// marker (a seglog open or close writes them beside Kafka's files; Kafka ignores
+/// them).
 fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            !seglog::log::trust::NAMES.contains(&name.to_string_lossy().as_ref())
+        })
         .map(|e| {
             let e = e.unwrap();
             (

@@ -301,7 +301,9 @@ fn bench_prints_every_comparison_with_its_baseline() {
             "read/read_raw",
             "read/fetch_records",
             "read/log",
-            "compact/build"
+            "compact/build",
+            "open/clean",
+            "open/after_crash"
         ]
     );
     for result in results {

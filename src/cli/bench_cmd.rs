@@ -262,7 +262,7 @@ fn open(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Compa
     ] {
         let comparison = bench::compare(
             name,
-            "open/full_scan",
+            "open/baseline_full_scan",
             args.iterations,
             fixture.bytes.len() as u64,
             target,

@@ -14,7 +14,9 @@
 //! * the checkpoints of model (e) held: no crash leaves a recovery point or marker
 //!   that fails to decode, nor a trusted segment whose indexes must be rebuilt, and
 //!   the open of an image taken right after a clean close reads no segment data;
-//! * recovery is idempotent: a second open changes no byte and gives the same view.
+//! * recovery is idempotent: a second open changes no byte and gives the same view;
+//! * after recovering a process-crash image, a record appended and flushed survives
+//!   every power loss (recovery leaves what it found durable).
 
 pub mod ablation;
 mod allowed;
@@ -287,6 +289,55 @@ pub fn check_image_with(
     Ok(view)
 }
 
+/// Recovers a process-crash image, appends one record and flushes it, then holds
+/// every power-loss image of that to the flush: the record must be there. A process
+/// crash leaves the crashed run's directory entries in the page cache; recovery must
+/// make what it found durable before the log builds on it (model (e), variant
+/// `no-open-dir-sync`: a roll's new segment whose entry never reached the disk).
+pub fn check_append_after_recovery(
+    workload: &Workload,
+    image: &SimFs,
+    images_per_point: usize,
+) -> Result<u64, String> {
+    let fs = Arc::new(duplicate(image));
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (mut log, _) = Log::open_with(dyn_fs, LOG_DIR, workload.config.clone())
+        .map_err(|e| format!("recovery failed: {e}"))?;
+    let probe = crate::format::NewRecord::new(
+        Some(b"recovery-probe".to_vec()),
+        Some(b"flushed".to_vec()),
+        0,
+    );
+    let appended = log
+        .append(std::slice::from_ref(&probe))
+        .and_then(|info| log.flush().map(|()| info))
+        .map_err(|e| format!("append and flush after recovery failed: {e}"))?;
+    std::mem::forget(log); // a crash: no destructor runs
+    let mut checked = 0;
+    for lost in fs.crash_images(CrashMode::PowerLoss, images_per_point.max(1)) {
+        checked += 1;
+        let again: Arc<dyn FileSystem> = Arc::new(lost.fs);
+        let found = Log::open_with(again, LOG_DIR, workload.config.clone())
+            .and_then(|(log, _)| log.read(appended.base_offset, usize::MAX))
+            .map_err(|e| {
+                format!(
+                    "a record flushed after recovery is gone (lost {:?}): {e}",
+                    lost.lost
+                )
+            })?;
+        let kept = found.first().is_some_and(|r| {
+            r.offset == appended.base_offset && r.value.as_deref() == Some(&b"flushed"[..])
+        });
+        if !kept {
+            return Err(format!(
+                "a record flushed after recovery is gone (lost {:?})",
+                lost.lost
+            ));
+        }
+    }
+    Ok(checked)
+}
+
 /// Crashes recovery of `image` before each of its operations, then recovers again.
 fn check_recovery_crashes(
     workload: &Workload,
@@ -440,6 +491,24 @@ pub fn sweep_with(
                     detail,
                 ));
                 continue;
+            }
+            if n == 0 {
+                // The process-crash image: recovery must leave a durable base.
+                match check_append_after_recovery(workload, &image.fs, 8) {
+                    Ok(checked) => report.disk_images += checked,
+                    Err(detail) => {
+                        report.violations.push(violation(
+                            workload,
+                            k,
+                            interrupted,
+                            mode,
+                            lost.clone(),
+                            None,
+                            detail,
+                        ));
+                        continue;
+                    }
+                }
             }
             if n < options.recovery_crash_images {
                 let mut nested_violations = Vec::new();

@@ -506,6 +506,12 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
     })
 }
 
+/// True if a model has the sync step the engine's fail point `failpoint` stands
+/// before (what [`sync_verdict`] can judge).
+pub fn has_sync_step(failpoint: &str) -> bool {
+    SYNC_STEPS.iter().any(|(name, _, _)| *name == failpoint)
+}
+
 /// Each protocol sync's fail point in the engine and its step in the models' own
 /// protocol (`InstallVariant::steps`, `RetentionVariant::steps`, ours).
 const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
