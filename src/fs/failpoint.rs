@@ -43,6 +43,7 @@ pub const RETENTION_RECOVER_SYNC_DIR: &str = "retention::recover::sync_dir";
 pub const RETENTION_RECOVER_SYNC_DIR_FIRST: &str = "retention::recover::sync_dir_first";
 // --- compaction: building the temp directory (install step 1) --------------
 pub const COMPACTION_BUILD_SYNC_FILE: &str = "compaction::build::sync_file";
+pub const COMPACTION_BUILD_SYNC_CLEAN_POINT: &str = "compaction::build::sync_clean_point";
 pub const COMPACTION_BUILD_SYNC_TMP_DIR: &str = "compaction::build::sync_tmp_dir";
 // --- install: steps 2 to 6 ---------------------------------------------------
 pub const INSTALL_MANIFEST_SYNC_TEMP_ENTRY: &str = "install::manifest::sync_temp_entry";
@@ -93,6 +94,7 @@ pub const ALL: &[&str] = &[
     RETENTION_RECOVER_SYNC_DIR,
     RETENTION_RECOVER_SYNC_DIR_FIRST,
     COMPACTION_BUILD_SYNC_FILE,
+    COMPACTION_BUILD_SYNC_CLEAN_POINT,
     COMPACTION_BUILD_SYNC_TMP_DIR,
     INSTALL_MANIFEST_SYNC_TEMP_ENTRY,
     INSTALL_MANIFEST_SYNC_TMP,

@@ -36,12 +36,32 @@ pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 pub const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
 
 /// Configuration of a log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogConfig {
     /// Roll before a batch would make the active segment larger than this.
     pub segment_bytes: u64,
     /// Bytes between sparse index entries (Kafka's `index.interval.bytes`).
     pub index_interval_bytes: u64,
+    /// Cap of the cleaner's offset map, 24 bytes a key (Kafka's
+    /// `log.cleaner.dedupe.buffer.size`); `None`: unbounded. A dirty section with
+    /// more distinct keys takes several passes (docs/design.md section 1).
+    #[serde(default)]
+    pub dedupe_buffer_bytes: Option<u64>,
+    /// [`Log::compact_if_dirty`] cleans only when the dirty ratio is above this
+    /// (Kafka's `min.cleanable.dirty.ratio`), in `[0, 1]`.
+    #[serde(default = "default_min_cleanable_dirty_ratio")]
+    pub min_cleanable_dirty_ratio: f64,
+    /// A closed segment holding a timestamp newer than `now - min_compaction_lag_ms`
+    /// is not cleaned, nor any after it (Kafka's `min.compaction.lag.ms`); 0: no lag.
+    #[serde(default)]
+    pub min_compaction_lag_ms: i64,
+}
+
+// `validate` rejects a NaN ratio, so equality is an equivalence on valid configs.
+impl Eq for LogConfig {}
+
+fn default_min_cleanable_dirty_ratio() -> f64 {
+    0.5
 }
 
 impl Default for LogConfig {
@@ -49,6 +69,9 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1 << 30,
             index_interval_bytes: 4096,
+            dedupe_buffer_bytes: None,
+            min_cleanable_dirty_ratio: default_min_cleanable_dirty_ratio(),
+            min_compaction_lag_ms: 0,
         }
     }
 }
@@ -68,7 +91,21 @@ impl LogConfig {
                 self.index_interval_bytes
             )));
         }
-        Ok(())
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            return Err(Error::InvalidArgument(format!(
+                "min_cleanable_dirty_ratio must be in [0, 1], got {}",
+                self.min_cleanable_dirty_ratio
+            )));
+        }
+        self.clean_options().validate()
+    }
+
+    /// The cleaner's knobs of this log.
+    pub fn clean_options(&self) -> crate::compaction::CleanOptions {
+        crate::compaction::CleanOptions {
+            dedupe_buffer_bytes: self.dedupe_buffer_bytes,
+            min_compaction_lag_ms: self.min_compaction_lag_ms,
+        }
     }
 }
 

@@ -66,6 +66,7 @@ pub fn recover(
     // Read-only phases: nothing is modified if any of them fails.
     let mut scans = recovery_scan(fs, dir, &listing, config)?;
     let rewrites = recovery_check_indexes(fs, &scans)?;
+    crate::compaction::cleaner::check_clean_point(fs, dir, &listing.bases)?;
     // Modifying phases.
     let mut dir_dirty = recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
@@ -112,6 +113,7 @@ pub fn inspect(
         ));
     }
     let mut scans = recovery_scan(fs, dir, &listing, config)?;
+    crate::compaction::cleaner::check_clean_point(fs, dir, &listing.bases)?;
     for rewrite in recovery_check_indexes(fs, &scans)? {
         report.rebuilt_indexes.push(RebuiltIndex {
             file: file_name(&rewrite.path),
@@ -192,7 +194,8 @@ pub fn recovery_list(
                 logs.insert(base);
             }
             Some((base, _)) if !fs.is_dir(&dir.join(&name)) => indexes.push((base, name)),
-            _ if name == crate::format::checkpoint::CHECKPOINT_NAME => {}
+            _ if name == crate::format::checkpoint::CHECKPOINT_NAME
+                || name == crate::format::checkpoint::CLEAN_POINT_NAME => {}
             _ => report.unknown_files.push(name),
         }
     }

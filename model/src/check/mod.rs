@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde::Serialize;
 use stateright::{Checker, CheckerVisitor, Expectation, HasDiscoveries, Model, Path, Property};
 
+use crate::models::cleaner::{CleanerModel, CleanerVariant};
 use crate::models::install::{InstallModel, InstallVariant};
 use crate::models::log::{LogModel, Mutant};
 use crate::models::retention::{RetentionModel, RetentionVariant};
@@ -28,6 +29,8 @@ pub enum ModelKind {
     Install,
     /// (d) the order of retention deletion, with crashes and recovery.
     Retention,
+    /// (e) the cleaner's clean point and bounded map, with crashes.
+    Cleaner,
 }
 
 /// A protocol variant. `manifest` and `checkpoint-first` are ours; the others are
@@ -59,6 +62,10 @@ pub enum Variant {
     CheckpointFirst,
     /// Retention: unlink segments first, checkpoint after.
     DeleteFirst,
+    /// Cleaner: ours (the clean point travels in the compaction's temp dir).
+    CleanPointInTemp,
+    /// Cleaner: the clean point is made durable before the install commits.
+    CleanPointFirst,
 }
 
 impl Variant {
@@ -76,6 +83,8 @@ impl Variant {
             Variant::NoTempEntrySync => "no-temp-entry-sync",
             Variant::CheckpointFirst => "checkpoint-first",
             Variant::DeleteFirst => "delete-first",
+            Variant::CleanPointInTemp => "clean-point-in-temp",
+            Variant::CleanPointFirst => "clean-point-first",
         }
     }
 
@@ -100,6 +109,7 @@ impl Variant {
                 Variant::DeleteFirst,
                 Variant::NoRecoverySync,
             ],
+            ModelKind::Cleaner => &[Variant::CleanPointInTemp, Variant::CleanPointFirst],
         }
     }
 
@@ -116,7 +126,10 @@ impl Variant {
     pub fn is_ours(self) -> bool {
         matches!(
             self,
-            Variant::Spec | Variant::Manifest | Variant::CheckpointFirst
+            Variant::Spec
+                | Variant::Manifest
+                | Variant::CheckpointFirst
+                | Variant::CleanPointInTemp
         )
     }
 }
@@ -243,6 +256,13 @@ fn install_variant(variant: Variant) -> InstallVariant {
     }
 }
 
+fn cleaner_variant(variant: Variant) -> CleanerVariant {
+    match variant {
+        Variant::CleanPointFirst => CleanerVariant::CleanPointFirst,
+        _ => CleanerVariant::CleanPointInTemp,
+    }
+}
+
 fn retention_variant(variant: Variant) -> RetentionVariant {
     match variant {
         Variant::DeleteFirst => RetentionVariant::DeleteFirst,
@@ -272,6 +292,9 @@ pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
             RetentionModel::new(retention_variant(variant)),
             options.depth,
         ),
+        ModelKind::Cleaner => {
+            check_model(CleanerModel::new(cleaner_variant(variant)), options.depth)
+        }
     };
     report.model = options.model;
     report.variant = variant.name();
@@ -285,6 +308,7 @@ pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
         ModelKind::Log => serve(log_model(variant, options.records), addr),
         ModelKind::Install => serve(InstallModel::new(install_variant(variant)), addr),
         ModelKind::Retention => serve(RetentionModel::new(retention_variant(variant)), addr),
+        ModelKind::Cleaner => serve(CleanerModel::new(cleaner_variant(variant)), addr),
     }
 }
 
@@ -445,7 +469,7 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
             RetentionModel::new(RetentionVariant::WithoutSteps(1 << step)),
             None,
         ),
-        ModelKind::Log => return None,
+        ModelKind::Log | ModelKind::Cleaner => return None,
     };
     let refuted: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
     Some(if refuted.is_empty() {
@@ -465,6 +489,8 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
 /// protocol (`InstallVariant::steps`, `RetentionVariant::steps`, ours).
 const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("compaction::build::sync_file", ModelKind::Install, 1),
+    // The clean point is one more file of the temp dir (model (e) checks why).
+    ("compaction::build::sync_clean_point", ModelKind::Install, 1),
     ("compaction::build::sync_tmp_dir", ModelKind::Install, 2),
     ("install::manifest::sync_temp_entry", ModelKind::Install, 3),
     ("install::manifest::sync_tmp", ModelKind::Install, 5),
