@@ -18,6 +18,10 @@
 //!   is not synced before the manifest names it. Only the exact oracle catches it: a
 //!   power loss keeps the manifest and loses the temp dir, and recovery rolls back
 //!   to the old log, an outcome the "old or new" range accepted.
+//! * `clean-point-first` (model (e)): the new clean point is made durable in the live
+//!   directory before the install commits. A crash in between recovers the old
+//!   segments under the new clean point; only the clean point in the compared state
+//!   (the exact oracle's `clean_point`) tells it from the old log.
 //!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
@@ -47,6 +51,10 @@ fn sweep_variant(
 
 fn is_compact(op: &Op) -> bool {
     matches!(op, Op::Compact { .. })
+}
+
+fn is_cleaning(op: &Op) -> bool {
+    matches!(op, Op::Compact { .. } | Op::Clean { .. })
 }
 
 fn is_retain(op: &Op) -> bool {
@@ -112,4 +120,9 @@ fn two_rename_swap_is_caught() {
 #[test]
 fn unsynced_temp_entry_under_a_durable_manifest_is_caught() {
     assert_caught("no-temp-entry-sync", is_compact);
+}
+
+#[test]
+fn clean_point_before_the_install_commits_is_caught() {
+    assert_caught("clean-point-first", is_cleaning);
 }
