@@ -302,6 +302,23 @@ impl Log {
 
     /// The structural invariants: non-empty, ascending bases, each segment's base at
     /// or after its predecessor's next offset.
+    /// Drops the first `count` segments from the in-memory list once retention has
+    /// deleted their files: the surviving segments are the ones already open, so no
+    /// reopen (and no scan) is needed. The active segment always stays.
+    pub(crate) fn forget_prefix(&mut self, count: usize) {
+        assert!(count < self.segments.len(), "the active segment stays");
+        let gone: Vec<i64> = self
+            .segments
+            .drain(..count)
+            .map(|s| s.base_offset)
+            .collect();
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(base, _)| !gone.contains(base));
+        self.assert_invariants();
+    }
+
     fn assert_invariants(&self) {
         assert!(!self.segments.is_empty());
         for pair in self.segments.windows(2) {
