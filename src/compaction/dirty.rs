@@ -206,6 +206,54 @@ pub fn scan_dirty(
     })
 }
 
+/// The map pass alone (no clean-section lookups, nothing kept for a rewrite): the
+/// distinct keys mapped and the mapped end. What `benches/cleaning.rs` times as the
+/// incremental map pass, beside the full scan's.
+pub fn map_pass(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    clean_point: i64,
+    now: i64,
+    options: CleanOptions,
+) -> Result<(usize, Option<i64>)> {
+    let (&active_base, _) = bases.split_last().expect("a log has a segment");
+    let first_dirty = bases.iter().rposition(|&b| b <= clean_point).unwrap_or(0);
+    let mut bytes = Vec::new();
+    for &base in &bases[first_dirty..] {
+        let path = segment_path(dir, base, LOG_SUFFIX);
+        bytes.push(if base == active_base {
+            Bytes::from(fs.read_all(&path).map_err(|e| Error::io(&path, e))?)
+        } else {
+            fs.map(&path).map_err(|e| Error::io(&path, e))?
+        });
+    }
+    let sources: Vec<Source<'_>> = bases[first_dirty..]
+        .iter()
+        .zip(&bytes)
+        .map(|(&base, bytes)| Source {
+            base,
+            bytes,
+            active: base == active_base,
+        })
+        .collect();
+    let digester = OffsetMap::new().digester();
+    let budget = options
+        .key_budget()
+        .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
+    let mut map = DirtyMap::new(budget);
+    let mapped = map_dirty(
+        dir,
+        &sources,
+        clean_point,
+        now,
+        options.min_compaction_lag_ms,
+        &mut |key| digester.digest(key),
+        &mut map,
+    )?;
+    Ok((map.len(), mapped.stopped_at))
+}
+
 /// What [`map_dirty`] found.
 struct Mapped {
     /// The batch that did not fit the map, if one did not.
