@@ -52,7 +52,12 @@ impl Log {
     /// the segment list (no segment is read).
     pub fn cleanable(&self, now: i64) -> Result<Cleanable> {
         let clean_point = self.clean_point()?;
-        let metas = crate::retention::apply::metas(self);
+        let mut metas = crate::retention::apply::metas(self);
+        // A segment is clean when its own last batch ends at the clean point (the
+        // spec's rule), not the next segment's base: they differ after a gap.
+        for (meta, own) in metas.iter_mut().zip(self.segment_next_offsets()) {
+            meta.next_offset = own;
+        }
         let active_base = metas.last().map_or(0, |s| s.base_offset);
         let lag_ms = self.config().min_compaction_lag_ms;
         let young_after = now.saturating_sub(lag_ms);

@@ -260,6 +260,12 @@ impl Log {
             .collect()
     }
 
+    /// Each segment's own next offset (after its last batch; its base when empty),
+    /// which a compaction gap can put below the next segment's base.
+    pub(crate) fn segment_next_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(|s| s.next_offset).collect()
+    }
+
     /// True after an IO error in append/roll/flush.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
