@@ -26,6 +26,7 @@ fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 20,
         index_interval_bytes: 1,
+        ..Default::default()
     }
 }
 

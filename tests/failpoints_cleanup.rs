@@ -53,6 +53,7 @@ fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 20,
         index_interval_bytes: 1,
+        ..Default::default()
     }
 }
 
@@ -140,6 +141,7 @@ fn cases() -> Vec<Case> {
     let mut out = vec![
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 2, false),
+        case(Compact, fp::COMPACTION_BUILD_SYNC_CLEAN_POINT, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_TMP_DIR, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TEMP_ENTRY, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TMP, 1, false),

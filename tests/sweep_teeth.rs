@@ -19,7 +19,11 @@
 //!   power loss keeps the manifest and loses the temp dir, and recovery rolls back
 //!   to the old log, an outcome the "old or new" range accepted;
 //! * `recovery-point-before-flush`: a roll writes the recovery point before it
-//!   fsyncs the segment it closes.
+//!   fsyncs the segment it closes;
+//! * `clean-point-first` (model (f)): the new clean point is made durable in the live
+//!   directory before the install commits. A crash in between recovers the old
+//!   segments under the new clean point; only the clean point in the compared state
+//!   (the exact oracle's `clean_point`) tells it from the old log.
 //!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
@@ -50,6 +54,10 @@ fn sweep_variant(
 
 fn is_compact(op: &Op) -> bool {
     matches!(op, Op::Compact { .. })
+}
+
+fn is_cleaning(op: &Op) -> bool {
+    matches!(op, Op::Compact { .. } | Op::Clean { .. })
 }
 
 fn is_retain(op: &Op) -> bool {
@@ -128,4 +136,9 @@ fn is_roll(op: &Op) -> bool {
 #[test]
 fn recovery_point_before_flush_is_caught() {
     assert_caught("recovery-point-before-flush", is_roll);
+}
+
+#[test]
+fn clean_point_before_the_install_commits_is_caught() {
+    assert_caught("clean-point-first", is_cleaning);
 }

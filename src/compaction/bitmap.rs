@@ -62,6 +62,21 @@ impl Bitmap {
         }
     }
 
+    /// The indices of the set bits, ascending.
+    pub fn ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(i * WORD_BITS + bit)
+            })
+        })
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.words.capacity() * size_of::<u64>()
@@ -76,6 +91,16 @@ impl Bitmap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ones_lists_the_set_bits() {
+        let mut bitmap = Bitmap::default();
+        for index in [0, 5, 63, 64, 200] {
+            bitmap.set(index);
+        }
+        assert_eq!(bitmap.ones().collect::<Vec<_>>(), vec![0, 5, 63, 64, 200]);
+        assert_eq!(Bitmap::default().ones().count(), 0);
+    }
 
     #[test]
     fn counts_agree_with_single_bits() {

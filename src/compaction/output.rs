@@ -39,6 +39,8 @@ pub struct ClosedRegion<'a> {
     pub horizon: Horizon,
     /// The largest output segment (`LogConfig::segment_bytes`).
     pub segment_bytes: u64,
+    /// Batches at or past this offset are kept as they are ([`Rules::keep_from`]).
+    pub keep_from: i64,
 }
 
 /// Sums over the closed region.
@@ -77,12 +79,14 @@ pub fn write_closed(
         plain,
         horizon,
         segment_bytes,
+        keep_from,
     } = region;
     assert_eq!(bases.len(), bytes.len());
     let rules = Rules {
         superseded,
         plain,
         horizon,
+        keep_from,
     };
     let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
     let (back_tx, back_rx) = mpsc::channel::<(Compacted, Bytes)>();

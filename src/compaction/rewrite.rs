@@ -135,6 +135,9 @@ pub struct Rules<'a> {
     pub plain: &'a Bitmap,
     /// The tombstone horizon.
     pub horizon: Horizon,
+    /// Batches at or past this offset are kept as they are: the cleaning pass did
+    /// not map them, or they are too young to clean ([`super::dirty`]).
+    pub keep_from: i64,
 }
 
 /// Records and bytes of one source segment before and after compaction.
@@ -174,6 +177,7 @@ pub fn compact_segment(
         superseded,
         plain,
         horizon,
+        keep_from,
     } = rules;
     let keep = &mut out.keep;
     let pieces = &mut out.pieces;
@@ -188,7 +192,10 @@ pub fn compact_segment(
         cursor.batch += 1;
         keep.clear();
         let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
-        let kept = if plain.get(index) {
+        let kept = if batch.header.base_offset >= keep_from {
+            // Past the pass's horizon: no decision (and no ordinal is read again).
+            records
+        } else if plain.get(index) {
             assert!(!batch.is_control());
             let ordinals = cursor.ordinal..cursor.ordinal + records as i64;
             cursor.ordinal = ordinals.end;

@@ -52,13 +52,36 @@ pub enum RollVariant {
 }
 
 /// Configuration of a log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct LogConfig {
     /// Roll before a batch would make the active segment larger than this.
     pub segment_bytes: u64,
     /// Bytes between sparse index entries (Kafka's `index.interval.bytes`).
     pub index_interval_bytes: u64,
+    /// Cap of the cleaner's offset map, 24 bytes a key (Kafka's
+    /// `log.cleaner.dedupe.buffer.size`); `None`: unbounded. A dirty section with
+    /// more distinct keys takes several passes (docs/design.md section 1).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub dedupe_buffer_bytes: Option<u64>,
+    /// [`Log::compact_if_dirty`] cleans only when the dirty ratio is above this
+    /// (Kafka's `min.cleanable.dirty.ratio`), in `[0, 1]`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "default_min_cleanable_dirty_ratio")
+    )]
+    pub min_cleanable_dirty_ratio: f64,
+    /// A closed segment holding a timestamp newer than `now - min_compaction_lag_ms`
+    /// is not cleaned, nor any after it (Kafka's `min.compaction.lag.ms`); 0: no lag.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub min_compaction_lag_ms: i64,
+}
+
+// `validate` rejects a NaN ratio, so equality is an equivalence on valid configs.
+impl Eq for LogConfig {}
+
+fn default_min_cleanable_dirty_ratio() -> f64 {
+    0.5
 }
 
 impl Default for LogConfig {
@@ -66,6 +89,9 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1 << 30,
             index_interval_bytes: 4096,
+            dedupe_buffer_bytes: None,
+            min_cleanable_dirty_ratio: default_min_cleanable_dirty_ratio(),
+            min_compaction_lag_ms: 0,
         }
     }
 }
@@ -85,7 +111,21 @@ impl LogConfig {
                 self.index_interval_bytes
             )));
         }
-        Ok(())
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            return Err(Error::InvalidArgument(format!(
+                "min_cleanable_dirty_ratio must be in [0, 1], got {}",
+                self.min_cleanable_dirty_ratio
+            )));
+        }
+        self.clean_options().validate()
+    }
+
+    /// The cleaner's knobs of this log.
+    pub fn clean_options(&self) -> crate::compaction::CleanOptions {
+        crate::compaction::CleanOptions {
+            dedupe_buffer_bytes: self.dedupe_buffer_bytes,
+            min_compaction_lag_ms: self.min_compaction_lag_ms,
+        }
     }
 }
 
@@ -281,6 +321,12 @@ impl Log {
             .collect()
     }
 
+    /// Each segment's own next offset (after its last batch; its base when empty),
+    /// which a compaction gap can put below the next segment's base.
+    pub(crate) fn segment_next_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(|s| s.next_offset).collect()
+    }
+
     /// True after an IO error in append/roll/flush.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
@@ -326,6 +372,23 @@ impl Log {
 
     /// The structural invariants: non-empty, ascending bases, each segment's base at
     /// or after its predecessor's next offset.
+    /// Drops the first `count` segments from the in-memory list once retention has
+    /// deleted their files: the surviving segments are the ones already open, so no
+    /// reopen (and no scan) is needed. The active segment always stays.
+    pub(crate) fn forget_prefix(&mut self, count: usize) {
+        assert!(count < self.segments.len(), "the active segment stays");
+        let gone: Vec<i64> = self
+            .segments
+            .drain(..count)
+            .map(|s| s.base_offset)
+            .collect();
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(base, _)| !gone.contains(base));
+        self.assert_invariants();
+    }
+
     fn assert_invariants(&self) {
         assert!(!self.segments.is_empty());
         for pair in self.segments.windows(2) {

@@ -461,6 +461,7 @@ mod tests {
         let config = LogConfig {
             segment_bytes: 1 << 20,
             index_interval_bytes: 150,
+            ..Default::default()
         };
         let (log, _) = Log::open_with(fs, dir, config).unwrap();
         assert_eq!(log.segments().len(), 2);
@@ -556,6 +557,7 @@ mod tests {
         let config = LogConfig {
             segment_bytes: 100,
             index_interval_bytes: 100,
+            ..Default::default()
         };
         let (mut log, _) = Log::open_with(fs, "/p0", config).unwrap();
         let segments = MAPPED_SEGMENTS_MAX + 6;
@@ -584,6 +586,7 @@ mod tests {
         let config = LogConfig {
             segment_bytes: 700,
             index_interval_bytes: 100,
+            ..Default::default()
         };
         let (mut log, _) = Log::open(tmp.path(), config.clone()).unwrap();
         let mut appended = Vec::new();

@@ -114,6 +114,7 @@ pub fn recover_with(
         .filter(|scan| !scan.trusted)
         .map(|scan| scan.segment.base_offset)
         .collect();
+    crate::compaction::cleaner::check_clean_point(fs, dir, &listing.bases)?;
     // Modifying phases.
     recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
@@ -238,7 +239,8 @@ pub fn recovery_list(
                 logs.insert(base);
             }
             Some((base, _)) if !fs.is_dir(&dir.join(&name)) => indexes.push((base, name)),
-            _ if name == crate::format::checkpoint::CHECKPOINT_NAME => {}
+            _ if name == crate::format::checkpoint::CHECKPOINT_NAME
+                || name == crate::format::checkpoint::CLEAN_POINT_NAME => {}
             _ if super::trust::NAMES.contains(&name.as_str()) => {}
             _ => report.unknown_files.push(name),
         }

@@ -49,6 +49,7 @@ impl Scenario {
             config: LogConfig {
                 segment_bytes: self.config.segment_bytes,
                 index_interval_bytes: self.config.index_interval_bytes,
+                ..Default::default()
             },
             ops: self.ops.clone(),
             variant: variant.to_string(),
@@ -378,6 +379,8 @@ fn explain(
             let want = LogView {
                 log_start_offset: start,
                 next_offset: next,
+                // Exact expectations name records and offsets, not the clean point.
+                clean_point: v.clean_point,
                 segments: v.segments.clone(),
                 records,
             };

@@ -67,7 +67,12 @@ fn model_variant(model: ModelKind, name: &str) -> Option<Variant> {
 
 pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
-    let models = [ModelKind::Log, ModelKind::Install, ModelKind::Retention];
+    let models = [
+        ModelKind::Log,
+        ModelKind::Install,
+        ModelKind::Retention,
+        ModelKind::Cleaner,
+    ];
     progress.start("model", models.len() as u64);
     let mut reports = Vec::new();
     let mut counterexample = None;

@@ -51,6 +51,18 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         segment_bytes: Option<u64>,
     },
+    /// One cleaning pass with explicit knobs (`Log::clean`): a bounded offset map
+    /// (`dedupe_buffer_bytes`, 24 bytes a key) and a compaction lag.
+    Clean {
+        now: i64,
+        delete_retention_ms: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        segment_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dedupe_buffer_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        min_compaction_lag_ms: i64,
+    },
     /// Read everything from `from`; compared, never changes state.
     Read {
         from: i64,
@@ -63,7 +75,12 @@ impl Op {
     pub fn is_durability_point(&self) -> bool {
         matches!(
             self,
-            Op::Roll | Op::Flush | Op::Close | Op::Retain { .. } | Op::Compact { .. }
+            Op::Roll
+                | Op::Flush
+                | Op::Close
+                | Op::Retain { .. }
+                | Op::Compact { .. }
+                | Op::Clean { .. }
         )
     }
 
@@ -71,6 +88,10 @@ impl Op {
     pub fn is_mutation(&self) -> bool {
         !matches!(self, Op::Read { .. })
     }
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
 }
 
 impl std::fmt::Display for Op {
@@ -107,6 +128,9 @@ pub struct SegmentView {
 pub struct LogView {
     pub log_start_offset: i64,
     pub next_offset: i64,
+    /// The cleaner's clean point (docs/design.md section 1).
+    #[serde(default)]
+    pub clean_point: i64,
     pub segments: Vec<SegmentView>,
     pub records: Vec<RecordView>,
 }
@@ -125,6 +149,12 @@ impl LogView {
             out.push(format!(
                 "next_offset: {} vs {}",
                 self.next_offset, other.next_offset
+            ));
+        }
+        if self.clean_point != other.clean_point {
+            out.push(format!(
+                "clean_point: {} vs {}",
+                self.clean_point, other.clean_point
             ));
         }
         if self.segments != other.segments {

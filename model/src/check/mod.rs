@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde::Serialize;
 use stateright::{Checker, CheckerVisitor, Expectation, HasDiscoveries, Model, Path, Property};
 
+use crate::models::cleaner::{CleanerModel, CleanerVariant};
 use crate::models::durability::{DurabilityModel, DurabilityVariant, SyncStep};
 use crate::models::install::{InstallModel, InstallVariant};
 use crate::models::log::{LogModel, Mutant};
@@ -32,6 +33,8 @@ pub enum ModelKind {
     /// (e) the log's own files: append, flush, roll and close with the recovery
     /// point and the clean-shutdown marker, crashes, and open.
     Durability,
+    /// (e) the cleaner's clean point and bounded map, with crashes.
+    Cleaner,
 }
 
 /// A protocol variant. `manifest` and `checkpoint-first` are ours; the others are
@@ -72,6 +75,10 @@ pub enum Variant {
     /// Durability: flush fsyncs the index files and the directory too, as Kafka does
     /// (holds: those syncs are redundant in ours).
     FlushLikeKafka,
+    /// Cleaner: ours (the clean point travels in the compaction's temp dir).
+    CleanPointInTemp,
+    /// Cleaner: the clean point is made durable before the install commits.
+    CleanPointFirst,
 }
 
 impl Variant {
@@ -93,6 +100,8 @@ impl Variant {
             Variant::RecoveryPointBeforeFlush => "recovery-point-before-flush",
             Variant::NoOpenDirSync => "no-open-dir-sync",
             Variant::FlushLikeKafka => "flush-like-kafka",
+            Variant::CleanPointInTemp => "clean-point-in-temp",
+            Variant::CleanPointFirst => "clean-point-first",
         }
     }
 
@@ -123,6 +132,7 @@ impl Variant {
                 Variant::NoOpenDirSync,
                 Variant::FlushLikeKafka,
             ],
+            ModelKind::Cleaner => &[Variant::CleanPointInTemp, Variant::CleanPointFirst],
         }
     }
 
@@ -144,6 +154,7 @@ impl Variant {
                 | Variant::CheckpointFirst
                 | Variant::RecoveryPoint
                 | Variant::FlushLikeKafka
+                | Variant::CleanPointInTemp
         )
     }
 }
@@ -279,6 +290,13 @@ fn durability_variant(variant: Variant) -> DurabilityVariant {
     }
 }
 
+fn cleaner_variant(variant: Variant) -> CleanerVariant {
+    match variant {
+        Variant::CleanPointFirst => CleanerVariant::CleanPointFirst,
+        _ => CleanerVariant::CleanPointInTemp,
+    }
+}
+
 fn retention_variant(variant: Variant) -> RetentionVariant {
     match variant {
         Variant::DeleteFirst => RetentionVariant::DeleteFirst,
@@ -312,6 +330,9 @@ pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
             DurabilityModel::new(durability_variant(variant)),
             options.depth,
         ),
+        ModelKind::Cleaner => {
+            check_model(CleanerModel::new(cleaner_variant(variant)), options.depth)
+        }
     };
     report.model = options.model;
     report.variant = variant.name();
@@ -326,6 +347,7 @@ pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
         ModelKind::Install => serve(InstallModel::new(install_variant(variant)), addr),
         ModelKind::Retention => serve(RetentionModel::new(retention_variant(variant)), addr),
         ModelKind::Durability => serve(DurabilityModel::new(durability_variant(variant)), addr),
+        ModelKind::Cleaner => serve(CleanerModel::new(cleaner_variant(variant)), addr),
     }
 }
 
@@ -490,7 +512,7 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
             DurabilityModel::new(DurabilityVariant::WithoutSyncs(1 << step)),
             None,
         ),
-        ModelKind::Log => return None,
+        ModelKind::Log | ModelKind::Cleaner => return None,
     };
     let refuted: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
     Some(if refuted.is_empty() {
@@ -516,6 +538,8 @@ pub fn has_sync_step(failpoint: &str) -> bool {
 /// protocol (`InstallVariant::steps`, `RetentionVariant::steps`, ours).
 const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("compaction::build::sync_file", ModelKind::Install, 1),
+    // The clean point is one more file of the temp dir (model (e) checks why).
+    ("compaction::build::sync_clean_point", ModelKind::Install, 1),
     ("compaction::build::sync_tmp_dir", ModelKind::Install, 2),
     ("install::manifest::sync_temp_entry", ModelKind::Install, 3),
     ("install::manifest::sync_tmp", ModelKind::Install, 5),

@@ -22,7 +22,12 @@ fn ours_hold_every_property() {
 /// be refuted, with a shortest trace printed for the reviewer.
 #[test]
 fn broken_variants_are_refuted_with_a_trace() {
-    for model in [ModelKind::Log, ModelKind::Install, ModelKind::Retention] {
+    for model in [
+        ModelKind::Log,
+        ModelKind::Install,
+        ModelKind::Retention,
+        ModelKind::Cleaner,
+    ] {
         for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
             let r = report(model, *variant);
             assert!(!r.ok(), "{variant:?} passed");
@@ -156,7 +161,7 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
             ModelKind::Durability => crate::models::durability::SyncStep::OURS
                 .iter()
                 .any(|s| *s as usize == step),
-            ModelKind::Log => false,
+            ModelKind::Log | ModelKind::Cleaner => false,
         };
         assert!(is_sync, "{name} maps to a step that is not a sync");
     }
