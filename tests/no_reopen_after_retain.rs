@@ -6,7 +6,9 @@
 //! surviving records and takes appends without having read any surviving segment
 //! again. The proof is a bit flipped inside a surviving closed segment after the
 //! log was opened: a reopen's scan would find it and fail the retention; the open
-//! log does not look, and the next open does find it (corruption is never silent).
+//! log does not look, and neither does the next open (the recovery point vouches for
+//! the segment); the first read of it does, and a full check at open does
+//! (corruption is never silent).
 
 use seglog::{Log, LogConfig, NewRecord};
 
@@ -46,10 +48,24 @@ fn retain_drops_the_prefix_without_rescanning_the_survivors() {
     log.append(&[record("after", 2_001)]).unwrap();
     log.flush().unwrap();
     drop(log);
-    // The next open scans every segment and finds the flipped bit.
-    let reopened = Log::open(&dir, LogConfig::default());
+    // The next open trusts the recovery point for the closed segments and does not
+    // read them either; the first read of the damaged one reports the flipped bit,
+    // naming the file, and a full check (`seglog recover`) finds it at open.
+    let (reopened, report) = Log::open(&dir, LogConfig::default()).unwrap();
+    assert_eq!(report.scanned_segments, 1, "{report:?}");
+    let read = reopened.read(1, 1 << 20);
     assert!(
-        matches!(reopened, Err(seglog::Error::Corrupt { .. })),
-        "{reopened:?}"
+        matches!(&read, Err(seglog::Error::Corrupt { path, .. }) if *path == survivor),
+        "{read:?}"
+    );
+    drop(reopened);
+    let checked = Log::open_checked(
+        std::sync::Arc::new(seglog::fs::StdFs::new()),
+        &dir,
+        LogConfig::default(),
+    );
+    assert!(
+        matches!(checked, Err(seglog::Error::Corrupt { .. })),
+        "{checked:?}"
     );
 }

@@ -71,6 +71,7 @@ pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         ModelKind::Log,
         ModelKind::Install,
         ModelKind::Retention,
+        ModelKind::Durability,
         ModelKind::Cleaner,
     ];
     progress.start("model", models.len() as u64);

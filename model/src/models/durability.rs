@@ -851,7 +851,8 @@ mod tests {
     fn ours_holds_every_property() {
         let checker = check(DurabilityVariant::Ours);
         checker.assert_properties();
-        assert!(checker.unique_state_count() > 1000);
+        // Pinned: a model that silently shrinks fails here.
+        assert_eq!(checker.unique_state_count(), 17_201);
     }
 
     #[test]
