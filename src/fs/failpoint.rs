@@ -53,6 +53,8 @@ pub const LOG_RECOVERY_SYNC_TAIL: &str = "log::recovery::sync_tail";
 pub const LOG_RECOVERY_REBUILD_INDEX: &str = "log::recovery::rebuild_index";
 /// Before recovery syncs a rebuilt index file.
 pub const LOG_RECOVERY_SYNC_INDEX: &str = "log::recovery::sync_index";
+/// Before recovery fsyncs the active segment's `.log` it scanned (the bytes found).
+pub const LOG_RECOVERY_SYNC_ACTIVE: &str = "log::recovery::sync_active";
 /// Before recovery creates the first segment of an empty log.
 pub const LOG_RECOVERY_CREATE_SEGMENT: &str = "log::recovery::create_segment";
 /// Before recovery removes an orphan index file (one without its `.log`).
@@ -160,6 +162,7 @@ pub const ALL: &[&str] = &[
     LOG_RECOVERY_SYNC_TAIL,
     LOG_RECOVERY_REBUILD_INDEX,
     LOG_RECOVERY_SYNC_INDEX,
+    LOG_RECOVERY_SYNC_ACTIVE,
     LOG_RECOVERY_CREATE_SEGMENT,
     LOG_RECOVERY_REMOVE_ORPHAN,
     LOG_RECOVERY_SYNC_DIR,

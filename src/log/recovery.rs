@@ -119,6 +119,7 @@ pub fn recover_with(
     recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
     recovery_rebuild_indexes(fs, &rewrites, report)?;
+    recovery_sync_active(fs, &scans)?;
     let mut segments: Vec<Segment> = scans.into_iter().map(|s| s.segment).collect();
     if segments.is_empty() {
         segments.push(recovery_create_first_segment(fs, dir, config, report)?);
@@ -498,6 +499,26 @@ pub fn recovery_rebuild_indexes(
         report.rebuilt_indexes.push(rewrite.report());
     }
     Ok(created)
+}
+
+/// Phase 7b: fsync the active segment's `.log` unless the marker vouched for it.
+/// The bytes found may never have been synced (a crashed process's page cache, or
+/// this process's own appends before an error poisoned the log): the log treats
+/// them as durable from here on (`Log::synced_log_bytes`), so they must be. Without
+/// this a later failed fsync dooms their pages (fsyncgate), its cut-back spares them
+/// as "synced", and the next roll's recovery point vouches for bytes a power loss
+/// turns into zeros (found by the I/O-error conformance;
+/// `tests/open_syncs_found_bytes.rs`).
+pub fn recovery_sync_active(fs: &dyn FileSystem, scans: &[ScanOutcome]) -> Result<()> {
+    let Some(active) = scans.last().filter(|scan| !scan.trusted) else {
+        return Ok(());
+    };
+    if active.segment.bytes == 0 {
+        return Ok(());
+    }
+    let path = &active.segment.paths.log;
+    crate::fail_point!(LOG_RECOVERY_SYNC_ACTIVE);
+    fs.sync_file(path).map_err(|e| Error::io(path, e))
 }
 
 /// Phase 8: a directory without segments gets one empty active segment at 0.
