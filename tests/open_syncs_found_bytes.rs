@@ -47,7 +47,9 @@ fn a_failed_fsync_after_a_reopen_cannot_doom_bytes_the_open_found() {
             min_compaction_lag_ms: 52,
         }),
         Step::Op(Op::Roll),
-        Step::CrashReopen { image: 1_592_919_363 },
+        Step::CrashReopen {
+            image: 1_592_919_363,
+        },
     ];
     if let Err(divergence) = run_case(&steps, Backend::Sim, "manifest") {
         panic!("{divergence}");
