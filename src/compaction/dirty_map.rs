@@ -4,7 +4,7 @@
 //!
 //! Bounded (`dedupe_buffer_bytes`), the table is allocated once with
 //! `dedupe_buffer_bytes / 24` slots and never grows: the map can hold exactly as many
-//! keys as [`seglog_model::spec::CleanKnobs::key_budget`] says, and its memory is
+//! keys as `seglog_model::spec::CleanKnobs::key_budget` (the spec) says, and its memory is
 //! within the budget by construction ([`DirtyMap::table_bytes`]). Robin Hood
 //! linear probing (a resident closer to its home slot than the probe is to its own
 //! ends a lookup) keeps lookups short up to a full table, where a plain linear probe

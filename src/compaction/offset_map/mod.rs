@@ -185,7 +185,7 @@ pub struct Superseded {
 impl Superseded {
     /// The superseded positions `bits` of a map that held `keys` keys in
     /// `map_bytes` bytes, `map_bytes_peak` at most while built (the incremental
-    /// pass's [`super::super::dirty_map::DirtyMap`]).
+    /// pass's `DirtyMap` (`compaction::dirty_map`)).
     pub fn from_parts(bits: Bitmap, keys: usize, map_bytes: usize, map_bytes_peak: usize) -> Self {
         Superseded {
             bits,
