@@ -2,6 +2,8 @@
 //!
 //! * [`batch`] / [`record`]: Kafka record batch v2, byte-compatible with Kafka.
 //! * [`batch_view`]: the same batches checked and decoded in place (zero-copy).
+//! * [`compression`]: Kafka's four codecs, framed as Kafka frames them.
+//! * [`timestamp_type`]: CreateTime and LogAppendTime.
 //! * [`varint`]: zigzag varints.
 //! * [`filename`]: 20-digit zero-padded segment file names.
 //! * [`crc`]: CRC-32C, the one checksum of every format.
@@ -14,11 +16,13 @@
 pub mod batch;
 pub mod batch_view;
 pub mod checkpoint;
+pub mod compression;
 pub mod crc;
 pub mod filename;
 pub mod index;
 pub mod manifest;
 pub mod record;
+pub mod timestamp_type;
 pub mod varint;
 
 use std::path::Path;
@@ -27,6 +31,8 @@ use crate::error::{CorruptKind, Error};
 
 pub use batch::RecordBatch;
 pub use batch_view::{BatchView, RecordViews};
+pub use compression::Compression;
+pub use timestamp_type::TimestampType;
 pub use record::{ControlKind, Header, NewRecord, Record, RecordView};
 
 /// A decoding failure, with the byte position relative to the decoded buffer.
