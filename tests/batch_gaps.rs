@@ -140,7 +140,7 @@ proptest! {
         }
         let fs = Arc::new(SimFs::new());
         let dir = Path::new("/p0");
-        let config = LogConfig { segment_bytes: 1 << 20, index_interval_bytes: 64 };
+        let config = LogConfig { segment_bytes: 1 << 20, index_interval_bytes: 64, ..LogConfig::default() };
         let (mut log, _) = Log::open_with(fs.clone(), dir, config.clone()).unwrap();
         for i in 0..appended {
             log.append(&[NewRecord::new(Some(vec![b'x']), Some(vec![i as u8]), 5)]).unwrap();

@@ -25,6 +25,7 @@ fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 20,
         index_interval_bytes: 1,
+        ..LogConfig::default()
     }
 }
 

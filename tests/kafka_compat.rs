@@ -373,6 +373,7 @@ fn fetched_bytes_decode_with_kafka_protocol() {
     let config = LogConfig {
         segment_bytes: 2_000,
         index_interval_bytes: 300,
+        ..LogConfig::default()
     };
     let (mut log, _) = Log::open(tmp.path(), config).unwrap();
     for b in 0..30i64 {

@@ -16,6 +16,7 @@ fn cfg() -> LogConfig {
     LogConfig {
         segment_bytes: 300,
         index_interval_bytes: 50,
+        ..LogConfig::default()
     }
 }
 

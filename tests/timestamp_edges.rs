@@ -53,6 +53,7 @@ fn timestamps_spanning_more_than_i64_max_round_trip() {
     let config = LogConfig {
         segment_bytes: 1 << 20,
         index_interval_bytes: 64,
+        ..LogConfig::default()
     };
     let (mut log, _) = Log::open(dir.path().join("p0"), config.clone()).unwrap();
     let stamps = [-1, i64::MAX, 0, i64::MAX - 1, -1];

@@ -252,6 +252,7 @@ impl FuzzConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
             index_interval_bytes: self.index_interval_bytes,
+            ..LogConfig::default()
         }
     }
 }

@@ -40,6 +40,7 @@ impl LogArgs {
         LogConfig {
             segment_bytes: self.segment_bytes,
             index_interval_bytes: self.index_interval_bytes,
+            ..LogConfig::default()
         }
     }
 }

@@ -12,8 +12,10 @@ use std::str::FromStr;
 /// The attribute bit of [`TimestampType::LogAppendTime`].
 pub const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 
-/// A batch's timestamp type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+/// A batch's timestamp type. Serialized by its Kafka name.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize,
+)]
 pub enum TimestampType {
     #[default]
     CreateTime,

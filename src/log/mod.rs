@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
-use crate::format::Header;
+use crate::format::{Compression, Header, TimestampType};
 use crate::fs::{FileSystem, StdFs};
 use crate::segment::{Segment, SegmentInfo};
 
@@ -42,6 +43,16 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// Bytes between sparse index entries (Kafka's `index.interval.bytes`).
     pub index_interval_bytes: u64,
+    /// The codec appended data batches are written with (Kafka's
+    /// `compression.type` of a producer). Reading accepts every codec whatever
+    /// this says.
+    #[serde(default)]
+    pub compression: Compression,
+    /// `LogAppendTime`: append stamps each data batch with the log's clock
+    /// ([`Log::set_clock`]) as its `maxTimestamp`, which every record then reads
+    /// as (Kafka's `message.timestamp.type`). `CreateTime` keeps the records'.
+    #[serde(default)]
+    pub timestamp_type: TimestampType,
 }
 
 impl Default for LogConfig {
@@ -49,6 +60,8 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1 << 30,
             index_interval_bytes: 4096,
+            compression: Compression::None,
+            timestamp_type: TimestampType::CreateTime,
         }
     }
 }
@@ -118,6 +131,8 @@ pub struct Log {
     /// Recently read segments' bytes as [`FileSystem::map`] returned them, by base
     /// offset, the most recently read last (see `Log::segment_view`).
     mapped: Mutex<Vec<(i64, Bytes)>>,
+    /// "Now" for LogAppendTime stamps ([`LogConfig::timestamp_type`]).
+    clock: Arc<dyn Clock>,
 }
 
 impl Log {
@@ -186,6 +201,7 @@ impl Log {
             read_only,
             scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),
+            clock: Arc::new(SystemClock),
         };
         log.assert_invariants();
         log
@@ -201,6 +217,16 @@ impl Log {
 
     pub fn config(&self) -> &LogConfig {
         &self.config
+    }
+
+    /// The clock LogAppendTime stamps read ([`SystemClock`] unless set). Kept
+    /// across the reopen after retention and compaction.
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// Base offset of the first segment.

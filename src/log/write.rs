@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::batch::{BATCH_BYTES_MAX, NO_TIMESTAMP};
-use crate::format::{ControlKind, NewRecord, RecordBatch};
+use crate::format::{Compression, ControlKind, NewRecord, RecordBatch, TimestampType};
 // The fail point names are only referenced when the `failpoints` feature is on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint::*;
@@ -34,6 +34,11 @@ impl Log {
             )));
         }
         let base_offset = self.next_offset();
+        if self.config.compression != Compression::None
+            || self.config.timestamp_type != TimestampType::CreateTime
+        {
+            return self.append_stamped(base_offset, records);
+        }
         let facts = BatchFacts {
             base_offset,
             last_offset: base_offset + records.len() as i64 - 1,
@@ -49,6 +54,17 @@ impl Log {
         bytes.clear();
         super::encode::encode_batch(base_offset, records, &mut bytes);
         self.append_checked(&facts, bytes)
+    }
+
+    /// [`Log::append`] of a batch compressed with [`super::LogConfig::compression`]
+    /// and/or stamped LogAppendTime with the log's clock.
+    fn append_stamped(&mut self, base_offset: i64, records: &[NewRecord]) -> Result<AppendInfo> {
+        let mut batch = RecordBatch::build(base_offset, records)
+            .with_compression(self.config.compression);
+        if self.config.timestamp_type == TimestampType::LogAppendTime {
+            batch = batch.with_log_append_time(self.clock.now_ms());
+        }
+        self.append_batch(&batch)
     }
 
     /// Appends one transaction marker (a control batch with one record).
@@ -77,16 +93,16 @@ impl Log {
     }
 
     fn append_batch(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
-        let facts = BatchFacts {
-            base_offset: batch.base_offset,
-            last_offset: batch.last_offset(),
-            size_bytes: batch.encoded_len() as u64,
-            records: batch.records.len() as u64,
-            max_timestamp: batch.max_timestamp,
-        };
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
         batch.encode_into(&mut bytes);
+        let facts = BatchFacts {
+            base_offset: batch.base_offset,
+            last_offset: batch.last_offset(),
+            size_bytes: bytes.len() as u64,
+            records: batch.records.len() as u64,
+            max_timestamp: batch.max_timestamp,
+        };
         self.append_checked(&facts, bytes)
     }
 

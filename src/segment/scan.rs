@@ -38,8 +38,9 @@ impl ScanOutcome {
 }
 
 /// Scans the segment at `base_offset` in `dir`. `upper_bound` is the next segment's
-/// base offset, if any. IO errors and unsupported batches are returned as `Err`;
-/// corruption is returned in [`ScanOutcome::invalid`].
+/// base offset, if any. IO errors, unsupported batches and a compressed batch whose
+/// payload is bad (see [`is_compressed_payload_error`]) are returned as `Err`;
+/// other corruption is returned in [`ScanOutcome::invalid`].
 pub fn scan_segment(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -72,7 +73,7 @@ pub fn scan_segment(
             },
             Err(e) => {
                 let e = e.at(&path, position);
-                if !e.is_corrupt() {
+                if !e.is_corrupt() || is_compressed_payload_error(raw) {
                     return Err(e);
                 }
                 invalid = Some(e);
@@ -100,6 +101,15 @@ pub fn scan_segment(
         invalid,
         invalid_batches,
     })
+}
+
+/// True when `raw` (a batch that failed to decode) is whole, CRC-valid and
+/// compressed: then its payload failed (it does not decompress, inflates beyond the
+/// bound, or holds other records than its header declares). That is not a torn
+/// write (a crash cannot produce a matching CRC over the wrong bytes) but bad data
+/// a writer produced: an error even in the active segment, never truncated.
+fn is_compressed_payload_error(raw: &[u8]) -> bool {
+    crate::format::BatchView::decode(raw).is_ok_and(|(batch, _)| batch.is_compressed())
 }
 
 /// The segment-level checks of one decoded batch.

@@ -33,6 +33,7 @@ fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1024 * 1024,
         index_interval_bytes: 64,
+        ..LogConfig::default()
     }
 }
 
@@ -133,6 +134,7 @@ pub fn named_workloads() -> Vec<Workload> {
             config: LogConfig {
                 segment_bytes: 200,
                 index_interval_bytes: 64,
+                ..LogConfig::default()
             },
             variant: "manifest".into(),
             ops: vec![

@@ -27,8 +27,12 @@ mod lz4;
 mod snappy;
 mod zstd;
 
-/// The codec of a batch: bits 0-2 of its attributes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+/// The codec of a batch: bits 0-2 of its attributes. Serialized by its
+/// [`Compression::name`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Compression {
     #[default]
     None,

@@ -1,0 +1,72 @@
+//! Compressed batches in a compaction. Their records are not in the segment's
+//! bytes, so the zero-copy views of [`super::view`] cannot borrow them: the map
+//! pass decompresses such a batch and hands its keys to the map already hashed,
+//! and the rewrite pass decides its records one by one from the decoded batch.
+//! A batch whose records are all kept is copied as stored (its compressed bytes
+//! unchanged); a partly kept one is re-encoded as Kafka's cleaner does it: the
+//! kept records, recompressed with the batch's own codec, with its base offset,
+//! last offset delta, base timestamp, attributes and producer fields, and (under
+//! LogAppendTime) its max timestamp ([`RecordBatch::retain`]).
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::format::{batch, RecordBatch};
+
+use super::planner::{decide_latest, Decision, Horizon};
+use super::offset_map::Superseded;
+use super::view;
+
+/// The batch `batch` of the segment `path`, decompressed and decoded (every check
+/// of [`batch::decode`]; errors name the batch's position in `path`).
+pub fn decode(path: &Path, batch: &view::BatchView<'_>) -> Result<RecordBatch> {
+    let (decoded, _) = batch::decode(batch.bytes).map_err(|e| e.at(path, batch.position))?;
+    Ok(decoded)
+}
+
+/// The keep decision of every record of the decoded batch `decoded`; `ordinal` is
+/// the next keyed-record ordinal of the scan's numbering (advanced past this
+/// batch's keyed records unless it is a control batch).
+pub fn decide(
+    decoded: &RecordBatch,
+    superseded: &Superseded,
+    horizon: Horizon,
+    ordinal: &mut i64,
+) -> Vec<bool> {
+    let control = decoded.is_control();
+    decoded
+        .records
+        .iter()
+        .map(|record| {
+            let latest = if record.key.is_some() && !control {
+                let this = *ordinal;
+                *ordinal += 1;
+                !superseded.is_superseded(this)
+            } else {
+                false
+            };
+            let view = view::RecordView {
+                offset: decoded.offset_of(record),
+                timestamp: decoded.timestamp_of(record),
+                key: record.key.as_deref(),
+                value_is_null: record.value.is_none(),
+                bytes: &[],
+            };
+            decide_latest(control, &view, latest, horizon) == Decision::Keep
+        })
+        .collect()
+}
+
+/// Appends to `out` the partly kept `decoded` with the records whose flag in
+/// `keep` is set, recompressed with its own codec.
+pub fn encode_kept(decoded: &RecordBatch, keep: &[bool], out: &mut Vec<u8>) {
+    assert_eq!(keep.len(), decoded.records.len());
+    let mut flags = keep.iter();
+    let kept = decoded
+        .retain(|_| *flags.next().expect("one flag per record"))
+        .expect("some record is kept");
+    assert_eq!(kept.base_offset, decoded.base_offset);
+    assert_eq!(kept.last_offset_delta, decoded.last_offset_delta);
+    assert_eq!(kept.attributes, decoded.attributes);
+    kept.encode_into(out);
+}
