@@ -34,7 +34,7 @@ fn rec(key: &str, value: Option<&str>, ts: i64) -> RecordSpec {
 }
 
 fn append(records: Vec<RecordSpec>) -> Step {
-    Step::Op(Op::Append { records })
+    Step::Op(Op::append(records))
 }
 
 /// Closed segment: batch [0, 2] whose last two records are superseded by the next

@@ -192,6 +192,8 @@ impl FuzzOp {
         match self {
             FuzzOp::Append(records) => Op::Append {
                 records: records.0.iter().map(FuzzRecord::spec).collect(),
+                codec: None,
+                log_append_time: None,
             },
             FuzzOp::AppendControl { commit, ts } => Op::AppendControl {
                 commit: *commit,

@@ -187,6 +187,8 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
     match draw {
         Draw::Append(records) => Step::Op(Op::Append {
             records: records.into_iter().map(|r| record_spec(r, now)).collect(),
+            codec: None,
+            log_append_time: None,
         }),
         Draw::Control { commit, ts_delta } => Step::Op(Op::AppendControl {
             commit,
@@ -250,6 +252,8 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
             let ts = record_spec((None, None, ts), now).ts;
             Step::Op(Op::Append {
                 records: vec![edges::filling_record(shadow, key, value, ts, whole_segment)],
+                codec: None,
+                log_append_time: None,
             })
         }
         Draw::RetainEdge { pick, time, bytes } => {
@@ -358,7 +362,7 @@ mod tests {
 
     fn observe(log: &SpecLog, op: &Op, hits: &mut Hits) {
         match op {
-            Op::Append { records } => {
+            Op::Append { records, .. } => {
                 for r in records {
                     match r.ts {
                         -1 => hits.no_timestamp += 1,

@@ -37,7 +37,9 @@ impl Log {
         if self.config.compression != Compression::None
             || self.config.timestamp_type != TimestampType::CreateTime
         {
-            return self.append_stamped(base_offset, records);
+            let stamp = (self.config.timestamp_type == TimestampType::LogAppendTime)
+                .then(|| self.clock.now_ms());
+            return self.append_encoded_with(base_offset, records, self.config.compression, stamp);
         }
         let facts = BatchFacts {
             base_offset,
@@ -56,13 +58,54 @@ impl Log {
         self.append_checked(&facts, bytes)
     }
 
-    /// [`Log::append`] of a batch compressed with [`super::LogConfig::compression`]
-    /// and/or stamped LogAppendTime with the log's clock.
-    fn append_stamped(&mut self, base_offset: i64, records: &[NewRecord]) -> Result<AppendInfo> {
-        let mut batch = RecordBatch::build(base_offset, records)
-            .with_compression(self.config.compression);
-        if self.config.timestamp_type == TimestampType::LogAppendTime {
-            batch = batch.with_log_append_time(self.clock.now_ms());
+    /// [`Log::append`] of one batch with codec `compression` and, when
+    /// `log_append_time_ms` is given, stamped LogAppendTime at that time (what a
+    /// Kafka producer's codec and a broker's `message.timestamp.type` choose per
+    /// batch), whatever [`super::LogConfig`] says.
+    pub fn append_with(
+        &mut self,
+        records: &[NewRecord],
+        compression: Compression,
+        log_append_time_ms: Option<i64>,
+    ) -> Result<AppendInfo> {
+        self.check_writable()?;
+        if records.is_empty() {
+            return Err(Error::InvalidArgument(
+                "an append needs at least one record".into(),
+            ));
+        }
+        if let Some(stamp) = log_append_time_ms.filter(|stamp| *stamp < NO_TIMESTAMP) {
+            return Err(Error::InvalidArgument(format!(
+                "log append time {stamp} is below -1 (no timestamp)"
+            )));
+        }
+        if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
+            return Err(Error::InvalidArgument(format!(
+                "timestamp {} is below -1 (no timestamp)",
+                r.timestamp
+            )));
+        }
+        let size_bytes = super::encode::encoded_len(records);
+        if size_bytes > BATCH_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {size_bytes} bytes exceeds the limit of {BATCH_BYTES_MAX}"
+            )));
+        }
+        let base_offset = self.next_offset();
+        self.append_encoded_with(base_offset, records, compression, log_append_time_ms)
+    }
+
+    /// Builds, compresses and stamps the (checked) batch and appends it.
+    fn append_encoded_with(
+        &mut self,
+        base_offset: i64,
+        records: &[NewRecord],
+        compression: Compression,
+        log_append_time_ms: Option<i64>,
+    ) -> Result<AppendInfo> {
+        let mut batch = RecordBatch::build(base_offset, records).with_compression(compression);
+        if let Some(stamp) = log_append_time_ms {
+            batch = batch.with_log_append_time(stamp);
         }
         self.append_batch(&batch)
     }

@@ -26,6 +26,8 @@ fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> RecordSpec {
 fn append(records: &[(Option<&str>, Option<&str>, i64)]) -> Op {
     Op::Append {
         records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
+        codec: None,
+        log_append_time: None,
     }
 }
 
