@@ -104,12 +104,18 @@ pub fn scan_segment(
 }
 
 /// True when `raw` (a batch that failed to decode) is whole, CRC-valid and
-/// compressed: then its payload failed (it does not decompress, inflates beyond the
-/// bound, or holds other records than its header declares). That is not a torn
+/// compressed: then its payload (or a header field the CRC covers) is bad: it does
+/// not decompress, inflates beyond the bound, or holds other records than its
+/// header declares. That is not a torn
 /// write (a crash cannot produce a matching CRC over the wrong bytes) but bad data
 /// a writer produced: an error even in the active segment, never truncated.
 fn is_compressed_payload_error(raw: &[u8]) -> bool {
-    crate::format::BatchView::decode(raw).is_ok_and(|(batch, _)| batch.is_compressed())
+    use crate::format::batch::{ATTRIBUTES_OFFSET, ATTR_COMPRESSION_MASK};
+    let whole = batch::decode_header(raw).is_ok_and(|header| header.size == raw.len());
+    let compressed = raw
+        .get(ATTRIBUTES_OFFSET + 1)
+        .is_some_and(|low| i16::from(*low) & ATTR_COMPRESSION_MASK != 0);
+    whole && compressed && crate::format::batch_view::check_batch_crc(raw).is_ok()
 }
 
 /// The segment-level checks of one decoded batch.
