@@ -42,7 +42,8 @@ fn batch(b: i64) -> Vec<NewRecord> {
         .map(|i| {
             let n = b * 10 + i;
             let key = (i != 7).then(|| format!("key-{}", n % 5).into_bytes());
-            let value = (i != 3 || b % 3 != 0).then(|| format!("value-{n}-{}", "x".repeat(40)).into_bytes());
+            let value = (i != 3 || b % 3 != 0)
+                .then(|| format!("value-{n}-{}", "x".repeat(40)).into_bytes());
             let mut record = NewRecord::new(key, value, 1_000 + n);
             if i == 5 {
                 record.headers.push(Header {
@@ -155,7 +156,11 @@ fn every_codec_reads_fetches_recovers_and_compacts() {
             .collect();
         assert_eq!(log.read_raw(0, usize::MAX).unwrap(), stored, "{codec}");
         let first = std::fs::read(&log_files(&path)[0]).unwrap();
-        assert_eq!(&log.fetch(0, usize::MAX).unwrap().bytes()[..], &first[..], "{codec}");
+        assert_eq!(
+            &log.fetch(0, usize::MAX).unwrap().bytes()[..],
+            &first[..],
+            "{codec}"
+        );
         // Reads from inside a batch start at the right record.
         let from = expected[123].0;
         assert_eq!(rows_from(&log, from), expected[123..].to_vec(), "{codec}");
@@ -259,7 +264,11 @@ fn a_gzip_segment_opens_reads_and_dumps() {
         .args(["dump", path.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dump: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(dump["records"].as_array().unwrap().len(), 10);
     assert_eq!(dump["next_offset"], 10);
@@ -413,11 +422,23 @@ fn cli_append_takes_a_codec() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p0");
         let out = std::process::Command::new(bin)
-            .args(["append", path.to_str().unwrap(), "--compression", codec.name()])
-            .args(["--batch", r#"[{"key":"a","value":"1","ts":5},{"key":null,"value":"2","ts":6}]"#])
+            .args([
+                "append",
+                path.to_str().unwrap(),
+                "--compression",
+                codec.name(),
+            ])
+            .args([
+                "--batch",
+                r#"[{"key":"a","value":"1","ts":5},{"key":null,"value":"2","ts":6}]"#,
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let file = path.join(filename::build(0, filename::LOG_SUFFIX));
         assert_eq!(codecs_in(&file), vec![codec.id() as u8]);
         let out = std::process::Command::new(bin)
@@ -429,7 +450,14 @@ fn cli_append_takes_a_codec() {
         assert_eq!(dump["records"][0]["ts"], 5, "{codec}");
     }
     let out = std::process::Command::new(bin)
-        .args(["append", "/nonexistent/x", "--compression", "brotli", "--batch", "[]"])
+        .args([
+            "append",
+            "/nonexistent/x",
+            "--compression",
+            "brotli",
+            "--batch",
+            "[]",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

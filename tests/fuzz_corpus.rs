@@ -145,9 +145,18 @@ fn batch_seeds() -> BTreeMap<String, Vec<u8>> {
         ("torn", torn),
         ("bad-crc", bad_crc),
         ("two-batches", two),
-        ("gzip", many.clone().with_compression(Compression::Gzip).encode()),
-        ("snappy", many.clone().with_compression(Compression::Snappy).encode()),
-        ("lz4", many.clone().with_compression(Compression::Lz4).encode()),
+        (
+            "gzip",
+            many.clone().with_compression(Compression::Gzip).encode(),
+        ),
+        (
+            "snappy",
+            many.clone().with_compression(Compression::Snappy).encode(),
+        ),
+        (
+            "lz4",
+            many.clone().with_compression(Compression::Lz4).encode(),
+        ),
         (
             "zstd-log-append-time",
             many.clone()
@@ -362,7 +371,11 @@ fn compressed_seeds() -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     for (i, codec) in Compression::ALL.into_iter().skip(1).enumerate() {
         let payload = codec.compress(&records);
-        for (count, label) in [(3u8, "three"), (2, "count-mismatch"), (0x13, "three-log-append-time")] {
+        for (count, label) in [
+            (3u8, "three"),
+            (2, "count-mismatch"),
+            (0x13, "three-log-append-time"),
+        ] {
             let mut seed = vec![i as u8, count];
             seed.extend_from_slice(&payload);
             out.insert(format!("seed-{}-{label}", codec.name()), seed);
@@ -421,7 +434,11 @@ fn decode_compressed_seeds() {
         decoded += usize::from(seglog::format::batch::decode(&batch).is_ok());
     }
     // Both spaces: payloads that decode, and ones that fail (count, bomb).
-    assert!(decoded >= 8 && decoded < seeds.len(), "{decoded} of {}", seeds.len());
+    assert!(
+        decoded >= 8 && decoded < seeds.len(),
+        "{decoded} of {}",
+        seeds.len()
+    );
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! runs, and the fixtures and loops the criterion benches in `benches/` share.
 //!
 //! * [`log`]: append and every read path of a log vs `BufWriter`/`BufReader`;
-//! * [`compaction`]: install step 1 of a compaction vs a buffered copy.
+//! * [`compaction`]: install step 1 of a compaction vs a buffered copy;
+//! * [`codecs`]: append, fetch, read and compaction of compressed batches vs the
+//!   codec's own work.
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -10,6 +12,7 @@
 //! baseline time / variant time (above 1: faster than the baseline), with the
 //! spread of the per-pair ratios beside it.
 
+pub mod codecs;
 pub mod compaction;
 pub mod log;
 

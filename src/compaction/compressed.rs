@@ -13,8 +13,8 @@ use std::path::Path;
 use crate::error::Result;
 use crate::format::{batch, RecordBatch};
 
-use super::planner::{decide_latest, Decision, Horizon};
 use super::offset_map::Superseded;
+use super::planner::{decide_latest, Decision, Horizon};
 use super::view;
 
 /// The batch `batch` of the segment `path`, decompressed and decoded (every check
@@ -22,6 +22,21 @@ use super::view;
 pub fn decode(path: &Path, batch: &view::BatchView<'_>) -> Result<RecordBatch> {
     let (decoded, _) = batch::decode(batch.bytes).map_err(|e| e.at(path, batch.position))?;
     Ok(decoded)
+}
+
+/// A compressed batch's decompressed records, and the checked batch they belong to.
+pub struct Inflated<'a> {
+    pub views: crate::format::BatchView<'a>,
+    pub records: Vec<u8>,
+}
+
+/// Checks the batch `batch` of `path` and decompresses its records (every check of
+/// [`crate::format::BatchView::inflate`]; errors name the batch's position).
+pub fn inflate<'a>(path: &Path, batch: &view::BatchView<'a>) -> Result<Inflated<'a>> {
+    let at = |e: crate::format::FormatError| e.at(path, batch.position);
+    let (views, _) = crate::format::BatchView::decode_crc_checked(batch.bytes).map_err(at)?;
+    let records = views.inflate().map_err(at)?.unwrap_or_default();
+    Ok(Inflated { views, records })
 }
 
 /// The keep decision of every record of the decoded batch `decoded`; `ordinal` is

@@ -140,9 +140,10 @@ fn scan_into(
                     if batch.is_compressed() {
                         // The records live in a decompressed buffer this loop
                         // drops: hand their keys over hashed.
-                        let decoded = super::compressed::decode(&path, &batch)?;
-                        for record in &decoded.records {
-                            if let Some(key) = &record.key {
+                        let inflated = super::compressed::inflate(&path, &batch)?;
+                        for record in inflated.views.records_in(&inflated.records) {
+                            let record = record.map_err(|e| e.at(&path, batch.position))?;
+                            if let Some(key) = record.key {
                                 chunk.push((Item::Digest(digester.digest(key)), ordinal));
                                 ordinal += 1;
                                 is_plain &= record.value.is_some();

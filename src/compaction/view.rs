@@ -149,7 +149,10 @@ pub fn records<'a>(
     batch: &BatchView<'a>,
     out: &mut Vec<RecordView<'a>>,
 ) -> Result<()> {
-    assert!(!batch.is_compressed(), "a compressed batch's records are not in place");
+    assert!(
+        !batch.is_compressed(),
+        "a compressed batch's records are not in place"
+    );
     out.clear();
     let corrupt =
         |at: usize, kind: CorruptKind| Error::corrupt(path, batch.position + at as u64, kind);

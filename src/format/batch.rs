@@ -306,6 +306,43 @@ impl RecordBatch {
     }
 }
 
+/// Appends to `out` the encoded *uncompressed* batch `batch` re-framed with codec
+/// `codec` (its records' bytes compressed as one stream) and, when
+/// `log_append_time` is given, stamped LogAppendTime (attribute bit 3,
+/// `maxTimestamp` = the stamp): byte for byte what decoding it, `with_compression`,
+/// `with_log_append_time` and encoding give, without decoding a record (the append
+/// and compaction hot paths). Panics if `batch` is compressed or shorter than a
+/// header.
+#[expect(
+    clippy::indexing_slicing,
+    reason = "the header was copied just above, so its fields exist"
+)]
+pub fn reframe(batch: &[u8], codec: Compression, log_append_time: Option<i64>, out: &mut Vec<u8>) {
+    let (header, records) = batch.split_at(HEADER_LEN);
+    let start = out.len();
+    out.extend_from_slice(header);
+    let mut attributes =
+        i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
+    assert_eq!(
+        attributes & ATTR_COMPRESSION_MASK,
+        0,
+        "an uncompressed batch"
+    );
+    attributes |= codec.id();
+    codec.compress_into(records, out);
+    let length = i32::try_from(out.len() - start - LOG_OVERHEAD).expect("batch too large");
+    let header = &mut out[start..start + HEADER_LEN];
+    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
+    if let Some(stamp) = log_append_time {
+        attributes |= ATTR_LOG_APPEND_TIME;
+        header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+            .copy_from_slice(&stamp.to_be_bytes());
+    }
+    header[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// The fixed header fields of a batch, read without decoding its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchHeader {
@@ -525,10 +562,24 @@ mod tests {
             assert_eq!(decoded, batch, "{codec}");
             if codec != Compression::None {
                 // The payload is the codec's stream of the records, nothing else.
-                let inflated = codec
-                    .decompress(&bytes[RECORDS_OFFSET..], 1 << 20)
-                    .unwrap();
+                let inflated = codec.decompress(&bytes[RECORDS_OFFSET..], 1 << 20).unwrap();
                 assert_eq!(inflated, batch.encoded_records());
+            }
+        }
+    }
+
+    #[test]
+    fn reframe_is_decode_compress_stamp_encode() {
+        for codec in Compression::ALL {
+            for stamp in [None, Some(9_999)] {
+                let mut want = sample().with_compression(codec);
+                if let Some(stamp) = stamp {
+                    want = want.with_log_append_time(stamp);
+                }
+                let mut got = vec![7u8; 3];
+                reframe(&sample().encode(), codec, stamp, &mut got);
+                assert_eq!(&got[..3], &[7, 7, 7]);
+                assert_eq!(got[3..], want.encode()[..], "{codec} {stamp:?}");
             }
         }
     }
@@ -558,7 +609,10 @@ mod tests {
         let (decoded, _) = decode(&batch.encode()).unwrap();
         assert_eq!(decoded, batch);
         let kept = batch.retain(|r| r.offset_delta == 1).unwrap();
-        assert_eq!(kept.max_timestamp, 5_000, "LogAppendTime is kept, not recomputed");
+        assert_eq!(
+            kept.max_timestamp, 5_000,
+            "LogAppendTime is kept, not recomputed"
+        );
         assert_eq!(kept.attributes, batch.attributes);
     }
 

@@ -254,10 +254,7 @@ impl<'a> BatchView<'a> {
 
     /// The records of any batch: in place for an uncompressed one, decompressed
     /// into `scratch` (replacing its content) for a compressed one.
-    pub fn records_with<'b>(
-        &self,
-        scratch: &'b mut Vec<u8>,
-    ) -> Result<RecordViews<'b>, FormatError>
+    pub fn records_with<'b>(&self, scratch: &'b mut Vec<u8>) -> Result<RecordViews<'b>, FormatError>
     where
         'a: 'b,
     {

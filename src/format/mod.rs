@@ -32,8 +32,8 @@ use crate::error::{CorruptKind, Error};
 pub use batch::RecordBatch;
 pub use batch_view::{BatchView, RecordViews};
 pub use compression::Compression;
-pub use timestamp_type::TimestampType;
 pub use record::{ControlKind, Header, NewRecord, Record, RecordView};
+pub use timestamp_type::TimestampType;
 
 /// A decoding failure, with the byte position relative to the decoded buffer.
 /// The caller adds the file and the buffer's position in it ([`FormatError::at`]).

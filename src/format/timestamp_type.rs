@@ -14,7 +14,17 @@ pub const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 
 /// A batch's timestamp type. Serialized by its Kafka name.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 pub enum TimestampType {
     #[default]
@@ -81,8 +91,14 @@ mod tests {
     #[test]
     fn bit_three_is_log_append_time() {
         assert_eq!(TimestampType::of_attributes(0), TimestampType::CreateTime);
-        assert_eq!(TimestampType::of_attributes(8), TimestampType::LogAppendTime);
-        assert_eq!(TimestampType::of_attributes(0x37), TimestampType::CreateTime);
+        assert_eq!(
+            TimestampType::of_attributes(8),
+            TimestampType::LogAppendTime
+        );
+        assert_eq!(
+            TimestampType::of_attributes(0x37),
+            TimestampType::CreateTime
+        );
         assert_eq!(TimestampType::LogAppendTime.record_timestamp(10, 5, 99), 99);
         assert_eq!(TimestampType::CreateTime.record_timestamp(10, 5, 99), 15);
         for t in [TimestampType::CreateTime, TimestampType::LogAppendTime] {

@@ -175,13 +175,18 @@ impl Fetch {
                     break; // the iterator reports it when it gets there
                 };
                 if batch.is_compressed() {
-                    out.push((at, batch.inflate().map(|i| Bytes::from(i.unwrap_or_default()))));
+                    out.push((
+                        at,
+                        batch.inflate().map(|i| Bytes::from(i.unwrap_or_default())),
+                    ));
                 }
                 at += size;
             }
             out
         });
-        let index = inflated.binary_search_by_key(&position, |(at, _)| *at).ok()?;
+        let index = inflated
+            .binary_search_by_key(&position, |(at, _)| *at)
+            .ok()?;
         inflated.get(index).map(|(_, result)| result)
     }
 

@@ -103,11 +103,27 @@ impl Log {
         compression: Compression,
         log_append_time_ms: Option<i64>,
     ) -> Result<AppendInfo> {
-        let mut batch = RecordBatch::build(base_offset, records).with_compression(compression);
-        if let Some(stamp) = log_append_time_ms {
-            batch = batch.with_log_append_time(stamp);
-        }
-        self.append_batch(&batch)
+        // Encoded straight from the caller's records (no copy of a key or value),
+        // then re-framed: the records compressed, the header stamped.
+        let mut plain = Vec::with_capacity(super::encode::encoded_len(records));
+        super::encode::encode_batch(base_offset, records, &mut plain);
+        let mut bytes = std::mem::take(&mut self.scratch);
+        bytes.clear();
+        crate::format::batch::reframe(&plain, compression, log_append_time_ms, &mut bytes);
+        let facts = BatchFacts {
+            base_offset,
+            last_offset: base_offset + records.len() as i64 - 1,
+            size_bytes: bytes.len() as u64,
+            records: records.len() as u64,
+            max_timestamp: log_append_time_ms.unwrap_or_else(|| {
+                records
+                    .iter()
+                    .map(|r| r.timestamp)
+                    .max()
+                    .unwrap_or(NO_TIMESTAMP)
+            }),
+        };
+        self.append_checked(&facts, bytes)
     }
 
     /// Appends one transaction marker (a control batch with one record).

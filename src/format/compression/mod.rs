@@ -30,7 +30,17 @@ mod zstd;
 /// The codec of a batch: bits 0-2 of its attributes. Serialized by its
 /// [`Compression::name`].
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
@@ -154,9 +164,7 @@ fn read_bounded(reader: impl std::io::Read, limit_bytes: usize) -> Result<Vec<u8
     use std::io::Read;
     let mut out = Vec::new();
     let limit = u64::try_from(limit_bytes).unwrap_or(u64::MAX);
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)?;
+    reader.take(limit.saturating_add(1)).read_to_end(&mut out)?;
     if out.len() > limit_bytes {
         return Err(CodecError::TooLarge { limit_bytes });
     }

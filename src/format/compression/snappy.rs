@@ -68,11 +68,10 @@ pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, Cod
             .ok()
             .and_then(|length| after.get(..length).zip(after.get(length..)))
             .ok_or_else(|| CodecError::Invalid(format!("bad snappy block length {length}")))?;
-        inflate_block(block, limit_bytes - out.len(), &mut out)
-            .map_err(|e| match e {
-                CodecError::TooLarge { .. } => CodecError::TooLarge { limit_bytes },
-                e => e,
-            })?;
+        inflate_block(block, limit_bytes - out.len(), &mut out).map_err(|e| match e {
+            CodecError::TooLarge { .. } => CodecError::TooLarge { limit_bytes },
+            e => e,
+        })?;
         rest = after;
     }
     Ok(out)

@@ -21,7 +21,11 @@ fn every_codec_round_trips() {
             let unpacked = codec.decompress(&packed, data.len()).unwrap();
             assert_eq!(unpacked, data, "{codec} {len}");
             if len >= 1000 && codec != Compression::None {
-                assert!(packed.len() < data.len() / 2, "{codec} {len}: {}", packed.len());
+                assert!(
+                    packed.len() < data.len() / 2,
+                    "{codec} {len}: {}",
+                    packed.len()
+                );
             }
         }
     }
@@ -64,7 +68,10 @@ fn snappy_is_xerial_framed_in_32k_blocks() {
     assert_eq!(sizes, vec![32 * 1024, 32 * 1024, 70_000 - 64 * 1024]);
     // Without the header: one raw block, as xerial reads it.
     let raw = snap::raw::Encoder::new().compress_vec(&data).unwrap();
-    assert_eq!(Compression::Snappy.decompress(&raw, data.len()).unwrap(), data);
+    assert_eq!(
+        Compression::Snappy.decompress(&raw, data.len()).unwrap(),
+        data
+    );
 }
 
 #[test]
@@ -73,7 +80,11 @@ fn lz4_frame_has_kafkas_descriptor() {
     let packed = Compression::Lz4.compress(&data);
     // Magic, FLG 0x60, BD 0x40, HC = (xxh32(FLG BD) >> 8) & 0xff.
     assert_eq!(&packed[..7], &[0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82]);
-    assert_eq!(&packed[packed.len() - 4..], &[0, 0, 0, 0], "end mark, no content checksum");
+    assert_eq!(
+        &packed[packed.len() - 4..],
+        &[0, 0, 0, 0],
+        "end mark, no content checksum"
+    );
     // Blocks of at most 64 KiB of input: three for 150,000 bytes.
     let mut at = 7;
     let mut blocks = 0;
@@ -121,7 +132,9 @@ fn decompression_is_bounded() {
         let packed = codec.compress(&zeros);
         assert_eq!(
             codec.decompress(&packed, (1 << 20) - 1),
-            Err(CodecError::TooLarge { limit_bytes: (1 << 20) - 1 }),
+            Err(CodecError::TooLarge {
+                limit_bytes: (1 << 20) - 1
+            }),
             "{codec}"
         );
         assert_eq!(codec.decompress(&packed, 1 << 20).unwrap().len(), 1 << 20);
@@ -138,6 +151,9 @@ fn garbage_and_truncations_are_errors_not_panics() {
             // A cut stream either fails or (never) gives the whole data back.
             assert_ne!(result.as_deref().ok(), Some(&data[..]), "{codec} cut {cut}");
         }
-        assert!(codec.decompress(b"not a stream at all", 1 << 20).is_err(), "{codec}");
+        assert!(
+            codec.decompress(b"not a stream at all", 1 << 20).is_err(),
+            "{codec}"
+        );
     }
 }
