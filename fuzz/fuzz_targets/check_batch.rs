@@ -42,8 +42,8 @@ pub fn compressed_batch(data: &[u8]) -> Option<Vec<u8>> {
     let (&codec, rest) = data.split_first()?;
     let (&count, payload) = rest.split_first()?;
     let codec = Compression::ALL[1 + usize::from(codec % 4)];
-    let mut batch = RecordBatch::build(0, &[NewRecord::new(None, Some(Vec::new()), 0)])
-        .with_compression(codec);
+    let mut batch =
+        RecordBatch::build(0, &[NewRecord::new(None, Some(Vec::new()), 0)]).with_compression(codec);
     if count & 0x10 != 0 {
         batch = batch.with_log_append_time(7);
     }
