@@ -462,3 +462,48 @@ fn cli_append_takes_a_codec() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A compressed batch compaction keeps whole is copied as stored, byte for byte
+/// (not recompressed); a partly kept one keeps its codec, base offset and last
+/// offset delta.
+#[test]
+fn a_fully_kept_compressed_batch_is_copied_as_stored() {
+    for codec in Compression::ALL.into_iter().skip(1) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p0");
+        let (mut log, _) = Log::open(&path, config(codec)).unwrap();
+        let keep = [rec_kv("x", "1"), rec_kv("y", "1")];
+        let partly = [rec_kv("a", "1"), rec_kv("b", "1"), rec_kv("c", "1")];
+        log.append(&keep).unwrap();
+        log.append(&partly).unwrap();
+        log.roll().unwrap();
+        log.append(&[rec_kv("b", "2")]).unwrap();
+        let file = path.join(filename::build(0, filename::LOG_SUFFIX));
+        let before = std::fs::read(&file).unwrap();
+        let first_len = 12 + i32::from_be_bytes(before[8..12].try_into().unwrap()) as usize;
+        log.compact(0, 1_000, None).unwrap();
+        let after = std::fs::read(&file).unwrap();
+        assert_eq!(&after[..first_len], &before[..first_len], "{codec}");
+        let batches = log.segment_batches(0).unwrap();
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batches[1].compression(), codec);
+        assert_eq!(
+            (batches[1].base_offset, batches[1].last_offset_delta),
+            (2, 2)
+        );
+        let kept: Vec<i64> = batches[1]
+            .records
+            .iter()
+            .map(|r| batches[1].offset_of(r))
+            .collect();
+        assert_eq!(kept, vec![2, 4]);
+    }
+}
+
+fn rec_kv(key: &str, value: &str) -> NewRecord {
+    NewRecord::new(
+        Some(key.as_bytes().to_vec()),
+        Some(value.as_bytes().to_vec()),
+        10,
+    )
+}
