@@ -1,7 +1,7 @@
 //! Compressed batches in a compaction. Their records are not in the segment's
 //! bytes, so the zero-copy views of [`super::view`] cannot borrow them: the map
 //! pass decompresses such a batch and hands its keys to the map already hashed,
-//! and the rewrite pass decides its records one by one from the decoded batch.
+//! and the rewrite pass decides its records one by one in the decompressed bytes.
 //! A batch whose records are all kept is copied as stored (its compressed bytes
 //! unchanged); a partly kept one is re-encoded as Kafka's cleaner does it: the
 //! kept records, recompressed with the batch's own codec, with its base offset,
@@ -39,37 +39,40 @@ pub fn inflate<'a>(path: &Path, batch: &view::BatchView<'a>) -> Result<Inflated<
     Ok(Inflated { views, records })
 }
 
-/// The keep decision of every record of the decoded batch `decoded`; `ordinal` is
-/// the next keyed-record ordinal of the scan's numbering (advanced past this
-/// batch's keyed records unless it is a control batch).
-pub fn decide(
-    decoded: &RecordBatch,
+/// The keep decision of every record of the decompressed batch `inflated`, read in
+/// place (no copy of a key or value); `ordinal` is the next keyed-record ordinal of
+/// the scan's numbering (advanced past this batch's keyed records unless it is a
+/// control batch). Errors name the batch's position in `path`.
+pub fn decide_inflated(
+    path: &Path,
+    position: u64,
+    inflated: &Inflated<'_>,
     superseded: &Superseded,
     horizon: Horizon,
     ordinal: &mut i64,
-) -> Vec<bool> {
-    let control = decoded.is_control();
-    decoded
-        .records
-        .iter()
-        .map(|record| {
-            let latest = if record.key.is_some() && !control {
-                let this = *ordinal;
-                *ordinal += 1;
-                !superseded.is_superseded(this)
-            } else {
-                false
-            };
-            let view = view::RecordView {
-                offset: decoded.offset_of(record),
-                timestamp: decoded.timestamp_of(record),
-                key: record.key.as_deref(),
-                value_is_null: record.value.is_none(),
-                bytes: &[],
-            };
-            decide_latest(control, &view, latest, horizon) == Decision::Keep
-        })
-        .collect()
+) -> Result<Vec<bool>> {
+    let batch = &inflated.views;
+    let control = batch.is_control();
+    let mut keep = Vec::with_capacity(batch.record_count);
+    for record in batch.records_in(&inflated.records) {
+        let record = record.map_err(|e| e.at(path, position))?;
+        let latest = if record.key.is_some() && !control {
+            let this = *ordinal;
+            *ordinal += 1;
+            !superseded.is_superseded(this)
+        } else {
+            false
+        };
+        let view = view::RecordView {
+            offset: batch.offset_of(&record),
+            timestamp: batch.timestamp_of(&record),
+            key: record.key,
+            value_is_null: record.value.is_none(),
+            bytes: &[],
+        };
+        keep.push(decide_latest(control, &view, latest, horizon) == Decision::Keep);
+    }
+    Ok(keep)
 }
 
 /// Appends to `out` the partly kept `decoded` with the records whose flag in

@@ -186,10 +186,16 @@ pub fn compact_segment(
         if batch.is_compressed() {
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.
-            let decoded = super::compressed::decode(path, batch)?;
-            assert_eq!(decoded.records.len(), records);
-            let flags =
-                super::compressed::decide(&decoded, superseded, horizon, &mut cursor.ordinal);
+            let inflated = super::compressed::inflate(path, batch)?;
+            let flags = super::compressed::decide_inflated(
+                path,
+                batch.position,
+                &inflated,
+                superseded,
+                horizon,
+                &mut cursor.ordinal,
+            )?;
+            assert_eq!(flags.len(), records);
             let kept = flags.iter().filter(|k| **k).count();
             counts.records_before += records as u64;
             counts.records_after += kept as u64;
@@ -197,6 +203,8 @@ pub fn compact_segment(
                 let start = usize::try_from(batch.position).expect("a segment fits in memory");
                 push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
             } else if kept > 0 {
+                // Only a partly kept batch is decoded into owned records.
+                let decoded = super::compressed::decode(path, batch)?;
                 let start = encoded.len();
                 super::compressed::encode_kept(&decoded, &flags, encoded);
                 push_piece(pieces, Piece::Encoded(start..encoded.len()));
