@@ -78,13 +78,26 @@ pub enum CorruptKind {
     FileName,
     /// A compressed batch's records (CRC-valid) do not decompress.
     #[error("{codec} payload does not decompress: {detail}")]
-    Decompress { codec: String, detail: String },
+    Decompress {
+        /// The codec's name.
+        codec: String,
+        /// What the decoder said.
+        detail: String,
+    },
     /// A compressed batch's records would decompress beyond the bound.
     #[error("{codec} payload decompresses beyond {limit_bytes} bytes")]
-    DecompressedTooLarge { codec: String, limit_bytes: u64 },
+    DecompressedTooLarge {
+        /// The codec's name.
+        codec: String,
+        /// The bound (`INFLATED_BYTES_MAX`).
+        limit_bytes: u64,
+    },
     /// Attribute bits 0-2 name no codec (5, 6 or 7).
     #[error("unknown compression codec id {id}")]
-    UnknownCodec { id: i64 },
+    UnknownCodec {
+        /// The attribute bits 0-2.
+        id: i64,
+    },
     #[error("{0}")]
     Other(String),
 }

@@ -158,6 +158,7 @@ impl RecordBatch {
         Compression::from_id(self.attributes & ATTR_COMPRESSION_MASK).unwrap_or_default()
     }
 
+    /// The batch's timestamp type (attribute bit 3).
     pub fn timestamp_type(&self) -> TimestampType {
         TimestampType::of_attributes(self.attributes)
     }

@@ -155,10 +155,12 @@ impl<'a> BatchView<'a> {
         Compression::from_id(self.attributes & ATTR_COMPRESSION_MASK).unwrap_or_default()
     }
 
+    /// True unless the codec is [`Compression::None`].
     pub fn is_compressed(&self) -> bool {
         self.compression() != Compression::None
     }
 
+    /// The batch's timestamp type (attribute bit 3).
     pub fn timestamp_type(&self) -> TimestampType {
         TimestampType::of_attributes(self.attributes)
     }

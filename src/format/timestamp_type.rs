@@ -27,8 +27,10 @@ pub const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
     serde::Deserialize,
 )]
 pub enum TimestampType {
+    /// The producer's time, per record (bit 3 clear).
     #[default]
     CreateTime,
+    /// The broker's append time, the batch's `maxTimestamp`, for every record.
     LogAppendTime,
 }
 

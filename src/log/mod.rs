@@ -225,6 +225,7 @@ impl Log {
         self.clock = clock;
     }
 
+    /// The clock LogAppendTime stamps read.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }

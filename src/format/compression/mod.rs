@@ -44,11 +44,16 @@ mod zstd;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
+    /// Records stored as they are (id 0).
     #[default]
     None,
+    /// gzip (id 1).
     Gzip,
+    /// Snappy in xerial's stream framing (id 2).
     Snappy,
+    /// The LZ4 frame format, as Kafka writes it (id 3).
     Lz4,
+    /// Zstandard (id 4).
     Zstd,
 }
 
@@ -149,7 +154,10 @@ pub enum CodecError {
     /// The stream is not valid for its codec.
     Invalid(String),
     /// The stream inflates beyond the limit.
-    TooLarge { limit_bytes: usize },
+    TooLarge {
+        /// The limit it would exceed.
+        limit_bytes: usize,
+    },
 }
 
 impl From<std::io::Error> for CodecError {
