@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 /// A source of "now" in milliseconds since the Unix epoch.
 pub trait Clock: Debug + Send + Sync {
+    /// Milliseconds since the Unix epoch, now.
     fn now_ms(&self) -> i64;
 }
 
@@ -29,12 +30,14 @@ pub struct ManualClock {
 }
 
 impl ManualClock {
+    /// A clock that reads `now_ms` until it is set.
     pub fn new(now_ms: i64) -> Self {
         ManualClock {
             now_ms: AtomicI64::new(now_ms),
         }
     }
 
+    /// Sets the time the clock reads.
     pub fn set_ms(&self, now_ms: i64) {
         self.now_ms.store(now_ms, Ordering::SeqCst);
     }

@@ -14,40 +14,80 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// An IO call failed. The engine does not retry: after a failed fsync the
     /// [`crate::Log`] is poisoned (see [`Error::Poisoned`]).
+    ///
+    /// What to do: look at `source` (a full disk, a permission, a dying device), fix
+    /// the cause, and reopen the log; recovery on open puts the directory back into a
+    /// consistent state and loses nothing that a successful `flush` made durable.
     #[error("io error on {path}: {source}")]
     Io {
+        /// The file or directory the call was about.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// Bytes on disk are not what the format says they must be.
+    ///
+    /// Returned by `open` for damage recovery must not repair (anything but a torn
+    /// tail of the active segment, or an index it can rebuild), and by reads that meet
+    /// damaged bytes. Nothing is deleted or rewritten: the files stay as they are for
+    /// a person to inspect (`path`, `position`) or restore from a replica.
     #[error("corrupt data in {path} at byte {position}: {kind}")]
     Corrupt {
+        /// The damaged file.
         path: PathBuf,
+        /// The byte position in that file where the damage was detected (the start of
+        /// the batch, index entry or header that does not check out).
         position: u64,
+        /// What is wrong there.
         kind: CorruptKind,
     },
     /// Valid Kafka data the engine does not handle (compressed batches, old magic).
+    /// The string names what was met and where; the data is left untouched.
     #[error("unsupported: {0}")]
     Unsupported(String),
-    /// A read below `log_start_offset` or beyond `next_offset`.
+    /// A read below `log_start_offset` or beyond `next_offset` (Kafka's
+    /// `OFFSET_OUT_OF_RANGE`): retention deleted the offset, or it was never written.
+    /// A consumer resets to one of the two bounds the error carries.
     #[error("offset {offset} is out of range [{log_start_offset}, {next_offset}]")]
     OffsetOutOfRange {
+        /// The offset asked for.
         offset: i64,
+        /// The log's first readable offset at the time of the call.
         log_start_offset: i64,
+        /// The offset the next append will get; reading exactly here is allowed and
+        /// returns nothing.
         next_offset: i64,
     },
-    /// A caller passed an argument that can never be valid.
+    /// A caller passed an argument that can never be valid (an empty batch, a
+    /// negative size or retention, a configuration value out of range, records whose
+    /// batch would exceed the format's limits). The string says which; nothing was
+    /// changed on disk.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// Recovery found a combination of directories it cannot decide on safely.
-    /// Nothing was deleted.
+    /// The engine found directories it cannot decide on safely: a compaction temp
+    /// directory left over by a crash (reopen the log: recovery rolls it back), an
+    /// install still pending when the log is not opened for writing, or a combination
+    /// of the live log, its temp directory, backup and manifest that no step of the
+    /// install protocol leaves. Nothing was deleted; `reason` says which and what to do.
     #[error("ambiguous state, nothing deleted: {reason} (directories: {dirs:?})")]
-    Ambiguous { reason: String, dirs: Vec<PathBuf> },
+    Ambiguous {
+        /// Why recovery could not decide.
+        reason: String,
+        /// The directories involved.
+        dirs: Vec<PathBuf>,
+    },
     /// A previous IO error left the log in an unknown state; reopen it.
+    ///
+    /// After a failed write or fsync the engine cannot know what reached the disk
+    /// (Linux drops the dirty pages of a failed fsync), so every later call on the same
+    /// [`crate::Log`] returns this until it is dropped and opened again; recovery on
+    /// open then decides from what is actually on disk.
     #[error("log is poisoned by an earlier io error; reopen it to recover")]
     Poisoned,
-    /// A fail point configured with `return(error)` fired.
+    /// A fail point configured with `return(error)` fired (only with the
+    /// `failpoints` feature; the string is the fail point's name). The engine treats it
+    /// like an IO error: the log is poisoned.
     #[error("injected failure at fail point {0}")]
     Injected(String),
 }
@@ -56,24 +96,74 @@ pub enum Error {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CorruptKind {
+    /// The data ends before a structure it must hold is complete: a batch header or
+    /// body cut short (a torn write), a short index entry, a short manifest.
     #[error("truncated: need {needed} bytes, {available} available")]
-    Truncated { needed: u64, available: u64 },
+    Truncated {
+        /// Bytes the structure needs from its start.
+        needed: u64,
+        /// Bytes there are.
+        available: u64,
+    },
+    /// A batch's length field is impossible (smaller than a batch header, or larger
+    /// than any batch the engine accepts).
     #[error("bad batch length {length}")]
-    BadLength { length: i64 },
+    BadLength {
+        /// The length field as read.
+        length: i64,
+    },
+    /// A magic byte or number is not the format's: the batch magic (2), or the magic of
+    /// a manifest or checkpoint file.
     #[error("bad magic {got}, expected {expected}")]
-    BadMagic { got: i64, expected: i64 },
+    BadMagic {
+        /// The value read.
+        got: i64,
+        /// The value the format requires.
+        expected: i64,
+    },
+    /// A CRC-32C over the bytes does not match the stored one: flipped bits.
     #[error("checksum mismatch: got {got:#010x}, expected {expected:#010x}")]
-    ChecksumMismatch { got: u32, expected: u32 },
+    ChecksumMismatch {
+        /// The checksum computed over the bytes on disk.
+        got: u32,
+        /// The checksum stored with them.
+        expected: u32,
+    },
+    /// A batch's record count disagrees with the records its body holds.
     #[error("record count {declared} does not match {actual} records decoded")]
-    RecordCount { declared: i64, actual: i64 },
+    RecordCount {
+        /// The count in the batch header.
+        declared: i64,
+        /// The records actually decoded.
+        actual: i64,
+    },
+    /// A record's offset delta is not strictly increasing within its batch, or lies
+    /// beyond the batch's `lastOffsetDelta`.
     #[error("offset delta {delta} not strictly increasing or beyond last offset delta {last}")]
-    OffsetDelta { delta: i64, last: i64 },
+    OffsetDelta {
+        /// The record's offset delta.
+        delta: i64,
+        /// The previous record's delta, or the batch's last offset delta.
+        last: i64,
+    },
+    /// A batch's base offset does not follow the previous batch, or lies outside the
+    /// segment its file name announces.
     #[error("base offset {got} is not after {previous} or outside the segment")]
-    BaseOffset { got: i64, previous: i64 },
+    BaseOffset {
+        /// The base offset read.
+        got: i64,
+        /// The previous batch's last offset (or the segment's base offset).
+        previous: i64,
+    },
+    /// A zigzag varint runs past its maximum length or past the data.
     #[error("malformed varint")]
     Varint,
+    /// A record field is malformed (a negative length other than -1, a header
+    /// without a key, attributes out of range); the string names the field.
     #[error("bad record field: {0}")]
     Field(&'static str),
+    /// A file name that must follow the format's naming (a 20-digit offset with a
+    /// known suffix) does not.
     #[error("bad file name")]
     FileName,
     /// A compressed batch's records (CRC-valid) do not decompress.
@@ -98,6 +188,8 @@ pub enum CorruptKind {
         /// The attribute bits 0-2.
         id: i64,
     },
+    /// Any other inconsistency, described by the string (for example an index entry
+    /// pointing beyond its segment, or a manifest naming a file that is not there).
     #[error("{0}")]
     Other(String),
 }

@@ -12,6 +12,7 @@
 //! lastOffsetDelta + 1`; `fetch` and `read_raw` from any offset up to a batch's last
 //! offset return that batch, and `Fetch::next_offset` is its last offset + 1; the
 //! next append starts at `next_offset`.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! Invariants checked: the JSON contract (field names and values of the seeds'
 //! examples), exit codes (0 ok, 2 bad input or error), and that rejected input or
 //! an undecidable install state modifies nothing.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -123,7 +124,26 @@ fn compact_seed_example() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys.len(), 6, "exactly the contract's fields: {keys:?}");
+    // The contract's six fields, then the cleaner's (fields are added, never renamed).
+    assert_eq!(
+        keys,
+        [
+            "records_before",
+            "records_after",
+            "segments_before",
+            "segments_after",
+            "bytes_before",
+            "bytes_after",
+            "compacted",
+            "clean_point_before",
+            "clean_point_after",
+            "mapped_end_offset",
+            "map_keys",
+            "map_bytes_peak",
+            "cleanable",
+        ],
+        "exactly the contract's fields"
+    );
     let dump = ok_json(&["dump", d]);
     let offsets: Vec<i64> = dump["records"]
         .as_array()
@@ -240,5 +260,145 @@ fn damaged_manifest_is_an_error_and_nothing_is_deleted() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("log.compact-manifest"), "{stderr}");
+    assert_eq!(snapshot(root.path()), before);
+}
+
+/// `compact --if-dirty`: a fresh log is all dirty (ratio 1) and is cleaned; right
+/// after, nothing is dirty and nothing runs (the files stay byte for byte); one
+/// more dirty segment makes the ratio 1/3, below the default 0.5 and above 0.1.
+/// The JSON keeps every old field and adds the cleaner's.
+#[test]
+fn compact_if_dirty_follows_the_dirty_ratio() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("p0");
+    let dir = dir.to_str().unwrap();
+    let put = |batch: &str| {
+        ok_json(&["append", dir, "--batch", batch]);
+        ok_json(&["roll", dir]);
+    };
+    put(r#"[{"key":"a","value":"1","ts":0},{"key":"b","value":"1","ts":0}]"#);
+    put(r#"[{"key":"a","value":"2","ts":1}]"#);
+    let compact = |extra: &[&str]| {
+        let mut args = vec![
+            "compact",
+            dir,
+            "--now",
+            "10",
+            "--delete-retention-ms",
+            "100",
+            "--if-dirty",
+        ];
+        args.extend_from_slice(extra);
+        ok_json(&args)
+    };
+    let first = compact(&[]);
+    assert_eq!(first["compacted"], json!(true));
+    assert_eq!(first["cleanable"]["dirty_ratio"], json!(1.0));
+    assert_eq!(
+        (
+            first["records_before"].clone(),
+            first["records_after"].clone()
+        ),
+        (json!(3), json!(2))
+    );
+    assert_eq!(
+        (
+            first["clean_point_before"].clone(),
+            first["clean_point_after"].clone()
+        ),
+        (json!(0), json!(3))
+    );
+    let before = snapshot(root.path());
+    let second = compact(&[]);
+    assert_eq!(second["compacted"], json!(false));
+    assert_eq!(second["cleanable"]["cleanable_bytes"], json!(0));
+    assert_eq!(second["records_before"], json!(0));
+    assert_eq!(snapshot(root.path()), before);
+    put(r#"[{"key":"b","value":"2","ts":2}]"#);
+    let below = compact(&[]);
+    assert_eq!(below["compacted"], json!(false));
+    let ratio = below["cleanable"]["dirty_ratio"].as_f64().unwrap();
+    assert!(ratio > 0.1 && ratio < 0.5, "{ratio}");
+    let above = compact(&["--min-cleanable-dirty-ratio", "0.1"]);
+    assert_eq!(above["compacted"], json!(true));
+    // Incremental: the map holds only the dirty key b; the clean a=2 survives.
+    assert_eq!(above["map_keys"], json!(1));
+    assert_eq!(
+        (
+            above["clean_point_before"].clone(),
+            above["clean_point_after"].clone()
+        ),
+        (json!(3), json!(4))
+    );
+    let dump = ok_json(&["dump", dir]);
+    let offsets: Vec<i64> = dump["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, vec![2, 3]);
+}
+
+/// A two-key map over three keys: `compact --dedupe-buffer-bytes 48` cleans part
+/// way, and the next run continues from the clean point it left.
+#[test]
+fn compact_with_a_small_map_takes_passes() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("p0");
+    let dir = dir.to_str().unwrap();
+    for (i, key) in ["a", "b", "c", "a", "b", "c"].iter().enumerate() {
+        ok_json(&[
+            "append",
+            dir,
+            "--batch",
+            &format!(r#"[{{"key":"{key}","value":"{i}","ts":{i}}}]"#),
+        ]);
+        ok_json(&["roll", dir]);
+    }
+    let pass = || {
+        ok_json(&[
+            "compact",
+            dir,
+            "--now",
+            "10",
+            "--delete-retention-ms",
+            "100",
+            "--dedupe-buffer-bytes",
+            "48",
+        ])
+    };
+    let points: Vec<(i64, i64)> = (0..3)
+        .map(|_| {
+            let r = pass();
+            assert!(r["map_keys"].as_u64().unwrap() <= 2, "{r}");
+            (
+                r["clean_point_before"].as_i64().unwrap(),
+                r["clean_point_after"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(points, vec![(0, 2), (2, 4), (4, 6)]);
+    let dump = ok_json(&["dump", dir]);
+    let offsets: Vec<i64> = dump["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, vec![3, 4, 5]);
+    // A map smaller than one key is refused (exit 2), nothing changes.
+    let before = snapshot(root.path());
+    let out = seglog(&[
+        "compact",
+        dir,
+        "--now",
+        "10",
+        "--delete-retention-ms",
+        "100",
+        "--dedupe-buffer-bytes",
+        "23",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(snapshot(root.path()), before);
 }

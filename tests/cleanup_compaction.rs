@@ -6,6 +6,7 @@
 //! output segments follow the greedy grouping by compacted bytes and are named by
 //! the first source segment; the active segment is byte-identical; `log_start_offset`
 //! and `next_offset` are unchanged; the report counts the closed region only.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 mod cleanup_support;
 

@@ -6,6 +6,7 @@
 //! operations) opens to exactly the old or the new content as the reference spec
 //! computes it; never a hole, never an ambiguous install; after the operation has
 //! returned, only the new content.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::sync::Arc;
@@ -77,9 +78,11 @@ fn sweep(
     let mut tally = Tally::default();
     for k in 0.. {
         let (fs, _) = prepare(steps);
+        // The open itself writes (it removes the clean-shutdown marker): the crash
+        // points are those of `operation`.
+        let (mut log, _) = Log::open_with(fs.clone(), dir(), config()).unwrap();
         let start = fs.mutating_ops();
         fs.set_crash_before(start + k);
-        let (mut log, _) = Log::open_with(fs.clone(), dir(), config()).unwrap();
         let done = operation(&fs, &mut log).is_ok() && !fs.is_crashed();
         std::mem::forget(log);
         for image in fs.crash_images(CrashMode::PowerLoss, IMAGES_PER_POINT) {

@@ -1,3 +1,4 @@
+#![cfg(feature = "compression")] // the codecs
 //! Regression (issue 12, breakage 1): compressed batches were rejected.
 //!
 //! What failed: a partition directory holding one gzip batch (as Kafka's producers

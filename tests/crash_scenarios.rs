@@ -5,6 +5,7 @@
 //! (that is how the seeds' two-rename window is shown to fail there and pass here).
 //! The scenario set must also cover every step of the install protocol and of
 //! retention deletion (docs/design.md sections 5 and 6).
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

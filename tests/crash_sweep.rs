@@ -5,6 +5,7 @@
 //! log is a state between the last durability point and the state after the
 //! interrupted operation (an interrupted retention or compaction is exactly old or
 //! exactly new); no temporary or backup files survive; a second open changes nothing.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::sweep::{named_workloads, sweep, SweepOptions};
 

@@ -13,6 +13,7 @@
 //!
 //! The lower bounds pin how much is tried per file kind, so a plan or a point
 //! selection that silently shrinks fails here.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -44,7 +45,7 @@ fn every_damage_of_every_named_workload_is_an_error_or_a_correct_recovery() {
     assert_eq!(report.violations, 0);
     assert_eq!(
         report.damages,
-        report.errors + report.recovered + report.undetectable
+        report.errors + report.recovered + report.undetectable + report.read_errors
     );
 }
 
@@ -57,16 +58,21 @@ fn every_file_kind_is_damaged_often_enough() {
     let minimum: BTreeMap<&str, u64> = [
         ("closed_log", 3_200),
         ("active_log", 1_100),
-        ("offset_index", 100),
+        // 77 (was 119) since issue 12: after a reopen the byte count since the last
+        // offset entry restarts at 0, as in Kafka, so the workloads that reopen hold
+        // fewer offset entries; the close-time entry adds time entries (725 -> 767).
+        ("offset_index", 70),
         ("time_index", 650),
         ("checkpoint", 140),
         ("checkpoint_tmp", 20),
         ("temp_log", 1_500),
         ("temp_other", 40),
         ("backup_log", 650),
-        ("backup_other", 170),
+        // 168 (was 182) since issue 12, for the same reason (indexes in the backup).
+        ("backup_other", 150),
         ("manifest", 160),
         ("manifest_tmp", 20),
+        ("trust_checkpoint", 100),
     ]
     .into_iter()
     .collect();
@@ -93,8 +99,18 @@ fn outcomes_are_where_the_design_puts_them() {
     }
     // A damaged temp dir is dropped (rolled back), never an error, never trusted.
     assert_eq!(kind("temp_log").recovered, kind("temp_log").damages);
-    // Closed segments fail closed; the active one is cut.
-    assert!(kind("closed_log").errors > kind("closed_log").damages / 2);
+    // Closed segments fail closed: at the open, or (trusted from the recovery point,
+    // so not read by the open) at the first read of the damaged bytes; the active
+    // one is cut.
+    let closed = kind("closed_log");
+    assert!(closed.errors + closed.read_errors > closed.damages / 2);
+    assert!(closed.read_errors > 0, "no trusted segment was damaged");
+    // A damaged recovery point or marker is ignored (the open scans) and rewritten.
+    assert_eq!(kind("trust_checkpoint").errors, 0);
+    assert_eq!(
+        kind("trust_checkpoint").recovered,
+        kind("trust_checkpoint").damages
+    );
     assert!(kind("active_log").recovered > kind("active_log").errors);
     // The format's blind spots are exercised and counted, not hidden: baseOffset
     // and partitionLeaderEpoch are outside the CRC, and a cut at a batch boundary

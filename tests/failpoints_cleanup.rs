@@ -9,6 +9,7 @@
 //! directory, manifest, temp checkpoint or unknown file left. Crashing the recovery
 //! itself (`seglog recover`), then opening again, ends the same way. The test fails
 //! if some fail point on these paths is never crashed at.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -140,6 +141,7 @@ fn cases() -> Vec<Case> {
     let mut out = vec![
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 2, false),
+        case(Compact, fp::COMPACTION_BUILD_SYNC_CLEAN_POINT, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_TMP_DIR, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TEMP_ENTRY, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TMP, 1, false),

@@ -7,6 +7,7 @@
 //! pseudo-random byte stream that decode (with `arbitrary`, as libFuzzer's
 //! `fuzz_target!` does) into an input of each wanted shape. Regenerate after changing
 //! an input type: `SEGLOG_WRITE_SEEDS=1 cargo test --test fuzz_corpus`.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 #[path = "../fuzz/fuzz_targets/check_batch.rs"]
 mod check_batch;

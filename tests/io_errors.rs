@@ -4,6 +4,7 @@
 //! reopen must recover to an allowed spec state, and no power-loss image taken
 //! after the error or at the end of the workload may lose anything that was
 //! reported durable.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::conformance::faults::run_random_faults;
 use seglog::conformance::ConformanceOptions;
@@ -57,9 +58,12 @@ fn every_error_point_of_every_named_workload_is_reached_and_recovers() {
         images += report.disk_images;
     }
     // Measured 2026-11-30: 484 calls, 1059 error points, 6000+ images at 8 per check
-    // (492 and 1075 before the sync ablation cut three redundant syncs).
-    assert!(calls >= 484, "{calls} calls");
-    assert!(points >= 1059, "{points} error points");
+    // (492 and 1075 before the sync ablation cut three redundant syncs); 483 and 1056
+    // since issue 12: the net of the close-time time index entry (an index write at
+    // close) and the index byte count restarting at 0 on reopen, as in Kafka (fewer
+    // offset entries, so fewer index writes, in the workloads that reopen).
+    assert!(calls >= 483, "{calls} calls");
+    assert!(points >= 1056, "{points} error points");
     assert!(images >= 5_000, "{images} images");
 }
 

@@ -1,3 +1,4 @@
+#![cfg(feature = "compression")] // the codecs
 //! Compressed batches against an independent decoder and encoder: the
 //! `kafka-protocol` crate's gzip, xerial snappy, LZ4 frame and zstd (its LZ4 is the
 //! C liblz4's frame API, so the lz4 check crosses implementations as well as

@@ -1,3 +1,4 @@
+#![cfg(feature = "compression")] // the codecs
 //! Regression (issue 12, breakage 2): LogAppendTime was ignored, and compaction
 //! rewrote it.
 //!
@@ -35,6 +36,7 @@ fn config(compression: Compression) -> LogConfig {
         index_interval_bytes: 64,
         compression,
         timestamp_type: TimestampType::LogAppendTime,
+        ..LogConfig::default()
     }
 }
 

@@ -17,11 +17,18 @@
 //! * `no-temp-entry-sync`: the install before the exact oracle: the temp dir's entry
 //!   is not synced before the manifest names it. Only the exact oracle catches it: a
 //!   power loss keeps the manifest and loses the temp dir, and recovery rolls back
-//!   to the old log, an outcome the "old or new" range accepted.
+//!   to the old log, an outcome the "old or new" range accepted;
+//! * `recovery-point-before-flush`: a roll writes the recovery point before it
+//!   fsyncs the segment it closes;
+//! * `clean-point-first` (model (f)): the new clean point is made durable in the live
+//!   directory before the install commits. A crash in between recovers the old
+//!   segments under the new clean point; only the clean point in the compared state
+//!   (the exact oracle's `clean_point`) tells it from the old log.
 //!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
 //! its scenario file as a violation.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::scenario::{replay_expecting, Outcome, Scenario};
 use seglog::sweep::{named_workloads, sweep, SweepOptions, Workload};
@@ -47,6 +54,10 @@ fn sweep_variant(
 
 fn is_compact(op: &Op) -> bool {
     matches!(op, Op::Compact { .. })
+}
+
+fn is_cleaning(op: &Op) -> bool {
+    matches!(op, Op::Compact { .. } | Op::Clean { .. })
 }
 
 fn is_retain(op: &Op) -> bool {
@@ -112,4 +123,22 @@ fn two_rename_swap_is_caught() {
 #[test]
 fn unsynced_temp_entry_under_a_durable_manifest_is_caught() {
     assert_caught("no-temp-entry-sync", is_compact);
+}
+
+fn is_roll(op: &Op) -> bool {
+    // A roll, or an append that rolls first.
+    matches!(op, Op::Roll | Op::Append { .. })
+}
+
+/// Model (e), variant `recovery-point-before-flush`: the roll writes the recovery point
+/// before it fsyncs the segment it closes; a power loss in between keeps a point that
+/// vouches for bytes the disk lost, and the open refuses the log.
+#[test]
+fn recovery_point_before_flush_is_caught() {
+    assert_caught("recovery-point-before-flush", is_roll);
+}
+
+#[test]
+fn clean_point_before_the_install_commits_is_caught() {
+    assert_caught("clean-point-first", is_cleaning);
 }

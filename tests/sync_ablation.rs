@@ -2,6 +2,7 @@
 //! (compaction build, install, retention) is needed and the crash sweep alone notices
 //! when it is skipped, or the protocol model proves it redundant. An ablation that is
 //! neither is a blind spot of the sweep and fails here.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::sweep::ablation::{ablate, is_protocol_sync, model_verdict, Verdict};
 use seglog::sweep::{named_workloads, SweepOptions};

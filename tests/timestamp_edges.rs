@@ -16,6 +16,7 @@
 //! `InvalidArgument`, in the spec as in the engine, and the adapter maps it to
 //! `Rejected`; timestamp deltas use wrapping arithmetic, as Kafka's Java `long`s do,
 //! so `base + (ts - base)` gives back `ts` for every pair of valid timestamps.
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::conformance::{run_case, Backend, Step};
 use seglog::workload::{Op, RecordSpec};

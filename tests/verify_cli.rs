@@ -1,6 +1,7 @@
 //! `seglog verify` as users run it: the JSON report's contract (one object per stage;
 //! the crash sweep's keys), exit codes, and that the suite fails against the seeds'
 //! two-rename swap (the "prove a design change" workflow).
+#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::process::Command;
 
@@ -84,6 +85,14 @@ fn quick_verify_passes_and_reports_every_stage() {
     }
     assert!(damaged["damages"].as_u64().unwrap() > 1000);
     assert_eq!(damaged["violations"], 0);
+    // The quick budget lists the Kafka interop stage as skipped, with the reason.
+    let kafka = &stages["kafka_interop"];
+    assert_eq!(kafka["passed"], true, "{kafka:#}");
+    assert!(
+        kafka["skipped"].as_str().unwrap().contains("quick budget"),
+        "{kafka:#}"
+    );
+    assert_eq!(kafka["cases"], serde_json::json!([]));
     assert!(
         std::fs::read_dir(emit.path()).unwrap().next().is_none(),
         "nothing to emit on a pass"

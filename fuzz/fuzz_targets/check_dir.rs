@@ -225,6 +225,7 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
 fn removable(path: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) -> bool {
     let dir = Path::new(LOG_DIR);
     if path.starts_with(COMPACT_TMP_DIR)
+        || is_trust(path)
         || path == Path::new(MANIFEST_TMP)
         || path == dir.join(checkpoint::CHECKPOINT_TMP_NAME)
     {
@@ -249,6 +250,14 @@ fn removable(path: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) -> bool {
 fn base_of(path: &Path) -> Option<i64> {
     let (base, _) = filename::parse(path.file_name()?.to_str()?)?;
     Some(base)
+}
+
+/// The recovery point and the clean-shutdown marker (and their temps): derived
+/// checkpoints an open may create, replace or remove.
+fn is_trust(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| seglog::log::trust::NAMES.contains(&n))
 }
 
 fn is_index(path: &Path) -> bool {
@@ -367,7 +376,7 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
     let after = fs.snapshot();
     let last_log = logs_before.last();
     for (path, bytes) in &before {
-        if is_index(path) {
+        if is_index(path) || is_trust(path) {
             continue;
         }
         let Some(now) = after.get(path) else {
@@ -388,7 +397,7 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
         let first_segment = logs_before.is_empty()
             && *path == Path::new(LOG_DIR).join(filename::build(0, filename::LOG_SUFFIX));
         assert!(
-            is_index(path) || first_segment,
+            is_index(path) || is_trust(path) || first_segment,
             "open created {}",
             path.display()
         );

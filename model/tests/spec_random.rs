@@ -161,7 +161,8 @@ proptest! {
                 segment_bytes,
                 log.log_start_offset(),
                 log.raw_segments().to_vec(),
-            );
+            )
+            .and_then(|mut rebuilt| rebuilt.set_clean_point(log.clean_point()).map(|()| rebuilt));
             prop_assert_eq!(rebuilt.as_ref(), Ok(&log));
             let views = log.segments();
             prop_assert!(!views.last().unwrap().closed);

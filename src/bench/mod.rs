@@ -5,6 +5,7 @@
 //! * [`compaction`]: install step 1 of a compaction vs a buffered copy;
 //! * [`codecs`]: append, fetch, read and compaction of compressed batches vs the
 //!   codec's own work.
+//! * [`open`]: the open after a clean close and after a crash vs a full-scan open.
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -12,9 +13,11 @@
 //! baseline time / variant time (above 1: faster than the baseline), with the
 //! spread of the per-pair ratios beside it.
 
+#[cfg(feature = "compression")]
 pub mod codecs;
 pub mod compaction;
 pub mod log;
+pub mod open;
 
 use std::time::{Duration, Instant};
 

@@ -26,6 +26,8 @@ const CODEC_APPEND_TARGET: f64 = 0.8;
 const CODEC_FETCH_TARGET: f64 = 0.9;
 const CODEC_READ_TARGET: f64 = 0.7;
 const CODEC_COMPACT_TARGET: f64 = 0.6;
+/// Open of a cleanly closed log vs a full-scan open (the cleaner-at-scale issue).
+const CLEAN_OPEN_TARGET: f64 = 100.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Suite {
@@ -40,6 +42,9 @@ pub enum Suite {
     /// uncompressed fetch, read vs decompression alone, compaction of a
     /// half-obsolete lz4 log vs decompress + recompress.
     Codecs,
+    /// Open after a clean close, and after a crash, vs a full-scan open of the same
+    /// directory (`--records` sets its size; 9,000,000 make about 1.1 GiB).
+    Open,
 }
 
 #[derive(Debug, Args)]
@@ -95,7 +100,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     let fs = StdFs::new();
     fs.create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     let suites = if args.only.is_empty() {
-        vec![Suite::Append, Suite::Read, Suite::Compact]
+        vec![Suite::Append, Suite::Read, Suite::Compact, Suite::Open]
     } else {
         args.only.clone()
     };
@@ -103,6 +108,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
         .iter()
         .any(|s| !matches!(s, Suite::Compact | Suite::Codecs));
     // The codecs suite is opt-in (`--only codecs`): it is the codec issue's.
+    // The open suite writes its own directory from the same fixture.
     let fixture = if needs_log {
         eprintln!("seglog bench: building {} records", args.records);
         LogFixture::new(args.records, args.batch_records)
@@ -117,6 +123,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
             Suite::Codecs => results.extend(codecs(&args, &root)?),
+            Suite::Open => results.extend(open(&args, &root, &fixture)?),
         }
     }
     if args.dir.is_some() {
@@ -336,5 +343,43 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     )?;
     report(&comparison);
     results.push(comparison);
+    Ok(results)
+}
+
+fn open(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
+    use crate::bench::open::{time_open, write_open_fixture, OpenKind};
+    let dir = root.join("open-log");
+    let segments = write_open_fixture(&dir, fixture)?;
+    eprintln!(
+        "seglog bench: open fixture: {} bytes in {segments} segments",
+        fixture.bytes.len()
+    );
+    let next = fixture.records() as i64;
+    let run = |kind| -> Result<Duration> {
+        let (took, found) = time_open(&dir, kind)?;
+        if found != next {
+            return Err(Error::InvalidArgument(format!(
+                "{kind:?} open found next offset {found}, expected {next}"
+            )));
+        }
+        Ok(took)
+    };
+    let mut results = Vec::new();
+    for (name, kind, target) in [
+        ("open/clean", OpenKind::Clean, Some(CLEAN_OPEN_TARGET)),
+        ("open/after_crash", OpenKind::AfterCrash, None),
+    ] {
+        let comparison = bench::compare(
+            name,
+            "open/baseline_full_scan",
+            args.iterations,
+            fixture.bytes.len() as u64,
+            target,
+            || run(OpenKind::FullScan),
+            || run(kind),
+        )?;
+        report(&comparison);
+        results.push(comparison);
+    }
     Ok(results)
 }

@@ -4,7 +4,12 @@
 //! table), apply the operation crash-safely, and print one JSON object:
 //! * `retain` -> `{"deleted_segments":[base,...],"log_start_offset":N}`;
 //! * `compact` -> `{"records_before":N,"records_after":N,"segments_before":N,
-//!   "segments_after":N,"bytes_before":N,"bytes_after":N}` (closed region only).
+//!   "segments_after":N,"bytes_before":N,"bytes_after":N}` (closed region only),
+//!   plus the cleaner's fields: `"compacted"` (false when `--if-dirty` found the
+//!   ratio too low; the counts are then 0), `"clean_point_before"`,
+//!   `"clean_point_after"`, `"mapped_end_offset"`, `"map_keys"`, `"map_bytes_peak"`,
+//!   and `"cleanable"` (the dirty ratio before the pass: `clean_point`,
+//!   `first_uncleanable_offset`, `clean_bytes`, `cleanable_bytes`, `dirty_ratio`).
 //!
 //! A directory with no log (and no install state beside it) is an error: these
 //! commands never create a log.
@@ -12,10 +17,11 @@
 use clap::Args;
 use serde_json::json;
 
+use crate::compaction::CompactionReport;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
 use crate::install::InstallPaths;
-use crate::Log;
+use crate::{Log, LogConfig};
 
 use super::log_cmds::LogArgs;
 use super::Outcome;
@@ -46,9 +52,26 @@ pub struct CompactArgs {
     /// Keep a latest tombstone while `now - ts <= N`.
     #[arg(long, allow_negative_numbers = true)]
     pub delete_retention_ms: i64,
+    /// Clean only when the dirty ratio is above `--min-cleanable-dirty-ratio`.
+    #[arg(long)]
+    pub if_dirty: bool,
+    /// The ratio `--if-dirty` compares with (Kafka's `min.cleanable.dirty.ratio`).
+    #[arg(long, default_value_t = LogConfig::default().min_cleanable_dirty_ratio)]
+    pub min_cleanable_dirty_ratio: f64,
+    /// Cap of the offset map in bytes, 24 a key (default: unbounded); a larger dirty
+    /// section is cleaned part way, and the next `compact` continues.
+    #[arg(long)]
+    pub dedupe_buffer_bytes: Option<u64>,
+    /// Do not clean closed segments holding a timestamp newer than `now - N`.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub min_compaction_lag_ms: i64,
 }
 
 fn open_existing(args: &LogArgs) -> Result<Log> {
+    open_existing_with(args, args.config())
+}
+
+fn open_existing_with(args: &LogArgs, config: LogConfig) -> Result<Log> {
     let fs = StdFs::new();
     let paths = InstallPaths::new(&args.dir)?;
     let any = [&paths.live, &paths.tmp, &paths.backup, &paths.manifest]
@@ -60,7 +83,7 @@ fn open_existing(args: &LogArgs) -> Result<Log> {
             args.dir.display()
         )));
     }
-    let (log, _report) = Log::open(&args.dir, args.config())?;
+    let (log, _report) = Log::open(&args.dir, config)?;
     Ok(log)
 }
 
@@ -84,12 +107,27 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
             args.delete_retention_ms
         )));
     }
-    let mut log = open_existing(&args.log)?;
-    let report = log.compact(
-        args.now,
-        args.delete_retention_ms,
-        Some(args.log.segment_bytes),
-    )?;
+    let config = LogConfig {
+        dedupe_buffer_bytes: args.dedupe_buffer_bytes,
+        min_cleanable_dirty_ratio: args.min_cleanable_dirty_ratio,
+        min_compaction_lag_ms: args.min_compaction_lag_ms,
+        ..args.log.config()
+    };
+    config.validate()?;
+    let mut log = open_existing_with(&args.log, config)?;
+    let cleanable = log.cleanable(args.now)?;
+    let segment_bytes = Some(args.log.segment_bytes);
+    let report = if args.if_dirty {
+        log.compact_if_dirty(args.now, args.delete_retention_ms, segment_bytes)?
+    } else {
+        Some(log.compact(args.now, args.delete_retention_ms, segment_bytes)?)
+    };
+    let compacted = report.is_some();
+    let report = report.unwrap_or_else(|| CompactionReport {
+        clean_point_before: cleanable.clean_point,
+        clean_point_after: cleanable.clean_point,
+        ..CompactionReport::default()
+    });
     log.close()?;
     Ok(Outcome::Ok(json!({
         "records_before": report.records_before,
@@ -98,5 +136,12 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         "segments_after": report.segments_after,
         "bytes_before": report.bytes_before,
         "bytes_after": report.bytes_after,
+        "compacted": compacted,
+        "clean_point_before": report.clean_point_before,
+        "clean_point_after": report.clean_point_after,
+        "mapped_end_offset": report.mapped_end_offset,
+        "map_keys": report.map_keys,
+        "map_bytes_peak": report.map_bytes_peak,
+        "cleanable": cleanable,
     })))
 }

@@ -52,6 +52,18 @@ pub struct VerifyArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// Run the `kafka_interop` stage at any budget (quick skips it by default); it
+    /// needs `java` and `mvn` on the PATH and is reported skipped without them.
+    #[arg(long)]
+    pub kafka_interop: bool,
+    /// Kafka -> seglog cases of the `kafka_interop` stage (codecs and
+    /// `logappendtime`; default: all of them).
+    #[arg(long, value_delimiter = ',')]
+    pub kafka_cases: Option<Vec<String>>,
+    /// Those of the cases that must pass (the others may be `pending`; default: the
+    /// codec `none`).
+    #[arg(long, value_delimiter = ',')]
+    pub kafka_required: Option<Vec<String>>,
 }
 
 impl VerifyArgs {
@@ -86,6 +98,26 @@ impl VerifyArgs {
         }
         if let Some(dir) = &self.emit_scenario {
             options.emit_scenario_dir = dir.clone();
+        }
+        options.kafka_interop |= self.kafka_interop;
+        for case in self
+            .kafka_cases
+            .iter()
+            .chain(&self.kafka_required)
+            .flatten()
+        {
+            if !crate::interop::ALL_CASES.contains(&case.as_str()) {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown Kafka interop case {case:?} (one of {:?})",
+                    crate::interop::ALL_CASES
+                )));
+            }
+        }
+        if let Some(cases) = &self.kafka_cases {
+            options.kafka_cases.clone_from(cases);
+        }
+        if let Some(required) = &self.kafka_required {
+            options.kafka_required.clone_from(required);
         }
         options.scenarios_dir = self.scenarios.clone();
         // Run from elsewhere than the checkout: use the checkout's own scenarios.

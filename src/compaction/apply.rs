@@ -1,23 +1,171 @@
 //! Compaction of an open [`Log`]: flush, build and install (steps 1 to 6), then
-//! reopen the log on the same file system.
+//! reopen the log on the same file system. Also the cleaner's view of the log: its
+//! clean point and dirty ratio ([`Log::cleanable`]), and the cleaning that runs only
+//! when the ratio says so ([`Log::compact_if_dirty`]).
+
+#[cfg(feature = "serde")]
+use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::log::Log;
 
-use super::{compact_dir, CompactOptions, CompactionReport};
+use super::cleaner::{build_with, read_clean_point};
+use super::{CleanOptions, CompactOptions, CompactionReport};
+
+/// How dirty a log is (Kafka's `LogToClean`), by whole closed segments: one that
+/// ends at or before the clean point is clean; a later one below the first
+/// uncleanable offset is cleanable. The spec's `Cleanable` computes the same.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+pub struct Cleanable {
+    /// The log's clean point (0 when it was never cleaned).
+    pub clean_point: i64,
+    /// The active segment's base, or (with a lag) the base of the first closed
+    /// segment past the clean point holding a timestamp newer than `now - lag`.
+    pub first_uncleanable_offset: i64,
+    /// Bytes of the closed segments at or below the clean point.
+    pub clean_bytes: u64,
+    /// Bytes of the closed segments past the clean point, below the first
+    /// uncleanable offset.
+    pub cleanable_bytes: u64,
+    /// `cleanable_bytes / (clean_bytes + cleanable_bytes)`, 0 for no bytes.
+    pub dirty_ratio: f64,
+}
+
+impl Cleanable {
+    /// Kafka's trigger: something to clean, and a ratio above `min_cleanable_dirty_ratio`.
+    pub fn should_clean(&self, min_cleanable_dirty_ratio: f64) -> bool {
+        self.cleanable_bytes > 0 && self.dirty_ratio > min_cleanable_dirty_ratio
+    }
+}
 
 impl Log {
+    /// The cleaner's clean point: `[log_start_offset, clean_point)` holds at most one
+    /// record per key. Read from `cleaner-offset.checkpoint` (the log start without
+    /// one); a damaged file is a corruption error naming it.
+    pub fn clean_point(&self) -> Result<i64> {
+        let segments = self.segments();
+        let active_base = segments.last().map_or(0, |s| s.base_offset);
+        read_clean_point(
+            self.fs().as_ref(),
+            self.dir(),
+            self.log_start_offset(),
+            active_base,
+        )
+    }
+
+    /// The dirty ratio at clock `now` under the log's `min_compaction_lag_ms`, from
+    /// the segment list (no segment is read).
+    pub fn cleanable(&self, now: i64) -> Result<Cleanable> {
+        let clean_point = self.clean_point()?;
+        let mut metas = crate::retention::apply::metas(self);
+        // A segment is clean when its own last batch ends at the clean point (the
+        // spec's rule), not the next segment's base: they differ after a gap.
+        for (meta, own) in metas.iter_mut().zip(self.segment_next_offsets()) {
+            meta.next_offset = own;
+        }
+        let active_base = metas.last().map_or(0, |s| s.base_offset);
+        let lag_ms = self.config().min_compaction_lag_ms;
+        let young_after = now.saturating_sub(lag_ms);
+        let first_uncleanable_offset = if lag_ms <= 0 {
+            active_base
+        } else {
+            metas
+                .iter()
+                .filter(|s| s.closed)
+                .find(|s| s.next_offset > clean_point && s.max_timestamp > young_after)
+                .map_or(active_base, |s| s.base_offset)
+        };
+        let (mut clean_bytes, mut cleanable_bytes) = (0, 0);
+        for segment in metas.iter().filter(|s| s.closed) {
+            if segment.next_offset <= clean_point {
+                clean_bytes += segment.bytes;
+            } else if segment.base_offset < first_uncleanable_offset {
+                cleanable_bytes += segment.bytes;
+            }
+        }
+        let total = clean_bytes + cleanable_bytes;
+        Ok(Cleanable {
+            clean_point,
+            first_uncleanable_offset,
+            clean_bytes,
+            cleanable_bytes,
+            dirty_ratio: if total == 0 {
+                0.0
+            } else {
+                cleanable_bytes as f64 / total as f64
+            },
+        })
+    }
+
     /// Compacts the closed segments (docs/design.md section 1) and installs the
-    /// result crash-safely (section 6). `segment_bytes` groups the output segments
-    /// (default: the log's own `segment_bytes`). With no closed segment nothing
-    /// happens and the report is all zeros. `delete_retention_ms < 0` is
-    /// `InvalidArgument`.
+    /// result crash-safely (section 6): one cleaning pass under the log's own knobs
+    /// (`dedupe_buffer_bytes`, `min_compaction_lag_ms`), from its clean point.
+    /// `segment_bytes` groups the output segments (default: the log's own
+    /// `segment_bytes`). With no closed segment nothing happens and the report is all
+    /// zeros. `delete_retention_ms < 0` is `InvalidArgument`.
     pub fn compact(
         &mut self,
         now: i64,
         delete_retention_ms: i64,
         segment_bytes: Option<u64>,
     ) -> Result<CompactionReport> {
+        let knobs = self.config().clean_options();
+        self.clean(now, delete_retention_ms, segment_bytes, knobs)
+    }
+
+    /// [`Log::compact`] only when [`Log::cleanable`] says the dirty ratio is above
+    /// `min_cleanable_dirty_ratio`: `None` when it is not (the log is still flushed:
+    /// a durability point either way).
+    pub fn compact_if_dirty(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+    ) -> Result<Option<CompactionReport>> {
+        if self.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        let cleanable = self.cleanable(now)?;
+        if !cleanable.should_clean(self.config().min_cleanable_dirty_ratio) {
+            self.flush()?;
+            return Ok(None);
+        }
+        self.compact(now, delete_retention_ms, segment_bytes)
+            .map(Some)
+    }
+
+    /// One cleaning pass with explicit knobs (see [`Log::compact`]).
+    pub fn clean(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+        knobs: CleanOptions,
+    ) -> Result<CompactionReport> {
+        let Some(options) = self.clean_prepare(now, delete_retention_ms, segment_bytes, knobs)?
+        else {
+            return Ok(CompactionReport::default());
+        };
+        let fs = std::sync::Arc::clone(self.fs());
+        let result = build_with(fs.as_ref(), self.dir(), options, knobs).and_then(|built| {
+            let Some(built) = built else {
+                return Ok(CompactionReport::default());
+            };
+            crate::install::install(fs.as_ref(), self.dir(), &built.manifest)?;
+            Ok(built.report)
+        });
+        self.clean_finish(result)
+    }
+
+    /// Checks the arguments and flushes; `None` when there is no closed segment.
+    fn clean_prepare(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+        knobs: CleanOptions,
+    ) -> Result<Option<CompactOptions>> {
         if self.is_poisoned() {
             return Err(Error::Poisoned);
         }
@@ -32,18 +180,74 @@ impl Log {
                 options.segment_bytes
             )));
         }
+        knobs.validate()?;
         // A durability point even when there is nothing to compact.
         self.flush()?;
         if self.segments().len() < 2 {
-            return Ok(CompactionReport::default());
+            return Ok(None);
+        }
+        Ok(Some(options))
+    }
+
+    /// Refreshes the log after an install (or poisons it if the install failed).
+    /// A refusal of the arguments (a batch alone larger than the offset map) comes
+    /// before the build writes anything: the log stays usable.
+    fn clean_finish(&mut self, result: Result<CompactionReport>) -> Result<CompactionReport> {
+        if let Err(Error::InvalidArgument(reason)) = result {
+            return Err(Error::InvalidArgument(reason));
         }
         let log_start_offset = self.log_start_offset();
         let next_offset = self.next_offset();
-        let result = compact_dir(self.fs().as_ref(), self.dir(), options)
-            .map(|report| report.unwrap_or_default());
         let report = self.reopen_after(result)?;
         assert_eq!(self.log_start_offset(), log_start_offset);
         assert_eq!(self.next_offset(), next_offset);
         Ok(report)
     }
+
+    /// Test builds only: the broken order of model (e)'s `clean-point-first`: the
+    /// new clean point is made durable in the live directory (temp, fsync, rename,
+    /// dir fsync) before the install commits. A crash in between leaves the old,
+    /// uncleaned segments under a clean point that calls them clean.
+    #[cfg(any(test, feature = "test-variants"))]
+    pub fn clean_with_clean_point_first(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+        knobs: CleanOptions,
+    ) -> Result<CompactionReport> {
+        let Some(options) = self.clean_prepare(now, delete_retention_ms, segment_bytes, knobs)?
+        else {
+            return Ok(CompactionReport::default());
+        };
+        let fs = std::sync::Arc::clone(self.fs());
+        let dir = self.dir().to_path_buf();
+        let result = build_with(fs.as_ref(), &dir, options, knobs).and_then(|built| {
+            let Some(built) = built else {
+                return Ok(CompactionReport::default());
+            };
+            write_clean_point_live(fs.as_ref(), &dir, built.report.clean_point_after)?;
+            crate::install::install(fs.as_ref(), &dir, &built.manifest)?;
+            Ok(built.report)
+        });
+        self.clean_finish(result)
+    }
+}
+
+/// The broken variant's write: `cleaner-offset.checkpoint` in the live directory.
+#[cfg(any(test, feature = "test-variants"))]
+fn write_clean_point_live(
+    fs: &dyn crate::fs::FileSystem,
+    dir: &std::path::Path,
+    clean_point: i64,
+) -> Result<()> {
+    use crate::format::checkpoint;
+    let tmp = dir.join(format!("{}.tmp", checkpoint::CLEAN_POINT_NAME));
+    let target = dir.join(checkpoint::CLEAN_POINT_NAME);
+    fs.write_new(&tmp, &checkpoint::encode_clean_point(clean_point))
+        .map_err(|e| Error::io(&tmp, e))?;
+    fs.sync_file(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    fs.rename(&tmp, &target)
+        .map_err(|e| Error::io(&target, e))?;
+    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
 }

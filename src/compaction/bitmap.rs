@@ -4,6 +4,7 @@
 use std::ops::Range;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A growable set of bits, all clear until set.
 pub struct Bitmap {
     words: Vec<u64>,
 }
@@ -61,11 +62,27 @@ impl Bitmap {
         }
     }
 
+    /// The indices of the set bits, ascending.
+    pub fn ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(i * WORD_BITS + bit)
+            })
+        })
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.words.capacity() * size_of::<u64>()
     }
 
+    /// Releases the words beyond the highest bit set (a bitmap kept between runs).
     pub fn shrink_to_fit(&mut self) {
         self.words.shrink_to_fit();
     }
@@ -74,6 +91,16 @@ impl Bitmap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ones_lists_the_set_bits() {
+        let mut bitmap = Bitmap::default();
+        for index in [0, 5, 63, 64, 200] {
+            bitmap.set(index);
+        }
+        assert_eq!(bitmap.ones().collect::<Vec<_>>(), vec![0, 5, 63, 64, 200]);
+        assert_eq!(Bitmap::default().ones().count(), 0);
+    }
 
     #[test]
     fn counts_agree_with_single_bits() {

@@ -4,10 +4,12 @@
 
 use std::path::Path;
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::fail_point;
+use crate::format::checkpoint;
 use crate::format::filename::{self, LOG_SUFFIX};
 use crate::format::manifest::{Manifest, ManifestFile};
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
@@ -15,6 +17,7 @@ use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
+use super::dirty::{scan_dirty, CleanOptions};
 use super::output::{write_closed, ClosedRegion};
 use super::planner::Horizon;
 use super::scan::{scan, Scan};
@@ -22,13 +25,20 @@ use super::source::{list_segments, segment_path};
 use super::view;
 
 /// Compaction report (records, segments and bytes cover the closed region only).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct CompactionReport {
+    /// Records in the closed segments before compaction.
     pub records_before: u64,
+    /// Records in the closed segments after compaction.
     pub records_after: u64,
+    /// Closed segments before compaction.
     pub segments_before: u64,
+    /// Closed segments after compaction.
     pub segments_after: u64,
+    /// Bytes of the closed segments' `.log` files before compaction.
     pub bytes_before: u64,
+    /// Bytes of the closed segments' `.log` files after compaction.
     pub bytes_after: u64,
     /// Distinct keys in the latest-offset map.
     pub map_keys: u64,
@@ -36,12 +46,21 @@ pub struct CompactionReport {
     pub map_bytes: u64,
     /// Most bytes the map held while being built.
     pub map_bytes_peak: u64,
+    /// The clean point the pass started from (the log start when the log directory
+    /// has no `cleaner-offset.checkpoint`).
+    pub clean_point_before: i64,
+    /// The clean point the pass installed: the end of what it cleaned.
+    pub clean_point_after: i64,
+    /// The first offset the map did not cover (`next_offset` when it covered all).
+    pub mapped_end_offset: i64,
 }
 
 /// The parameters of one compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactOptions {
+    /// The time compaction runs at (ms since the epoch): tombstones older than `delete_retention_ms` before it go.
     pub now: i64,
+    /// How long a tombstone is kept after its timestamp (Kafka's `delete.retention.ms`).
     pub delete_retention_ms: i64,
     /// Output segments are grouped up to this many compacted bytes.
     pub segment_bytes: u64,
@@ -50,13 +69,30 @@ pub struct CompactOptions {
 /// A built temp directory, ready for [`crate::install::install`].
 #[derive(Debug, Clone)]
 pub struct Built {
+    /// The manifest the install will write: the new directory's exact content.
     pub manifest: Manifest,
+    /// What the compaction did.
     pub report: CompactionReport,
 }
 
 /// Install step 1: writes the compacted log into `D.compact-tmp` and syncs it.
-/// `None` when there is no closed segment (nothing to do).
+/// `None` when there is no closed segment (nothing to do). One cleaning pass with an
+/// unbounded map and no lag ([`build_with`]).
 pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result<Option<Built>> {
+    build_with(fs, dir, options, CleanOptions::default())
+}
+
+/// [`build`] with the cleaner's knobs: one cleaning pass from the directory's clean
+/// point (docs/design.md section 1, "Incremental cleaning"). The new clean point is
+/// written into the temp dir (`cleaner-offset.checkpoint`), so the install's commit
+/// point makes it durable together with the segments it describes.
+pub fn build_with(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    clean: CleanOptions,
+) -> Result<Option<Built>> {
+    clean.validate()?;
     if options.delete_retention_ms < 0 {
         return Err(Error::InvalidArgument(format!(
             "delete_retention_ms must be >= 0, got {}",
@@ -84,12 +120,24 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
         });
     }
     carried_files(fs, dir)?;
+    let log_start_offset = bases[0];
+    let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
+    let from_scratch = clean_point_before == log_start_offset && clean == CleanOptions::default();
+    let (scan, keep_from, clean_point_after, mapped_end_offset) = if from_scratch {
+        // Everything is dirty and the map unbounded: the full two-thread scan.
+        (scan(fs, dir, &bases)?, i64::MAX, active_base, None)
+    } else {
+        let dirty = scan_dirty(fs, dir, &bases, clean_point_before, options.now, clean)?;
+        let after = clean_point_before.max(dirty.horizon);
+        (dirty.scan, dirty.horizon, after, Some(dirty.mapped_end))
+    };
+    assert!(clean_point_after <= active_base);
     let Scan {
         superseded,
         closed: closed_bytes,
         active: active_bytes,
         plain,
-    } = scan(fs, dir, &bases)?;
+    } = scan;
     let horizon = Horizon {
         now: options.now,
         delete_retention_ms: options.delete_retention_ms,
@@ -99,6 +147,8 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
         map_keys: superseded.keys as u64,
         map_bytes: superseded.map_bytes as u64,
         map_bytes_peak: superseded.map_bytes_peak as u64,
+        clean_point_before,
+        clean_point_after,
         ..CompactionReport::default()
     };
     fs.create_dir_all(&paths.tmp)
@@ -115,6 +165,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
             plain: &plain,
             horizon,
             segment_bytes: options.segment_bytes,
+            keep_from,
         },
     )?;
     report.bytes_before = totals.bytes_before;
@@ -127,6 +178,7 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     let next_offset = view::batches_verified(&active_source, active_base, &active_bytes)?
         .last()
         .map_or(active_base, |b| b.last_offset() + 1);
+    report.mapped_end_offset = mapped_end_offset.unwrap_or(next_offset);
     let active_name = filename::build(active_base, LOG_SUFFIX);
     let active_path = paths.tmp.join(&active_name);
     fs.write_new(&active_path, &active_bytes)
@@ -153,10 +205,23 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
             crc32c: crate::format::crc::crc32c(&bytes),
         });
     }
+    // The new clean point travels with the segments it describes: the install's
+    // commit point makes both durable at once (docs/design.md section 6).
+    let clean_point_path = paths.tmp.join(checkpoint::CLEAN_POINT_NAME);
+    let clean_point_bytes = checkpoint::encode_clean_point(clean_point_after);
+    fs.write_new(&clean_point_path, &clean_point_bytes)
+        .map_err(|e| Error::io(&clean_point_path, e))?;
+    fail_point!(fp::COMPACTION_BUILD_SYNC_CLEAN_POINT);
+    fs.sync_file(&clean_point_path)
+        .map_err(|e| Error::io(&clean_point_path, e))?;
+    files.push(ManifestFile {
+        name: checkpoint::CLEAN_POINT_NAME.to_string(),
+        bytes: clean_point_bytes.len() as u64,
+        crc32c: crate::format::crc::crc32c(&clean_point_bytes),
+    });
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
     fs.sync_dir(&paths.tmp)
         .map_err(|e| Error::io(&paths.tmp, e))?;
-    let log_start_offset = bases[0];
     assert_eq!(files[0].name, filename::build(log_start_offset, LOG_SUFFIX));
     assert!(report.records_after <= report.records_before);
     files.sort();
@@ -170,8 +235,8 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result
     }))
 }
 
-/// Names in `dir` that are not segment files: copied into the new directory as they
-/// are. A subdirectory is refused before anything is written (the install swaps
+/// Names in `dir` that are not segment files (nor the recovery point and marker):
+/// copied into the new directory as they are. A subdirectory is refused before anything is written (the install swaps
 /// whole directories and must not lose what it does not understand).
 fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
@@ -182,11 +247,54 @@ fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
                 dir.display()
             )));
         }
-        if filename::parse(&name).is_none() {
+        // The recovery point and the marker describe the old segments; the new
+        // directory starts without them (its first open scans it and writes a fresh
+        // recovery point). The clean point is written anew by the pass, never copied.
+        let describes_old = crate::log::trust::NAMES.contains(&name.as_str())
+            || name == checkpoint::CLEAN_POINT_NAME;
+        if filename::parse(&name).is_none() && !describes_old {
             out.push(name);
         }
     }
     Ok(out)
+}
+
+/// The clean point of `dir`: its `cleaner-offset.checkpoint`, or the log start when
+/// there is none, and never below the log start (retention moves the start past
+/// it). A clean point past the active segment's base cannot be written by any
+/// pass: it is corruption.
+pub fn read_clean_point(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    log_start_offset: i64,
+    active_base: i64,
+) -> Result<i64> {
+    let path = dir.join(checkpoint::CLEAN_POINT_NAME);
+    if !fs.exists(&path) {
+        return Ok(log_start_offset);
+    }
+    let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+    let clean_point = checkpoint::decode_clean_point(&bytes).map_err(|e| e.at(&path, 0))?;
+    if clean_point > active_base {
+        return Err(Error::corrupt(
+            &path,
+            6,
+            crate::error::CorruptKind::Other(format!(
+                "clean point {clean_point} is past the active segment's base {active_base}"
+            )),
+        ));
+    }
+    Ok(clean_point.max(log_start_offset))
+}
+
+/// The open's read-only check of the clean point file (a recovery phase): a
+/// damaged one, or one past the active segment's base, is a corruption error
+/// naming it. `bases` are the segment files found, ascending.
+pub fn check_clean_point(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<()> {
+    match (bases.first(), bases.last()) {
+        (Some(&start), Some(&active)) => read_clean_point(fs, dir, start, active).map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 pub(super) fn build_sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {

@@ -26,7 +26,9 @@ pub fn decode(path: &Path, batch: &view::BatchView<'_>) -> Result<RecordBatch> {
 
 /// A compressed batch's decompressed records, and the checked batch they belong to.
 pub struct Inflated<'a> {
+    /// The batch, checked.
     pub views: crate::format::BatchView<'a>,
+    /// Its records, decompressed.
     pub records: Vec<u8>,
 }
 

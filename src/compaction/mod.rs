@@ -8,6 +8,8 @@ pub mod apply;
 pub mod bitmap;
 pub mod cleaner;
 pub mod compressed;
+pub mod dirty;
+pub mod dirty_map;
 pub mod offset_map;
 pub mod output;
 pub mod plan;
@@ -22,7 +24,8 @@ use std::path::Path;
 use crate::error::Result;
 use crate::fs::FileSystem;
 
-pub use cleaner::{build, Built, CompactOptions, CompactionReport};
+pub use cleaner::{build, build_with, Built, CompactOptions, CompactionReport};
+pub use dirty::CleanOptions;
 pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use planner::{Decision, Horizon};
 

@@ -31,16 +31,24 @@ pub struct ClosedRegion<'a> {
     pub bases: &'a [i64],
     /// Their bytes as the scan checked them ([`super::scan::Scan::closed`]).
     pub bytes: Vec<Bytes>,
+    /// The records a later record of the same key supersedes.
     pub superseded: &'a Superseded,
+    /// The plain batches (no tombstone, keyless or control record): kept or dropped by bits alone.
     pub plain: &'a Bitmap,
+    /// The tombstone horizon.
     pub horizon: Horizon,
+    /// The largest output segment (`LogConfig::segment_bytes`).
     pub segment_bytes: u64,
+    /// Batches at or past this offset are kept as they are ([`Rules::keep_from`]).
+    pub keep_from: i64,
 }
 
 /// Sums over the closed region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
+    /// Bytes of the closed segments before compaction.
     pub bytes_before: u64,
+    /// Records and bytes summed over the closed segments.
     pub counts: Counts,
 }
 
@@ -71,12 +79,14 @@ pub fn write_closed(
         plain,
         horizon,
         segment_bytes,
+        keep_from,
     } = region;
     assert_eq!(bases.len(), bytes.len());
     let rules = Rules {
         superseded,
         plain,
         horizon,
+        keep_from,
     };
     let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
     let (back_tx, back_rx) = mpsc::channel::<(Compacted, Bytes)>();

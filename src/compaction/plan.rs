@@ -13,7 +13,9 @@ use super::planner::{compact_batch, Grouper, Horizon, Placement};
 /// One source segment: its base offset and decoded batches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceSegment {
+    /// The segment's base offset.
     pub base_offset: i64,
+    /// Its batches, in offset order.
     pub batches: Vec<RecordBatch>,
 }
 
@@ -22,6 +24,7 @@ pub struct SourceSegment {
 pub struct OutputSegment {
     /// The base offset of the first source segment in its group.
     pub base_offset: i64,
+    /// Its batches after compaction, in offset order.
     pub batches: Vec<RecordBatch>,
 }
 

@@ -1,6 +1,7 @@
 //! The pure part of compaction: the keep/drop decision per record and batch, and
 //! the greedy grouping of compacted source segments into output segments.
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::format::{Record, RecordBatch};
@@ -9,8 +10,9 @@ use super::offset_map::OffsetMap;
 use super::view::RecordView;
 
 /// What happens to one record of the closed region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Decision {
     /// Keyless, latest for its key, a control record, or a tombstone still in its grace period.
     Keep,
@@ -23,7 +25,9 @@ pub enum Decision {
 /// The clock and grace period a compaction runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Horizon {
+    /// The time compaction runs at (ms since the epoch).
     pub now: i64,
+    /// How long a tombstone is kept after its timestamp.
     pub delete_retention_ms: i64,
 }
 
@@ -168,6 +172,7 @@ pub struct Grouper {
 }
 
 impl Grouper {
+    /// A grouper for output segments of at most `segment_bytes`.
     pub fn new(segment_bytes: u64) -> Self {
         assert!(segment_bytes > 0);
         Grouper {

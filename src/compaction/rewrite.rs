@@ -129,15 +129,23 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
 /// plain-batch bits, and the tombstone horizon.
 #[derive(Debug, Clone, Copy)]
 pub struct Rules<'a> {
+    /// The records a later record of the same key supersedes.
     pub superseded: &'a Superseded,
+    /// The plain batches (see [`super::output::ClosedRegion::plain`]).
     pub plain: &'a Bitmap,
+    /// The tombstone horizon.
     pub horizon: Horizon,
+    /// Batches at or past this offset are kept as they are: the cleaning pass did
+    /// not map them, or they are too young to clean ([`super::dirty`]).
+    pub keep_from: i64,
 }
 
 /// Records and bytes of one source segment before and after compaction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// Records before compaction.
     pub records_before: u64,
+    /// Records kept.
     pub records_after: u64,
     /// Bytes of the compacted segment.
     pub bytes_after: u64,
@@ -156,7 +164,7 @@ pub struct Counts {
 /// are parsed and decided record by record. A batch whose records are all kept
 /// (control batches always) is a run of the source bytes, merged with its
 /// neighbours; a partly kept batch is spliced: its header rewritten and its kept
-/// records' bytes copied ([`splice`]).
+/// records' bytes copied (`splice`).
 pub fn compact_segment(
     path: &Path,
     base: i64,
@@ -169,6 +177,7 @@ pub fn compact_segment(
         superseded,
         plain,
         horizon,
+        keep_from,
     } = rules;
     let keep = &mut out.keep;
     let pieces = &mut out.pieces;
@@ -183,7 +192,7 @@ pub fn compact_segment(
         cursor.batch += 1;
         keep.clear();
         let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
-        if batch.is_compressed() {
+        if batch.header.base_offset < keep_from && batch.is_compressed() {
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.
             let inflated = super::compressed::inflate(path, batch)?;
@@ -211,7 +220,10 @@ pub fn compact_segment(
             }
             continue;
         }
-        let kept = if plain.get(index) {
+        let kept = if batch.header.base_offset >= keep_from {
+            // Past the pass's horizon: no decision (and no ordinal is read again).
+            records
+        } else if plain.get(index) {
             assert!(!batch.is_control());
             let ordinals = cursor.ordinal..cursor.ordinal + records as i64;
             cursor.ordinal = ordinals.end;

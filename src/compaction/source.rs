@@ -13,6 +13,7 @@ use crate::fs::FileSystem;
 /// What retention and compaction need to know about one segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentMeta {
+    /// The segment's base offset.
     pub base_offset: i64,
     /// Every segment but the last is closed.
     pub closed: bool,

@@ -16,7 +16,9 @@ use crate::format::varint::{get_varint, get_varlong};
 pub struct BatchView<'a> {
     /// The whole encoded batch.
     pub bytes: &'a [u8],
+    /// The batch's fixed header fields.
     pub header: BatchHeader,
+    /// Timestamp of the batch's first record.
     pub base_timestamp: i64,
     /// Byte position of the batch in its segment.
     pub position: u64,
@@ -25,15 +27,20 @@ pub struct BatchView<'a> {
 /// The fields of one record that compaction decides on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordView<'a> {
+    /// The record's absolute offset.
     pub offset: i64,
+    /// The record's absolute timestamp.
     pub timestamp: i64,
+    /// The record's key (`None`: keyless).
     pub key: Option<&'a [u8]>,
+    /// True for a tombstone (a null value).
     pub value_is_null: bool,
     /// The whole encoded record, its length prefix included.
     pub bytes: &'a [u8],
 }
 
 impl BatchView<'_> {
+    /// True for a control batch.
     pub fn is_control(&self) -> bool {
         self.header.attributes & batch::ATTR_CONTROL != 0
     }
@@ -53,6 +60,7 @@ impl BatchView<'_> {
         )
     }
 
+    /// The batch's last offset (kept even if its last record was compacted away).
     pub fn last_offset(&self) -> i64 {
         self.header.base_offset + i64::from(self.header.last_offset_delta)
     }

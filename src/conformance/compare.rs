@@ -26,8 +26,16 @@ pub fn engine_spec(log: &Log, segment_bytes: u64) -> Result<SpecLog, String> {
             batches: batches.iter().map(spec_batch).collect(),
         });
     }
-    SpecLog::from_parts(segment_bytes, log.log_start_offset(), segments)
-        .map_err(|e| format!("the engine's log is not a well-formed log: {e}"))
+    let mut spec = SpecLog::from_parts(segment_bytes, log.log_start_offset(), segments)
+        .map_err(|e| format!("the engine's log is not a well-formed log: {e}"))?;
+    // The spec refuses a clean point over a duplicate key: the engine's clean
+    // section is checked to be deduplicated here, after every step.
+    let clean_point = log
+        .clean_point()
+        .map_err(|e| format!("reading the clean point: {e}"))?;
+    spec.set_clean_point(clean_point)
+        .map_err(|e| format!("the engine's clean point is unsound: {e}"))?;
+    Ok(spec)
 }
 
 fn spec_batch(batch: &RecordBatch) -> Batch {
@@ -76,6 +84,13 @@ pub fn structure_diff(engine: &SpecLog, spec: &SpecLog) -> Option<String> {
             "next_offset: engine {} spec {}",
             engine.next_offset(),
             spec.next_offset()
+        ));
+    }
+    if engine.clean_point() != spec.clean_point() {
+        return Some(format!(
+            "clean_point: engine {} spec {}",
+            engine.clean_point(),
+            spec.clean_point()
         ));
     }
     let bases =

@@ -24,7 +24,7 @@ use super::{
 /// One in this many mutating operations gets a `FailNext` before it.
 const FAIL_ONE_IN: u64 = 5;
 
-/// `steps` with a `FailNext` before about one in [`FAIL_ONE_IN`] mutating operations,
+/// `steps` with a `FailNext` before about one in `FAIL_ONE_IN` (5) mutating operations,
 /// the kind and the places drawn from `seed` (deterministic).
 pub fn with_faults(steps: Vec<Step>, seed: u64) -> Vec<Step> {
     let mut out = Vec::with_capacity(steps.len() + steps.len() / 4);

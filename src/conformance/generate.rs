@@ -47,6 +47,12 @@ enum Draw {
         delete_retention_ms: i64,
         segment_bytes: Option<u64>,
     },
+    /// A cleaning pass with a small offset map (`keys` keys) and maybe a lag.
+    Clean {
+        delete_retention_ms: i64,
+        keys: u64,
+        min_compaction_lag_ms: i64,
+    },
     Read {
         from: i64,
     },
@@ -129,6 +135,8 @@ fn draw() -> impl Strategy<Value = Draw> {
             prop_oneof![3 => Just(None), 2 => (60u64..600).prop_map(Some)],
         )
             .prop_map(|(delete_retention_ms, segment_bytes)| Draw::Compact { delete_retention_ms, segment_bytes }),
+        2 => (0i64..200, 1u64..5, prop_oneof![3 => Just(0i64), 1 => 1i64..60])
+            .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms }),
         2 => prop_oneof![12 => -1i64..40, 1 => Just(i64::MIN), 1 => Just(i64::MAX)].prop_map(|from| Draw::Read { from }),
         3 => (1i64..150).prop_map(Draw::Clock),
         2 => any::<u32>().prop_map(Draw::Crash),
@@ -219,6 +227,17 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
             now,
             delete_retention_ms,
             segment_bytes,
+        }),
+        Draw::Clean {
+            delete_retention_ms,
+            keys,
+            min_compaction_lag_ms,
+        } => Step::Op(Op::Clean {
+            now,
+            delete_retention_ms,
+            segment_bytes: None,
+            dedupe_buffer_bytes: Some(keys * seglog_model::spec::MAP_ENTRY_BYTES),
+            min_compaction_lag_ms,
         }),
         Draw::Read { from } => Step::Op(Op::Read { from }),
         Draw::Clock(ms) => {
@@ -345,6 +364,10 @@ mod tests {
         compressed: u64,
         log_append_time: u64,
         compressed_log_append_time: u64,
+        /// Cleaning passes whose map filled before the end of the dirty section.
+        partial_passes: u64,
+        /// Cleaning passes that moved a clean point left by an earlier pass.
+        incremental_passes: u64,
     }
 
     fn count(steps: &[Step], hits: &mut Hits) {
@@ -413,6 +436,21 @@ mod tests {
                     }
                 }
             }
+            Op::Clean {
+                dedupe_buffer_bytes,
+                ..
+            } => {
+                let keys = dedupe_buffer_bytes.map(|b| b / seglog_model::spec::MAP_ENTRY_BYTES);
+                if log
+                    .dirty_map(keys)
+                    .is_ok_and(|m| m.mapped_end < log.active().base_offset)
+                {
+                    hits.partial_passes += 1;
+                }
+                if log.clean_point() > log.log_start_offset() && !log.closed_segments().is_empty() {
+                    hits.incremental_passes += 1;
+                }
+            }
             Op::Compact {
                 now,
                 delete_retention_ms,
@@ -459,6 +497,8 @@ mod tests {
             hits.compressed,
             hits.log_append_time,
             hits.compressed_log_append_time,
+            hits.partial_passes,
+            hits.incremental_passes,
         ];
         assert!(all.iter().all(|n| *n >= 20), "{hits:?}");
     }

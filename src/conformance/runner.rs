@@ -153,6 +153,14 @@ fn step_kind(op: &Op) -> StepKind {
             now: *now,
             delete_retention_ms: *delete_retention_ms,
         }),
+        Op::Clean {
+            now,
+            delete_retention_ms,
+            ..
+        } => StepKind::Clean(Grace {
+            now: *now,
+            delete_retention_ms: *delete_retention_ms,
+        }),
         Op::Roll => StepKind::Roll,
         _ => StepKind::Append,
     }

@@ -12,7 +12,9 @@
 //! * a successful open keeps every `.log` and the checkpoint of the content it
 //!   chose byte for byte, except a reported cut of the active segment's tail at a
 //!   batch boundary before the damage; a damaged temp dir is never rolled forward;
-//!   a damaged index is rewritten; damaged manifest or checkpoint bytes are never
+//!   a damaged index is rewritten, or kept only if it is still valid by Kafka's
+//!   rules, which this judge checks by its lookups (every offset read through it
+//!   starts at its record, every timestamp lookup equals a scan); damaged manifest or checkpoint bytes are never
 //!   accepted; damaged `.log` bytes are served only where the format is blind; the
 //!   log equals the spec (or a whole-batch prefix of it after a reported cut); a
 //!   second open changes nothing.
@@ -32,7 +34,7 @@ use crate::log::{Log, LogConfig, RecoveryReport};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::{engine, LogView};
 
-use super::kind::{install_paths, is_index, is_log, last_log, FileKind, Role};
+use super::kind::{install_paths, is_index, is_log, is_trust, last_log, FileKind, Role};
 use super::plan::{batch_ranges, ordering_holds, Damage};
 use super::points::Point;
 
@@ -46,6 +48,11 @@ pub enum Outcome {
     Recovered,
     /// Blind damage (see `plan`) the log serves without noticing.
     Undetectable,
+    /// Damage in a segment the open trusted from its recovery point or marker (so it
+    /// read none of its data): the open succeeds, modifies no `.log`, and the first
+    /// read of the damaged bytes fails with a structured error naming the file
+    /// ("found later, never silent").
+    ReadError,
 }
 
 /// One damaged image to judge.
@@ -99,12 +106,18 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             Ok(Outcome::Error)
         }
         Ok((log, report)) => {
-            // The open scanned every batch: a read that then fails means the open
-            // accepted bytes it should have rejected.
-            let view = engine::view(&log)
-                .map_err(|e| format!("the open succeeded but reading the log fails: {e}"))?;
+            // The open scanned every batch it did not trust: a read that then fails
+            // means the open accepted bytes it should have rejected, unless the
+            // damage is in a trusted segment, which only a read looks at.
+            let view = match engine::view(&log) {
+                Ok(view) => view,
+                Err(e) => {
+                    return check_read_error(case, &after, &report, &e).map(|()| Outcome::ReadError)
+                }
+            };
+            let lookups = check_lookups(&log, &view);
             drop(log);
-            let outcome = check_recovery(case, &before, &after, &view, &report)?;
+            let outcome = check_recovery(case, &before, &after, &view, &report, lookups)?;
             let paths = install_paths();
             let stray: Vec<PathBuf> = fs
                 .snapshot_dirs()
@@ -118,6 +131,41 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             Ok(outcome)
         }
     }
+}
+
+/// A read error after a successful open: only for damage the open was entitled not
+/// to look at (a `.log` of a segment it trusted), naming that file, with every
+/// `.log` left as it was.
+fn check_read_error(
+    case: &Case<'_>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+    report: &RecoveryReport,
+    error: &Error,
+) -> Result<(), String> {
+    let fail = |why: &str| {
+        Err(format!(
+            "the open succeeded but reading the log fails ({why}): {error}"
+        ))
+    };
+    if report.trusted_segments == 0 {
+        return fail("no segment was trusted, so the open should have seen it");
+    }
+    let Error::Corrupt { path, .. } = error else {
+        return fail("not a corruption error");
+    };
+    let named = [case.final_path(Role::Live), Some(case.path.to_path_buf())];
+    if !named.iter().flatten().any(|p| p == path) {
+        return fail("the error names another file");
+    }
+    // The damaged bytes are where recovery put them, untouched (no cut, no repair).
+    let kept = named
+        .iter()
+        .flatten()
+        .any(|p| after.get(p).map(Vec::as_slice) == Some(case.damaged));
+    if !kept {
+        return fail("the open changed the damaged file");
+    }
+    Ok(())
 }
 
 /// A damaged temp file never becomes live content.
@@ -240,6 +288,7 @@ fn check_recovery(
     after: &BTreeMap<PathBuf, Vec<u8>>,
     view: &LogView,
     report: &RecoveryReport,
+    lookups: Result<(), String>,
 ) -> Result<Outcome, String> {
     let origin = origin(report);
     if case.role == Role::Temp && origin == Role::Temp {
@@ -262,7 +311,9 @@ fn check_recovery(
             return Err("a damaged checkpoint was accepted".into());
         }
         if matches!(case.kind, FileKind::OffsetIndex | FileKind::TimeIndex) {
-            return Err("a damaged index was not rebuilt".into());
+            // Kept: it must still be valid, which its lookups show.
+            lookups
+                .map_err(|e| format!("a damaged index was kept and gives wrong lookups: {e}"))?;
         }
         if is_log(case.path) {
             if case.damage.blind && blind_holds(case, before) {
@@ -298,6 +349,41 @@ fn check_recovery(
         "silent acceptance: the log differs from the spec without an error: {}",
         case.point.baseline.diff(view).join(", ")
     ))
+}
+
+/// Every lookup through the log's indexes is right: a read from each record's
+/// offset starts at that record, and the offset for each timestamp (each record's,
+/// and one above) is that of the first record at or above it, by a scan of `view`.
+fn check_lookups(log: &Log, view: &LogView) -> Result<(), String> {
+    for record in &view.records {
+        let read = log
+            .read(record.offset, 1)
+            .map_err(|e| format!("read from {}: {e}", record.offset))?;
+        let first = read.first().map(|r| r.offset);
+        if first != Some(record.offset) {
+            return Err(format!("a read from {} starts at {first:?}", record.offset));
+        }
+    }
+    for timestamp in view
+        .records
+        .iter()
+        .flat_map(|r| [r.ts, r.ts.saturating_add(1)])
+    {
+        let want = view
+            .records
+            .iter()
+            .find(|r| r.ts >= timestamp)
+            .map(|r| r.offset);
+        let got = log
+            .offset_for_timestamp(timestamp)
+            .map_err(|e| format!("offset for timestamp {timestamp}: {e}"))?;
+        if got != want {
+            return Err(format!(
+                "offset for timestamp {timestamp} is {got:?}, a scan gives {want:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A blind damage is excused only if it still satisfies every rule the format
@@ -352,7 +438,7 @@ fn check_kept_files(
             continue;
         };
         let name_str = name.to_string_lossy().into_owned();
-        if is_index(path) || name_str == checkpoint::CHECKPOINT_TMP_NAME {
+        if is_index(path) || is_trust(path) || name_str == checkpoint::CHECKPOINT_TMP_NAME {
             continue;
         }
         let target = live.join(name);
@@ -400,6 +486,7 @@ fn check_kept_files(
     for path in after.keys() {
         let new = path.parent() == Some(live)
             && !is_index(path)
+            && !is_trust(path)
             && !before.contains_key(&from.join(path.file_name().unwrap_or_default()));
         if new {
             return Err(format!("recovery created {}", path.display()));

@@ -36,6 +36,9 @@ pub enum FileKind {
     BackupOther,
     Manifest,
     ManifestTmp,
+    /// The recovery point, the clean-shutdown marker and their temps: derived, ignored
+    /// when damaged (the open scans instead) and rewritten.
+    TrustCheckpoint,
     Other,
 }
 
@@ -93,6 +96,7 @@ pub fn classify(path: &Path, image: &BTreeMap<PathBuf, Vec<u8>>) -> (Role, FileK
             Some((_, filename::TIME_INDEX_SUFFIX)) => FileKind::TimeIndex,
             _ if name == checkpoint::CHECKPOINT_NAME => FileKind::Checkpoint,
             _ if name == checkpoint::CHECKPOINT_TMP_NAME => FileKind::CheckpointTmp,
+            _ if crate::log::trust::NAMES.contains(&name.as_str()) => FileKind::TrustCheckpoint,
             _ => FileKind::Other,
         },
     };
@@ -114,6 +118,14 @@ pub fn is_log(path: &Path) -> bool {
         .and_then(|n| n.to_str())
         .and_then(filename::parse)
         .is_some_and(|(_, s)| s == filename::LOG_SUFFIX)
+}
+
+/// The recovery point, the marker or a temp of theirs: derived files an open may
+/// ignore, replace or remove.
+pub fn is_trust(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| crate::log::trust::NAMES.contains(&n))
 }
 
 pub fn is_index(path: &Path) -> bool {

@@ -77,6 +77,9 @@ pub struct KindCount {
     pub errors: u64,
     pub recovered: u64,
     pub undetectable: u64,
+    /// Damage in a trusted segment, reported by the first read of it (see
+    /// `judge::Outcome::ReadError`).
+    pub read_errors: u64,
     pub violations: u64,
 }
 
@@ -114,6 +117,7 @@ pub struct WorkloadDamageReport {
     pub errors: u64,
     pub recovered: u64,
     pub undetectable: u64,
+    pub read_errors: u64,
     pub violations: Vec<DamageViolation>,
     pub per_kind: BTreeMap<String, KindCount>,
     /// A few undetectable damages, as `point: damage file`.
@@ -186,6 +190,10 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
                         count.recovered += 1;
                         report.recovered += 1;
                     }
+                    Ok(Outcome::ReadError) => {
+                        count.read_errors += 1;
+                        report.read_errors += 1;
+                    }
                     Ok(Outcome::Undetectable) => {
                         count.undetectable += 1;
                         report.undetectable += 1;
@@ -226,6 +234,8 @@ pub struct DamageReport {
     pub errors: u64,
     pub recovered: u64,
     pub undetectable: u64,
+    /// Damage in trusted segments, reported by the first read of it.
+    pub read_errors: u64,
     pub violations: usize,
     pub seconds: f64,
     pub per_kind: BTreeMap<String, KindCount>,
@@ -258,6 +268,7 @@ pub fn run(
             total.errors += count.errors;
             total.recovered += count.recovered;
             total.undetectable += count.undetectable;
+            total.read_errors += count.read_errors;
             total.violations += count.violations;
         }
     }
@@ -268,6 +279,7 @@ pub fn run(
         errors: per_workload.iter().map(|r| r.errors).sum(),
         recovered: per_workload.iter().map(|r| r.recovered).sum(),
         undetectable: per_workload.iter().map(|r| r.undetectable).sum(),
+        read_errors: per_workload.iter().map(|r| r.read_errors).sum(),
         violations: per_workload.iter().map(|r| r.violations.len()).sum(),
         seconds: started.elapsed().as_secs_f64(),
         per_kind,

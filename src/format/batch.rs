@@ -31,19 +31,33 @@ use super::record::{ControlKind, NewRecord, Record};
 use super::timestamp_type::{TimestampType, ATTR_LOG_APPEND_TIME};
 use super::FormatError;
 
+/// Byte position of `baseOffset` (int64) in a batch.
 pub const BASE_OFFSET_OFFSET: usize = 0;
+/// Byte position of `batchLength` (int32): the bytes after this field.
 pub const LENGTH_OFFSET: usize = BASE_OFFSET_OFFSET + 8;
+/// Byte position of `partitionLeaderEpoch` (int32).
 pub const PARTITION_LEADER_EPOCH_OFFSET: usize = LENGTH_OFFSET + 4;
+/// Byte position of `magic` (int8).
 pub const MAGIC_OFFSET: usize = PARTITION_LEADER_EPOCH_OFFSET + 4;
+/// Byte position of the CRC-32C (uint32) over everything from `attributes` on.
 pub const CRC_OFFSET: usize = MAGIC_OFFSET + 1;
+/// Byte position of `attributes` (int16).
 pub const ATTRIBUTES_OFFSET: usize = CRC_OFFSET + 4;
+/// Byte position of `lastOffsetDelta` (int32).
 pub const LAST_OFFSET_DELTA_OFFSET: usize = ATTRIBUTES_OFFSET + 2;
+/// Byte position of `baseTimestamp` (int64).
 pub const BASE_TIMESTAMP_OFFSET: usize = LAST_OFFSET_DELTA_OFFSET + 4;
+/// Byte position of `maxTimestamp` (int64).
 pub const MAX_TIMESTAMP_OFFSET: usize = BASE_TIMESTAMP_OFFSET + 8;
+/// Byte position of `producerId` (int64).
 pub const PRODUCER_ID_OFFSET: usize = MAX_TIMESTAMP_OFFSET + 8;
+/// Byte position of `producerEpoch` (int16).
 pub const PRODUCER_EPOCH_OFFSET: usize = PRODUCER_ID_OFFSET + 8;
+/// Byte position of `baseSequence` (int32).
 pub const BASE_SEQUENCE_OFFSET: usize = PRODUCER_EPOCH_OFFSET + 2;
+/// Byte position of the record count (int32).
 pub const RECORD_COUNT_OFFSET: usize = BASE_SEQUENCE_OFFSET + 4;
+/// Byte position of the first record.
 pub const RECORDS_OFFSET: usize = RECORD_COUNT_OFFSET + 4;
 /// Bytes before the first record.
 pub const HEADER_LEN: usize = RECORDS_OFFSET;
@@ -58,14 +72,20 @@ pub const BATCH_BYTES_MAX: usize = 64 * 1024 * 1024;
 const _: () = assert!(HEADER_LEN == 61);
 const _: () = assert!(LOG_OVERHEAD == 12);
 
+/// The `attributes` bits holding the compression codec (0 = none).
 pub const ATTR_COMPRESSION_MASK: i16 = 0x07;
+/// The `attributes` bit of a transactional batch.
 pub const ATTR_TRANSACTIONAL: i16 = 1 << 4;
+/// The `attributes` bit of a control batch (a transaction marker).
 pub const ATTR_CONTROL: i16 = 1 << 5;
 
 /// "No producer" as Kafka writes it for non-idempotent producers.
 pub const NO_PRODUCER_ID: i64 = -1;
+/// "No producer epoch" as Kafka writes it for non-idempotent producers.
 pub const NO_PRODUCER_EPOCH: i16 = -1;
+/// "No sequence number" as Kafka writes it for non-idempotent producers.
 pub const NO_SEQUENCE: i32 = -1;
+/// "No partition leader epoch" (the engine has no leader; it writes this).
 pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 /// Kafka's "no timestamp".
 pub const NO_TIMESTAMP: i64 = -1;
@@ -73,15 +93,25 @@ pub const NO_TIMESTAMP: i64 = -1;
 /// A decoded record batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordBatch {
+    /// Offset of the first record (the batch's first offset, even if compaction removed that record).
     pub base_offset: i64,
+    /// The leader epoch the batch was written in (`-1`: none).
     pub partition_leader_epoch: i32,
+    /// Kafka's attribute bits: compression ([`ATTR_COMPRESSION_MASK`]), timestamp type, [`ATTR_TRANSACTIONAL`], [`ATTR_CONTROL`].
     pub attributes: i16,
+    /// `last_offset - base_offset`; kept when compaction removes the last record, so offsets stay stable.
     pub last_offset_delta: i32,
+    /// Timestamp of the first record; records store theirs as a delta from it.
     pub base_timestamp: i64,
+    /// The largest record timestamp in the batch.
     pub max_timestamp: i64,
+    /// The producer id (`-1`: none).
     pub producer_id: i64,
+    /// The producer epoch (`-1`: none).
     pub producer_epoch: i16,
+    /// The first record's sequence number (`-1`: none).
     pub base_sequence: i32,
+    /// The records, in offset order.
     pub records: Vec<Record>,
 }
 
@@ -145,10 +175,12 @@ impl RecordBatch {
         }
     }
 
+    /// True for a control batch (a transaction's commit or abort marker).
     pub fn is_control(&self) -> bool {
         self.attributes & ATTR_CONTROL != 0
     }
 
+    /// True for a batch written by a transactional producer.
     pub fn is_transactional(&self) -> bool {
         self.attributes & ATTR_TRANSACTIONAL != 0
     }
@@ -300,6 +332,7 @@ impl RecordBatch {
         assert_eq!(out.len() - start, total);
     }
 
+    /// Encodes the batch as it is stored on disk, CRC included.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.uncompressed_len());
         self.encode_into(&mut out);
@@ -347,12 +380,17 @@ pub fn reframe(batch: &[u8], codec: Compression, log_append_time: Option<i64>, o
 /// The fixed header fields of a batch, read without decoding its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchHeader {
+    /// Offset of the batch's first record.
     pub base_offset: i64,
     /// Total bytes of the batch, log overhead included.
     pub size: usize,
+    /// Kafka's attribute bits (see [`RecordBatch::attributes`]).
     pub attributes: i16,
+    /// `last_offset - base_offset`.
     pub last_offset_delta: i32,
+    /// The largest record timestamp in the batch.
     pub max_timestamp: i64,
+    /// The number of records in the batch.
     pub record_count: i32,
 }
 
@@ -552,6 +590,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "compression")]
     fn compressed_batches_round_trip_with_every_codec() {
         for codec in Compression::ALL {
             let batch = sample().with_compression(codec);
@@ -570,6 +609,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "compression")]
     fn reframe_is_decode_compress_stamp_encode() {
         for codec in Compression::ALL {
             for stamp in [None, Some(9_999)] {

@@ -30,14 +30,23 @@ pub const RECORD_BYTES_MIN: usize = 7;
 /// its records are checked as [`BatchView::records`] decodes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchView<'a> {
+    /// See [`RecordBatch::base_offset`](super::RecordBatch::base_offset).
     pub base_offset: i64,
+    /// See [`RecordBatch::partition_leader_epoch`](super::RecordBatch::partition_leader_epoch).
     pub partition_leader_epoch: i32,
+    /// See [`RecordBatch::attributes`](super::RecordBatch::attributes).
     pub attributes: i16,
+    /// See [`RecordBatch::last_offset_delta`](super::RecordBatch::last_offset_delta).
     pub last_offset_delta: i32,
+    /// See [`RecordBatch::base_timestamp`](super::RecordBatch::base_timestamp).
     pub base_timestamp: i64,
+    /// See [`RecordBatch::max_timestamp`](super::RecordBatch::max_timestamp).
     pub max_timestamp: i64,
+    /// See [`RecordBatch::producer_id`](super::RecordBatch::producer_id).
     pub producer_id: i64,
+    /// See [`RecordBatch::producer_epoch`](super::RecordBatch::producer_epoch).
     pub producer_epoch: i16,
+    /// See [`RecordBatch::base_sequence`](super::RecordBatch::base_sequence).
     pub base_sequence: i32,
     /// The declared record count, checked to be in `0..=last_offset_delta + 1`.
     pub record_count: usize,
@@ -146,6 +155,7 @@ impl<'a> BatchView<'a> {
         self.base_offset + i64::from(record.offset_delta)
     }
 
+    /// True for a control batch (a transaction's commit or abort marker).
     pub fn is_control(&self) -> bool {
         self.attributes & ATTR_CONTROL != 0
     }
@@ -202,6 +212,11 @@ impl<'a> BatchView<'a> {
                 codec: codec.name().to_string(),
                 limit_bytes: limit_bytes as u64,
             },
+            Err(CodecError::Unsupported(codec)) => {
+                return Err(FormatError::Unsupported(format!(
+                    "{codec}-compressed batch (seglog built without the `compression` feature)"
+                )))
+            }
         };
         Err(FormatError::Corrupt {
             position: RECORDS_OFFSET as u64,

@@ -10,6 +10,12 @@
 //! ```
 //! All integers big-endian. Written to `log-start-offset.checkpoint.tmp`, synced,
 //! renamed over the checkpoint, and the directory synced (section 5 of docs/design.md).
+//!
+//! The cleaner's clean point, `cleaner-offset.checkpoint`, has the same layout with
+//! the magic `b"SLCO"` and the clean point in place of `log_start_offset`. It is
+//! never renamed in place: a compaction writes it into its temp dir, so the
+//! install's commit point makes it durable together with the segments it describes
+//! (section 6).
 
 use crate::error::CorruptKind;
 
@@ -20,7 +26,13 @@ pub const CHECKPOINT_NAME: &str = "log-start-offset.checkpoint";
 /// Temp name the checkpoint is written under before the rename.
 pub const CHECKPOINT_TMP_NAME: &str = "log-start-offset.checkpoint.tmp";
 
+/// The first bytes of a checkpoint file.
 pub const MAGIC: [u8; 4] = *b"SLCK";
+/// File name of the cleaner's clean point inside the log directory.
+pub const CLEAN_POINT_NAME: &str = "cleaner-offset.checkpoint";
+/// Magic of the clean point file.
+pub const CLEAN_POINT_MAGIC: [u8; 4] = *b"SLCO";
+/// The checkpoint format's version.
 pub const VERSION: u16 = 1;
 
 const MAGIC_OFFSET: usize = 0;
@@ -34,9 +46,28 @@ const _: () = assert!(CHECKPOINT_LEN == 18);
 
 /// Encodes a checkpoint holding `log_start_offset`.
 pub fn encode(log_start_offset: i64) -> Vec<u8> {
+    encode_with(MAGIC, log_start_offset)
+}
+
+/// Decodes a checkpoint; any damage is a structured corruption error.
+pub fn decode(buf: &[u8]) -> Result<i64, FormatError> {
+    decode_with(MAGIC, buf)
+}
+
+/// Encodes a clean point file holding `clean_point`.
+pub fn encode_clean_point(clean_point: i64) -> Vec<u8> {
+    encode_with(CLEAN_POINT_MAGIC, clean_point)
+}
+
+/// Decodes a clean point file; any damage is a structured corruption error.
+pub fn decode_clean_point(buf: &[u8]) -> Result<i64, FormatError> {
+    decode_with(CLEAN_POINT_MAGIC, buf)
+}
+
+fn encode_with(magic: [u8; 4], log_start_offset: i64) -> Vec<u8> {
     assert!(log_start_offset >= 0, "negative log start offset");
     let mut out = Vec::with_capacity(CHECKPOINT_LEN);
-    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&magic);
     out.extend_from_slice(&VERSION.to_be_bytes());
     out.extend_from_slice(&log_start_offset.to_be_bytes());
     let crc = crate::format::crc::crc32c(&out);
@@ -45,8 +76,7 @@ pub fn encode(log_start_offset: i64) -> Vec<u8> {
     out
 }
 
-/// Decodes a checkpoint; any damage is a structured corruption error.
-pub fn decode(buf: &[u8]) -> Result<i64, FormatError> {
+fn decode_with(magic: [u8; 4], buf: &[u8]) -> Result<i64, FormatError> {
     if buf.len() != CHECKPOINT_LEN {
         return Err(FormatError::Corrupt {
             position: buf.len().min(CHECKPOINT_LEN) as u64,
@@ -57,12 +87,12 @@ pub fn decode(buf: &[u8]) -> Result<i64, FormatError> {
         });
     }
     let field = |at: usize, len: usize| buf.get(at..at + len).unwrap_or_default();
-    if field(MAGIC_OFFSET, 4) != MAGIC {
+    if field(MAGIC_OFFSET, 4) != magic {
         return Err(FormatError::Corrupt {
             position: MAGIC_OFFSET as u64,
             kind: CorruptKind::BadMagic {
                 got: i64::from(u32::from_be_bytes(to_array(field(MAGIC_OFFSET, 4)))),
-                expected: i64::from(u32::from_be_bytes(MAGIC)),
+                expected: i64::from(u32::from_be_bytes(magic)),
             },
         });
     }
@@ -133,6 +163,20 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(decode(&longer).is_err());
+    }
+
+    #[test]
+    fn a_clean_point_is_not_a_log_start_checkpoint() {
+        let bytes = encode_clean_point(77);
+        assert_eq!(decode_clean_point(&bytes), Ok(77));
+        assert!(matches!(
+            decode(&bytes),
+            Err(FormatError::Corrupt {
+                kind: CorruptKind::BadMagic { .. },
+                ..
+            })
+        ));
+        assert!(decode_clean_point(&encode(77)).is_err());
     }
 
     #[test]

@@ -28,14 +28,17 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 pub struct Crc32c(Digest);
 
 impl Crc32c {
+    /// An empty checksum (of zero bytes).
     pub fn new() -> Self {
         Crc32c(Digest::new(CrcAlgorithm::Crc32Iscsi))
     }
 
+    /// Adds `data` to the checksummed bytes.
     pub fn update(&mut self, data: &[u8]) {
         self.0.update(data);
     }
 
+    /// The CRC-32C of everything added so far.
     pub fn finish(&self) -> u32 {
         u32::try_from(self.0.finalize()).expect("a CRC-32 fits in 32 bits")
     }

@@ -2,8 +2,11 @@
 
 /// Digits in a segment file name.
 pub const OFFSET_WIDTH: usize = 20;
+/// Suffix of a segment's record batches.
 pub const LOG_SUFFIX: &str = ".log";
+/// Suffix of a segment's sparse offset index.
 pub const INDEX_SUFFIX: &str = ".index";
+/// Suffix of a segment's sparse time index.
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 
 /// `00000000000000000042.log` for base offset 42 and suffix `.log`.

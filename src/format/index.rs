@@ -17,11 +17,15 @@ use crate::error::CorruptKind;
 
 use super::FormatError;
 
+/// Byte position of the relative offset (uint32) in a `.index` entry.
 pub const OFFSET_ENTRY_RELATIVE_OFFSET: usize = 0;
+/// Byte position of the `.log` file position (uint32) in a `.index` entry.
 pub const OFFSET_ENTRY_POSITION: usize = OFFSET_ENTRY_RELATIVE_OFFSET + 4;
 /// Bytes of one `.index` entry.
 pub const OFFSET_ENTRY_BYTES: usize = OFFSET_ENTRY_POSITION + 4;
+/// Byte position of the timestamp (int64) in a `.timeindex` entry.
 pub const TIME_ENTRY_TIMESTAMP: usize = 0;
+/// Byte position of the relative offset (uint32) in a `.timeindex` entry.
 pub const TIME_ENTRY_RELATIVE_OFFSET: usize = TIME_ENTRY_TIMESTAMP + 8;
 /// Bytes of one `.timeindex` entry.
 pub const TIME_ENTRY_BYTES: usize = TIME_ENTRY_RELATIVE_OFFSET + 4;
@@ -32,18 +36,23 @@ const _: () = assert!(TIME_ENTRY_BYTES == 12);
 /// One `.index` entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct OffsetEntry {
+    /// Offset minus the segment's base offset.
     pub relative_offset: u32,
+    /// Byte position in the segment's `.log` of the batch holding that offset.
     pub position: u32,
 }
 
 /// One `.timeindex` entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TimeEntry {
+    /// The largest timestamp seen up to the entry's offset.
     pub timestamp: i64,
+    /// Offset minus the segment's base offset (of the batch that reached `timestamp`).
     pub relative_offset: u32,
 }
 
 impl OffsetEntry {
+    /// Appends the entry's 8 bytes to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.relative_offset.to_be_bytes());
         out.extend_from_slice(&self.position.to_be_bytes());
@@ -51,12 +60,14 @@ impl OffsetEntry {
 }
 
 impl TimeEntry {
+    /// Appends the entry's 12 bytes to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.timestamp.to_be_bytes());
         out.extend_from_slice(&self.relative_offset.to_be_bytes());
     }
 }
 
+/// The bytes of a `.index` file holding `entries`.
 pub fn encode_offset_entries(entries: &[OffsetEntry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.len() * OFFSET_ENTRY_BYTES);
     for entry in entries {
@@ -65,6 +76,7 @@ pub fn encode_offset_entries(entries: &[OffsetEntry]) -> Vec<u8> {
     out
 }
 
+/// The bytes of a `.timeindex` file holding `entries`.
 pub fn encode_time_entries(entries: &[TimeEntry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.len() * TIME_ENTRY_BYTES);
     for entry in entries {

@@ -20,7 +20,9 @@ use crate::error::CorruptKind;
 use super::checkpoint::to_array;
 use super::FormatError;
 
+/// The first bytes of a manifest file.
 pub const MAGIC: [u8; 4] = *b"SLMF";
+/// The manifest format's version.
 pub const VERSION: u16 = 1;
 
 const MAGIC_OFFSET: usize = 0;
@@ -41,21 +43,27 @@ const _: () = assert!(MANIFEST_LEN_MIN == 30);
 /// One file of the new directory content.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ManifestFile {
+    /// The file's name inside the directory.
     pub name: String,
+    /// Its exact length.
     pub bytes: u64,
+    /// The CRC-32C of its whole content.
     pub crc32c: u32,
 }
 
 /// What the installed directory must hold, exactly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
+    /// The log start offset of the new content.
     pub log_start_offset: i64,
+    /// The next offset of the new content (it never moves backwards).
     pub next_offset: i64,
     /// Sorted by name, names unique.
     pub files: Vec<ManifestFile>,
 }
 
 impl Manifest {
+    /// The manifest's bytes, CRC-32C included.
     pub fn encode(&self) -> Vec<u8> {
         assert!(self.log_start_offset >= 0);
         assert!(self.next_offset >= self.log_start_offset);

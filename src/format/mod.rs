@@ -9,6 +9,8 @@
 //! * [`crc`]: CRC-32C, the one checksum of every format.
 //! * [`checkpoint`]: the retention checkpoint (`log-start-offset.checkpoint`).
 //! * [`manifest`]: the install manifest, the commit point of a compaction.
+//! * [`recovery_point`]: the recovery point and the clean-shutdown marker, each a
+//!   list of segment summaries.
 
 // Tests may unwrap and index; the decoders may not.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
@@ -22,6 +24,7 @@ pub mod filename;
 pub mod index;
 pub mod manifest;
 pub mod record;
+pub mod recovery_point;
 pub mod timestamp_type;
 pub mod varint;
 
@@ -39,7 +42,14 @@ pub use timestamp_type::TimestampType;
 /// The caller adds the file and the buffer's position in it ([`FormatError::at`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FormatError {
-    Corrupt { position: u64, kind: CorruptKind },
+    /// The bytes are damaged; becomes [`Error::Corrupt`].
+    Corrupt {
+        /// Byte position relative to the start of the decoded buffer.
+        position: u64,
+        /// What is wrong there.
+        kind: CorruptKind,
+    },
+    /// Valid Kafka data the engine does not handle; becomes [`Error::Unsupported`].
     Unsupported(String),
 }
 

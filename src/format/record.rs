@@ -20,20 +20,27 @@ use super::varint::{get_varint, get_varlong, put_varint, put_varlong, varlong_le
 /// A record header: a string key and optional bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Header {
+    /// The header's name.
     pub key: String,
+    /// The header's value; `None` is Kafka's null.
     pub value: Option<Vec<u8>>,
 }
 
 /// A record a caller asks to append: the log assigns its offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRecord {
+    /// The record's key; `None` is a keyless record (compaction keeps every keyless record).
     pub key: Option<Vec<u8>>,
+    /// The record's value; `None` is a tombstone (it deletes the key when compaction runs).
     pub value: Option<Vec<u8>>,
+    /// The record's timestamp in milliseconds (Kafka's `CreateTime`); retention and the time index use it.
     pub timestamp: i64,
+    /// The record's headers, stored as given.
     pub headers: Vec<Header>,
 }
 
 impl NewRecord {
+    /// A record with `key`, `value` and `timestamp` and no headers.
     pub fn new(key: Option<Vec<u8>>, value: Option<Vec<u8>>, timestamp: i64) -> Self {
         NewRecord {
             key,
@@ -47,18 +54,26 @@ impl NewRecord {
 /// A record as stored in a batch (offset and timestamp relative to the batch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// Record attributes (unused by Kafka, always 0).
     pub attributes: i8,
+    /// Timestamp minus the batch's `base_timestamp`.
     pub timestamp_delta: i64,
+    /// Offset minus the batch's `base_offset`.
     pub offset_delta: i32,
+    /// The key; `None` is a keyless record.
     pub key: Option<Vec<u8>>,
+    /// The value; `None` is a tombstone.
     pub value: Option<Vec<u8>>,
+    /// The headers.
     pub headers: Vec<Header>,
 }
 
 /// The marker a control record carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ControlKind {
+    /// The transaction was aborted.
     Abort,
+    /// The transaction was committed.
     Commit,
 }
 
@@ -220,6 +235,7 @@ impl Record {
         varlong_len(body as i64) + body
     }
 
+    /// Appends the record's encoding (length prefix included) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let start = out.len();
         put_varint(
@@ -257,10 +273,15 @@ impl Record {
 /// from, so decoding allocates nothing unless the record has headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordView<'a> {
+    /// See [`Record::attributes`].
     pub attributes: i8,
+    /// See [`Record::timestamp_delta`].
     pub timestamp_delta: i64,
+    /// See [`Record::offset_delta`].
     pub offset_delta: i32,
+    /// See [`Record::key`].
     pub key: Option<&'a [u8]>,
+    /// See [`Record::value`].
     pub value: Option<&'a [u8]>,
     /// Owned: headers are rare, and an empty `Vec` does not allocate.
     pub headers: Vec<Header>,

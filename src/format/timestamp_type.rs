@@ -13,19 +13,8 @@ use std::str::FromStr;
 pub const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 
 /// A batch's timestamp type. Serialized by its Kafka name.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TimestampType {
     /// The producer's time, per record (bit 3 clear).
     #[default]

@@ -14,56 +14,130 @@
 //! * the `fail` crate's own actions (`panic`, `sleep(ms)`, `off`, counts like `2*off->return`).
 
 // --- log: append, roll, flush ---------------------------------------------
+/// Before an append writes its batch to the active segment's `.log`.
 pub const LOG_APPEND_WRITE: &str = "log::append::write";
+/// Before a roll syncs the closing segment's `.log` and indexes.
 pub const LOG_ROLL_SYNC_CLOSED: &str = "log::roll::sync_closed";
+/// Before a roll syncs the closing segment's `.index`.
+pub const LOG_ROLL_SYNC_INDEX: &str = "log::roll::sync_index";
+/// Before a roll syncs the closing segment's `.timeindex`.
+pub const LOG_ROLL_SYNC_TIME_INDEX: &str = "log::roll::sync_time_index";
+/// Before a roll creates the new active segment's files.
 pub const LOG_ROLL_CREATE_SEGMENT: &str = "log::roll::create_segment";
+/// Before a roll syncs the recovery point's temp file.
+pub const LOG_ROLL_SYNC_RECOVERY_POINT: &str = "log::roll::sync_recovery_point";
+/// Before a roll renames the recovery point's temp file over it.
+pub const LOG_ROLL_RENAME_RECOVERY_POINT: &str = "log::roll::rename_recovery_point";
+/// Before a roll syncs the log directory (the new segment's entries and the recovery point's rename).
 pub const LOG_ROLL_SYNC_DIR: &str = "log::roll::sync_dir";
+/// Before a flush syncs the active segment's `.log`.
 pub const LOG_FLUSH_SYNC_LOG: &str = "log::flush::sync_log";
-pub const LOG_FLUSH_SYNC_INDEX: &str = "log::flush::sync_index";
-pub const LOG_FLUSH_SYNC_TIME_INDEX: &str = "log::flush::sync_time_index";
-pub const LOG_FLUSH_SYNC_DIR: &str = "log::flush::sync_dir";
+/// Before a clean close syncs the active segment's `.log`.
+pub const LOG_CLOSE_SYNC_LOG: &str = "log::close::sync_log";
+/// Before a clean close syncs the active segment's `.index`.
+pub const LOG_CLOSE_SYNC_INDEX: &str = "log::close::sync_index";
+/// Before a clean close syncs the active segment's `.timeindex`.
+pub const LOG_CLOSE_SYNC_TIME_INDEX: &str = "log::close::sync_time_index";
+/// Before a clean close syncs the clean-shutdown marker's temp file.
+pub const LOG_CLOSE_SYNC_MARKER: &str = "log::close::sync_marker";
+/// Before a clean close renames the marker's temp file into place.
+pub const LOG_CLOSE_RENAME_MARKER: &str = "log::close::rename_marker";
+/// Before a clean close syncs the log directory (the marker's rename).
+pub const LOG_CLOSE_SYNC_DIR: &str = "log::close::sync_dir";
 // --- log: recovery on open ------------------------------------------------
+/// Before recovery truncates a torn tail off the active segment's `.log`.
 pub const LOG_RECOVERY_TRUNCATE_TAIL: &str = "log::recovery::truncate_tail";
+/// Before recovery syncs the truncated `.log`.
 pub const LOG_RECOVERY_SYNC_TAIL: &str = "log::recovery::sync_tail";
+/// Before recovery writes a rebuilt (missing or damaged) index file.
 pub const LOG_RECOVERY_REBUILD_INDEX: &str = "log::recovery::rebuild_index";
+/// Before recovery syncs a rebuilt index file.
 pub const LOG_RECOVERY_SYNC_INDEX: &str = "log::recovery::sync_index";
+/// Before recovery fsyncs the active segment's `.log` it scanned (the bytes found).
+pub const LOG_RECOVERY_SYNC_ACTIVE: &str = "log::recovery::sync_active";
+/// Before recovery creates the first segment of an empty log.
 pub const LOG_RECOVERY_CREATE_SEGMENT: &str = "log::recovery::create_segment";
+/// Before recovery removes an orphan index file (one without its `.log`).
 pub const LOG_RECOVERY_REMOVE_ORPHAN: &str = "log::recovery::remove_orphan";
+/// Before recovery syncs an ancestor entry of a log directory it created.
 pub const LOG_RECOVERY_SYNC_DIR: &str = "log::recovery::sync_dir";
+/// Before recovery removes the clean-shutdown marker, a checkpoint temp or a stale recovery point.
+pub const LOG_RECOVERY_REMOVE_MARKER: &str = "log::recovery::remove_marker";
+/// Before recovery syncs a closed segment it scanned, before a new recovery point vouches for it.
+pub const LOG_RECOVERY_SYNC_SCANNED: &str = "log::recovery::sync_scanned";
+/// Before recovery syncs the log directory ahead of writing a new recovery point.
+pub const LOG_RECOVERY_SYNC_SCANNED_DIR: &str = "log::recovery::sync_scanned_dir";
+/// Before recovery syncs the temp file of the recovery point it writes.
+pub const LOG_RECOVERY_SYNC_RECOVERY_POINT: &str = "log::recovery::sync_recovery_point";
+/// Before recovery renames the recovery point's temp file over it.
+pub const LOG_RECOVERY_RENAME_RECOVERY_POINT: &str = "log::recovery::rename_recovery_point";
+/// Before recovery's final sync of the log directory (always: the entries it found may not be durable).
+pub const LOG_RECOVERY_SYNC_LOG_DIR: &str = "log::recovery::sync_log_dir";
+/// Before recovery syncs the parent (or an ancestor) of a new or still empty log directory.
 pub const LOG_RECOVERY_SYNC_PARENT: &str = "log::recovery::sync_parent";
 
 // --- retention: checkpoint first, then delete --------------------------------
+/// Before retention syncs the new checkpoint's temp file.
 pub const RETENTION_CHECKPOINT_SYNC_TMP: &str = "retention::checkpoint::sync_tmp";
+/// Before retention renames the checkpoint's temp file over the checkpoint.
 pub const RETENTION_CHECKPOINT_RENAME: &str = "retention::checkpoint::rename";
+/// Before retention syncs the directory, making the new start offset durable.
 pub const RETENTION_CHECKPOINT_SYNC_DIR: &str = "retention::checkpoint::sync_dir";
+/// Before retention removes a file of a segment below the new start offset.
 pub const RETENTION_DELETE_REMOVE_FILE: &str = "retention::delete::remove_file";
 // --- retention: recovery on open --------------------------------------------
+/// Before recovery removes a segment file the checkpoint already put below the start.
 pub const RETENTION_RECOVER_REMOVE_FILE: &str = "retention::recover::remove_file";
+/// Before recovery syncs the directory after removing such files.
 pub const RETENTION_RECOVER_SYNC_DIR: &str = "retention::recover::sync_dir";
+/// Before recovery syncs the directory first, so the checkpoint it acts on is durable.
 pub const RETENTION_RECOVER_SYNC_DIR_FIRST: &str = "retention::recover::sync_dir_first";
 // --- compaction: building the temp directory (install step 1) --------------
+/// Before compaction syncs a file it wrote into the temp directory (install step 1).
 pub const COMPACTION_BUILD_SYNC_FILE: &str = "compaction::build::sync_file";
+/// Before compaction syncs the clean point file it writes into the temp dir.
+pub const COMPACTION_BUILD_SYNC_CLEAN_POINT: &str = "compaction::build::sync_clean_point";
+/// Before compaction syncs the temp directory itself.
 pub const COMPACTION_BUILD_SYNC_TMP_DIR: &str = "compaction::build::sync_tmp_dir";
 // --- install: steps 2 to 6 ---------------------------------------------------
+/// Before the install syncs the parent directory so the temp directory's entry is durable.
 pub const INSTALL_MANIFEST_SYNC_TEMP_ENTRY: &str = "install::manifest::sync_temp_entry";
+/// Before the install syncs the manifest's temp file.
 pub const INSTALL_MANIFEST_SYNC_TMP: &str = "install::manifest::sync_tmp";
+/// Before the install renames the manifest's temp file into place (the commit point).
 pub const INSTALL_MANIFEST_RENAME: &str = "install::manifest::rename";
+/// Before the install syncs the parent directory after the manifest rename.
 pub const INSTALL_MANIFEST_SYNC_PARENT: &str = "install::manifest::sync_parent";
+/// Before the install renames the live log directory to the backup.
 pub const INSTALL_SWAP_RENAME_LIVE_BACKUP: &str = "install::swap::rename_live_backup";
+/// Before the install renames the temp directory to the live one.
 pub const INSTALL_SWAP_RENAME_TMP_LIVE: &str = "install::swap::rename_tmp_live";
+/// Before the install removes the backup directory.
 pub const INSTALL_CLEANUP_REMOVE_BACKUP: &str = "install::cleanup::remove_backup";
+/// Before the install syncs the parent directory after removing the backup.
 pub const INSTALL_CLEANUP_SYNC_PARENT_BACKUP: &str = "install::cleanup::sync_parent_backup";
+/// Before the install removes the manifest (the install is complete).
 pub const INSTALL_CLEANUP_REMOVE_MANIFEST: &str = "install::cleanup::remove_manifest";
+/// Before the install syncs the parent directory after removing the manifest.
 pub const INSTALL_CLEANUP_SYNC_PARENT_MANIFEST: &str = "install::cleanup::sync_parent_manifest";
 // --- install: recovery on open (the decision table) -------------------------
+/// Before install recovery removes a manifest temp file (an uncommitted install).
 pub const INSTALL_RECOVER_REMOVE_MANIFEST_TMP: &str = "install::recover::remove_manifest_tmp";
+/// Before install recovery removes a temp directory.
 pub const INSTALL_RECOVER_REMOVE_TMP: &str = "install::recover::remove_tmp";
+/// Before install recovery renames the live directory aside to the backup (rolling forward).
 pub const INSTALL_RECOVER_RENAME_LIVE_ASIDE: &str = "install::recover::rename_live_aside";
+/// Before install recovery renames the temp directory to the live one (rolling forward).
 pub const INSTALL_RECOVER_RENAME_TMP_LIVE: &str = "install::recover::rename_tmp_live";
+/// Before install recovery renames the backup back to live (rolling back).
 pub const INSTALL_RECOVER_RENAME_BACKUP_LIVE: &str = "install::recover::rename_backup_live";
+/// Before install recovery removes the backup directory.
 pub const INSTALL_RECOVER_REMOVE_BACKUP: &str = "install::recover::remove_backup";
+/// Before install recovery removes the manifest.
 pub const INSTALL_RECOVER_REMOVE_MANIFEST: &str = "install::recover::remove_manifest";
+/// Before install recovery syncs the parent directory after a step.
 pub const INSTALL_RECOVER_SYNC_PARENT: &str = "install::recover::sync_parent";
+/// Before install recovery syncs the parent directory first, so what it reads is durable.
 pub const INSTALL_RECOVER_SYNC_PARENT_FIRST: &str = "install::recover::sync_parent_first";
 
 /// Every fail point name, in the order the engine's paths reach them.
@@ -71,19 +145,33 @@ pub const INSTALL_RECOVER_SYNC_PARENT_FIRST: &str = "install::recover::sync_pare
 pub const ALL: &[&str] = &[
     LOG_APPEND_WRITE,
     LOG_ROLL_SYNC_CLOSED,
+    LOG_ROLL_SYNC_INDEX,
+    LOG_ROLL_SYNC_TIME_INDEX,
     LOG_ROLL_CREATE_SEGMENT,
+    LOG_ROLL_SYNC_RECOVERY_POINT,
+    LOG_ROLL_RENAME_RECOVERY_POINT,
     LOG_ROLL_SYNC_DIR,
     LOG_FLUSH_SYNC_LOG,
-    LOG_FLUSH_SYNC_INDEX,
-    LOG_FLUSH_SYNC_TIME_INDEX,
-    LOG_FLUSH_SYNC_DIR,
+    LOG_CLOSE_SYNC_LOG,
+    LOG_CLOSE_SYNC_INDEX,
+    LOG_CLOSE_SYNC_TIME_INDEX,
+    LOG_CLOSE_SYNC_MARKER,
+    LOG_CLOSE_RENAME_MARKER,
+    LOG_CLOSE_SYNC_DIR,
     LOG_RECOVERY_TRUNCATE_TAIL,
     LOG_RECOVERY_SYNC_TAIL,
     LOG_RECOVERY_REBUILD_INDEX,
     LOG_RECOVERY_SYNC_INDEX,
+    LOG_RECOVERY_SYNC_ACTIVE,
     LOG_RECOVERY_CREATE_SEGMENT,
     LOG_RECOVERY_REMOVE_ORPHAN,
     LOG_RECOVERY_SYNC_DIR,
+    LOG_RECOVERY_REMOVE_MARKER,
+    LOG_RECOVERY_SYNC_SCANNED,
+    LOG_RECOVERY_SYNC_SCANNED_DIR,
+    LOG_RECOVERY_SYNC_RECOVERY_POINT,
+    LOG_RECOVERY_RENAME_RECOVERY_POINT,
+    LOG_RECOVERY_SYNC_LOG_DIR,
     LOG_RECOVERY_SYNC_PARENT,
     RETENTION_CHECKPOINT_SYNC_TMP,
     RETENTION_CHECKPOINT_RENAME,
@@ -93,6 +181,7 @@ pub const ALL: &[&str] = &[
     RETENTION_RECOVER_SYNC_DIR,
     RETENTION_RECOVER_SYNC_DIR_FIRST,
     COMPACTION_BUILD_SYNC_FILE,
+    COMPACTION_BUILD_SYNC_CLEAN_POINT,
     COMPACTION_BUILD_SYNC_TMP_DIR,
     INSTALL_MANIFEST_SYNC_TEMP_ENTRY,
     INSTALL_MANIFEST_SYNC_TMP,

@@ -28,6 +28,7 @@ impl Default for StdFs {
 }
 
 impl StdFs {
+    /// The real file system.
     pub fn new() -> Self {
         Self::default()
     }

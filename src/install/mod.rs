@@ -30,11 +30,17 @@ pub use recovery::{recover, InstallCase, InstallRecovery};
 /// The names next to a live log directory `D`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallPaths {
+    /// The live log directory `D`.
     pub live: PathBuf,
+    /// `D.compact-tmp`: the compacted content is built here (install step 1).
     pub tmp: PathBuf,
+    /// `D.compact-bak`: the old content while the swap runs.
     pub backup: PathBuf,
+    /// `D.compact-manifest`: its presence commits the install.
     pub manifest: PathBuf,
+    /// The manifest's temp file, renamed onto `manifest` to commit.
     pub manifest_tmp: PathBuf,
+    /// The directory holding all of them (synced after each directory change).
     pub parent: PathBuf,
 }
 

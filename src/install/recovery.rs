@@ -20,6 +20,7 @@
 
 use std::path::Path;
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -33,8 +34,9 @@ use super::validate;
 use super::InstallPaths;
 
 /// Which row of the decision table applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum InstallCase {
     /// No install state next to the log directory.
     #[default]
@@ -52,8 +54,10 @@ pub enum InstallCase {
 }
 
 /// What install recovery found and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct InstallRecovery {
+    /// Which case of the decision table applied.
     pub case: InstallCase,
     /// Sibling paths removed or renamed, in order, as `"op path"` lines.
     pub actions: Vec<String>,

@@ -37,9 +37,13 @@ type Inflated = (usize, Result<Bytes, FormatError>);
 /// A record of a [`Fetch`], its key and value borrowed from the fetched bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordRef<'a> {
+    /// The record's offset.
     pub offset: i64,
+    /// The record's timestamp (ms).
     pub timestamp: i64,
+    /// The key (`None`: keyless).
     pub key: Option<&'a [u8]>,
+    /// The value (`None`: a tombstone).
     pub value: Option<&'a [u8]>,
     /// Empty (and unallocated) for a record without headers.
     pub headers: Vec<Header>,
@@ -129,6 +133,7 @@ impl Fetch {
         &self.bytes
     }
 
+    /// True if the fetch holds no batch.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }

@@ -12,15 +12,18 @@
 
 mod encode;
 mod fetch;
+mod index_check;
 mod read;
 pub mod recovery;
 pub mod report;
+pub mod trust;
 mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{Clock, SystemClock};
@@ -36,8 +39,22 @@ pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 /// one oversized batch past the limit (Kafka's limit too).
 pub const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
 
+/// Test-only: the roll's order and its deliberately broken form for the teeth checks
+/// (model (e), variant `recovery-point-before-flush`).
+#[cfg(any(test, feature = "test-variants"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RollVariant {
+    /// Fsync the closed segment, then create the next one and write the recovery point.
+    #[default]
+    Ours,
+    /// Create the next segment and write the recovery point before fsyncing the closed
+    /// segment: a power loss keeps the point and loses data it vouches for.
+    RecoveryPointBeforeFlush,
+}
+
 /// Configuration of a log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct LogConfig {
     /// Roll before a batch would make the active segment larger than this.
     pub segment_bytes: u64,
@@ -46,13 +63,36 @@ pub struct LogConfig {
     /// The codec appended data batches are written with (Kafka's
     /// `compression.type` of a producer). Reading accepts every codec whatever
     /// this says.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub compression: Compression,
     /// `LogAppendTime`: append stamps each data batch with the log's clock
     /// ([`Log::set_clock`]) as its `maxTimestamp`, which every record then reads
     /// as (Kafka's `message.timestamp.type`). `CreateTime` keeps the records'.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub timestamp_type: TimestampType,
+    /// Cap of the cleaner's offset map, 24 bytes a key (Kafka's
+    /// `log.cleaner.dedupe.buffer.size`); `None`: unbounded. A dirty section with
+    /// more distinct keys takes several passes (docs/design.md section 1).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub dedupe_buffer_bytes: Option<u64>,
+    /// [`Log::compact_if_dirty`] cleans only when the dirty ratio is above this
+    /// (Kafka's `min.cleanable.dirty.ratio`), in `[0, 1]`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "default_min_cleanable_dirty_ratio")
+    )]
+    pub min_cleanable_dirty_ratio: f64,
+    /// A closed segment holding a timestamp newer than `now - min_compaction_lag_ms`
+    /// is not cleaned, nor any after it (Kafka's `min.compaction.lag.ms`); 0: no lag.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub min_compaction_lag_ms: i64,
+}
+
+// `validate` rejects a NaN ratio, so equality is an equivalence on valid configs.
+impl Eq for LogConfig {}
+
+fn default_min_cleanable_dirty_ratio() -> f64 {
+    0.5
 }
 
 impl Default for LogConfig {
@@ -62,6 +102,9 @@ impl Default for LogConfig {
             index_interval_bytes: 4096,
             compression: Compression::None,
             timestamp_type: TimestampType::CreateTime,
+            dedupe_buffer_bytes: None,
+            min_cleanable_dirty_ratio: default_min_cleanable_dirty_ratio(),
+            min_compaction_lag_ms: 0,
         }
     }
 }
@@ -81,14 +124,37 @@ impl LogConfig {
                 self.index_interval_bytes
             )));
         }
-        Ok(())
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            return Err(Error::InvalidArgument(format!(
+                "min_cleanable_dirty_ratio must be in [0, 1], got {}",
+                self.min_cleanable_dirty_ratio
+            )));
+        }
+        if !self.compression.is_available() {
+            return Err(Error::InvalidArgument(format!(
+                "compression {} needs the seglog feature `compression`",
+                self.compression
+            )));
+        }
+        self.clean_options().validate()
+    }
+
+    /// The cleaner's knobs of this log.
+    pub fn clean_options(&self) -> crate::compaction::CleanOptions {
+        crate::compaction::CleanOptions {
+            dedupe_buffer_bytes: self.dedupe_buffer_bytes,
+            min_compaction_lag_ms: self.min_compaction_lag_ms,
+        }
     }
 }
 
 /// Offsets assigned by an append.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct AppendInfo {
+    /// The offset the first appended record got.
     pub base_offset: i64,
+    /// The offset the last appended record got.
     pub last_offset: i64,
 }
 
@@ -100,9 +166,13 @@ pub struct AppendInfo {
 /// (`Bytes::copy_from_slice`) what you keep long after the rest of a read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {
+    /// The record's offset.
     pub offset: i64,
+    /// The record's timestamp (ms).
     pub timestamp: i64,
+    /// The key (`None`: keyless).
     pub key: Option<Bytes>,
+    /// The value (`None`: a tombstone).
     pub value: Option<Bytes>,
     /// Empty (and unallocated) for a record without headers.
     pub headers: Vec<Header>,
@@ -126,6 +196,10 @@ pub struct Log {
     synced_log_bytes: u64,
     /// Opened with [`Log::open_read_only`]: writes are refused.
     read_only: bool,
+    /// Closed by [`Log::close_in_place`]: everything is refused.
+    closed: bool,
+    #[cfg(any(test, feature = "test-variants"))]
+    roll_variant: RollVariant,
     /// Reused encode buffer.
     scratch: Vec<u8>,
     /// Recently read segments' bytes as [`FileSystem::map`] returned them, by base
@@ -148,6 +222,24 @@ impl Log {
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
         Self::open_by(fs, dir.as_ref(), config, false)
+    }
+
+    /// [`Log::open_with`], ignoring the recovery point and the clean-shutdown marker:
+    /// every segment is read and checked batch by batch, as after a crash with no
+    /// checkpoint. What `seglog recover` runs; for an audit of a cleanly closed log.
+    pub fn open_checked(
+        fs: Arc<dyn FileSystem>,
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> Result<(Log, RecoveryReport)> {
+        config.validate()?;
+        let dir = dir.as_ref();
+        let mut report = RecoveryReport::default();
+        let segments = recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?;
+        Ok((
+            Log::assemble(fs, dir.to_path_buf(), config, segments, false),
+            report,
+        ))
     }
 
     /// Opens an existing log without changing anything on disk (no directory or
@@ -199,6 +291,9 @@ impl Log {
             poisoned: false,
             synced_log_bytes,
             read_only,
+            closed: false,
+            #[cfg(any(test, feature = "test-variants"))]
+            roll_variant: RollVariant::Ours,
             scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),
             clock: Arc::new(SystemClock),
@@ -207,14 +302,23 @@ impl Log {
         log
     }
 
+    /// Test-only: the roll's order (see [`RollVariant`]).
+    #[cfg(any(test, feature = "test-variants"))]
+    pub fn set_roll_variant(&mut self, variant: RollVariant) {
+        self.roll_variant = variant;
+    }
+
+    /// The log's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The file system the log does its IO through.
     pub fn fs(&self) -> &Arc<dyn FileSystem> {
         &self.fs
     }
 
+    /// The configuration the log was opened with.
     pub fn config(&self) -> &LogConfig {
         &self.config
     }
@@ -250,6 +354,12 @@ impl Log {
             .collect()
     }
 
+    /// Each segment's own next offset (after its last batch; its base when empty),
+    /// which a compaction gap can put below the next segment's base.
+    pub(crate) fn segment_next_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(|s| s.next_offset).collect()
+    }
+
     /// True after an IO error in append/roll/flush.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
@@ -277,6 +387,9 @@ impl Log {
         if self.poisoned {
             return Err(Error::Poisoned);
         }
+        if self.closed {
+            return Err(Error::InvalidArgument("the log was closed".into()));
+        }
         Ok(())
     }
 
@@ -292,6 +405,23 @@ impl Log {
 
     /// The structural invariants: non-empty, ascending bases, each segment's base at
     /// or after its predecessor's next offset.
+    /// Drops the first `count` segments from the in-memory list once retention has
+    /// deleted their files: the surviving segments are the ones already open, so no
+    /// reopen (and no scan) is needed. The active segment always stays.
+    pub(crate) fn forget_prefix(&mut self, count: usize) {
+        assert!(count < self.segments.len(), "the active segment stays");
+        let gone: Vec<i64> = self
+            .segments
+            .drain(..count)
+            .map(|s| s.base_offset)
+            .collect();
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(base, _)| !gone.contains(base));
+        self.assert_invariants();
+    }
+
     fn assert_invariants(&self) {
         assert!(!self.segments.is_empty());
         for pair in self.segments.windows(2) {

@@ -67,7 +67,8 @@ impl Log {
             mapped.remove(0);
         }
         mapped.push((segment.base_offset, bytes.clone()));
-        Ok(SegmentView::new(path, bytes.slice(..needed)))
+        Ok(SegmentView::new(path, bytes.slice(..needed))
+            .with_offsets(segment.base_offset, segment.next_offset))
     }
 
     /// The segments that may hold offsets >= `from`, with the position in each to
@@ -211,7 +212,17 @@ fn read_batches(log: &Log, segment: &Segment) -> Result<Vec<RecordBatch>> {
         let (decoded, _) = batch::decode(raw).map_err(|e| e.at(path, position))?;
         batches.push(decoded);
     }
-    assert_eq!(batches.len() as u64, segment.batches);
+    if batches.len() as u64 != segment.batches {
+        return Err(Error::corrupt(
+            path,
+            segment.bytes,
+            CorruptKind::Other(format!(
+                "{} batches, {} expected (the segment's summary)",
+                batches.len(),
+                segment.batches
+            )),
+        ));
+    }
     Ok(batches)
 }
 
@@ -247,6 +258,17 @@ pub(super) fn checked_batches(
             break;
         }
         check_batch_crc(raw).map_err(|e| e.at(view.path(), position as u64))?;
+        if let Some(previous) = next_offset.filter(|next| header.base_offset < *next) {
+            // A damaged base offset (outside the CRC) in a segment no scan checked.
+            return Err(Error::corrupt(
+                view.path(),
+                position as u64,
+                CorruptKind::BaseOffset {
+                    got: header.base_offset,
+                    previous: previous - 1,
+                },
+            ));
+        }
         next_offset = Some(header.last_offset() + 1);
         position += header.size;
     }
@@ -298,7 +320,17 @@ fn push_batch_records<'a>(
             continue;
         }
         if let Some(last) = out.last() {
-            assert!(offset > last.offset, "offsets must increase");
+            // Checked by every scan; a trusted segment was not scanned, so a damaged
+            // base offset (outside the CRC) shows up here.
+            if offset <= last.offset {
+                return Err(FormatError::Corrupt {
+                    position: 0,
+                    kind: CorruptKind::BaseOffset {
+                        got: batch.base_offset,
+                        previous: last.offset,
+                    },
+                });
+            }
         }
         let timestamp = if log_append_time {
             batch.max_timestamp

@@ -18,17 +18,20 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{CorruptKind, Error, Result};
 use crate::format::filename;
-use crate::format::index::{encode_offset_entries, encode_time_entries};
+use crate::format::index::{decode_offset_entries, decode_time_entries};
+use crate::format::recovery_point::SegmentSummary;
 // The fail point names are only referenced when the `failpoints` feature is on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint::*;
 use crate::fs::FileSystem;
-use crate::segment::scan::{scan_segment, ScanOutcome};
+use crate::segment::scan::{scan_from, scan_segment, ScanOutcome};
 use crate::segment::{Segment, SegmentPaths};
 
-use super::report::{RebuildReason, RebuiltIndex, RecoveryReport};
+use super::index_check::file_name;
+use super::report::{RebuildReason, RecoveryReport};
+use super::trust::Trust;
 use super::LogConfig;
 
 /// The segment files of a directory, classified by name.
@@ -43,9 +46,31 @@ pub struct Listing {
 /// An index file that must be rewritten, with its bytes.
 #[derive(Debug, Clone)]
 pub struct IndexRewrite {
+    /// The index file.
     pub path: std::path::PathBuf,
+    /// Its correct content, rebuilt from the `.log`.
     pub bytes: Vec<u8>,
+    /// Why it is rewritten.
     pub reason: RebuildReason,
+    /// Of a closed segment (fsynced: the recovery point will vouch for it); the
+    /// active segment's indexes are fsynced by its next roll or close, and a crash
+    /// before then rebuilds them again (model (e)).
+    pub closed: bool,
+    /// The Kafka rule the file broke (`missing` if there was none).
+    pub rule: crate::segment::validate::IndexRule,
+    /// Where and how (the entry's byte position in the index file).
+    pub detail: String,
+}
+
+impl IndexRewrite {
+    fn report(&self) -> super::report::RebuiltIndex {
+        super::report::RebuiltIndex {
+            file: file_name(&self.path),
+            reason: self.reason,
+            rule: self.rule,
+            detail: self.detail.clone(),
+        }
+    }
 }
 
 /// Runs every phase in order and returns the segments (the last one active).
@@ -53,6 +78,18 @@ pub fn recover(
     fs: &dyn FileSystem,
     dir: &Path,
     config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<Vec<Segment>> {
+    recover_with(fs, dir, config, true, report)
+}
+
+/// [`recover`]; `trust: false` ignores the recovery point and the marker and checks
+/// every segment (what `seglog recover` runs).
+pub fn recover_with(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    config: &LogConfig,
+    trust: bool,
     report: &mut RecoveryReport,
 ) -> Result<Vec<Segment>> {
     // Directory-level recoveries first: the install protocol decides what `dir` is
@@ -64,18 +101,31 @@ pub fn recover(
     recovery_ensure_dir(fs, dir, report)?;
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
-    let mut scans = recovery_scan(fs, dir, &listing, config)?;
-    let rewrites = recovery_check_indexes(fs, &scans)?;
+    let found = Trust::read(fs, dir, report)?;
+    let trusted = if trust {
+        found.clone()
+    } else {
+        Trust::default()
+    };
+    let mut scans = recovery_scan(fs, dir, &listing, config, &trusted, report)?;
+    let rewrites = recovery_check_indexes(fs, &mut scans, report)?;
+    let scanned: Vec<i64> = scans
+        .iter()
+        .filter(|scan| !scan.trusted)
+        .map(|scan| scan.segment.base_offset)
+        .collect();
+    crate::compaction::cleaner::check_clean_point(fs, dir, &listing.bases)?;
     // Modifying phases.
-    let mut dir_dirty = recovery_remove_orphans(fs, dir, &listing, report)?;
+    recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
-    dir_dirty |= recovery_rebuild_indexes(fs, &rewrites, report)?;
+    recovery_rebuild_indexes(fs, &rewrites, report)?;
+    recovery_sync_active(fs, &scans)?;
     let mut segments: Vec<Segment> = scans.into_iter().map(|s| s.segment).collect();
     if segments.is_empty() {
         segments.push(recovery_create_first_segment(fs, dir, config, report)?);
-        dir_dirty = true;
     }
-    recovery_sync_dir(fs, dir, dir_dirty, report)?;
+    super::trust::settle(fs, dir, &found, &segments, &scanned)?;
+    recovery_sync_dir(fs, dir, report)?;
     if existed && segments.iter().all(Segment::is_empty) {
         recovery_sync_path(fs, dir)?;
     }
@@ -111,12 +161,10 @@ pub fn inspect(
             std::io::Error::new(std::io::ErrorKind::NotFound, "no segment files here"),
         ));
     }
-    let mut scans = recovery_scan(fs, dir, &listing, config)?;
-    for rewrite in recovery_check_indexes(fs, &scans)? {
-        report.rebuilt_indexes.push(RebuiltIndex {
-            file: file_name(&rewrite.path),
-            reason: rewrite.reason,
-        });
+    // A read-only inspection is a diagnostic: it checks every segment.
+    let mut scans = recovery_scan(fs, dir, &listing, config, &Trust::default(), report)?;
+    for rewrite in recovery_check_indexes(fs, &mut scans, report)? {
+        report.rebuilt_indexes.push(rewrite.report());
     }
     report.removed_files.clone_from(&listing.orphans);
     if let Some(last) = scans.last_mut() {
@@ -192,7 +240,9 @@ pub fn recovery_list(
                 logs.insert(base);
             }
             Some((base, _)) if !fs.is_dir(&dir.join(&name)) => indexes.push((base, name)),
-            _ if name == crate::format::checkpoint::CHECKPOINT_NAME => {}
+            _ if name == crate::format::checkpoint::CHECKPOINT_NAME
+                || name == crate::format::checkpoint::CLEAN_POINT_NAME => {}
+            _ if super::trust::NAMES.contains(&name.as_str()) => {}
             _ => report.unknown_files.push(name),
         }
     }
@@ -207,69 +257,178 @@ pub fn recovery_list(
     })
 }
 
-/// Phase 3 (read-only): scan every segment. Corruption anywhere but in the last
-/// segment is an error; the last segment's invalid tail is kept in its outcome.
-/// Closed segments get the final time index entry of their roll.
+/// Phase 3 (read-only): open every segment. A segment a checkpoint vouches for
+/// (see [`super::trust`]) is opened from its summary and its index files, reading
+/// none of its data, unless the index files fail their checks (then it is scanned
+/// and the report says why); every other segment is scanned. Corruption anywhere but
+/// in the last segment is an error; the last segment's invalid tail is kept in its
+/// outcome. Every segment's computed index gets the final time entry (Kafka's
+/// `LogSegment.recover`), and its byte count since the last entry starts at 0.
 pub fn recovery_scan(
     fs: &dyn FileSystem,
     dir: &Path,
     listing: &Listing,
     config: &LogConfig,
+    trust: &Trust,
+    report: &mut RecoveryReport,
 ) -> Result<Vec<ScanOutcome>> {
     let mut scans = Vec::with_capacity(listing.bases.len());
     for (i, base) in listing.bases.iter().enumerate() {
         let upper = listing.bases.get(i + 1).copied();
+        if let Some((summary, source)) = trust.summary(*base, upper.is_none()) {
+            match open_trusted(fs, dir, summary, source, upper, config)? {
+                Ok(outcome) => {
+                    report.trusted_segments += 1;
+                    report.clean_shutdown |= upper.is_none();
+                    let extended = outcome.file_bytes > outcome.segment.bytes;
+                    let mut scan = if extended {
+                        // Appended after the checkpoint (another Kafka-format writer
+                        // after a clean close): the vouched prefix stands, the rest is
+                        // scanned like any unchecked data, and the index files are
+                        // compared with the result.
+                        report.scanned_bytes += outcome.file_bytes - outcome.segment.bytes;
+                        scan_from(fs, outcome.segment, upper)?
+                    } else {
+                        outcome
+                    };
+                    if upper.is_some() {
+                        if let Some(err) = scan.invalid.take() {
+                            return Err(err);
+                        }
+                    }
+                    if extended {
+                        scan.segment.index.on_roll();
+                    }
+                    scan.segment.index.on_open();
+                    scans.push(scan);
+                    continue;
+                }
+                Err(why) => report.rescanned.push(format!(
+                    "{}: {why}",
+                    filename::build(*base, filename::LOG_SUFFIX)
+                )),
+            }
+        }
         let mut scan = scan_segment(fs, dir, *base, upper, config.index_interval_bytes)?;
+        report.scanned_segments += 1;
+        report.scanned_bytes += scan.file_bytes;
         if upper.is_some() {
             if let Some(err) = scan.invalid.take() {
                 return Err(err);
             }
-            scan.segment.index.on_roll();
         }
+        // The final time entry, as Kafka's `LogSegment.recover` builds it (a closed
+        // segment got it on roll or close), and the byte count since the last entry
+        // starts at 0, as in a loaded Kafka segment.
+        scan.segment.index.on_roll();
+        scan.segment.index.on_open();
         scans.push(scan);
     }
     Ok(scans)
 }
 
-/// Phase 4 (read-only): compare each index file with what its scan computed.
+/// A segment opened from `summary` without reading its `.log`. The outer error is
+/// fatal (IO, or a closed `.log` whose length is not the summary's: the recovery
+/// point vouched for data that is not there); the inner one sends the segment to a
+/// scan (its index files do not match the summary, or the active segment is shorter
+/// than the marker says).
+fn open_trusted(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    summary: &SegmentSummary,
+    source: &str,
+    upper: Option<i64>,
+    config: &LogConfig,
+) -> Result<std::result::Result<ScanOutcome, String>> {
+    let paths = SegmentPaths::new(dir, summary.base_offset);
+    let bytes = fs.len(&paths.log).map_err(|e| Error::io(&paths.log, e))?;
+    if upper.is_none() && bytes < summary.bytes {
+        // The active segment lost bytes the marker vouched for (cut behind the log's
+        // back, or a crash the protocol should have prevented): the marker is wrong,
+        // so the segment is recovered as after a crash, and the report says so.
+        return Ok(Err(format!(
+            "the file holds {bytes} bytes but {source} vouches for {}: marker ignored",
+            summary.bytes
+        )));
+    }
+    if upper.is_some() && bytes != summary.bytes {
+        return Err(Error::corrupt(
+            &paths.log,
+            bytes.min(summary.bytes),
+            CorruptKind::Other(format!(
+                "the file holds {bytes} bytes but {source} vouches for {}: \
+                 data reported durable is missing (or the file was changed behind \
+                 the log's back)",
+                summary.bytes
+            )),
+        ));
+    }
+    if upper.is_some_and(|next| summary.next_offset > next) {
+        return Ok(Err(format!(
+            "its summary ends at offset {} past the next segment",
+            summary.next_offset
+        )));
+    }
+    let read = |path: &Path| -> Result<Option<Vec<u8>>> {
+        if !fs.exists(path) {
+            return Ok(None);
+        }
+        fs.read_all(path).map(Some).map_err(|e| Error::io(path, e))
+    };
+    let (Some(offset_bytes), Some(time_bytes)) = (read(&paths.index)?, read(&paths.time_index)?)
+    else {
+        return Ok(Err("an index file is missing".into()));
+    };
+    for (what, bytes, crc) in [
+        ("offset index", &offset_bytes, summary.offset_index_crc),
+        ("time index", &time_bytes, summary.time_index_crc),
+    ] {
+        let computed = crate::format::crc::crc32c(bytes);
+        if computed != crc {
+            return Ok(Err(format!(
+                "{what} checksum {computed:#010x}, the summary says {crc:#010x}"
+            )));
+        }
+    }
+    let offsets = match decode_offset_entries(&offset_bytes) {
+        Ok(entries) => entries,
+        Err(e) => return Ok(Err(format!("offset index: {e:?}"))),
+    };
+    let times = match decode_time_entries(&time_bytes) {
+        Ok(entries) => entries,
+        Err(e) => return Ok(Err(format!("time index: {e:?}"))),
+    };
+    Ok(
+        Segment::restore(dir, summary, offsets, times, config.index_interval_bytes).map(
+            |segment| ScanOutcome {
+                segment,
+                file_bytes: bytes,
+                invalid: None,
+                invalid_batches: 0,
+                batches: crate::segment::validate::SegmentBatches::default(),
+                trusted: true,
+            },
+        ),
+    )
+}
+
+/// Phase 4 (read-only): judge each scanned segment's index files by Kafka's rules;
+/// keep (and adopt) the valid ones, return the rewrites of the others
+/// (`super::index_check`). A trusted segment's files were checked against its
+/// summary's checksums in phase 3.
 pub fn recovery_check_indexes(
     fs: &dyn FileSystem,
-    scans: &[ScanOutcome],
+    scans: &mut [ScanOutcome],
+    report: &mut RecoveryReport,
 ) -> Result<Vec<IndexRewrite>> {
-    let mut rewrites = Vec::new();
-    for scan in scans {
-        let segment = &scan.segment;
-        let expected = [
-            (
-                &segment.paths.index,
-                encode_offset_entries(segment.index.offset_entries()),
-            ),
-            (
-                &segment.paths.time_index,
-                encode_time_entries(segment.index.time_entries()),
-            ),
-        ];
-        for (path, bytes) in expected {
-            let reason = if !fs.exists(path) {
-                Some(RebuildReason::Missing)
-            } else {
-                let actual = fs.read_all(path).map_err(|e| Error::io(path, e))?;
-                if actual == bytes {
-                    None
-                } else if bytes.starts_with(&actual) {
-                    Some(RebuildReason::Short)
-                } else {
-                    Some(RebuildReason::Inconsistent)
-                }
-            };
-            if let Some(reason) = reason {
-                rewrites.push(IndexRewrite {
-                    path: path.clone(),
-                    bytes,
-                    reason,
-                });
-            }
-        }
+    let check = super::index_check::check_indexes(fs, scans)?;
+    report.kept_indexes = check.kept_differing;
+    let active = scans.last().map(|scan| scan.segment.paths.clone());
+    let mut rewrites = check.rewrites;
+    for rewrite in &mut rewrites {
+        rewrite.closed = active
+            .as_ref()
+            .is_none_or(|p| rewrite.path != p.index && rewrite.path != p.time_index);
     }
     Ok(rewrites)
 }
@@ -318,7 +477,8 @@ pub fn recovery_truncate_tail(
     Ok(())
 }
 
-/// Phase 7: rewrite the index files found wanting, durably. Returns true if a
+/// Phase 7: rewrite the index files found wanting (a closed segment's durably).
+/// Returns true if a
 /// file was created (the directory changed).
 pub fn recovery_rebuild_indexes(
     fs: &dyn FileSystem,
@@ -331,15 +491,34 @@ pub fn recovery_rebuild_indexes(
         crate::fail_point!(LOG_RECOVERY_REBUILD_INDEX);
         fs.write_new(path, &rewrite.bytes)
             .map_err(|e| Error::io(path, e))?;
-        crate::fail_point!(LOG_RECOVERY_SYNC_INDEX);
-        fs.sync_file(path).map_err(|e| Error::io(path, e))?;
+        if rewrite.closed {
+            crate::fail_point!(LOG_RECOVERY_SYNC_INDEX);
+            fs.sync_file(path).map_err(|e| Error::io(path, e))?;
+        }
         created |= rewrite.reason == RebuildReason::Missing;
-        report.rebuilt_indexes.push(RebuiltIndex {
-            file: file_name(path),
-            reason: rewrite.reason,
-        });
+        report.rebuilt_indexes.push(rewrite.report());
     }
     Ok(created)
+}
+
+/// Phase 7b: fsync the active segment's `.log` unless the marker vouched for it.
+/// The bytes found may never have been synced (a crashed process's page cache, or
+/// this process's own appends before an error poisoned the log): the log treats
+/// them as durable from here on (`Log::synced_log_bytes`), so they must be. Without
+/// this a later failed fsync dooms their pages (fsyncgate), its cut-back spares them
+/// as "synced", and the next roll's recovery point vouches for bytes a power loss
+/// turns into zeros (found by the I/O-error conformance;
+/// `tests/open_syncs_found_bytes.rs`).
+pub fn recovery_sync_active(fs: &dyn FileSystem, scans: &[ScanOutcome]) -> Result<()> {
+    let Some(active) = scans.last().filter(|scan| !scan.trusted) else {
+        return Ok(());
+    };
+    if active.segment.bytes == 0 {
+        return Ok(());
+    }
+    let path = &active.segment.paths.log;
+    crate::fail_point!(LOG_RECOVERY_SYNC_ACTIVE);
+    fs.sync_file(path).map_err(|e| Error::io(path, e))
 }
 
 /// Phase 8: a directory without segments gets one empty active segment at 0.
@@ -357,17 +536,13 @@ pub fn recovery_create_first_segment(
 }
 
 /// Phase 9: make the directory's entries durable, and a created directory's own
-/// entry in its parent.
-pub fn recovery_sync_dir(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    dir_dirty: bool,
-    report: &RecoveryReport,
-) -> Result<()> {
-    if dir_dirty {
-        crate::fail_point!(LOG_RECOVERY_SYNC_DIR);
-        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
-    }
+/// entry in its parent. Always, not only after a change: after a process crash the
+/// entries this open found may not be durable yet (a roll's new segment before the
+/// roll's directory fsync), and flush fsyncs only the `.log` (model (e), variant
+/// `no-open-dir-sync`).
+pub fn recovery_sync_dir(fs: &dyn FileSystem, dir: &Path, report: &RecoveryReport) -> Result<()> {
+    crate::fail_point!(LOG_RECOVERY_SYNC_LOG_DIR);
+    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
     if report.created {
         let parent = match dir.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
@@ -407,9 +582,4 @@ pub fn create_segment_files(fs: &dyn FileSystem, paths: &SegmentPaths) -> Result
         fs.create_file(path).map_err(|e| Error::io(path, e))?;
     }
     Ok(())
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }

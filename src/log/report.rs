@@ -1,29 +1,39 @@
 //! [`RecoveryReport`]: what opening a log found and did.
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 /// Why an index file was rewritten on open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum RebuildReason {
     /// The file did not exist.
     Missing,
-    /// The file holds a strict prefix of the expected entries (or a partial entry).
+    /// The file ends in a partial entry.
     Short,
-    /// The file differs from what the `.log` implies.
+    /// The file breaks one of Kafka's index rules (see `rule`).
     Inconsistent,
 }
 
 /// One rewritten index file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct RebuiltIndex {
+    /// The index file's name.
     pub file: String,
+    /// Why it was rebuilt.
     pub reason: RebuildReason,
+    /// The Kafka rule the file broke (docs/design.md section 3, "Index validation").
+    pub rule: crate::segment::validate::IndexRule,
+    /// Where and how: the offending entry's byte position in the file and what it holds.
+    pub detail: String,
 }
 
 /// What recovery found and did. Phases of other modules (install, retention
 /// checkpoint) add their own fields here.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct RecoveryReport {
     /// True for a read-only inspection ([`crate::Log::open_read_only`]): nothing was
     /// changed, and the truncation, rebuild and removal fields say what a writable
@@ -45,12 +55,34 @@ pub struct RecoveryReport {
     pub truncated_reason: Option<String>,
     /// Index files rewritten from their `.log`.
     pub rebuilt_indexes: Vec<RebuiltIndex>,
+    /// Index files valid by Kafka's rules and kept as found although a rebuild
+    /// would differ (written by another Kafka writer, or by appends of several
+    /// batches, or before a restart). Nothing was changed for them.
+    pub kept_indexes: Vec<String>,
     /// Orphan index files (no `.log`) that were removed.
     pub removed_files: Vec<String>,
     /// Entries this module does not own; left alone.
     pub unknown_files: Vec<String>,
+    /// The log start offset after recovery.
     pub log_start_offset: i64,
+    /// The next offset after recovery.
     pub next_offset: i64,
+    /// The recovery point found (segments below it were trusted), if one decoded.
+    pub recovery_point: Option<i64>,
+    /// True if a valid clean-shutdown marker let the open trust the active segment.
+    pub clean_shutdown: bool,
+    /// Segments opened from their summaries, without reading their `.log`.
+    pub trusted_segments: u64,
+    /// Segments whose `.log` was read and checked batch by batch.
+    pub scanned_segments: u64,
+    /// Bytes of `.log` read by those scans.
+    pub scanned_bytes: u64,
+    /// Trusted segments scanned after all, each with why (their index files failed
+    /// the checks against the summary).
+    pub rescanned: Vec<String>,
+    /// Recovery point or marker files that failed to decode and were ignored (the
+    /// open scanned instead), each with the error.
+    pub ignored_checkpoints: Vec<String>,
     /// The install protocol's recovery: which row of the decision table applied
     /// (docs/design.md section 6). Runs first, before the directory is even created.
     pub install: crate::install::InstallRecovery,

@@ -8,8 +8,10 @@ use crate::format::{Compression, ControlKind, NewRecord, RecordBatch, TimestampT
 use crate::fs::failpoint::*;
 use crate::segment::{BatchFacts, Segment};
 
+use crate::format::recovery_point::SummaryKind;
+
 use super::recovery::create_segment_files;
-use super::{AppendInfo, Log};
+use super::{trust, AppendInfo, Log};
 
 impl Log {
     /// Appends `records` as one batch at `next_offset` (rolling first if the
@@ -73,6 +75,11 @@ impl Log {
             return Err(Error::InvalidArgument(
                 "an append needs at least one record".into(),
             ));
+        }
+        if !compression.is_available() {
+            return Err(Error::InvalidArgument(format!(
+                "compression {compression} needs the seglog feature `compression`"
+            )));
         }
         if let Some(stamp) = log_append_time_ms.filter(|stamp| *stamp < NO_TIMESTAMP) {
             return Err(Error::InvalidArgument(format!(
@@ -228,17 +235,19 @@ impl Log {
         let synced_log_bytes = self.synced_log_bytes;
         let active = self.active_mut();
         // Kafka's onBecomeInactiveSegment: a last time index entry for the max so far.
-        if let Some(entry) = active.index.on_roll() {
-            entry.encode_into(&mut active.pending_time_index);
-        }
+        active.close_active();
         write_pending_indexes(fs.as_ref(), active)?;
-        // The closed segment must be durable before the next one exists, so that
-        // only the last segment can ever have a torn tail.
-        crate::fail_point!(LOG_ROLL_SYNC_CLOSED);
-        sync_active_log(fs.as_ref(), active, synced_log_bytes)?;
-        for path in [&active.paths.index, &active.paths.time_index] {
-            fs.sync_file(path).map_err(|e| Error::io(path, e))?;
+        #[cfg(any(test, feature = "test-variants"))]
+        let broken = self.roll_variant == super::RollVariant::RecoveryPointBeforeFlush;
+        #[cfg(not(any(test, feature = "test-variants")))]
+        let broken = false;
+        if !broken {
+            // The closed segment must be durable before the next one exists, so that
+            // only the last segment can ever have a torn tail; its indexes too, before
+            // the recovery point vouches for them.
+            sync_closed(fs.as_ref(), self.active(), synced_log_bytes)?;
         }
+        let active = self.active();
         let next_base_offset = active.next_offset;
         let next = Segment::empty(
             &self.dir,
@@ -250,16 +259,35 @@ impl Log {
         let base_offset = next.base_offset;
         self.segments.push(next);
         self.synced_log_bytes = 0;
-        // The new files' directory entries.
+        trust::write(
+            fs.as_ref(),
+            &self.dir,
+            SummaryKind::RecoveryPoint,
+            &trust::recovery_point_of(&self.segments),
+            &trust::WritePoints {
+                sync: LOG_ROLL_SYNC_RECOVERY_POINT,
+                rename: LOG_ROLL_RENAME_RECOVERY_POINT,
+            },
+        )?;
+        // One directory fsync for the new files' entries and the recovery point's
+        // rename: a power loss keeping the rename but not the new files leaves the
+        // closed segment last, where the recovery point is never trusted.
         crate::fail_point!(LOG_ROLL_SYNC_DIR);
         fs.sync_dir(&self.dir)
             .map_err(|e| Error::io(&self.dir, e))?;
+        if broken {
+            let closed = &self.segments[self.segments.len() - 2];
+            sync_closed(fs.as_ref(), closed, synced_log_bytes)?;
+        }
         self.assert_invariants();
         Ok(base_offset)
     }
 
-    /// Makes everything appended so far durable: fsync of the active segment's
-    /// three files, then of the directory.
+    /// Makes everything appended so far durable: one fsync, of the active segment's
+    /// `.log`. The index files are derived and the active segment is never trusted
+    /// after a crash, so recovery rebuilds them; the directory entries were made
+    /// durable when the segment was created (model (e) proves Kafka's extra fsyncs of
+    /// both redundant here: `--model durability --variant flush-like-kafka`).
     pub fn flush(&mut self) -> Result<()> {
         self.check_writable()?;
         let result = self.flush_active();
@@ -272,32 +300,94 @@ impl Log {
     fn flush_active(&mut self) -> Result<()> {
         let fs = std::sync::Arc::clone(&self.fs);
         write_pending_indexes(fs.as_ref(), self.active_mut())?;
-        let fs = fs.as_ref();
-        let paths = &self.active().paths;
         crate::fail_point!(LOG_FLUSH_SYNC_LOG);
-        sync_active_log(fs, self.active(), self.synced_log_bytes)?;
-        let synced_log_bytes = self.active().bytes;
-        crate::fail_point!(LOG_FLUSH_SYNC_INDEX);
-        fs.sync_file(&paths.index)
-            .map_err(|e| Error::io(&paths.index, e))?;
-        crate::fail_point!(LOG_FLUSH_SYNC_TIME_INDEX);
-        fs.sync_file(&paths.time_index)
-            .map_err(|e| Error::io(&paths.time_index, e))?;
-        crate::fail_point!(LOG_FLUSH_SYNC_DIR);
-        fs.sync_dir(&self.dir)
-            .map_err(|e| Error::io(&self.dir, e))?;
-        self.synced_log_bytes = synced_log_bytes;
+        sync_active_log(fs.as_ref(), self.active(), self.synced_log_bytes)?;
+        self.synced_log_bytes = self.active().bytes;
         Ok(())
     }
 
-    /// Flushes and closes the log.
-    /// (A read-only log has nothing to flush.)
+    /// Closes the log cleanly, as a Kafka broker's clean shutdown closes a partition:
+    /// the active segment gets Kafka's close-time treatment (its final time index
+    /// entry, `Segment::close_active`), its three files are fsynced and the
+    /// clean-shutdown marker written, so the next open reads no segment data
+    /// (docs/design.md sections 3 and 3b). (A read-only log has nothing to flush.)
     pub fn close(mut self) -> Result<()> {
+        self.close_in_place()
+    }
+
+    /// [`Log::close`] keeping the handle, which refuses everything afterwards (a
+    /// harness that owns the log behind `&mut` closes it this way).
+    pub fn close_in_place(&mut self) -> Result<()> {
         if self.read_only {
             return self.check_usable();
         }
-        self.flush()
+        self.check_writable()?;
+        let result = self.close_cleanly();
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        self.closed = true;
+        result
     }
+
+    /// Closes the log cleanly and opens it again on the same file system, as a broker
+    /// restart does: the open after the clean close reads no segment data.
+    pub fn restart(&mut self) -> Result<super::RecoveryReport> {
+        self.close_in_place()?;
+        let reopened = Log::open_with(
+            std::sync::Arc::clone(&self.fs),
+            &self.dir,
+            self.config.clone(),
+        );
+        let (log, report) = reopened.inspect_err(|_| self.poisoned = true)?;
+        *self = log;
+        Ok(report)
+    }
+
+    fn close_cleanly(&mut self) -> Result<()> {
+        let fs = std::sync::Arc::clone(&self.fs);
+        let fs = fs.as_ref();
+        self.active_mut().close_active();
+        write_pending_indexes(fs, self.active_mut())?;
+        let active = self.active();
+        crate::fail_point!(LOG_CLOSE_SYNC_LOG);
+        sync_active_log(fs, active, self.synced_log_bytes)?;
+        crate::fail_point!(LOG_CLOSE_SYNC_INDEX);
+        fs.sync_file(&active.paths.index)
+            .map_err(|e| Error::io(&active.paths.index, e))?;
+        crate::fail_point!(LOG_CLOSE_SYNC_TIME_INDEX);
+        fs.sync_file(&active.paths.time_index)
+            .map_err(|e| Error::io(&active.paths.time_index, e))?;
+        self.synced_log_bytes = active.bytes;
+        trust::write(
+            fs,
+            &self.dir,
+            SummaryKind::CleanShutdown,
+            &trust::marker_of(&self.segments),
+            &trust::WritePoints {
+                sync: LOG_CLOSE_SYNC_MARKER,
+                rename: LOG_CLOSE_RENAME_MARKER,
+            },
+        )?;
+        crate::fail_point!(LOG_CLOSE_SYNC_DIR);
+        fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))
+    }
+}
+
+/// The roll's fsyncs of the segment it closes: `.log`, `.index`, `.timeindex`.
+fn sync_closed(
+    fs: &dyn crate::fs::FileSystem,
+    segment: &Segment,
+    synced_log_bytes: u64,
+) -> Result<()> {
+    crate::fail_point!(LOG_ROLL_SYNC_CLOSED);
+    sync_active_log(fs, segment, synced_log_bytes)?;
+    crate::fail_point!(LOG_ROLL_SYNC_INDEX);
+    fs.sync_file(&segment.paths.index)
+        .map_err(|e| Error::io(&segment.paths.index, e))?;
+    crate::fail_point!(LOG_ROLL_SYNC_TIME_INDEX);
+    fs.sync_file(&segment.paths.time_index)
+        .map_err(|e| Error::io(&segment.paths.time_index, e))
 }
 
 /// Fsyncs the active segment's `.log`. If that fails, the file is cut back to

@@ -1,5 +1,6 @@
 //! Retention on an open [`Log`]: plan from its segments, delete checkpoint first,
-//! then reopen the log on the same file system (the simplest correct refresh).
+//! then drop the deleted prefix from the open log's segment list (no reopen: the
+//! surviving segments are unchanged, so nothing needs scanning again).
 
 use std::sync::Arc;
 
@@ -90,8 +91,18 @@ impl Log {
             });
         }
         self.flush()?;
-        let result = delete_prefix(self.fs().as_ref(), self.dir(), bases);
-        self.reopen_after(result)
+        match delete_prefix(self.fs().as_ref(), self.dir(), bases) {
+            Ok(outcome) => {
+                self.forget_prefix(bases.len());
+                assert_eq!(self.log_start_offset(), outcome.log_start_offset);
+                Ok(outcome)
+            }
+            Err(e) => {
+                // Half done: the next open's retention recovery finishes it.
+                self.poison();
+                Err(e)
+            }
+        }
     }
 
     /// Reopens the log after a directory-level change, or poisons it if the change

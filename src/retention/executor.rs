@@ -12,6 +12,7 @@
 
 use std::path::Path;
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::compaction::source::{list_segments, segment_path};
@@ -27,15 +28,20 @@ use crate::fs::FileSystem;
 #[cfg(any(test, feature = "test-variants"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RetentionOrder {
+    /// Kafka's order: the checkpoint holds the new start before any file goes.
     #[default]
     CheckpointFirst,
+    /// Broken: files go first, so a crash between leaves a hole.
     DeleteFirst,
 }
 
 /// What [`delete_prefix`] did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct DeleteOutcome {
+    /// Base offsets of the segments deleted, ascending.
     pub deleted_segments: Vec<i64>,
+    /// The log start offset after the deletion.
     pub log_start_offset: i64,
 }
 

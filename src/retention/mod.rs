@@ -10,6 +10,7 @@ pub mod apply;
 pub mod executor;
 pub mod recovery;
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::compaction::source::SegmentMeta;
@@ -22,8 +23,9 @@ pub use executor::{delete_prefix_with, RetentionOrder};
 pub use recovery::{recover, RetentionRecovery};
 
 /// Why a segment was selected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Reason {
     /// Its `max_timestamp` is older than `now - retention_ms`.
     Time,
@@ -32,7 +34,8 @@ pub enum Reason {
 }
 
 /// The decision of [`plan`]: the prefix to delete and the resulting log start offset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Plan {
     /// Base offsets of the selected segments, oldest first: always the first
     /// `delete.len()` closed segments.

@@ -16,6 +16,7 @@
 
 use std::path::Path;
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::compaction::source::{list_segments, segment_path};
@@ -29,7 +30,8 @@ use crate::fs::FileSystem;
 use super::executor::read_checkpoint;
 
 /// What retention recovery found and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct RetentionRecovery {
     /// The checkpointed log start offset, if a checkpoint exists.
     pub checkpoint: Option<i64>,

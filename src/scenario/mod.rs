@@ -1,6 +1,6 @@
 //! Crash scenarios: replayable crash-window bugs as data (`crash-scenarios/*.toml`).
 //!
-//! [`format`] is the file format; [`replay`] runs one on the simulated file system,
+//! [`format`](mod@format) is the file format; [`replay`](mod@replay) runs one on the simulated file system,
 //! deterministically, and compares the recovered log with the expectation.
 
 pub mod files;

@@ -379,6 +379,8 @@ fn explain(
             let want = LogView {
                 log_start_offset: start,
                 next_offset: next,
+                // Exact expectations name records and offsets, not the clean point.
+                clean_point: v.clean_point,
                 segments: v.segments.clone(),
                 records,
             };

@@ -14,8 +14,11 @@
 //! When the segment is rolled (becomes inactive) the time index gets one final
 //! `maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)`.
 //!
-//! Recovery recomputes the same entries from the `.log` and compares them with
-//! the files, so append and recovery share this one implementation.
+//! Recovery recomputes the same entries from the `.log` (plus the final time entry,
+//! as Kafka's `LogSegment.recover` does) for an index file it must rebuild, so
+//! append and recovery share this one implementation. A file that is valid by
+//! Kafka's rules (`super::validate`) is kept instead, and its entries replace the
+//! computed ones here ([`SegmentIndex::adopt`]).
 
 use crate::format::batch::NO_TIMESTAMP;
 use crate::format::index::{OffsetEntry, TimeEntry};
@@ -23,7 +26,9 @@ use crate::format::index::{OffsetEntry, TimeEntry};
 /// What one batch added to the indexes (to be appended to the files).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IndexAppend {
+    /// The `.index` entry the batch added, if the index interval was reached.
     pub offset: Option<OffsetEntry>,
+    /// The `.timeindex` entry the batch added, if its max timestamp is a new maximum.
     pub time: Option<TimeEntry>,
 }
 
@@ -40,6 +45,7 @@ pub struct SegmentIndex {
 }
 
 impl SegmentIndex {
+    /// The indexes of an empty segment at `base_offset`, with an entry every `index_interval_bytes`.
     pub fn new(base_offset: i64, index_interval_bytes: u64) -> Self {
         assert!(base_offset >= 0);
         SegmentIndex {
@@ -53,10 +59,87 @@ impl SegmentIndex {
         }
     }
 
+    /// The index of a segment opened from its summary: entries read back from the
+    /// index files, checked against the summary by the rules every entry this type
+    /// appends obeys (offsets and positions strictly increasing and inside the
+    /// segment, timestamps strictly increasing, none above the segment's maximum).
+    /// `Err` says which rule failed; the caller rebuilds the index from the `.log`.
+    pub fn restore(
+        base_offset: i64,
+        index_interval_bytes: u64,
+        offset_entries: Vec<OffsetEntry>,
+        time_entries: Vec<TimeEntry>,
+        summary: &crate::format::recovery_point::SegmentSummary,
+    ) -> Result<Self, String> {
+        if offset_entries.len() != summary.offset_index_entries as usize {
+            return Err(format!(
+                "{} offset index entries, the summary says {}",
+                offset_entries.len(),
+                summary.offset_index_entries
+            ));
+        }
+        if time_entries.len() != summary.time_index_entries as usize {
+            return Err(format!(
+                "{} time index entries, the summary says {}",
+                time_entries.len(),
+                summary.time_index_entries
+            ));
+        }
+        let span = summary.next_offset - base_offset;
+        for pair in offset_entries.windows(2) {
+            let [a, b] = pair else { continue };
+            if b.relative_offset <= a.relative_offset || b.position <= a.position {
+                return Err(format!(
+                    "offset index entries out of order: {a:?} then {b:?}"
+                ));
+            }
+        }
+        if let Some(last) = offset_entries.last() {
+            if i64::from(last.relative_offset) >= span || u64::from(last.position) >= summary.bytes
+            {
+                return Err(format!("offset index entry {last:?} beyond the segment"));
+            }
+        }
+        for pair in time_entries.windows(2) {
+            let [a, b] = pair else { continue };
+            if b.timestamp <= a.timestamp || b.relative_offset < a.relative_offset {
+                return Err(format!("time index entries out of order: {a:?} then {b:?}"));
+            }
+        }
+        if let Some(last) = time_entries.last() {
+            if i64::from(last.relative_offset) >= span.max(1)
+                || last.timestamp > summary.max_timestamp
+            {
+                return Err(format!("time index entry {last:?} beyond the segment"));
+            }
+        }
+        let bytes_since_last_entry = summary.bytes
+            - offset_entries
+                .last()
+                .map_or(0, |entry| u64::from(entry.position));
+        Ok(SegmentIndex {
+            base_offset,
+            index_interval_bytes,
+            offset_entries,
+            time_entries,
+            bytes_since_last_entry,
+            max_timestamp_so_far: summary.max_timestamp,
+            offset_of_max_timestamp_so_far: summary.offset_of_max_timestamp,
+        })
+    }
+
+    /// The offset of the batch that holds the maximum timestamp so far (the base
+    /// offset while there is none): what a summary records to restore this index.
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp_so_far
+    }
+
+    /// The `.index` entries so far.
     pub fn offset_entries(&self) -> &[OffsetEntry] {
         &self.offset_entries
     }
 
+    /// The `.timeindex` entries so far.
     pub fn time_entries(&self) -> &[TimeEntry] {
         &self.time_entries
     }
@@ -106,6 +189,37 @@ impl SegmentIndex {
     /// The final time index entry Kafka adds when the segment becomes inactive.
     pub fn on_roll(&mut self) -> Option<TimeEntry> {
         self.time_maybe_append()
+    }
+
+    /// Replaces the entries with those of index files found valid on open (the
+    /// max timestamp so far, from the scan, stays). An entry of the kept file may
+    /// differ from the computed one (Kafka's append indexes whole appends; a closed
+    /// file carries the close-time entry); later entries follow the kept ones.
+    pub fn adopt(&mut self, offsets: Option<Vec<OffsetEntry>>, times: Option<Vec<TimeEntry>>) {
+        if let Some(entries) = offsets {
+            for pair in entries.windows(2) {
+                let [a, b] = pair else { continue };
+                assert!(a.relative_offset < b.relative_offset && a.position < b.position);
+            }
+            self.offset_entries = entries;
+        }
+        if let Some(entries) = times {
+            for pair in entries.windows(2) {
+                let [a, b] = pair else { continue };
+                assert!(a.timestamp < b.timestamp && a.relative_offset <= b.relative_offset);
+            }
+            if let Some(last) = entries.last() {
+                assert!(last.timestamp <= self.max_timestamp_so_far);
+            }
+            self.time_entries = entries;
+        }
+    }
+
+    /// What Kafka's `LogSegment` does when it is loaded: the byte count since the
+    /// last index entry starts again at 0 (so an append after a reopen gets its next
+    /// entry after `index_interval_bytes` more bytes, exactly as in Kafka).
+    pub fn on_open(&mut self) {
+        self.bytes_since_last_entry = 0;
     }
 
     fn time_maybe_append(&mut self) -> Option<TimeEntry> {

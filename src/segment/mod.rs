@@ -5,40 +5,57 @@
 //! * [`view`]: a segment's bytes as one shared buffer (a read-only mapping), walked
 //!   batch by batch; what reads hand out slices of.
 //! * [`scan`]: the full validation of a `.log` on open (every batch decoded).
+//! * [`validate`]: Kafka's rules for a valid `.index` / `.timeindex`.
+//! * `close`: Kafka's close-time treatment of the active segment.
 
+mod close;
 pub mod index;
 pub mod reader;
 pub mod scan;
+pub mod validate;
 pub mod view;
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::format::batch::NO_TIMESTAMP;
 use crate::format::filename;
+use crate::format::index::{encode_offset_entries, encode_time_entries};
+use crate::format::recovery_point::SegmentSummary;
 
 pub use index::{IndexAppend, SegmentIndex};
 
 /// The public view of a segment (`Log::segments`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct SegmentInfo {
+    /// The segment's base offset (its file names).
     pub base_offset: i64,
+    /// False for the active segment (the one appends go to).
     pub closed: bool,
+    /// Length of its `.log` file.
     pub bytes: u64,
+    /// Records stored (control records included).
     pub records: u64,
+    /// The largest record timestamp in it, -1 when empty.
     pub max_timestamp: i64,
 }
 
 /// The three file paths of a segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentPaths {
+    /// `<base offset>.log`.
     pub log: PathBuf,
+    /// `<base offset>.index`.
     pub index: PathBuf,
+    /// `<base offset>.timeindex`.
     pub time_index: PathBuf,
 }
 
 impl SegmentPaths {
+    /// The three paths of the segment at `base_offset` in `dir`.
     pub fn new(dir: &Path, base_offset: i64) -> Self {
         SegmentPaths {
             log: dir.join(filename::build(base_offset, filename::LOG_SUFFIX)),
@@ -51,7 +68,9 @@ impl SegmentPaths {
 /// In-memory metadata of one segment, kept in step with its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
+    /// The segment's base offset (its file names).
     pub base_offset: i64,
+    /// Its files.
     pub paths: SegmentPaths,
     /// Length of the `.log` file.
     pub bytes: u64,
@@ -61,7 +80,9 @@ pub struct Segment {
     pub max_timestamp: i64,
     /// Last offset + 1 of the last batch, or the base offset when empty.
     pub next_offset: i64,
+    /// Batches stored.
     pub batches: u64,
+    /// Its sparse indexes, as they are or will be on disk.
     pub index: SegmentIndex,
     /// Encoded `.index` entries not yet appended to the file.
     pub pending_index: Vec<u8>,
@@ -72,10 +93,15 @@ pub struct Segment {
 /// The facts about one batch the segment metadata needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchFacts {
+    /// The batch's first offset.
     pub base_offset: i64,
+    /// The batch's last offset.
     pub last_offset: i64,
+    /// Its encoded length.
     pub size_bytes: u64,
+    /// Its record count.
     pub records: u64,
+    /// Its max timestamp.
     pub max_timestamp: i64,
 }
 
@@ -96,6 +122,7 @@ impl Segment {
         }
     }
 
+    /// True while the `.log` holds no byte.
     pub fn is_empty(&self) -> bool {
         self.bytes == 0
     }
@@ -119,6 +146,61 @@ impl Segment {
         added
     }
 
+    /// What the recovery point and the clean-shutdown marker record of this segment.
+    /// Only meaningful once the pending index entries are written.
+    pub fn summary(&self) -> SegmentSummary {
+        SegmentSummary {
+            base_offset: self.base_offset,
+            bytes: self.bytes,
+            next_offset: self.next_offset,
+            records: self.records,
+            batches: self.batches,
+            max_timestamp: self.max_timestamp,
+            offset_of_max_timestamp: self.index.offset_of_max_timestamp(),
+            offset_index_entries: u32::try_from(self.index.offset_entries().len())
+                .expect("index entries are 32-bit addressable"),
+            time_index_entries: u32::try_from(self.index.time_entries().len())
+                .expect("index entries are 32-bit addressable"),
+            offset_index_crc: crate::format::crc::crc32c(&encode_offset_entries(
+                self.index.offset_entries(),
+            )),
+            time_index_crc: crate::format::crc::crc32c(&encode_time_entries(
+                self.index.time_entries(),
+            )),
+        }
+    }
+
+    /// A segment opened from its summary and its index files' entries, without reading
+    /// its `.log` (see [`SegmentIndex::restore`] for what is checked).
+    pub fn restore(
+        dir: &Path,
+        summary: &SegmentSummary,
+        offset_entries: Vec<crate::format::index::OffsetEntry>,
+        time_entries: Vec<crate::format::index::TimeEntry>,
+        index_interval_bytes: u64,
+    ) -> Result<Self, String> {
+        let index = SegmentIndex::restore(
+            summary.base_offset,
+            index_interval_bytes,
+            offset_entries,
+            time_entries,
+            summary,
+        )?;
+        Ok(Segment {
+            base_offset: summary.base_offset,
+            paths: SegmentPaths::new(dir, summary.base_offset),
+            bytes: summary.bytes,
+            records: summary.records,
+            max_timestamp: summary.max_timestamp,
+            next_offset: summary.next_offset,
+            batches: summary.batches,
+            index,
+            pending_index: Vec::new(),
+            pending_time_index: Vec::new(),
+        })
+    }
+
+    /// The public view of this segment.
     pub fn info(&self, closed: bool) -> SegmentInfo {
         SegmentInfo {
             base_offset: self.base_offset,

@@ -11,6 +11,7 @@ use crate::fs::FileSystem;
 /// Default bytes read per call into the file system.
 pub const CHUNK_BYTES: usize = 128 * 1024;
 
+/// Walks the batches of one `.log` file in order (see the module docs).
 pub struct BatchReader<'a> {
     fs: &'a dyn FileSystem,
     path: &'a Path,
@@ -32,6 +33,7 @@ impl<'a> BatchReader<'a> {
         Self::with_chunk(fs, path, position, file_bytes, CHUNK_BYTES)
     }
 
+    /// [`BatchReader::new`] with a chosen read size (tests use small ones to cross chunk boundaries).
     pub fn with_chunk(
         fs: &'a dyn FileSystem,
         path: &'a Path,

@@ -15,6 +15,7 @@ use crate::format::batch;
 use crate::fs::FileSystem;
 
 use super::reader::BatchReader;
+use super::validate::{BatchMark, SegmentBatches};
 use super::{BatchFacts, Segment};
 
 /// What a scan found.
@@ -29,9 +30,16 @@ pub struct ScanOutcome {
     /// Batches (whole or partial) after the valid prefix, counted by walking the
     /// declared lengths until they stop making sense; at least 1 if `invalid`.
     pub invalid_batches: u64,
+    /// The valid batches, what the index files are validated against (for a scan
+    /// that continued a trusted prefix, only those past it).
+    pub batches: SegmentBatches,
+    /// Opened from a checkpoint's summary, not scanned: its index files were just
+    /// checked against the summary's checksums and need no validation.
+    pub trusted: bool,
 }
 
 impl ScanOutcome {
+    /// Bytes of the valid prefix of the `.log`.
     pub fn valid_bytes(&self) -> u64 {
         self.segment.bytes
     }
@@ -48,11 +56,25 @@ pub fn scan_segment(
     upper_bound: Option<i64>,
     index_interval_bytes: u64,
 ) -> Result<ScanOutcome> {
-    let mut segment = Segment::empty(dir, base_offset, index_interval_bytes);
+    let segment = Segment::empty(dir, base_offset, index_interval_bytes);
+    scan_from(fs, segment, upper_bound)
+}
+
+/// Scans the bytes of `segment`'s `.log` past `segment.bytes`, continuing its
+/// metadata and indexes: the whole file for an empty `segment`, or what was
+/// appended after a checkpoint vouched for its first `segment.bytes` bytes.
+pub fn scan_from(
+    fs: &dyn FileSystem,
+    mut segment: Segment,
+    upper_bound: Option<i64>,
+) -> Result<ScanOutcome> {
+    let base_offset = segment.base_offset;
     let path = segment.paths.log.clone();
     let file_bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
-    let mut reader = BatchReader::new(fs, &path, 0, file_bytes);
+    assert!(segment.bytes <= file_bytes);
+    let mut reader = BatchReader::new(fs, &path, segment.bytes, file_bytes);
     let mut invalid = None;
+    let mut marks = Vec::new();
     loop {
         let (position, raw) = match reader.next_raw() {
             Ok(Some(next)) => next,
@@ -84,6 +106,11 @@ pub fn scan_segment(
             invalid = Some(Error::corrupt(&path, position, kind));
             break;
         }
+        marks.push(BatchMark {
+            position,
+            last_offset: facts.last_offset,
+            max_timestamp: facts.max_timestamp,
+        });
         segment.on_batch(&facts);
         debug_assert_eq!(segment.bytes, reader.position());
     }
@@ -95,11 +122,18 @@ pub fn scan_segment(
     if invalid.is_none() {
         assert_eq!(segment.bytes, file_bytes);
     }
+    let batches = SegmentBatches {
+        base_offset,
+        valid_bytes: segment.bytes,
+        batches: marks,
+    };
     Ok(ScanOutcome {
         segment,
         file_bytes,
         invalid,
         invalid_batches,
+        batches,
+        trusted: false,
     })
 }
 

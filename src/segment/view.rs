@@ -12,29 +12,49 @@ use crate::error::{CorruptKind, Error, Result};
 use crate::format::batch::{decode_header, BatchHeader, HEADER_LEN};
 
 #[derive(Debug, Clone)]
+/// The bytes of one `.log` file (see the module docs).
 pub struct SegmentView<'a> {
     path: &'a Path,
     /// Exactly the segment's bytes: `[0, segment.bytes)` of the file.
     bytes: Bytes,
+    /// The offsets every batch must lie in, `[base, next)`, when known.
+    offsets: Option<(i64, i64)>,
 }
 
 impl<'a> SegmentView<'a> {
+    /// A view of `bytes`, the content of the file at `path` (named in errors).
     pub fn new(path: &'a Path, bytes: Bytes) -> Self {
-        SegmentView { path, bytes }
+        SegmentView {
+            path,
+            bytes,
+            offsets: None,
+        }
     }
 
+    /// Every batch must hold offsets in `[base, next)`: the segment's own range. A
+    /// scan on open checks it; a segment trusted from its summary was not scanned, so
+    /// a damaged base offset (outside the CRC) is caught here, naming this file.
+    pub fn with_offsets(mut self, base: i64, next: i64) -> Self {
+        self.offsets = Some((base, next));
+        self
+    }
+
+    /// The file the bytes came from.
     pub fn path(&self) -> &'a Path {
         self.path
     }
 
+    /// The bytes.
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
     }
 
+    /// Their length.
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
 
+    /// True if the file is empty.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -59,6 +79,18 @@ impl<'a> SegmentView<'a> {
                 },
             )
         })?;
+        if let Some((base, next)) = self.offsets {
+            if header.base_offset < base || header.last_offset() >= next {
+                return Err(Error::corrupt(
+                    self.path,
+                    position as u64,
+                    CorruptKind::BaseOffset {
+                        got: header.base_offset,
+                        previous: base - 1,
+                    },
+                ));
+            }
+        }
         Ok((header, raw))
     }
 }

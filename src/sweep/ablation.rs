@@ -137,7 +137,11 @@ pub fn model_verdict(failpoint: &str) -> Option<Result<String, String>> {
 }
 
 /// True for the syncs of the cleanup protocols (install, compaction build,
-/// retention), the ones a protocol model has steps for.
+/// retention), the ones a protocol model has steps for and the sweep can reach in
+/// every context that needs them. The log's own syncs (model (e)) are judged by the
+/// model too ([`model_verdict`]), but some are needed only after a process crash
+/// that the sweep's single crash per image cannot put before them (docs/design.md
+/// section 8, "Sync ablation").
 pub fn is_protocol_sync(failpoint: Option<&str>) -> bool {
     failpoint.is_some_and(|name| {
         ["install::", "compaction::", "retention::"]

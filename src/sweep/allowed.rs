@@ -190,7 +190,7 @@ impl States {
         let old = self.after(i);
         let rejected = self.rejected.get(i).copied().unwrap_or(false);
         let committed = match workload.ops.get(i) {
-            Some(Op::Compact { .. }) if !rejected => {
+            Some(Op::Compact { .. } | Op::Clean { .. }) if !rejected => {
                 facts.install_committed(&new).map(str::to_string)
             }
             Some(Op::Retain { .. }) if !rejected => facts.retention_committed(old, &new),

@@ -11,7 +11,12 @@
 //!   (so nothing flushed is lost, an interrupted retention or compaction is exactly old
 //!   or exactly new, and it is the right one of the two);
 //! * no leftovers: no temp/backup directory, manifest or temp file remains;
-//! * recovery is idempotent: a second open changes no byte and gives the same view.
+//! * the checkpoints of model (e) held: no crash leaves a recovery point or marker
+//!   that fails to decode, nor a trusted segment whose indexes must be rebuilt, and
+//!   the open of an image taken right after a clean close reads no segment data;
+//! * recovery is idempotent: a second open changes no byte and gives the same view;
+//! * after recovering a process-crash image, a record appended and flushed survives
+//!   every power loss (recovery leaves what it found durable).
 
 pub mod ablation;
 mod allowed;
@@ -25,6 +30,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::fs::failpoint::{self, Recorder};
 use crate::fs::sim::{CrashImage, CrashMode, SimFs};
 use crate::fs::FileSystem;
 use crate::log::Log;
@@ -152,12 +158,32 @@ pub fn count_operations(workload: &Workload) -> Result<u64, String> {
 
 /// [`count_operations`] on a file system prepared by `setup`.
 fn count_operations_with(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<u64, String> {
+    Ok(run_counted(workload, setup)?.0)
+}
+
+/// An uninterrupted run on a file system prepared by `setup`: its mutating
+/// operations, and the crash points right after each clean close completed (before
+/// the reopen's first operation), where recovery must read no segment data.
+fn run_counted(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<(u64, Vec<u64>), String> {
     let fs = Arc::new(SimFs::new());
     setup(&fs);
-    match run_until_crash(workload, &fs)? {
-        None => Ok(fs.mutating_ops()),
-        Some(_) => Err("uninterrupted run crashed".into()),
+    let probe = Arc::clone(&fs);
+    let recorder = Recorder::start_with_probe(move || probe.mutating_ops());
+    let run = run_until_crash(workload, &fs);
+    let hits = recorder.hits_with_probe();
+    drop(recorder);
+    match run? {
+        None => {}
+        Some(_) => return Err("uninterrupted run crashed".into()),
     }
+    // The close's directory fsync is operation k; the crash before k + 1 finds the
+    // closed log.
+    let clean = hits
+        .iter()
+        .filter(|(name, _)| *name == failpoint::LOG_CLOSE_SYNC_DIR)
+        .map(|(_, k)| k + 1)
+        .collect();
+    Ok((fs.mutating_ops(), clean))
 }
 
 /// Names in the log's parent and the log dir that must not survive recovery.
@@ -194,10 +220,49 @@ pub fn check_image(
     allowed: &Allowed,
     image: &SimFs,
 ) -> Result<LogView, String> {
+    check_image_with(workload, allowed, image, false)
+}
+
+/// [`check_image`]; `after_clean_close`: the image was taken right after a clean
+/// close, so recovery must trust every segment and read no segment data.
+pub fn check_image_with(
+    workload: &Workload,
+    allowed: &Allowed,
+    image: &SimFs,
+    after_clean_close: bool,
+) -> Result<LogView, String> {
     let fs = Arc::new(duplicate(image));
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
-    let (log, _report) = Log::open_with(dyn_fs.clone(), LOG_DIR, workload.config.clone())
+    let (log, report) = Log::open_with(dyn_fs.clone(), LOG_DIR, workload.config.clone())
         .map_err(|e| format!("recovery failed: {e}"))?;
+    // A crash alone never damages a checkpoint (each is fsynced before its rename)
+    // nor leaves a trusted segment whose index files must be rebuilt (they are
+    // fsynced before the recovery point or marker vouches for them).
+    if !report.ignored_checkpoints.is_empty() {
+        return Err(format!(
+            "a crash left a damaged checkpoint: {:?}",
+            report.ignored_checkpoints
+        ));
+    }
+    if !report.rescanned.is_empty() {
+        return Err(format!(
+            "a crash left trusted segments to rescan: {:?}",
+            report.rescanned
+        ));
+    }
+    if after_clean_close && (!report.clean_shutdown || report.scanned_segments > 0) {
+        return Err(format!(
+            "the open after a clean close scanned {} segments ({} bytes), clean shutdown \
+             marker {}",
+            report.scanned_segments,
+            report.scanned_bytes,
+            if report.clean_shutdown {
+                "found"
+            } else {
+                "missing"
+            }
+        ));
+    }
     let view = engine::view(&log).map_err(|e| format!("read after recovery failed: {e}"))?;
     drop(log);
     if let Some(diff) = allowed.mismatch(&view) {
@@ -222,6 +287,55 @@ pub fn check_image(
         return Err("second open modified files: recovery is not idempotent".into());
     }
     Ok(view)
+}
+
+/// Recovers a process-crash image, appends one record and flushes it, then holds
+/// every power-loss image of that to the flush: the record must be there. A process
+/// crash leaves the crashed run's directory entries in the page cache; recovery must
+/// make what it found durable before the log builds on it (model (e), variant
+/// `no-open-dir-sync`: a roll's new segment whose entry never reached the disk).
+pub fn check_append_after_recovery(
+    workload: &Workload,
+    image: &SimFs,
+    images_per_point: usize,
+) -> Result<u64, String> {
+    let fs = Arc::new(duplicate(image));
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (mut log, _) = Log::open_with(dyn_fs, LOG_DIR, workload.config.clone())
+        .map_err(|e| format!("recovery failed: {e}"))?;
+    let probe = crate::format::NewRecord::new(
+        Some(b"recovery-probe".to_vec()),
+        Some(b"flushed".to_vec()),
+        0,
+    );
+    let appended = log
+        .append(std::slice::from_ref(&probe))
+        .and_then(|info| log.flush().map(|()| info))
+        .map_err(|e| format!("append and flush after recovery failed: {e}"))?;
+    std::mem::forget(log); // a crash: no destructor runs
+    let mut checked = 0;
+    for lost in fs.crash_images(CrashMode::PowerLoss, images_per_point.max(1)) {
+        checked += 1;
+        let again: Arc<dyn FileSystem> = Arc::new(lost.fs);
+        let found = Log::open_with(again, LOG_DIR, workload.config.clone())
+            .and_then(|(log, _)| log.read(appended.base_offset, usize::MAX))
+            .map_err(|e| {
+                format!(
+                    "a record flushed after recovery is gone (lost {:?}): {e}",
+                    lost.lost
+                )
+            })?;
+        let kept = found.first().is_some_and(|r| {
+            r.offset == appended.base_offset && r.value.as_deref() == Some(&b"flushed"[..])
+        });
+        if !kept {
+            return Err(format!(
+                "a record flushed after recovery is gone (lost {:?})",
+                lost.lost
+            ));
+        }
+    }
+    Ok(checked)
 }
 
 /// Crashes recovery of `image` before each of its operations, then recovers again.
@@ -308,8 +422,8 @@ pub fn sweep_with(
         seconds: 0.0,
     };
     let states = Allowed::states(workload);
-    let total = match count_operations_with(workload, setup) {
-        Ok(n) => n,
+    let (total, clean_points) = match run_counted(workload, setup) {
+        Ok(counted) => counted,
         Err(detail) => {
             report.violations.push(violation(
                 workload,
@@ -364,7 +478,9 @@ pub fn sweep_with(
                 "power_loss"
             };
             let lost: Vec<String> = image.lost.iter().map(ToString::to_string).collect();
-            if let Err(detail) = check_image(workload, &allowed, &image.fs) {
+            let after_clean_close = clean_points.contains(&k);
+            if let Err(detail) = check_image_with(workload, &allowed, &image.fs, after_clean_close)
+            {
                 report.violations.push(violation(
                     workload,
                     k,
@@ -375,6 +491,24 @@ pub fn sweep_with(
                     detail,
                 ));
                 continue;
+            }
+            if n == 0 {
+                // The process-crash image: recovery must leave a durable base.
+                match check_append_after_recovery(workload, &image.fs, 8) {
+                    Ok(checked) => report.disk_images += checked,
+                    Err(detail) => {
+                        report.violations.push(violation(
+                            workload,
+                            k,
+                            interrupted,
+                            mode,
+                            lost.clone(),
+                            None,
+                            detail,
+                        ));
+                        continue;
+                    }
+                }
             }
             if n < options.recovery_crash_images {
                 let mut nested_violations = Vec::new();

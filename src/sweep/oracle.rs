@@ -3,10 +3,13 @@
 //! A range of acceptable outcomes ("old or new", "anything from the last durability
 //! point on") lets a recovery that picks the wrong side pass. The durable state of an
 //! image decides the side, so the oracle reads it, never the engine's opinion of it:
-//! * **install** (an interrupted `compact`): this install's manifest (one that lists
-//!   exactly the new segment files) survived in the image means *new*; so does a live
-//!   directory that already holds exactly the new segment layout with no sibling left
-//!   (the install ran to its last step); anything else is *old*;
+//! * **install** (an interrupted `compact` or `clean`): this install's manifest (one
+//!   that lists exactly the new segment files) survived in the image means *new*; so
+//!   does a live directory that already holds exactly the new segment layout and the
+//!   new clean point with no sibling left (the install ran to its last step; a pass
+//!   may move only the clean point, so the layout alone cannot tell); anything else
+//!   is *old*. The clean point is part of every compared state, so recovering the
+//!   right segments under the wrong clean point is a violation;
 //! * **retention** (an interrupted `retain`): the checkpoint in the image holds the new
 //!   `log_start_offset` means *new*, otherwise *old*;
 //! * **appends** since the last durability point: the latest candidate state whose
@@ -39,6 +42,8 @@ pub struct ImageFacts {
     pub install_siblings: bool,
     /// The value of `log-start-offset.checkpoint` in the log directory, if it parses.
     pub checkpoint: Option<i64>,
+    /// The value of `cleaner-offset.checkpoint` in the log directory, if it parses.
+    pub clean_point: Option<i64>,
     /// `.log` files in the log directory: base offset -> length.
     pub segments: BTreeMap<i64, u64>,
 }
@@ -55,6 +60,10 @@ impl ImageFacts {
             .read_all(&live.join(checkpoint::CHECKPOINT_NAME))
             .ok()
             .and_then(|bytes| checkpoint::decode(&bytes).ok());
+        let clean_point = fs
+            .read_all(&live.join(checkpoint::CLEAN_POINT_NAME))
+            .ok()
+            .and_then(|bytes| checkpoint::decode_clean_point(&bytes).ok());
         let mut segments = BTreeMap::new();
         if fs.is_dir(live) {
             for name in fs.list_dir(live).unwrap_or_default() {
@@ -82,6 +91,7 @@ impl ImageFacts {
             manifest,
             install_siblings,
             checkpoint,
+            clean_point,
             segments,
         }
     }
@@ -99,7 +109,9 @@ impl ImageFacts {
     /// True if the log directory holds exactly `spec`'s segment files, each exactly as
     /// long, and no install sibling is left: an install that ran to its end.
     pub fn is_exactly(&self, spec: &SpecLog) -> bool {
+        let start = spec.log_start_offset();
         !self.install_siblings
+            && self.clean_point.unwrap_or(start).max(start) == spec.clean_point()
             && self.segments.len() == spec.raw_segments().len()
             && spec
                 .raw_segments()

@@ -50,7 +50,18 @@ fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1024 * 1024,
         index_interval_bytes: 64,
-        ..LogConfig::default()
+        ..Default::default()
+    }
+}
+
+/// A cleaning pass with a map of `keys` keys (24 bytes a key).
+fn clean(now: i64, keys: u64) -> Op {
+    Op::Clean {
+        now,
+        delete_retention_ms: 1000,
+        segment_bytes: None,
+        dedupe_buffer_bytes: Some(keys * 24),
+        min_compaction_lag_ms: 0,
     }
 }
 
@@ -165,6 +176,43 @@ pub fn named_workloads() -> Vec<Workload> {
             ],
         },
         Workload {
+            name: "multi-pass-clean".into(),
+            description: "three cleaning passes with a two-key offset map over five keys: each pass moves the clean point (written in the temp dir) part way, the last one reaches the active segment".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0)]),
+                append(&[(Some("b"), Some("1"), 1)]),
+                Op::Roll,
+                append(&[(Some("c"), Some("1"), 2)]),
+                append(&[(Some("a"), Some("2"), 3)]),
+                Op::Roll,
+                append(&[(Some("b"), None, 4)]),
+                append(&[(Some("d"), Some("1"), 5)]),
+                Op::Roll,
+                append(&[(Some("c"), Some("2"), 6)]),
+                clean(10, 2),
+                clean(10, 2),
+                clean(10, 2),
+            ],
+        },
+        Workload {
+            name: "incremental-compaction".into(),
+            description: "a compaction, appends that supersede clean records, then an incremental compaction that maps only the dirty section".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (Some("b"), Some("1"), 1), (Some("c"), Some("1"), 2)]),
+                Op::Roll,
+                append(&[(Some("a"), Some("2"), 3)]),
+                Op::Compact { now: 10, delete_retention_ms: 1000, segment_bytes: None },
+                append(&[(Some("b"), None, 4), (None, Some("e"), 5)]),
+                Op::Roll,
+                append(&[(Some("d"), Some("1"), 6)]),
+                Op::Compact { now: 20, delete_retention_ms: 1000, segment_bytes: None },
+            ],
+        },
+        Workload {
             name: "append-flush".into(),
             description: "appends with flushes between, an auto-roll at a small segment size, unflushed tail at the end".into(),
             config: LogConfig {
@@ -181,6 +229,29 @@ pub fn named_workloads() -> Vec<Workload> {
                 Op::Flush,
                 append(&[(Some("e"), Some("5"), 5)]),
                 append(&[(Some("f"), Some("6"), 6)]),
+            ],
+        },
+        Workload {
+            name: "close-reopen".into(),
+            description: "rolls write the recovery point, clean closes write the marker; the open after each close reads no segment data, a crash anywhere re-checks only the active segment".into(),
+            config: LogConfig {
+                segment_bytes: 300,
+                index_interval_bytes: 64,
+                ..LogConfig::default()
+            },
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 5), (Some("b"), Some("2"), 1)]),
+                append(&[(None, Some("x"), 2)]),
+                Op::Roll,
+                append(&[(Some("c"), Some("3"), 9)]),
+                append(&[(Some("d"), Some("4"), 4)]),
+                Op::Close,
+                append(&[(Some("e"), Some("5"), 12), (Some("f"), Some("6"), 11)]),
+                append(&[(Some("g"), Some("7"), 13)]),
+                Op::Flush,
+                append(&[(Some("h"), Some("8"), 14)]),
+                Op::Close,
             ],
         },
     ]

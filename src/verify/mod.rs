@@ -50,6 +50,12 @@ pub struct VerifyOptions {
     pub fuzz_seconds: u64,
     /// Where failing stages write their counterexample as a scenario file.
     pub emit_scenario_dir: PathBuf,
+    /// Run the `kafka_interop` stage (standard and overnight budgets; quick skips it:
+    /// building the Java harness and starting a JVM per case takes about a minute).
+    pub kafka_interop: bool,
+    /// The stage's Kafka -> seglog cases and those of them that must pass.
+    pub kafka_cases: Vec<String>,
+    pub kafka_required: Vec<String>,
 }
 
 impl VerifyOptions {
@@ -71,6 +77,15 @@ impl VerifyOptions {
             scenarios_dir: PathBuf::from("crash-scenarios"),
             fuzz_seconds: fuzz,
             emit_scenario_dir: PathBuf::from("target/seglog-counterexamples"),
+            kafka_interop: budget != Budget::Quick,
+            kafka_cases: crate::interop::ALL_CASES
+                .iter()
+                .map(|c| (*c).to_string())
+                .collect(),
+            kafka_required: crate::interop::REQUIRED_CASES
+                .iter()
+                .map(|c| (*c).to_string())
+                .collect(),
         }
     }
 }
@@ -149,6 +164,7 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
         stages::io_errors(options, progress),
         stages::damaged_data(options, progress),
         stages::replay(options, progress),
+        stages::kafka_interop(options, progress),
     ];
     if options.fuzz_seconds > 0 {
         ordered.push(stages::fuzz(options, progress));

@@ -67,7 +67,13 @@ fn model_variant(model: ModelKind, name: &str) -> Option<Variant> {
 
 pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
-    let models = [ModelKind::Log, ModelKind::Install, ModelKind::Retention];
+    let models = [
+        ModelKind::Log,
+        ModelKind::Install,
+        ModelKind::Retention,
+        ModelKind::Durability,
+        ModelKind::Cleaner,
+    ];
     progress.start("model", models.len() as u64);
     let mut reports = Vec::new();
     let mut counterexample = None;
@@ -477,4 +483,54 @@ pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         report.replay_command = Some("ls fuzz/artifacts/*/ and see fuzz/README.md".into());
     }
     report
+}
+
+/// Apache Kafka's own storage classes against seglog, both directions
+/// (`crate::interop`). Skipped, and reported so with the reason, at the quick
+/// budget or where `java` or `mvn` is missing; passes while cases not yet required
+/// fail (they are counted as `pending`).
+pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    progress.start("kafka_interop", 1);
+    let report = if options.kafka_interop {
+        crate::interop::run(&crate::interop::InteropOptions {
+            cases: options.kafka_cases.clone(),
+            required: options.kafka_required.clone(),
+        })
+    } else {
+        crate::interop::InteropReport {
+            skipped: Some("quick budget (`--budget standard` or `--kafka-interop` runs it)".into()),
+            ..Default::default()
+        }
+    };
+    let summary = match &report.skipped {
+        Some(reason) => format!("skipped: {reason}"),
+        None => {
+            let pending: Vec<String> = report
+                .cases
+                .iter()
+                .filter(|c| c.status == crate::interop::CaseStatus::Pending)
+                .map(|c| c.case.clone())
+                .collect();
+            format!(
+                "{} cases passed, {} failed, {} pending{}",
+                report.cases_passed,
+                report.cases_failed,
+                report.cases_pending,
+                if pending.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", pending.join(", "))
+                }
+            )
+        }
+    };
+    progress.done(&summary);
+    stage(
+        "kafka_interop",
+        started,
+        report.cases_failed == 0,
+        summary,
+        serde_json::to_value(&report).unwrap_or(Value::Null),
+    )
 }

@@ -15,6 +15,12 @@ pub enum Variant {
     Install(crate::install::InstallVariant),
     #[cfg(feature = "test-variants")]
     Retention(crate::retention::executor::RetentionOrder),
+    #[cfg(feature = "test-variants")]
+    Roll(crate::log::RollVariant),
+    /// The new clean point made durable in the live directory before the install
+    /// commits (model (e)'s `clean-point-first`).
+    #[cfg(feature = "test-variants")]
+    CleanPointFirst,
 }
 
 /// Every variant name, ours first.
@@ -25,6 +31,8 @@ pub const VARIANT_NAMES: &[&str] = &[
     "backup-before-manifest",
     "no-temp-entry-sync",
     "delete-first",
+    "recovery-point-before-flush",
+    "clean-point-first",
 ];
 
 impl Variant {
@@ -43,6 +51,10 @@ impl Variant {
                 }
                 "no-temp-entry-sync" => Ok(Variant::Install(InstallVariant::NoTempEntrySync)),
                 "delete-first" => Ok(Variant::Retention(RetentionOrder::DeleteFirst)),
+                "recovery-point-before-flush" => Ok(Variant::Roll(
+                    crate::log::RollVariant::RecoveryPointBeforeFlush,
+                )),
+                "clean-point-first" => Ok(Variant::CleanPointFirst),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
                     VARIANT_NAMES.join(", ")
@@ -129,13 +141,39 @@ fn compact(
             .map(Option::unwrap_or_default);
             log.reopen_after(result)
         }
+        #[cfg(feature = "test-variants")]
+        Variant::CleanPointFirst => {
+            let knobs = log.config().clean_options();
+            log.clean_with_clean_point_first(now, delete_retention_ms, segment_bytes, knobs)
+        }
         _ => log.compact(now, delete_retention_ms, segment_bytes),
     }
+}
+
+fn clean(
+    log: &mut Log,
+    now: i64,
+    delete_retention_ms: i64,
+    segment_bytes: Option<u64>,
+    knobs: crate::compaction::CleanOptions,
+    variant: Variant,
+) -> Result<crate::compaction::CompactionReport> {
+    #[cfg(feature = "test-variants")]
+    if let Variant::CleanPointFirst = variant {
+        return log.clean_with_clean_point_first(now, delete_retention_ms, segment_bytes, knobs);
+    }
+    let _ = variant;
+    log.clean(now, delete_retention_ms, segment_bytes, knobs)
 }
 
 /// Applies `op` to the engine running `variant`. Argument errors the spec also
 /// rejects come back as `Ok(OpOutcome::Rejected)`; IO errors and corruption as `Err`.
 pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome> {
+    #[cfg(feature = "test-variants")]
+    if let Variant::Roll(roll) = variant {
+        // Set before every operation: a restart replaces the handle.
+        log.set_roll_variant(roll);
+    }
     let outcome = match op {
         Op::Append {
             records,
@@ -185,6 +223,12 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             log.flush()?;
             OpOutcome::Flushed
         }
+        Op::Close => {
+            let report = log.restart()?;
+            OpOutcome::Restarted {
+                clean: report.clean_shutdown && report.scanned_segments == 0,
+            }
+        }
         Op::Retain {
             now,
             retention_ms,
@@ -210,6 +254,37 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),
         },
+        Op::Clean {
+            now,
+            delete_retention_ms,
+            segment_bytes,
+            dedupe_buffer_bytes,
+            min_compaction_lag_ms,
+        } => {
+            let knobs = crate::compaction::CleanOptions {
+                dedupe_buffer_bytes: *dedupe_buffer_bytes,
+                min_compaction_lag_ms: *min_compaction_lag_ms,
+            };
+            match clean(
+                log,
+                *now,
+                *delete_retention_ms,
+                *segment_bytes,
+                knobs,
+                variant,
+            ) {
+                Ok(r) => OpOutcome::Compacted {
+                    records_before: r.records_before,
+                    records_after: r.records_after,
+                    segments_before: r.segments_before,
+                    segments_after: r.segments_after,
+                    bytes_before: r.bytes_before,
+                    bytes_after: r.bytes_after,
+                },
+                Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+                Err(e) => return Err(e),
+            }
+        }
         Op::Read { from } => match log.read(*from, usize::MAX) {
             Ok(records) => OpOutcome::Read {
                 records: records.into_iter().map(RecordView::from).collect(),
@@ -243,6 +318,7 @@ pub fn view(log: &Log) -> Result<LogView> {
     Ok(LogView {
         log_start_offset: log.log_start_offset(),
         next_offset: log.next_offset(),
+        clean_point: log.clean_point()?,
         segments: log
             .segments()
             .into_iter()

@@ -40,6 +40,9 @@ pub enum Op {
     },
     Roll,
     Flush,
+    /// Close the log cleanly (fsyncs and the clean-shutdown marker) and open it
+    /// again, as a broker restart does.
+    Close,
     Retain {
         now: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,6 +55,18 @@ pub enum Op {
         delete_retention_ms: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         segment_bytes: Option<u64>,
+    },
+    /// One cleaning pass with explicit knobs (`Log::clean`): a bounded offset map
+    /// (`dedupe_buffer_bytes`, 24 bytes a key) and a compaction lag.
+    Clean {
+        now: i64,
+        delete_retention_ms: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        segment_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dedupe_buffer_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        min_compaction_lag_ms: i64,
     },
     /// Read everything from `from`; compared, never changes state.
     Read {
@@ -74,7 +89,12 @@ impl Op {
     pub fn is_durability_point(&self) -> bool {
         matches!(
             self,
-            Op::Roll | Op::Flush | Op::Retain { .. } | Op::Compact { .. }
+            Op::Roll
+                | Op::Flush
+                | Op::Close
+                | Op::Retain { .. }
+                | Op::Compact { .. }
+                | Op::Clean { .. }
         )
     }
 
@@ -82,6 +102,10 @@ impl Op {
     pub fn is_mutation(&self) -> bool {
         !matches!(self, Op::Read { .. })
     }
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
 }
 
 impl std::fmt::Display for Op {
@@ -118,6 +142,9 @@ pub struct SegmentView {
 pub struct LogView {
     pub log_start_offset: i64,
     pub next_offset: i64,
+    /// The cleaner's clean point (docs/design.md section 1).
+    #[serde(default)]
+    pub clean_point: i64,
     pub segments: Vec<SegmentView>,
     pub records: Vec<RecordView>,
 }
@@ -136,6 +163,12 @@ impl LogView {
             out.push(format!(
                 "next_offset: {} vs {}",
                 self.next_offset, other.next_offset
+            ));
+        }
+        if self.clean_point != other.clean_point {
+            out.push(format!(
+                "clean_point: {} vs {}",
+                self.clean_point, other.clean_point
             ));
         }
         if self.segments != other.segments {
@@ -168,6 +201,11 @@ pub enum OpOutcome {
     },
     Rolled,
     Flushed,
+    /// The log was closed and reopened; `clean` if the open found the marker and read
+    /// no segment data (the spec says it always does).
+    Restarted {
+        clean: bool,
+    },
     Retained {
         deleted_segments: Vec<i64>,
     },

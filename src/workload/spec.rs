@@ -1,6 +1,6 @@
 //! Applying workload operations to the reference spec (`seglog_model::spec::SpecLog`).
 
-use seglog_model::spec::{ReadRec, SpecLog, SpecRecordInput};
+use seglog_model::spec::{CleanKnobs, ReadRec, SpecLog, SpecRecordInput};
 
 use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
 
@@ -55,6 +55,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             OpOutcome::Rolled
         }
         Op::Flush => OpOutcome::Flushed,
+        Op::Close => OpOutcome::Restarted { clean: true },
         Op::Retain {
             now,
             retention_ms,
@@ -78,6 +79,29 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             },
             Err(_) => OpOutcome::Rejected,
         },
+        Op::Clean {
+            now,
+            delete_retention_ms,
+            segment_bytes,
+            dedupe_buffer_bytes,
+            min_compaction_lag_ms,
+        } => {
+            let knobs = CleanKnobs {
+                dedupe_buffer_bytes: *dedupe_buffer_bytes,
+                min_compaction_lag_ms: *min_compaction_lag_ms,
+            };
+            match spec.clean(*now, *delete_retention_ms, *segment_bytes, knobs) {
+                Ok(s) => OpOutcome::Compacted {
+                    records_before: s.records_before,
+                    records_after: s.records_after,
+                    segments_before: s.segments_before,
+                    segments_after: s.segments_after,
+                    bytes_before: s.bytes_before,
+                    bytes_after: s.bytes_after,
+                },
+                Err(_) => OpOutcome::Rejected,
+            }
+        }
         Op::Read { from } => match spec.read(*from) {
             Ok(records) => OpOutcome::Read {
                 records: records.into_iter().map(RecordView::from).collect(),
@@ -108,6 +132,7 @@ pub fn view(spec: &SpecLog) -> LogView {
     LogView {
         log_start_offset: spec.log_start_offset(),
         next_offset: spec.next_offset(),
+        clean_point: spec.clean_point(),
         segments: spec
             .segments()
             .into_iter()

@@ -13,6 +13,8 @@ use std::time::Instant;
 use serde::Serialize;
 use stateright::{Checker, CheckerVisitor, Expectation, HasDiscoveries, Model, Path, Property};
 
+use crate::models::cleaner::{CleanerModel, CleanerVariant};
+use crate::models::durability::{DurabilityModel, DurabilityVariant, SyncStep};
 use crate::models::install::{InstallModel, InstallVariant};
 use crate::models::log::{LogModel, Mutant};
 use crate::models::retention::{RetentionModel, RetentionVariant};
@@ -28,6 +30,11 @@ pub enum ModelKind {
     Install,
     /// (d) the order of retention deletion, with crashes and recovery.
     Retention,
+    /// (e) the log's own files: append, flush, roll and close with the recovery
+    /// point and the clean-shutdown marker, crashes, and open.
+    Durability,
+    /// (e) the cleaner's clean point and bounded map, with crashes.
+    Cleaner,
 }
 
 /// A protocol variant. `manifest` and `checkpoint-first` are ours; the others are
@@ -59,6 +66,19 @@ pub enum Variant {
     CheckpointFirst,
     /// Retention: unlink segments first, checkpoint after.
     DeleteFirst,
+    /// Durability: ours (recovery point at roll, marker at close).
+    RecoveryPoint,
+    /// Durability: roll writes the recovery point before it fsyncs the closed segment.
+    RecoveryPointBeforeFlush,
+    /// Durability: open does not fsync the directory it found.
+    NoOpenDirSync,
+    /// Durability: flush fsyncs the index files and the directory too, as Kafka does
+    /// (holds: those syncs are redundant in ours).
+    FlushLikeKafka,
+    /// Cleaner: ours (the clean point travels in the compaction's temp dir).
+    CleanPointInTemp,
+    /// Cleaner: the clean point is made durable before the install commits.
+    CleanPointFirst,
 }
 
 impl Variant {
@@ -76,6 +96,12 @@ impl Variant {
             Variant::NoTempEntrySync => "no-temp-entry-sync",
             Variant::CheckpointFirst => "checkpoint-first",
             Variant::DeleteFirst => "delete-first",
+            Variant::RecoveryPoint => "recovery-point",
+            Variant::RecoveryPointBeforeFlush => "recovery-point-before-flush",
+            Variant::NoOpenDirSync => "no-open-dir-sync",
+            Variant::FlushLikeKafka => "flush-like-kafka",
+            Variant::CleanPointInTemp => "clean-point-in-temp",
+            Variant::CleanPointFirst => "clean-point-first",
         }
     }
 
@@ -100,6 +126,13 @@ impl Variant {
                 Variant::DeleteFirst,
                 Variant::NoRecoverySync,
             ],
+            ModelKind::Durability => &[
+                Variant::RecoveryPoint,
+                Variant::RecoveryPointBeforeFlush,
+                Variant::NoOpenDirSync,
+                Variant::FlushLikeKafka,
+            ],
+            ModelKind::Cleaner => &[Variant::CleanPointInTemp, Variant::CleanPointFirst],
         }
     }
 
@@ -116,7 +149,12 @@ impl Variant {
     pub fn is_ours(self) -> bool {
         matches!(
             self,
-            Variant::Spec | Variant::Manifest | Variant::CheckpointFirst
+            Variant::Spec
+                | Variant::Manifest
+                | Variant::CheckpointFirst
+                | Variant::RecoveryPoint
+                | Variant::FlushLikeKafka
+                | Variant::CleanPointInTemp
         )
     }
 }
@@ -243,6 +281,22 @@ fn install_variant(variant: Variant) -> InstallVariant {
     }
 }
 
+fn durability_variant(variant: Variant) -> DurabilityVariant {
+    match variant {
+        Variant::RecoveryPointBeforeFlush => DurabilityVariant::RecoveryPointBeforeFlush,
+        Variant::NoOpenDirSync => DurabilityVariant::NoOpenDirSync,
+        Variant::FlushLikeKafka => DurabilityVariant::FlushLikeKafka,
+        _ => DurabilityVariant::Ours,
+    }
+}
+
+fn cleaner_variant(variant: Variant) -> CleanerVariant {
+    match variant {
+        Variant::CleanPointFirst => CleanerVariant::CleanPointFirst,
+        _ => CleanerVariant::CleanPointInTemp,
+    }
+}
+
 fn retention_variant(variant: Variant) -> RetentionVariant {
     match variant {
         Variant::DeleteFirst => RetentionVariant::DeleteFirst,
@@ -272,6 +326,13 @@ pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
             RetentionModel::new(retention_variant(variant)),
             options.depth,
         ),
+        ModelKind::Durability => check_model(
+            DurabilityModel::new(durability_variant(variant)),
+            options.depth,
+        ),
+        ModelKind::Cleaner => {
+            check_model(CleanerModel::new(cleaner_variant(variant)), options.depth)
+        }
     };
     report.model = options.model;
     report.variant = variant.name();
@@ -285,6 +346,8 @@ pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
         ModelKind::Log => serve(log_model(variant, options.records), addr),
         ModelKind::Install => serve(InstallModel::new(install_variant(variant)), addr),
         ModelKind::Retention => serve(RetentionModel::new(retention_variant(variant)), addr),
+        ModelKind::Durability => serve(DurabilityModel::new(durability_variant(variant)), addr),
+        ModelKind::Cleaner => serve(CleanerModel::new(cleaner_variant(variant)), addr),
     }
 }
 
@@ -445,7 +508,11 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
             RetentionModel::new(RetentionVariant::WithoutSteps(1 << step)),
             None,
         ),
-        ModelKind::Log => return None,
+        ModelKind::Durability => check_model(
+            DurabilityModel::new(DurabilityVariant::WithoutSyncs(1 << step)),
+            None,
+        ),
+        ModelKind::Log | ModelKind::Cleaner => return None,
     };
     let refuted: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
     Some(if refuted.is_empty() {
@@ -461,10 +528,18 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
     })
 }
 
+/// True if a model has the sync step the engine's fail point `failpoint` stands
+/// before (what [`sync_verdict`] can judge).
+pub fn has_sync_step(failpoint: &str) -> bool {
+    SYNC_STEPS.iter().any(|(name, _, _)| *name == failpoint)
+}
+
 /// Each protocol sync's fail point in the engine and its step in the models' own
 /// protocol (`InstallVariant::steps`, `RetentionVariant::steps`, ours).
 const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("compaction::build::sync_file", ModelKind::Install, 1),
+    // The clean point is one more file of the temp dir (model (e) checks why).
+    ("compaction::build::sync_clean_point", ModelKind::Install, 1),
     ("compaction::build::sync_tmp_dir", ModelKind::Install, 2),
     ("install::manifest::sync_temp_entry", ModelKind::Install, 3),
     ("install::manifest::sync_tmp", ModelKind::Install, 5),
@@ -481,4 +556,69 @@ const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ),
     ("retention::checkpoint::sync_tmp", ModelKind::Retention, 1),
     ("retention::checkpoint::sync_dir", ModelKind::Retention, 3),
+    (
+        "log::flush::sync_log",
+        ModelKind::Durability,
+        SyncStep::FlushLog as u8,
+    ),
+    (
+        "log::roll::sync_closed",
+        ModelKind::Durability,
+        SyncStep::RollLog as u8,
+    ),
+    (
+        "log::roll::sync_index",
+        ModelKind::Durability,
+        SyncStep::RollIndex as u8,
+    ),
+    (
+        "log::roll::sync_time_index",
+        ModelKind::Durability,
+        SyncStep::RollTimeIndex as u8,
+    ),
+    (
+        "log::roll::sync_dir",
+        ModelKind::Durability,
+        SyncStep::RollDir as u8,
+    ),
+    (
+        "log::roll::sync_recovery_point",
+        ModelKind::Durability,
+        SyncStep::RecoveryPointTemp as u8,
+    ),
+    (
+        "log::close::sync_log",
+        ModelKind::Durability,
+        SyncStep::CloseLog as u8,
+    ),
+    (
+        "log::close::sync_index",
+        ModelKind::Durability,
+        SyncStep::CloseIndex as u8,
+    ),
+    (
+        "log::close::sync_time_index",
+        ModelKind::Durability,
+        SyncStep::CloseTimeIndex as u8,
+    ),
+    (
+        "log::close::sync_marker",
+        ModelKind::Durability,
+        SyncStep::MarkerTemp as u8,
+    ),
+    (
+        "log::close::sync_dir",
+        ModelKind::Durability,
+        SyncStep::MarkerDir as u8,
+    ),
+    (
+        "log::recovery::sync_log_dir",
+        ModelKind::Durability,
+        SyncStep::OpenDir as u8,
+    ),
+    (
+        "log::recovery::sync_recovery_point",
+        ModelKind::Durability,
+        SyncStep::OpenRecoveryPointTemp as u8,
+    ),
 ];

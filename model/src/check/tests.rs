@@ -22,7 +22,12 @@ fn ours_hold_every_property() {
 /// be refuted, with a shortest trace printed for the reviewer.
 #[test]
 fn broken_variants_are_refuted_with_a_trace() {
-    for model in [ModelKind::Log, ModelKind::Install, ModelKind::Retention] {
+    for model in [
+        ModelKind::Log,
+        ModelKind::Install,
+        ModelKind::Retention,
+        ModelKind::Cleaner,
+    ] {
         for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
             let r = report(model, *variant);
             assert!(!r.ok(), "{variant:?} passed");
@@ -153,7 +158,10 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
                 RetentionVariant::CheckpointFirst.steps()[step],
                 RetentionOp::SyncCheckpointTemp | RetentionOp::SyncDir
             ),
-            ModelKind::Log => false,
+            ModelKind::Durability => crate::models::durability::SyncStep::OURS
+                .iter()
+                .any(|s| *s as usize == step),
+            ModelKind::Log | ModelKind::Cleaner => false,
         };
         assert!(is_sync, "{name} maps to a step that is not a sync");
     }
@@ -164,5 +172,8 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
     assert!(super::sync_verdict("retention::checkpoint::sync_dir")
         .unwrap()
         .is_err());
-    assert!(super::sync_verdict("log::flush::sync_log").is_none());
+    assert!(super::sync_verdict("log::flush::sync_log")
+        .unwrap()
+        .is_err());
+    assert!(super::sync_verdict("log::recovery::sync_tail").is_none());
 }

@@ -138,6 +138,18 @@ pub fn latest_per_key(before: &SpecLog, after: &SpecLog) -> Result<(), Violation
 /// A latest tombstone younger than `delete_retention_ms` survives, and no older value
 /// of a deleted key survives in the compacted region (no resurrection).
 pub fn tombstone_grace(before: &SpecLog, after: &SpecLog, grace: Grace) -> Result<(), Violation> {
+    tombstone_grace_below(before, after, grace, None)
+}
+
+/// [`tombstone_grace`] for a cleaning pass that stopped at `after`'s clean point
+/// (`Some(horizon)`): only a tombstone below the horizon has been applied, so only
+/// its key must be free of older values.
+fn tombstone_grace_below(
+    before: &SpecLog,
+    after: &SpecLog,
+    grace: Grace,
+    horizon: Option<i64>,
+) -> Result<(), Violation> {
     const NAME: &str = "tombstone_grace";
     let after_records: BTreeMap<i64, &Rec> = after.records().map(|(r, _)| (r.offset, r)).collect();
     for (key, latest) in latest_records(before) {
@@ -152,6 +164,9 @@ pub fn tombstone_grace(before: &SpecLog, after: &SpecLog, grace: Grace) -> Resul
         }
         // The active segment is copied unchanged and may hold older values: only the
         // compacted (closed) region must be free of them.
+        if horizon.is_some_and(|h| latest.offset >= h) {
+            continue;
+        }
         let resurrected = after.records().find(|(r, control)| {
             !control
                 && r.key.as_ref() == Some(&key)
@@ -272,6 +287,46 @@ pub fn same_latest_view(before: &SpecLog, after: &SpecLog, grace: Grace) -> Resu
     Ok(())
 }
 
+/// The clean point lies in `[log_start_offset, active base]` and the clean section
+/// below it holds at most one record per key (docs/design.md section 1).
+pub fn clean_point_sound(after: &SpecLog) -> Result<(), Violation> {
+    const NAME: &str = "clean_section_deduplicated";
+    let clean_point = after.clean_point();
+    if clean_point < after.log_start_offset() || clean_point > active_base(after) {
+        return fail(
+            NAME,
+            format!(
+                "clean point {clean_point} outside [{}, {}]",
+                after.log_start_offset(),
+                active_base(after)
+            ),
+        );
+    }
+    match after.clean_section_duplicate() {
+        Some(key) => fail(
+            NAME,
+            format!("key {key:?} twice below clean point {clean_point}"),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// A cleaning pass that may stop short (bounded map, lag): the clean point never
+/// moves back, and the invariants of a compaction hold for the section it cleaned.
+fn clean_pass(before: &SpecLog, after: &SpecLog, grace: Grace) -> Vec<Result<(), Violation>> {
+    let mut checks = vec![
+        tombstone_grace_below(before, after, grace, Some(after.clean_point())),
+        same_latest_view(before, after, grace),
+    ];
+    if after.clean_point() < before.clean_point() {
+        checks.push(fail(
+            "clean_section_deduplicated",
+            "a cleaning moved the clean point back".into(),
+        ));
+    }
+    checks
+}
+
 /// The operation a before/after pair spans, to pick the invariants that apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum StepKind {
@@ -279,6 +334,8 @@ pub enum StepKind {
     Roll,
     Retain,
     Compact(Grace),
+    /// One cleaning pass with a bounded map or a compaction lag ([`SpecLog::clean`]).
+    Clean(Grace),
 }
 
 /// Every invariant that applies to `step`, all violations found.
@@ -287,6 +344,7 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
         offset_stability(before, after),
         keyless_retained(before, after),
         control_retained(before, after),
+        clean_point_sound(after),
     ];
     if after.log_start_offset() < before.log_start_offset() {
         checks.push(fail(
@@ -312,6 +370,15 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
                 checks.push(fail(
                     "offset_stability",
                     "compaction changed the active segment".into(),
+                ));
+            }
+        }
+        StepKind::Clean(grace) => {
+            checks.extend(clean_pass(before, after, grace));
+            if after.active() != before.active() {
+                checks.push(fail(
+                    "offset_stability",
+                    "a cleaning changed the active segment".into(),
                 ));
             }
         }

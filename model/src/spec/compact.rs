@@ -1,10 +1,12 @@
 //! Compaction: the latest-offset map over the whole log, the keep rule for closed
 //! batches, and the grouping of compacted source segments into output segments.
+//! The cleaner's incremental pass that `compact` runs is in [`super::clean`].
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::clean::CleanKnobs;
 use super::{Batch, Rec, SpecError, SpecLog, SpecSegment};
 
 /// What a compaction changed in the closed region.
@@ -67,19 +69,14 @@ pub fn keeps(
     }
 }
 
-fn compact_batch(
-    batch: &Batch,
-    latest: &BTreeMap<Vec<u8>, i64>,
-    now: i64,
-    delete_retention_ms: i64,
-) -> Option<Batch> {
+fn compact_batch(batch: &Batch, keep: &impl Fn(&Batch, &Rec) -> bool) -> Option<Batch> {
     if batch.control {
         return Some(batch.clone());
     }
     let records: Vec<Rec> = batch
         .records
         .iter()
-        .filter(|r| keeps(r, latest, now, delete_retention_ms))
+        .filter(|r| keep(batch, r))
         .cloned()
         .collect();
     let max_timestamp = records.iter().map(|r| r.timestamp).max()?;
@@ -90,11 +87,93 @@ fn compact_batch(
     })
 }
 
+/// Rewrites the closed region of `log` keeping the records `keep` says (control
+/// batches always), grouping the compacted source segments greedily by bytes. The
+/// active segment, `next_offset` and `log_start_offset` are unchanged.
+pub(super) fn compact_closed(
+    log: &mut SpecLog,
+    group_bytes_max: u64,
+    keep: impl Fn(&Batch, &Rec) -> bool,
+) -> CompactionSummary {
+    let closed = log.closed_segments();
+    let mut summary = CompactionSummary {
+        segments_before: closed.len() as u64,
+        records_before: closed.iter().map(SpecSegment::record_count).sum(),
+        bytes_before: closed.iter().map(SpecSegment::bytes).sum(),
+        ..CompactionSummary::default()
+    };
+    let mut output: Vec<SpecSegment> = Vec::new();
+    let mut group_bytes = 0;
+    for source in closed {
+        let batches: Vec<Batch> = source
+            .batches
+            .iter()
+            .filter_map(|b| compact_batch(b, &keep))
+            .collect();
+        let bytes: u64 = batches.iter().map(Batch::bytes).sum();
+        match output.last_mut() {
+            Some(group) if group_bytes + bytes <= group_bytes_max => {
+                group.batches.extend(batches);
+                group_bytes += bytes;
+            }
+            _ => {
+                output.push(SpecSegment {
+                    base_offset: source.base_offset,
+                    batches,
+                });
+                group_bytes = bytes;
+            }
+        }
+    }
+    summary.segments_after = output.len() as u64;
+    summary.records_after = output.iter().map(SpecSegment::record_count).sum();
+    summary.bytes_after = output.iter().map(SpecSegment::bytes).sum();
+    let (start_before, next_before) = (log.log_start_offset(), log.next_offset());
+    let active = log.segments.pop().expect("active segment");
+    output.push(active);
+    log.segments = output;
+    assert_eq!(log.log_start_offset(), start_before);
+    assert_eq!(log.next_offset(), next_before);
+    summary
+}
+
 impl SpecLog {
-    /// Compacts the closed region; `segment_bytes` (default: the log's) bounds the
-    /// output grouping. The active segment, `next_offset` and `log_start_offset` are
-    /// unchanged.
+    /// Compacts the closed region: one cleaning pass with an unbounded map and no
+    /// lag ([`SpecLog::clean`]), which maps the dirty section only and equals
+    /// [`SpecLog::compact_full`] (checked on every call). `segment_bytes` (default:
+    /// the log's) bounds the output grouping. The active segment, `next_offset` and
+    /// `log_start_offset` are unchanged; the clean point moves to the active segment.
     pub fn compact(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+    ) -> Result<CompactionSummary, SpecError> {
+        let mut full = self.clone();
+        let full_summary = full.compact_full(now, delete_retention_ms, segment_bytes);
+        let summary = self.clean(
+            now,
+            delete_retention_ms,
+            segment_bytes,
+            CleanKnobs::default(),
+        );
+        assert_eq!(
+            summary, full_summary,
+            "incremental and full compaction agree"
+        );
+        if summary.is_ok() {
+            assert_eq!(
+                self.segments, full.segments,
+                "incremental and full compaction agree"
+            );
+        }
+        summary
+    }
+
+    /// The full compaction: the latest-offset map over the whole log (the clean point
+    /// ignored), then the keep rule for every closed record. The clean point moves to
+    /// the active segment.
+    pub fn compact_full(
         &mut self,
         now: i64,
         delete_retention_ms: i64,
@@ -109,49 +188,14 @@ impl SpecLog {
         if group_bytes_max == 0 {
             return Err(SpecError::InvalidArgument("segment_bytes 0".into()));
         }
-        let closed = self.closed_segments();
-        if closed.is_empty() {
+        if self.closed_segments().is_empty() {
             return Ok(CompactionSummary::default());
         }
         let latest = latest_offsets(self);
-        let mut summary = CompactionSummary {
-            segments_before: closed.len() as u64,
-            records_before: closed.iter().map(SpecSegment::record_count).sum(),
-            bytes_before: closed.iter().map(SpecSegment::bytes).sum(),
-            ..CompactionSummary::default()
-        };
-        let mut output: Vec<SpecSegment> = Vec::new();
-        let mut group_bytes = 0;
-        for source in closed {
-            let batches: Vec<Batch> = source
-                .batches
-                .iter()
-                .filter_map(|b| compact_batch(b, &latest, now, delete_retention_ms))
-                .collect();
-            let bytes: u64 = batches.iter().map(Batch::bytes).sum();
-            match output.last_mut() {
-                Some(group) if group_bytes + bytes <= group_bytes_max => {
-                    group.batches.extend(batches);
-                    group_bytes += bytes;
-                }
-                _ => {
-                    output.push(SpecSegment {
-                        base_offset: source.base_offset,
-                        batches,
-                    });
-                    group_bytes = bytes;
-                }
-            }
-        }
-        summary.segments_after = output.len() as u64;
-        summary.records_after = output.iter().map(SpecSegment::record_count).sum();
-        summary.bytes_after = output.iter().map(SpecSegment::bytes).sum();
-        let (start_before, next_before) = (self.log_start_offset(), self.next_offset());
-        let active = self.segments.pop().expect("active segment");
-        output.push(active);
-        self.segments = output;
-        assert_eq!(self.log_start_offset(), start_before);
-        assert_eq!(self.next_offset(), next_before);
+        let summary = compact_closed(self, group_bytes_max, |_, r| {
+            keeps(r, &latest, now, delete_retention_ms)
+        });
+        self.clean_point = self.active().base_offset;
         Ok(summary)
     }
 }

@@ -6,6 +6,9 @@
 //! are assigned once by `append`/`append_control` and never renumbered: retention drops
 //! a prefix of closed segments, compaction drops records inside closed segments.
 
+mod clean;
+#[cfg(test)]
+mod clean_tests;
 mod compact;
 pub mod edges;
 mod fetch;
@@ -17,6 +20,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
+pub use clean::{CleanKnobs, Cleanable, MAP_ENTRY_BYTES};
 pub use compact::{
     keeps, latest_closed_tombstones, latest_offsets, tombstone_expired, CompactionSummary,
 };
@@ -183,6 +187,10 @@ pub struct SpecLog {
     segment_bytes: u64,
     /// Never empty; the last one is active.
     segments: Vec<SpecSegment>,
+    /// The cleaner's clean point: `[log_start_offset, clean_point)` is the clean
+    /// section, which holds at most one record per key (keyed records of data
+    /// batches). `log_start_offset <= clean_point <= ` the active segment's base.
+    clean_point: i64,
 }
 
 /// The serialized form of a [`SpecLog`].
@@ -190,6 +198,9 @@ pub struct SpecLog {
 struct SpecLogParts {
     segment_bytes: u64,
     segments: Vec<SpecSegment>,
+    /// Absent (older files): the log start, an empty clean section.
+    #[serde(default)]
+    clean_point: i64,
 }
 
 impl TryFrom<SpecLogParts> for SpecLog {
@@ -197,7 +208,10 @@ impl TryFrom<SpecLogParts> for SpecLog {
 
     fn try_from(parts: SpecLogParts) -> Result<SpecLog, SpecError> {
         let start = parts.segments.first().map_or(0, |s| s.base_offset);
-        SpecLog::from_parts(parts.segment_bytes, start, parts.segments)
+        let clean_point = parts.clean_point;
+        let mut log = SpecLog::from_parts(parts.segment_bytes, start, parts.segments)?;
+        log.set_clean_point(clean_point.max(start))?;
+        Ok(log)
     }
 }
 
@@ -206,6 +220,7 @@ impl From<SpecLog> for SpecLogParts {
         SpecLogParts {
             segment_bytes: log.segment_bytes,
             segments: log.segments,
+            clean_point: log.clean_point,
         }
     }
 }
@@ -229,6 +244,7 @@ impl SpecLog {
         SpecLog {
             segment_bytes,
             segments: vec![SpecSegment::empty(0)],
+            clean_point: 0,
         }
     }
 
@@ -274,6 +290,7 @@ impl SpecLog {
         Ok(SpecLog {
             segment_bytes,
             segments,
+            clean_point: log_start_offset,
         })
     }
 

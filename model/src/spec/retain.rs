@@ -81,6 +81,8 @@ impl SpecLog {
         let start_before = self.log_start_offset();
         self.segments.drain(..bases.len());
         assert!(self.log_start_offset() >= start_before);
+        // The clean section loses its deleted prefix; it never starts before the log.
+        self.clean_point = self.clean_point.max(self.log_start_offset());
         Ok(())
     }
 }

@@ -183,6 +183,18 @@ pub struct Superseded {
 }
 
 impl Superseded {
+    /// The superseded positions `bits` of a map that held `keys` keys in
+    /// `map_bytes` bytes, `map_bytes_peak` at most while built (the incremental
+    /// pass's [`super::super::dirty_map::DirtyMap`]).
+    pub fn from_parts(bits: Bitmap, keys: usize, map_bytes: usize, map_bytes_peak: usize) -> Self {
+        Superseded {
+            bits,
+            keys,
+            map_bytes,
+            map_bytes_peak,
+        }
+    }
+
     /// Whether `position` was superseded: its key (digest) was also inserted at a
     /// higher position.
     pub fn is_superseded(&self, position: i64) -> bool {
@@ -472,6 +484,7 @@ impl OffsetMap {
         self.entries.len()
     }
 
+    /// True if the map holds no key.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

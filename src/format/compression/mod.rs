@@ -16,33 +16,33 @@
 //! implementation chooses other matches), never the framing: docs/design.md
 //! section 2 says where.
 //!
+//! The codecs are the cargo feature `compression` (on with `suite`). Without it
+//! [`Compression`] still names every codec (attributes, configuration), but only
+//! [`Compression::None`] encodes or decodes: [`Compression::decompress`] of any other
+//! codec is [`CodecError::Unsupported`] (a read, a scan or a compaction meeting such
+//! a batch fails with [`crate::Error::Unsupported`]), and [`Compression::is_available`]
+//! is false for it (the log rejects such a configured codec as an invalid argument).
+//!
 //! Every decode is bounded: a stream that would inflate beyond the caller's
 //! `limit_bytes` stops there with [`CodecError::TooLarge`], before allocating more.
 
 use std::fmt;
 use std::str::FromStr;
 
+#[cfg(feature = "compression")]
 mod gzip;
+#[cfg(feature = "compression")]
 mod lz4;
+#[cfg(feature = "compression")]
 mod snappy;
+#[cfg(feature = "compression")]
 mod zstd;
 
 /// The codec of a batch: bits 0-2 of its attributes. Serialized by its
 /// [`Compression::name`].
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum Compression {
     /// Records stored as they are (id 0).
     #[default]
@@ -94,7 +94,18 @@ impl Compression {
         }
     }
 
+    /// Whether this build encodes and decodes the codec: always for `None`, for the
+    /// others with the cargo feature `compression`.
+    pub fn is_available(self) -> bool {
+        self == Compression::None || cfg!(feature = "compression")
+    }
+
     /// Compresses `data` as Kafka frames it (see the module docs). `None` copies.
+    ///
+    /// # Panics
+    ///
+    /// For a codec that is not [`Compression::is_available`] (a build without the
+    /// `compression` feature): the log rejects such a codec before it encodes.
     pub fn compress(self, data: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         self.compress_into(data, &mut out);
@@ -102,13 +113,23 @@ impl Compression {
     }
 
     /// [`Compression::compress`] appending to `out`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Compression::compress`].
     pub fn compress_into(self, data: &[u8], out: &mut Vec<u8>) {
         match self {
             Compression::None => out.extend_from_slice(data),
+            #[cfg(feature = "compression")]
             Compression::Gzip => gzip::compress(data, out),
+            #[cfg(feature = "compression")]
             Compression::Snappy => snappy::compress(data, out),
+            #[cfg(feature = "compression")]
             Compression::Lz4 => lz4::compress(data, out),
+            #[cfg(feature = "compression")]
             Compression::Zstd => zstd::compress(data, out),
+            #[cfg(not(feature = "compression"))]
+            codec => panic!("{codec} compression needs the seglog feature `compression`"),
         }
     }
 
@@ -121,10 +142,16 @@ impl Compression {
                 }
                 data.to_vec()
             }
+            #[cfg(feature = "compression")]
             Compression::Gzip => gzip::decompress(data, limit_bytes)?,
+            #[cfg(feature = "compression")]
             Compression::Snappy => snappy::decompress(data, limit_bytes)?,
+            #[cfg(feature = "compression")]
             Compression::Lz4 => lz4::decompress(data, limit_bytes)?,
+            #[cfg(feature = "compression")]
             Compression::Zstd => zstd::decompress(data, limit_bytes)?,
+            #[cfg(not(feature = "compression"))]
+            codec => return Err(CodecError::Unsupported(codec)),
         };
         assert!(out.len() <= limit_bytes);
         Ok(out)
@@ -158,6 +185,9 @@ pub enum CodecError {
         /// The limit it would exceed.
         limit_bytes: usize,
     },
+    /// This build has not the codec (the cargo feature `compression` is off): the
+    /// stream is not looked at.
+    Unsupported(Compression),
 }
 
 impl From<std::io::Error> for CodecError {
@@ -166,6 +196,7 @@ impl From<std::io::Error> for CodecError {
     }
 }
 
+#[cfg(feature = "compression")]
 /// Reads `reader` to its end into a vector, failing once it yields more than
 /// `limit_bytes`: the bound of every streaming decoder here.
 fn read_bounded(reader: impl std::io::Read, limit_bytes: usize) -> Result<Vec<u8>, CodecError> {
@@ -179,5 +210,5 @@ fn read_bounded(reader: impl std::io::Read, limit_bytes: usize) -> Result<Vec<u8
     Ok(out)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "compression"))]
 mod tests;

@@ -12,6 +12,7 @@ use std::io;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 use super::state::State;
@@ -30,24 +31,41 @@ pub enum CrashMode {
 
 /// One thing a power loss took away. Prints as one line and parses back
 /// ([`FromStr`]), so a crash scenario file can name an exact image.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub enum LostItem {
     /// A directory operation (`create x`, `mkdir d`, `remove x`, `remove-dir d`,
     /// `rename a -> b`) issued in `dir` was lost. `seq` numbers the operations of
     /// one file system and tells apart two identical descriptions.
-    DirOp { seq: u64, dir: PathBuf, op: String },
+    DirOp {
+        /// The operation's number in its file system.
+        seq: u64,
+        /// The directory the operation changed.
+        dir: PathBuf,
+        /// The operation, as printed (`create x`, `rename a -> b`, ...).
+        op: String,
+    },
     /// Of the file at `path` (`written` bytes long before the crash), only the first
     /// `kept` bytes survived.
     FileBytes {
+        /// The file.
         path: PathBuf,
+        /// Bytes that survived.
         kept: u64,
+        /// Bytes the file held before the crash.
         written: u64,
     },
     /// A truncation of `path` since its last sync was lost: its durable content came back.
-    FileRewrite { path: PathBuf },
+    FileRewrite {
+        /// The file.
+        path: PathBuf,
+    },
     /// The bytes of `path` whose writeback failed (a failed `sync_file`) never
     /// reached the disk: they read as zeros, even if a later sync succeeded.
-    FailedWriteback { path: PathBuf },
+    FailedWriteback {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for LostItem {

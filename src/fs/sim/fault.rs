@@ -19,6 +19,7 @@ use std::fmt;
 use std::io;
 use std::str::FromStr;
 
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// Linux `EIO`.
@@ -27,8 +28,9 @@ pub const EIO: i32 = 5;
 pub const ENOSPC: i32 = 28;
 
 /// The error an injected fault returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum FaultKind {
     /// `EIO`, nothing changed.
     Eio,
@@ -39,8 +41,10 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// Every kind, in the order the I/O-error sweep tries them.
     pub const ALL: [FaultKind; 3] = [FaultKind::Eio, FaultKind::Enospc, FaultKind::ShortWrite];
 
+    /// The kind's name as the CLI and scenario files spell it (`eio`, `enospc`, `short_write`).
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::Eio => "eio",
@@ -84,21 +88,32 @@ impl FromStr for FaultKind {
 }
 
 /// The mutating calls of [`crate::fs::FileSystem`], to say which one a fault hit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Call {
+    /// [`FileSystem::create_dir_all`](crate::fs::FileSystem::create_dir_all).
     CreateDirAll,
+    /// [`FileSystem::create_file`](crate::fs::FileSystem::create_file).
     CreateFile,
+    /// [`FileSystem::append`](crate::fs::FileSystem::append).
     Append,
+    /// [`FileSystem::set_len`](crate::fs::FileSystem::set_len).
     SetLen,
+    /// [`FileSystem::sync_file`](crate::fs::FileSystem::sync_file).
     SyncFile,
+    /// [`FileSystem::sync_dir`](crate::fs::FileSystem::sync_dir).
     SyncDir,
+    /// [`FileSystem::rename`](crate::fs::FileSystem::rename).
     Rename,
+    /// [`FileSystem::remove_file`](crate::fs::FileSystem::remove_file).
     RemoveFile,
+    /// [`FileSystem::remove_dir_all`](crate::fs::FileSystem::remove_dir_all).
     RemoveDirAll,
 }
 
 impl Call {
+    /// The call's name in snake case, as the sweep reports it.
     pub fn name(self) -> &'static str {
         match self {
             Call::CreateDirAll => "create_dir_all",
@@ -121,12 +136,16 @@ impl fmt::Display for Call {
 }
 
 /// One injected fault that fired: which call, on which path, with which error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct FiredFault {
     /// The mutating call's number (as [`super::SimFs::mutating_ops`] counts).
     pub op: u64,
+    /// Which call failed.
     pub call: Call,
+    /// The path it was about.
     pub path: String,
+    /// The error it returned.
     pub kind: FaultKind,
 }
 

@@ -58,6 +58,7 @@ pub const INJECTED_MESSAGE: &str = "injected io error";
 /// One disk state a crash may leave, and what the crash took away to get there.
 #[derive(Debug)]
 pub struct CrashImage {
+    /// The file system as the crash left it; recovery runs on it.
     pub fs: SimFs,
     /// Empty for the "everything completed" image.
     pub lost: Vec<LostItem>,
@@ -82,10 +83,12 @@ struct Control {
 }
 
 /// One `sync_file` or `sync_dir` call, as the sync ablation lists it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SyncCall {
     /// `sync_file` or `sync_dir`.
     pub kind: &'static str,
+    /// The file or directory synced.
     pub path: PathBuf,
 }
 

@@ -1,0 +1,364 @@
+//! The map pass of an incremental cleaning (docs/design.md section 1, "Incremental
+//! cleaning"): the offset map is built from the dirty section only, `[clean point,
+//! next_offset)` with the active segment, whole batches while the distinct keys fit
+//! the budget; then the clean section's records are looked up in it.
+//!
+//! The result has the shape of a full [`super::scan::scan`], so the rewrite pass is
+//! the same: superseded bits at the ordinals of the closed region's keyed records
+//! (clean ones first, in offset order), plain-batch bits, the checked bytes; plus the
+//! *horizon* `min(mapped end, first uncleanable offset)`, from which batches are kept
+//! as they are and which becomes the new clean point.
+//!
+//! Reads: every dirty batch once (checked, parsed, hashed, inserted), and the clean
+//! section's batches once (checked, parsed, hashed, looked up), the latter being the
+//! part of the rewrite that a full scan's bitmap would have saved.
+
+use std::path::Path;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::format::filename::LOG_SUFFIX;
+use crate::fs::FileSystem;
+
+use super::bitmap::Bitmap;
+use super::dirty_map::DirtyMap;
+use super::offset_map::{Digest, OffsetMap, Superseded, ENTRY_BYTES};
+use super::scan::Scan;
+use super::source::segment_path;
+use super::view;
+
+/// The cleaner's knobs (docs/design.md section 1; `LogConfig` holds the log's own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanOptions {
+    /// Cap of the offset map, 24 bytes a key; `None`: unbounded.
+    pub dedupe_buffer_bytes: Option<u64>,
+    /// Closed segments holding a timestamp newer than `now - min_compaction_lag_ms`
+    /// (and every later one) are not cleaned; 0: no lag.
+    pub min_compaction_lag_ms: i64,
+}
+
+impl CleanOptions {
+    /// Keys the map may hold (`dedupe_buffer_bytes / 24`), `None` when unbounded.
+    pub fn key_budget(&self) -> Option<u64> {
+        self.dedupe_buffer_bytes
+            .map(|bytes| bytes / ENTRY_BYTES as u64)
+    }
+
+    /// Rejects knobs that can never work.
+    pub fn validate(&self) -> Result<()> {
+        if self.min_compaction_lag_ms < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "min_compaction_lag_ms must be >= 0, got {}",
+                self.min_compaction_lag_ms
+            )));
+        }
+        if self.key_budget() == Some(0) {
+            return Err(Error::InvalidArgument(format!(
+                "dedupe_buffer_bytes {:?} holds no key ({ENTRY_BYTES} bytes a key)",
+                self.dedupe_buffer_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What the incremental map pass leaves for the rewrite pass.
+#[derive(Debug)]
+pub struct DirtyScan {
+    /// What the map pass found (keys, superseded records) over the mapped region.
+    pub scan: Scan,
+    /// Batches at or past this offset are kept as they are; the new clean point.
+    pub horizon: i64,
+    /// The first offset the map did not cover.
+    pub mapped_end: i64,
+}
+
+/// One segment's bytes as the pass reads them.
+struct Source<'a> {
+    base: i64,
+    bytes: &'a [u8],
+    active: bool,
+}
+
+/// The incremental map pass over `dir` (`bases` ascending, the last one active) from
+/// `clean_point` (a batch boundary in `[log start, active base]`), at clock `now`.
+pub fn scan_dirty(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    clean_point: i64,
+    now: i64,
+    options: CleanOptions,
+) -> Result<DirtyScan> {
+    let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
+    assert!(
+        clean_point <= active_base,
+        "the clean point never enters the active segment"
+    );
+    let closed = closed_bases
+        .iter()
+        .map(|&base| {
+            let path = segment_path(dir, base, LOG_SUFFIX);
+            fs.map(&path).map_err(|e| Error::io(&path, e))
+        })
+        .collect::<Result<Vec<Bytes>>>()?;
+    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
+    let active = fs
+        .read_all(&active_path)
+        .map_err(|e| Error::io(&active_path, e))?;
+    let sources: Vec<Source<'_>> = closed_bases
+        .iter()
+        .zip(&closed)
+        .map(|(&base, bytes)| Source {
+            base,
+            bytes,
+            active: false,
+        })
+        .chain([Source {
+            base: active_base,
+            bytes: &active,
+            active: true,
+        }])
+        .collect();
+    // The first segment holding an offset at or after the clean point.
+    let first_dirty = sources
+        .iter()
+        .rposition(|s| s.base <= clean_point)
+        .unwrap_or(0);
+    let digester = OffsetMap::new().digester();
+    let budget = options
+        .key_budget()
+        .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
+    let mut map = DirtyMap::new(budget);
+    let mapped = map_dirty(
+        dir,
+        &sources[first_dirty..],
+        clean_point,
+        now,
+        options.min_compaction_lag_ms,
+        &mut |key| digester.digest(key),
+        &mut map,
+    )?;
+    let next_offset = mapped.next_offset.unwrap_or(active_base).max(active_base);
+    let mapped_end = mapped.stopped_at.unwrap_or(next_offset);
+    let horizon = mapped_end.min(mapped.first_uncleanable.unwrap_or(active_base));
+    let keys = map.len();
+    let (table_bytes, peak_bytes) = (map.table_bytes(), map.peak_bytes());
+    // The clean section: its records are superseded exactly when the map holds their key.
+    let mut bits = Bitmap::default();
+    let mut plain = Bitmap::default();
+    let mut ordinal = 0usize;
+    let mut batch_index = 0usize;
+    let mut records = Vec::new();
+    for source in sources.iter().take(first_dirty + 1).filter(|s| !s.active) {
+        let path = segment_path(dir, source.base, LOG_SUFFIX);
+        for batch in view::batches(&path, source.base, source.bytes)? {
+            if batch.header.base_offset >= clean_point {
+                break;
+            }
+            let index = batch_index;
+            batch_index += 1;
+            if batch.is_control() {
+                continue;
+            }
+            view::records(&path, &batch, &mut records)?;
+            let mut is_plain = true;
+            for record in &records {
+                match record.key {
+                    Some(key) => {
+                        if map.contains(digester.digest(key)) {
+                            bits.set(ordinal);
+                        }
+                        ordinal += 1;
+                        is_plain &= !record.value_is_null;
+                    }
+                    None => is_plain = false,
+                }
+            }
+            if is_plain {
+                plain.set(index);
+            }
+        }
+    }
+    // The dirty section's bits follow, shifted past the clean section's.
+    for dirty in map.into_superseded().ones() {
+        bits.set(ordinal + dirty);
+    }
+    for dirty in mapped.plain.ones() {
+        plain.set(batch_index + dirty);
+    }
+    bits.shrink_to_fit();
+    plain.shrink_to_fit();
+    Ok(DirtyScan {
+        scan: Scan {
+            superseded: Superseded::from_parts(
+                bits,
+                keys,
+                keys * ENTRY_BYTES,
+                peak_bytes.max(table_bytes),
+            ),
+            closed,
+            active,
+            plain,
+        },
+        horizon,
+        mapped_end,
+    })
+}
+
+/// The map pass alone (no clean-section lookups, nothing kept for a rewrite): the
+/// distinct keys mapped and the mapped end. What `benches/cleaning.rs` times as the
+/// incremental map pass, beside the full scan's.
+pub fn map_pass(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    clean_point: i64,
+    now: i64,
+    options: CleanOptions,
+) -> Result<(usize, Option<i64>)> {
+    let (&active_base, _) = bases.split_last().expect("a log has a segment");
+    let first_dirty = bases.iter().rposition(|&b| b <= clean_point).unwrap_or(0);
+    let mut bytes = Vec::new();
+    for &base in &bases[first_dirty..] {
+        let path = segment_path(dir, base, LOG_SUFFIX);
+        bytes.push(if base == active_base {
+            Bytes::from(fs.read_all(&path).map_err(|e| Error::io(&path, e))?)
+        } else {
+            fs.map(&path).map_err(|e| Error::io(&path, e))?
+        });
+    }
+    let sources: Vec<Source<'_>> = bases[first_dirty..]
+        .iter()
+        .zip(&bytes)
+        .map(|(&base, bytes)| Source {
+            base,
+            bytes,
+            active: base == active_base,
+        })
+        .collect();
+    let digester = OffsetMap::new().digester();
+    let budget = options
+        .key_budget()
+        .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
+    let mut map = DirtyMap::new(budget);
+    let mapped = map_dirty(
+        dir,
+        &sources,
+        clean_point,
+        now,
+        options.min_compaction_lag_ms,
+        &mut |key| digester.digest(key),
+        &mut map,
+    )?;
+    Ok((map.len(), mapped.stopped_at))
+}
+
+/// What [`map_dirty`] found.
+struct Mapped {
+    /// The batch that did not fit the map, if one did not.
+    stopped_at: Option<i64>,
+    /// The first closed segment too young to clean (lag), among those read.
+    first_uncleanable: Option<i64>,
+    /// The offset after the last batch read, if the pass read to the end.
+    next_offset: Option<i64>,
+    /// Plain bits of the dirty closed batches, from 0.
+    plain: Bitmap,
+}
+
+/// Inserts the dirty section's keyed records (ordinals from 0) into `map`, whole
+/// batches while their new keys fit.
+fn map_dirty(
+    dir: &Path,
+    sources: &[Source<'_>],
+    clean_point: i64,
+    now: i64,
+    min_compaction_lag_ms: i64,
+    digest: &mut dyn FnMut(&[u8]) -> Digest,
+    map: &mut DirtyMap,
+) -> Result<Mapped> {
+    let mut mapped = Mapped {
+        stopped_at: None,
+        first_uncleanable: None,
+        next_offset: None,
+        plain: Bitmap::default(),
+    };
+    let young_after = now.saturating_sub(min_compaction_lag_ms);
+    let mut ordinal = 0i64;
+    let mut batch_index = 0usize;
+    let mut records = Vec::new();
+    let mut digests: Vec<Digest> = Vec::new();
+    let mut fresh: Vec<Digest> = Vec::new();
+    for source in sources {
+        let path = segment_path(dir, source.base, LOG_SUFFIX);
+        let batches = view::batches(&path, source.base, source.bytes)?;
+        let segment_next = batches.last().map_or(source.base, |b| b.last_offset() + 1);
+        if !source.active
+            && min_compaction_lag_ms > 0
+            && mapped.first_uncleanable.is_none()
+            && segment_next > clean_point
+        {
+            let max_timestamp = batches
+                .iter()
+                .map(|b| b.header.max_timestamp)
+                .max()
+                .unwrap_or(crate::format::batch::NO_TIMESTAMP);
+            if max_timestamp > young_after {
+                mapped.first_uncleanable = Some(source.base);
+            }
+        }
+        for batch in &batches {
+            if batch.header.base_offset < clean_point {
+                continue;
+            }
+            let index = batch_index;
+            if !source.active {
+                batch_index += 1;
+            }
+            if batch.is_control() {
+                continue;
+            }
+            view::records(&path, batch, &mut records)?;
+            digests.clear();
+            let mut is_plain = true;
+            for record in &records {
+                match record.key {
+                    Some(key) => {
+                        digests.push(digest(key));
+                        is_plain &= !record.value_is_null;
+                    }
+                    None => is_plain = false,
+                }
+            }
+            if digests.len() > map.room() {
+                fresh.clear();
+                fresh.extend(digests.iter().filter(|d| !map.contains(**d)));
+                fresh.sort_unstable();
+                fresh.dedup();
+                if fresh.len() > map.room() {
+                    if map.is_empty() {
+                        return Err(Error::InvalidArgument(format!(
+                            "the offset map holds {} keys (dedupe_buffer_bytes); batch {} of {} alone has {}",
+                            map.room(),
+                            batch.header.base_offset,
+                            path.display(),
+                            fresh.len()
+                        )));
+                    }
+                    mapped.stopped_at = Some(batch.header.base_offset);
+                    return Ok(mapped);
+                }
+            }
+            for &d in &digests {
+                map.insert(d, ordinal);
+                ordinal += 1;
+            }
+            if is_plain && !source.active {
+                mapped.plain.set(index);
+            }
+        }
+        mapped.next_offset = Some(segment_next);
+    }
+    Ok(mapped)
+}

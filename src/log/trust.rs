@@ -1,0 +1,234 @@
+//! What an open may trust without reading segment data: the recovery point
+//! (`recovery-point.checkpoint`, written by every roll) vouches for the closed
+//! segments below it, the clean-shutdown marker (`clean-shutdown`, written by a
+//! clean close) for the active segment. Model (e), `seglog model check --model
+//! durability`, checks the orderings; docs/design.md section 3b has the crash windows.
+//!
+//! A file that fails to decode is ignored (the open scans instead, and the report
+//! says why): neither file is ever needed for correctness, only for speed. A trusted
+//! segment whose `.log` length differs from its summary is an error: a checkpoint
+//! vouched for data that is not there, and nothing may be guessed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::format::recovery_point::{self, SegmentSummary, SummaryFile, SummaryKind};
+// The fail point names are only referenced when the `failpoints` feature is on.
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
+use crate::fs::failpoint::*;
+use crate::fs::FileSystem;
+
+use super::report::RecoveryReport;
+
+/// The names this module owns in a log directory.
+pub const NAMES: [&str; 4] = [
+    recovery_point::RECOVERY_POINT_NAME,
+    recovery_point::RECOVERY_POINT_TMP_NAME,
+    recovery_point::CLEAN_SHUTDOWN_NAME,
+    recovery_point::CLEAN_SHUTDOWN_TMP_NAME,
+];
+
+/// The checkpoints an open found, decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Trust {
+    /// The recovery point and the summaries of the segments below it.
+    pub point: Option<(i64, BTreeMap<i64, SegmentSummary>)>,
+    /// The marker's summary of the active segment.
+    pub marker: Option<SegmentSummary>,
+    /// Which of [`NAMES`] exist (to be removed or replaced by the open).
+    pub present: Vec<&'static str>,
+}
+
+impl Trust {
+    /// Reads both files of `dir`. IO errors are errors; damage is reported and the
+    /// file ignored.
+    pub fn read(fs: &dyn FileSystem, dir: &Path, report: &mut RecoveryReport) -> Result<Trust> {
+        let mut trust = Trust {
+            present: NAMES
+                .into_iter()
+                .filter(|name| fs.exists(&dir.join(name)))
+                .collect(),
+            ..Trust::default()
+        };
+        if let Some(file) = read_file(fs, dir, SummaryKind::RecoveryPoint, report)? {
+            let summaries = file
+                .summaries
+                .into_iter()
+                .filter(|s| s.base_offset < file.point)
+                .map(|s| (s.base_offset, s))
+                .collect();
+            report.recovery_point = Some(file.point);
+            trust.point = Some((file.point, summaries));
+        }
+        if let Some(file) = read_file(fs, dir, SummaryKind::CleanShutdown, report)? {
+            match file.summaries.as_slice() {
+                [active] if active.base_offset == file.point => trust.marker = Some(*active),
+                _ => report.ignored_checkpoints.push(format!(
+                    "{}: {} summaries for active base {}, expected one",
+                    recovery_point::CLEAN_SHUTDOWN_NAME,
+                    file.summaries.len(),
+                    file.point
+                )),
+            }
+        }
+        Ok(trust)
+    }
+
+    /// The summary vouching for the segment at `base`, if any: the marker's for the
+    /// last segment, the recovery point's for one below it.
+    pub fn summary(&self, base: i64, last: bool) -> Option<(&SegmentSummary, &'static str)> {
+        if last {
+            return self
+                .marker
+                .as_ref()
+                .filter(|m| m.base_offset == base)
+                .map(|m| (m, recovery_point::CLEAN_SHUTDOWN_NAME));
+        }
+        let (point, summaries) = self.point.as_ref()?;
+        if base >= *point {
+            return None;
+        }
+        summaries
+            .get(&base)
+            .map(|s| (s, recovery_point::RECOVERY_POINT_NAME))
+    }
+}
+
+fn read_file(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    kind: SummaryKind,
+    report: &mut RecoveryReport,
+) -> Result<Option<SummaryFile>> {
+    let (name, _) = kind.names();
+    let path = dir.join(name);
+    if !fs.exists(&path) {
+        return Ok(None);
+    }
+    let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+    match recovery_point::decode(kind, &bytes) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) => {
+            report
+                .ignored_checkpoints
+                .push(format!("{}", e.at(&path, 0)));
+            Ok(None)
+        }
+    }
+}
+
+/// Fail points of one write of a summary file.
+pub struct WritePoints {
+    /// Before the temp file's fsync.
+    pub sync: &'static str,
+    /// Before the rename over the file.
+    pub rename: &'static str,
+}
+
+/// Writes `file` to its temp name, fsyncs it and renames it over the file of `kind`.
+/// Not durable until the caller fsyncs `dir` (a roll's one directory fsync covers its
+/// new segment and this rename).
+pub fn write(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    kind: SummaryKind,
+    file: &SummaryFile,
+    points: &WritePoints,
+) -> Result<()> {
+    let (name, tmp_name) = kind.names();
+    let (target, tmp) = (dir.join(name), dir.join(tmp_name));
+    fs.write_new(&tmp, &recovery_point::encode(kind, file))
+        .map_err(|e| Error::io(&tmp, e))?;
+    // The data must be durable before the name points at it: a torn checkpoint is
+    // ignored (safe), but a torn marker would cost a clean open its speed.
+    crate::fail_point!(points.sync);
+    fs.sync_file(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    crate::fail_point!(points.rename);
+    fs.rename(&tmp, &target).map_err(|e| Error::io(&target, e))
+}
+
+/// The recovery point a roll (or an open) writes: every segment but the active one.
+pub fn recovery_point_of(segments: &[crate::segment::Segment]) -> SummaryFile {
+    let (active, closed) = segments
+        .split_last()
+        .expect("a log always has an active segment");
+    SummaryFile {
+        point: active.base_offset,
+        summaries: closed
+            .iter()
+            .map(crate::segment::Segment::summary)
+            .collect(),
+    }
+}
+
+/// The marker a clean close writes: the active segment.
+pub fn marker_of(segments: &[crate::segment::Segment]) -> SummaryFile {
+    let active = segments.last().expect("a log always has an active segment");
+    SummaryFile {
+        point: active.base_offset,
+        summaries: vec![active.summary()],
+    }
+}
+
+/// Recovery's last phase for the checkpoints: removes the marker and any temp (so a
+/// crash after this open is never taken for a clean shutdown), and brings the
+/// recovery point up to the active segment (or removes one that vouches for it: the
+/// roll that wrote it lost its next segment). Returns true if the directory changed.
+pub fn settle(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    trust: &Trust,
+    segments: &[crate::segment::Segment],
+    scanned: &[i64],
+) -> Result<bool> {
+    let mut changed = false;
+    for name in [
+        recovery_point::RECOVERY_POINT_TMP_NAME,
+        recovery_point::CLEAN_SHUTDOWN_TMP_NAME,
+        recovery_point::CLEAN_SHUTDOWN_NAME,
+    ] {
+        if trust.present.contains(&name) {
+            let path = dir.join(name);
+            crate::fail_point!(LOG_RECOVERY_REMOVE_MARKER);
+            fs.remove_file(&path).map_err(|e| Error::io(&path, e))?;
+            changed = true;
+        }
+    }
+    let active_base = segments.last().map_or(0, |s| s.base_offset);
+    let current = trust.point.as_ref().is_some_and(|(p, _)| *p == active_base);
+    if segments.len() > 1 && !current {
+        // What this open scanned may be a crashed process's page cache (index files a
+        // crashed open rebuilt, say): durable before the recovery point vouches for it.
+        let closed = &segments[..segments.len() - 1];
+        for segment in closed.iter().filter(|s| scanned.contains(&s.base_offset)) {
+            let paths = &segment.paths;
+            for path in [&paths.log, &paths.index, &paths.time_index] {
+                crate::fail_point!(LOG_RECOVERY_SYNC_SCANNED);
+                fs.sync_file(path).map_err(|e| Error::io(path, e))?;
+            }
+        }
+        // And their entries (an index this open created): the point's rename must not
+        // become durable without them.
+        crate::fail_point!(LOG_RECOVERY_SYNC_SCANNED_DIR);
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+        write(
+            fs,
+            dir,
+            SummaryKind::RecoveryPoint,
+            &recovery_point_of(segments),
+            &WritePoints {
+                sync: LOG_RECOVERY_SYNC_RECOVERY_POINT,
+                rename: LOG_RECOVERY_RENAME_RECOVERY_POINT,
+            },
+        )?;
+        changed = true;
+    } else if segments.len() <= 1 && trust.present.contains(&recovery_point::RECOVERY_POINT_NAME) {
+        // One segment: nothing to vouch for; a point at or past it is stale.
+        let path = dir.join(recovery_point::RECOVERY_POINT_NAME);
+        crate::fail_point!(LOG_RECOVERY_REMOVE_MARKER);
+        fs.remove_file(&path).map_err(|e| Error::io(&path, e))?;
+        changed = true;
+    }
+    Ok(changed)
+}
