@@ -508,3 +508,41 @@ fn rec_kv(key: &str, value: &str) -> NewRecord {
         10,
     )
 }
+
+#[test]
+fn a_bad_payload_in_a_trusted_segment_is_corrupt_at_read_and_kept() {
+    for codec in Compression::ALL.into_iter().skip(1) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p0");
+        let (mut log, _) = Log::open(&path, config(codec)).unwrap();
+        log.append(&batch(0)).unwrap();
+        log.roll().unwrap();
+        log.append(&batch(1)).unwrap();
+        log.close().unwrap();
+        // Damage the first (closed) segment's only batch, CRC re-sealed.
+        let file = path.join(filename::build(0, filename::LOG_SUFFIX));
+        let mut bytes = std::fs::read(&file).unwrap();
+        for b in &mut bytes[RECORDS_OFFSET + 20..] {
+            *b ^= 0x5a;
+        }
+        let bytes = recrc(bytes);
+        std::fs::write(&file, &bytes).unwrap();
+        // The clean-shutdown marker vouches for the segment: opened unscanned.
+        let (log, _) = Log::open(&path, config(codec)).unwrap();
+        match log.read(0, usize::MAX) {
+            Err(Error::Corrupt {
+                path: at, position, ..
+            }) => {
+                assert_eq!(at, file, "{codec}");
+                assert_eq!(position, RECORDS_OFFSET as u64, "{codec}");
+            }
+            other => panic!("{codec}: {other:?}"),
+        }
+        drop(log);
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            bytes,
+            "{codec}: nothing truncated"
+        );
+    }
+}
