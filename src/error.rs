@@ -166,6 +166,28 @@ pub enum CorruptKind {
     /// known suffix) does not.
     #[error("bad file name")]
     FileName,
+    /// A compressed batch's records (CRC-valid) do not decompress.
+    #[error("{codec} payload does not decompress: {detail}")]
+    Decompress {
+        /// The codec's name.
+        codec: String,
+        /// What the decoder said.
+        detail: String,
+    },
+    /// A compressed batch's records would decompress beyond the bound.
+    #[error("{codec} payload decompresses beyond {limit_bytes} bytes")]
+    DecompressedTooLarge {
+        /// The codec's name.
+        codec: String,
+        /// The bound (`INFLATED_BYTES_MAX`).
+        limit_bytes: u64,
+    },
+    /// Attribute bits 0-2 name no codec (5, 6 or 7).
+    #[error("unknown compression codec id {id}")]
+    UnknownCodec {
+        /// The attribute bits 0-2.
+        id: i64,
+    },
     /// Any other inconsistency, described by the string (for example an index entry
     /// pointing beyond its segment, or a manifest naming a file that is not there).
     #[error("{0}")]

@@ -35,7 +35,7 @@ fn rec(key: &str, value: Option<&str>, ts: i64) -> RecordSpec {
 }
 
 fn append(records: Vec<RecordSpec>) -> Step {
-    Step::Op(Op::Append { records })
+    Step::Op(Op::append(records))
 }
 
 /// Closed segment: batch [0, 2] whose last two records are superseded by the next
@@ -141,7 +141,7 @@ proptest! {
         }
         let fs = Arc::new(SimFs::new());
         let dir = Path::new("/p0");
-        let config = LogConfig { segment_bytes: 1 << 20, index_interval_bytes: 64, ..Default::default() };
+        let config = LogConfig { segment_bytes: 1 << 20, index_interval_bytes: 64, ..LogConfig::default() };
         let (mut log, _) = Log::open_with(fs.clone(), dir, config.clone()).unwrap();
         for i in 0..appended {
             log.append(&[NewRecord::new(Some(vec![b'x']), Some(vec![i as u8]), 5)]).unwrap();

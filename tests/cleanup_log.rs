@@ -168,7 +168,7 @@ fn run(ops: &[Op], segment_bytes: u64) {
     let config = LogConfig {
         segment_bytes,
         index_interval_bytes: 64,
-        ..Default::default()
+        ..LogConfig::default()
     };
     let (mut log, _) = Log::open(&dir, config.clone()).unwrap();
     let mut spec = SpecLog::new(segment_bytes);

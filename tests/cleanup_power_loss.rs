@@ -26,7 +26,7 @@ fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 20,
         index_interval_bytes: 1,
-        ..Default::default()
+        ..LogConfig::default()
     }
 }
 

@@ -68,6 +68,8 @@ fn a_rejected_operation_is_no_durability_point() {
             value: Some("v".into()),
             ts,
         }],
+        codec: None,
+        log_append_time: None,
     };
     for rejected in [
         Op::Compact {

@@ -120,3 +120,33 @@ fn fail_comes_only_with_the_failpoints_feature_and_the_suite_only_with_suite() {
     }
     assert!(!names(&default).contains("fail"));
 }
+
+/// The codec crates: over the budget, so behind the `compression` feature.
+const CODEC_CRATES: &[&str] = &["flate2", "snap", "lz4_flex", "twox-hash", "zstd"];
+
+#[test]
+fn the_codecs_come_only_with_the_compression_feature_which_the_suite_enables() {
+    let engine = engine_tree(&["--no-default-features"]);
+    let leaked: Vec<&str> = CODEC_CRATES
+        .iter()
+        .copied()
+        .filter(|c| names(&engine).contains(c))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "codec crates {leaked:?} are in the engine's tree without the `compression` feature"
+    );
+    let compression = engine_tree(&["--no-default-features", "--features", "compression"]);
+    let default = engine_tree(&[]);
+    for codec_crate in CODEC_CRATES {
+        assert!(
+            names(&compression).contains(codec_crate),
+            "`compression` must bring {codec_crate}"
+        );
+        assert!(
+            names(&default).contains(codec_crate),
+            "the default features (the suite) lost the codecs' {codec_crate}"
+        );
+    }
+    assert!(!names(&compression).contains("seglog-model"));
+}

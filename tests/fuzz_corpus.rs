@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
-use seglog::format::{ControlKind, Header, NewRecord, RecordBatch};
+use seglog::format::{Compression, ControlKind, Header, NewRecord, RecordBatch};
 
 use common::{
     CheckpointFile, CrashInput, CrashKind, Damage, DirInput, FuzzOp, IndexFiles, Leftover,
@@ -146,6 +146,33 @@ fn batch_seeds() -> BTreeMap<String, Vec<u8>> {
         ("torn", torn),
         ("bad-crc", bad_crc),
         ("two-batches", two),
+        (
+            "gzip",
+            many.clone().with_compression(Compression::Gzip).encode(),
+        ),
+        (
+            "snappy",
+            many.clone().with_compression(Compression::Snappy).encode(),
+        ),
+        (
+            "lz4",
+            many.clone().with_compression(Compression::Lz4).encode(),
+        ),
+        (
+            "zstd-log-append-time",
+            many.clone()
+                .with_compression(Compression::Zstd)
+                .with_log_append_time(5_000)
+                .encode(),
+        ),
+        (
+            "log-append-time-compacted",
+            many.clone()
+                .with_log_append_time(5_000)
+                .retain(|r| r.offset_delta != 0)
+                .expect("two records kept")
+                .encode(),
+        ),
     ]
     .into_iter()
     .map(|(name, bytes)| (format!("seed-{name}"), bytes))
@@ -329,10 +356,46 @@ fn crash_seeds() -> BTreeMap<String, Vec<u8>> {
     )
 }
 
+/// Seeds of `decode_compressed`: codec byte, count byte, then a payload: each
+/// codec's stream of three records (declared 3, and 2: a count mismatch), an
+/// empty stream and a bomb of zeros.
+fn compressed_seeds() -> BTreeMap<String, Vec<u8>> {
+    let records = RecordBatch::build(
+        0,
+        &[
+            NewRecord::new(Some(b"a".to_vec()), Some(b"1".to_vec()), 0),
+            NewRecord::new(None, Some(b"2".to_vec()), 0),
+            NewRecord::new(Some(b"a".to_vec()), None, 0),
+        ],
+    )
+    .encoded_records();
+    let mut out = BTreeMap::new();
+    for (i, codec) in Compression::ALL.into_iter().skip(1).enumerate() {
+        let payload = codec.compress(&records);
+        for (count, label) in [
+            (3u8, "three"),
+            (2, "count-mismatch"),
+            (0x13, "three-log-append-time"),
+        ] {
+            let mut seed = vec![i as u8, count];
+            seed.extend_from_slice(&payload);
+            out.insert(format!("seed-{}-{label}", codec.name()), seed);
+        }
+        let mut empty = vec![i as u8, 0];
+        empty.extend_from_slice(&codec.compress(&[]));
+        out.insert(format!("seed-{}-empty", codec.name()), empty);
+    }
+    let mut bomb = vec![3u8, 1];
+    bomb.extend_from_slice(&Compression::Zstd.compress(&vec![0u8; (64 << 20) + 1]));
+    out.insert("seed-zstd-bomb".into(), bomb);
+    out
+}
+
 /// Every seed of every target, as the generator makes them.
 fn generated() -> BTreeMap<&'static str, BTreeMap<String, Vec<u8>>> {
     BTreeMap::from([
         ("decode_batch", batch_seeds()),
+        ("decode_compressed", compressed_seeds()),
         ("open_dir", dir_seeds()),
         ("ops_vs_model", ops_seeds()),
         ("crash_recovery", crash_seeds()),
@@ -359,6 +422,24 @@ fn seeds_are_current() {
             "fuzz/corpus/{target} is stale: run SEGLOG_WRITE_SEEDS=1 cargo test --test fuzz_corpus"
         );
     }
+}
+
+#[test]
+fn decode_compressed_seeds() {
+    let seeds = committed_seeds("decode_compressed");
+    assert!(seeds.len() >= 10);
+    let mut decoded = 0;
+    for bytes in seeds.values() {
+        check_batch::decode_compressed(bytes);
+        let batch = check_batch::compressed_batch(bytes).expect("a seed has two bytes");
+        decoded += usize::from(seglog::format::batch::decode(&batch).is_ok());
+    }
+    // Both spaces: payloads that decode, and ones that fail (count, bomb).
+    assert!(
+        decoded >= 8 && decoded < seeds.len(),
+        "{decoded} of {}",
+        seeds.len()
+    );
 }
 
 #[test]

@@ -192,7 +192,13 @@ fn check_info(ours: &RecordBatch, info: &BatchDecodeInfo) {
 /// Every record field `kafka-protocol` decodes equals ours.
 fn check_record(batch: &RecordBatch, ours: &Record, theirs: &KRecord) {
     assert_eq!(theirs.offset, batch.offset_of(ours));
-    assert_eq!(theirs.timestamp, batch.timestamp_of(ours));
+    // `kafka-protocol` reports the stored (create) time even under LogAppendTime;
+    // Kafka's Java reader, and `RecordBatch::timestamp_of`, read the batch's
+    // maxTimestamp then (tests/log_append_time.rs).
+    assert_eq!(
+        theirs.timestamp,
+        batch.base_timestamp.wrapping_add(ours.timestamp_delta)
+    );
     assert_eq!(
         theirs.sequence,
         batch.base_sequence.wrapping_add(ours.offset_delta)
@@ -262,8 +268,10 @@ proptest! {
             let again = their_encode(&set.records);
             let (decoded, used) = batch::decode(&again).expect("we decode their re-encoding");
             prop_assert_eq!(used, again.len());
-            let ours_abs: Vec<_> = ours.records.iter().map(|r| (ours.offset_of(r), ours.timestamp_of(r))).collect();
-            let again_abs: Vec<_> = decoded.records.iter().map(|r| (decoded.offset_of(r), decoded.timestamp_of(r))).collect();
+            // Stored times: their encoder never sets the LogAppendTime bit.
+            let stored = |b: &RecordBatch, r: &Record| b.base_timestamp.wrapping_add(r.timestamp_delta);
+            let ours_abs: Vec<_> = ours.records.iter().map(|r| (ours.offset_of(r), stored(ours, r))).collect();
+            let again_abs: Vec<_> = decoded.records.iter().map(|r| (decoded.offset_of(r), stored(&decoded, r))).collect();
             prop_assert_eq!(ours_abs, again_abs);
             if expressible_by_them(ours) {
                 prop_assert_eq!(&again, &ours.encode(), "byte-identical encodings");
@@ -373,7 +381,7 @@ fn fetched_bytes_decode_with_kafka_protocol() {
     let config = LogConfig {
         segment_bytes: 2_000,
         index_interval_bytes: 300,
-        ..Default::default()
+        ..LogConfig::default()
     };
     let (mut log, _) = Log::open(tmp.path(), config).unwrap();
     for b in 0..30i64 {

@@ -16,7 +16,7 @@ fn config(segment_bytes: u64, index_interval_bytes: u64) -> LogConfig {
     LogConfig {
         segment_bytes,
         index_interval_bytes,
-        ..Default::default()
+        ..LogConfig::default()
     }
 }
 

@@ -17,7 +17,7 @@ fn cfg() -> LogConfig {
     LogConfig {
         segment_bytes: 300,
         index_interval_bytes: 50,
-        ..Default::default()
+        ..LogConfig::default()
     }
 }
 

@@ -29,12 +29,16 @@ fn a_failed_fsync_after_a_reopen_cannot_doom_bytes_the_open_found() {
                 rec(Some("k0"), Some("v167"), 117),
                 rec(None, Some("v252"), 107),
             ],
+            codec: None,
+            log_append_time: None,
         }),
         Step::FailNext {
             kind: FaultKind::Eio,
         },
         Step::Op(Op::Append {
             records: vec![rec(Some("k0"), None, 97)],
+            codec: None,
+            log_append_time: None,
         }),
         Step::FailNext {
             kind: FaultKind::Enospc,

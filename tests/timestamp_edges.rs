@@ -35,12 +35,18 @@ fn a_timestamp_below_minus_one_is_rejected_by_both() {
     let steps = vec![
         Step::Op(Op::Append {
             records: vec![rec(i64::MIN)],
+            codec: None,
+            log_append_time: None,
         }),
         Step::Op(Op::Append {
             records: vec![rec(3), rec(-2)],
+            codec: None,
+            log_append_time: None,
         }),
         Step::Op(Op::Append {
             records: vec![rec(-1)],
+            codec: None,
+            log_append_time: None,
         }),
     ];
     for backend in [Backend::Sim, Backend::Disk] {
@@ -54,7 +60,7 @@ fn timestamps_spanning_more_than_i64_max_round_trip() {
     let config = LogConfig {
         segment_bytes: 1 << 20,
         index_interval_bytes: 64,
-        ..Default::default()
+        ..LogConfig::default()
     };
     let (mut log, _) = Log::open(dir.path().join("p0"), config.clone()).unwrap();
     let stamps = [-1, i64::MAX, 0, i64::MAX - 1, -1];
@@ -78,9 +84,13 @@ fn timestamps_spanning_more_than_i64_max_round_trip() {
     let steps = vec![
         Step::Op(Op::Append {
             records: vec![rec(-1), rec(i64::MAX), rec(0)],
+            codec: None,
+            log_append_time: None,
         }),
         Step::Op(Op::Append {
             records: vec![rec(i64::MAX), rec(-1)],
+            codec: None,
+            log_append_time: None,
         }),
         Step::Op(Op::Roll),
         Step::Op(Op::Compact {

@@ -192,6 +192,8 @@ impl FuzzOp {
         match self {
             FuzzOp::Append(records) => Op::Append {
                 records: records.0.iter().map(FuzzRecord::spec).collect(),
+                codec: None,
+                log_append_time: None,
             },
             FuzzOp::AppendControl { commit, ts } => Op::AppendControl {
                 commit: *commit,
@@ -252,7 +254,7 @@ impl FuzzConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
             index_interval_bytes: self.index_interval_bytes,
-            ..Default::default()
+            ..LogConfig::default()
         }
     }
 }

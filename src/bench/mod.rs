@@ -3,6 +3,8 @@
 //!
 //! * [`log`]: append and every read path of a log vs `BufWriter`/`BufReader`;
 //! * [`compaction`]: install step 1 of a compaction vs a buffered copy;
+//! * [`codecs`]: append, fetch, read and compaction of compressed batches vs the
+//!   codec's own work.
 //! * [`open`]: the open after a clean close and after a crash vs a full-scan open.
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
@@ -11,6 +13,8 @@
 //! baseline time / variant time (above 1: faster than the baseline), with the
 //! spread of the per-pair ratios beside it.
 
+#[cfg(feature = "compression")]
+pub mod codecs;
 pub mod compaction;
 pub mod log;
 pub mod open;

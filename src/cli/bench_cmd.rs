@@ -19,6 +19,13 @@ use crate::{Error, Result};
 const LOG_TARGET: f64 = 0.8;
 /// Compaction target of the compaction issue (>= 0.5x a buffered copy).
 const COMPACTION_TARGET: f64 = 0.5;
+/// Targets of the codecs issue (12): append with a codec vs the codec alone,
+/// fetch of compressed vs uncompressed batches, read vs decompression alone,
+/// compaction of a half-obsolete lz4 log vs decompress + recompress.
+const CODEC_APPEND_TARGET: f64 = 0.8;
+const CODEC_FETCH_TARGET: f64 = 0.9;
+const CODEC_READ_TARGET: f64 = 0.7;
+const CODEC_COMPACT_TARGET: f64 = 0.6;
 /// Open of a cleanly closed log vs a full-scan open (the cleaner-at-scale issue).
 const CLEAN_OPEN_TARGET: f64 = 100.0;
 
@@ -31,6 +38,10 @@ pub enum Suite {
     /// Install step 1 of a compaction (map, rewrite, fsync) vs copying the same
     /// files with `BufReader`/`BufWriter` + fsync.
     Compact,
+    /// Compressed batches: append (lz4, zstd) vs the codec alone, fetch vs the
+    /// uncompressed fetch, read vs decompression alone, compaction of a
+    /// half-obsolete lz4 log vs decompress + recompress.
+    Codecs,
     /// Open after a clean close, and after a crash, vs a full-scan open of the same
     /// directory (`--records` sets its size; 9,000,000 make about 1.1 GiB).
     Open,
@@ -93,7 +104,10 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     } else {
         args.only.clone()
     };
-    let needs_log = suites.iter().any(|s| *s != Suite::Compact);
+    let needs_log = suites
+        .iter()
+        .any(|s| !matches!(s, Suite::Compact | Suite::Codecs));
+    // The codecs suite is opt-in (`--only codecs`): it is the codec issue's.
     // The open suite writes its own directory from the same fixture.
     let fixture = if needs_log {
         eprintln!("seglog bench: building {} records", args.records);
@@ -108,6 +122,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             Suite::Append => results.push(append(&args, &root, &fixture)?),
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
+            Suite::Codecs => results.extend(codecs(&args, &root)?),
             Suite::Open => results.extend(open(&args, &root, &fixture)?),
         }
     }
@@ -235,6 +250,100 @@ fn compact(args: &BenchArgs, root: &Path) -> Result<Comparison> {
     )?;
     report(&comparison);
     Ok(comparison)
+}
+
+fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
+    use crate::bench::codecs::{self as c, HalfObsoleteLog};
+    use crate::format::Compression;
+    let mut results = Vec::new();
+    eprintln!(
+        "seglog bench: building the codec fixture ({} records)",
+        args.records
+    );
+    let owned = c::codec_fixture(args.records, args.batch_records);
+    let fixture = &owned;
+    let records = c::encoded_records(fixture);
+    let bytes = fixture.bytes.len() as u64;
+    for codec in [Compression::Lz4, Compression::Zstd] {
+        let comparison = bench::compare(
+            &format!("append/{codec}"),
+            &format!("codec/{codec}_compress_only"),
+            args.iterations,
+            bytes,
+            Some(CODEC_APPEND_TARGET),
+            || bench::timed(records.len(), || c::compress_only(codec, &records)),
+            || {
+                in_new_dir(&root.join(format!("append-{codec}")), |dir| {
+                    c::append_codec(dir, fixture, codec)
+                })
+            },
+        )?;
+        report(&comparison);
+        results.push(comparison);
+    }
+    let fs: Arc<dyn FileSystem> = Arc::new(StdFs::new());
+    let plain_dir = root.join("codec-read-none");
+    c::append_codec(&plain_dir, fixture, Compression::None)?;
+    let (plain, _) = Log::open_with(Arc::clone(&fs), &plain_dir, LogConfig::default())?;
+    let lz4_dir = root.join("codec-read-lz4");
+    c::append_codec(&lz4_dir, fixture, Compression::Lz4)?;
+    let (lz4, _) = Log::open_with(Arc::clone(&fs), &lz4_dir, LogConfig::default())?;
+    let plain_bytes = plain.read_raw(0, usize::MAX)?.len();
+    let lz4_bytes = lz4.read_raw(0, usize::MAX)?.len();
+    let comparison = bench::compare(
+        "fetch/lz4",
+        "fetch/none",
+        args.iterations,
+        lz4_bytes as u64,
+        Some(CODEC_FETCH_TARGET),
+        || bench::timed(plain_bytes, || bench::fetch_bytes(&plain)),
+        || bench::timed(lz4_bytes, || bench::fetch_bytes(&lz4)),
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    let payloads = c::payloads(&lz4)?;
+    let record_count = fixture.records();
+    let comparison = bench::compare(
+        "read/lz4",
+        "codec/lz4_decompress_only",
+        args.iterations,
+        lz4_bytes as u64,
+        Some(CODEC_READ_TARGET),
+        || {
+            bench::timed(payloads.len(), || {
+                c::decompress_only(Compression::Lz4, &payloads)
+            })
+        },
+        || bench::timed(record_count, || bench::read_records(&lz4)),
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    drop((plain, lz4));
+    eprintln!("seglog bench: writing the half-obsolete lz4 log");
+    let half = HalfObsoleteLog::write(
+        &root.join("codec-compact-lz4"),
+        Compression::Lz4,
+        args.records,
+        args.batch_records,
+    )?;
+    let closed = half.closed_payloads()?;
+    let std_fs = StdFs::new();
+    let comparison = bench::compare(
+        "compact/lz4",
+        "codec/lz4_decompress_recompress",
+        args.iterations,
+        half.input_bytes,
+        Some(CODEC_COMPACT_TARGET),
+        || {
+            bench::timed(closed.len(), || {
+                c::recompress_only(Compression::Lz4, &closed)
+            })
+        },
+        || half.build(&std_fs).map(|(took, _)| took),
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    Ok(results)
 }
 
 fn open(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {

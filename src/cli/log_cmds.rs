@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
+use crate::format::{Compression, TimestampType};
 use crate::fs::{FileSystem, StdFs};
 use crate::{Log, LogConfig, NewRecord};
 
@@ -33,6 +34,14 @@ pub struct LogArgs {
     /// Bytes between sparse index entries.
     #[arg(long, default_value_t = LogConfig::default().index_interval_bytes)]
     pub index_interval_bytes: u64,
+    /// The codec appended batches are written with: none, gzip, snappy, lz4, zstd
+    /// (reads accept every codec whatever this says).
+    #[arg(long, default_value_t = Compression::None)]
+    pub compression: Compression,
+    /// CreateTime keeps the records' timestamps; LogAppendTime stamps each
+    /// appended batch with the wall clock, which every record then reads as.
+    #[arg(long, default_value_t = TimestampType::CreateTime)]
+    pub timestamp_type: TimestampType,
 }
 
 impl LogArgs {
@@ -40,6 +49,8 @@ impl LogArgs {
         LogConfig {
             segment_bytes: self.segment_bytes,
             index_interval_bytes: self.index_interval_bytes,
+            compression: self.compression,
+            timestamp_type: self.timestamp_type,
             ..Default::default()
         }
     }

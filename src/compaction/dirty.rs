@@ -162,20 +162,22 @@ pub fn scan_dirty(
             if batch.is_control() {
                 continue;
             }
-            view::records(&path, &batch, &mut records)?;
             let mut is_plain = true;
-            for record in &records {
-                match record.key {
+            each_record(
+                &path,
+                &batch,
+                &mut records,
+                |key, value_is_null| match key {
                     Some(key) => {
                         if map.contains(digester.digest(key)) {
                             bits.set(ordinal);
                         }
                         ordinal += 1;
-                        is_plain &= !record.value_is_null;
+                        is_plain &= !value_is_null;
                     }
                     None => is_plain = false,
-                }
-            }
+                },
+            )?;
             if is_plain {
                 plain.set(index);
             }
@@ -319,18 +321,15 @@ fn map_dirty(
             if batch.is_control() {
                 continue;
             }
-            view::records(&path, batch, &mut records)?;
             digests.clear();
             let mut is_plain = true;
-            for record in &records {
-                match record.key {
-                    Some(key) => {
-                        digests.push(digest(key));
-                        is_plain &= !record.value_is_null;
-                    }
-                    None => is_plain = false,
+            each_record(&path, batch, &mut records, |key, value_is_null| match key {
+                Some(key) => {
+                    digests.push(digest(key));
+                    is_plain &= !value_is_null;
                 }
-            }
+                None => is_plain = false,
+            })?;
             if digests.len() > map.room() {
                 fresh.clear();
                 fresh.extend(digests.iter().filter(|d| !map.contains(**d)));
@@ -361,4 +360,28 @@ fn map_dirty(
         mapped.next_offset = Some(segment_next);
     }
     Ok(mapped)
+}
+
+/// Hands `each` every record's key (`None`: keyless) and whether its value is null,
+/// in order, for an uncompressed batch read in place (through `records`, a reused
+/// buffer) and for a compressed one decompressed ([`super::compressed::inflate`]).
+fn each_record<'a>(
+    path: &Path,
+    batch: &view::BatchView<'a>,
+    records: &mut Vec<view::RecordView<'a>>,
+    mut each: impl FnMut(Option<&[u8]>, bool),
+) -> Result<()> {
+    if batch.is_compressed() {
+        let inflated = super::compressed::inflate(path, batch)?;
+        for record in inflated.views.records_in(&inflated.records) {
+            let record = record.map_err(|e| e.at(path, batch.position))?;
+            each(record.key, record.value.is_none());
+        }
+    } else {
+        view::records(path, batch, records)?;
+        for record in records.iter() {
+            each(record.key, record.value_is_null);
+        }
+    }
+    Ok(())
 }

@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod bitmap;
 pub mod cleaner;
+pub mod compressed;
 pub mod dirty;
 pub mod dirty_map;
 pub mod offset_map;

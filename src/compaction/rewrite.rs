@@ -192,6 +192,34 @@ pub fn compact_segment(
         cursor.batch += 1;
         keep.clear();
         let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
+        if batch.header.base_offset < keep_from && batch.is_compressed() {
+            // Decided record by record from the decoded batch (for a plain batch
+            // that is what its bits say); recompressed only when partly kept.
+            let inflated = super::compressed::inflate(path, batch)?;
+            let flags = super::compressed::decide_inflated(
+                path,
+                batch.position,
+                &inflated,
+                superseded,
+                horizon,
+                &mut cursor.ordinal,
+            )?;
+            assert_eq!(flags.len(), records);
+            let kept = flags.iter().filter(|k| **k).count();
+            counts.records_before += records as u64;
+            counts.records_after += kept as u64;
+            if kept == records {
+                let start = usize::try_from(batch.position).expect("a segment fits in memory");
+                push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
+            } else if kept > 0 {
+                // Only a partly kept batch is decoded into owned records.
+                let decoded = super::compressed::decode(path, batch)?;
+                let start = encoded.len();
+                super::compressed::encode_kept(&decoded, &flags, encoded);
+                push_piece(pieces, Piece::Encoded(start..encoded.len()));
+            }
+            continue;
+        }
         let kept = if batch.header.base_offset >= keep_from {
             // Past the pass's horizon: no decision (and no ordinal is read again).
             records
@@ -274,10 +302,17 @@ fn splice(
     let count = i32::try_from(kept().count()).expect("a batch's count fits");
     assert!(count > 0);
     assert!((count as usize) < records.len());
-    let max_timestamp = kept()
-        .map(|r| r.timestamp)
-        .max()
-        .expect("some record is kept");
+    // Under LogAppendTime the max timestamp is every record's: it stays.
+    let log_append_time = crate::format::TimestampType::of_attributes(batch.header.attributes)
+        == crate::format::TimestampType::LogAppendTime;
+    let max_timestamp = if log_append_time {
+        batch.header.max_timestamp
+    } else {
+        kept()
+            .map(|r| r.timestamp)
+            .max()
+            .expect("some record is kept")
+    };
     let start = out.len();
     out.extend_from_slice(&batch.bytes[..RECORDS_OFFSET]);
     for record in kept() {

@@ -136,15 +136,31 @@ fn scan_into(
                     if batch.is_control() {
                         continue;
                     }
-                    view::records(&path, &batch, &mut records)?;
                     let mut is_plain = true;
-                    for record in &records {
-                        if let Some(key) = record.key {
-                            chunk.push((Item::Key(key), ordinal));
-                            ordinal += 1;
-                            is_plain &= !record.value_is_null;
-                        } else {
-                            is_plain = false;
+                    if batch.is_compressed() {
+                        // The records live in a decompressed buffer this loop
+                        // drops: hand their keys over hashed.
+                        let inflated = super::compressed::inflate(&path, &batch)?;
+                        for record in inflated.views.records_in(&inflated.records) {
+                            let record = record.map_err(|e| e.at(&path, batch.position))?;
+                            if let Some(key) = record.key {
+                                chunk.push((Item::Digest(digester.digest(key)), ordinal));
+                                ordinal += 1;
+                                is_plain &= record.value.is_some();
+                            } else {
+                                is_plain = false;
+                            }
+                        }
+                    } else {
+                        view::records(&path, &batch, &mut records)?;
+                        for record in &records {
+                            if let Some(key) = record.key {
+                                chunk.push((Item::Key(key), ordinal));
+                                ordinal += 1;
+                                is_plain &= !record.value_is_null;
+                            } else {
+                                is_plain = false;
+                            }
                         }
                     }
                     if is_plain && !is_active {

@@ -45,6 +45,21 @@ impl BatchView<'_> {
         self.header.attributes & batch::ATTR_CONTROL != 0
     }
 
+    /// A compressed batch: its records are read through [`super::compressed`].
+    pub fn is_compressed(&self) -> bool {
+        self.header.attributes & batch::ATTR_COMPRESSION_MASK != 0
+    }
+
+    /// The timestamp a record with `timestamp_delta` reads as (LogAppendTime: the
+    /// batch's max timestamp).
+    pub fn timestamp_of(&self, timestamp_delta: i64) -> i64 {
+        crate::format::TimestampType::of_attributes(self.header.attributes).record_timestamp(
+            self.base_timestamp,
+            timestamp_delta,
+            self.header.max_timestamp,
+        )
+    }
+
     /// The batch's last offset (kept even if its last record was compacted away).
     pub fn last_offset(&self) -> i64 {
         self.header.base_offset + i64::from(self.header.last_offset_delta)
@@ -113,12 +128,6 @@ fn split<'a>(
                 },
             ));
         }
-        if header.attributes & batch::ATTR_COMPRESSION_MASK != 0 {
-            return Err(Error::Unsupported(format!(
-                "compressed batch at byte {position} of {}",
-                path.display()
-            )));
-        }
         if header.base_offset <= previous_last || header.last_offset_delta < 0 {
             return Err(Error::corrupt(
                 path,
@@ -141,12 +150,17 @@ fn split<'a>(
     Ok(out)
 }
 
-/// The records of a batch (key, offset, timestamp, null value), without copying.
+/// The records of an uncompressed batch (key, offset, timestamp, null value),
+/// without copying. A compressed batch goes through [`super::compressed`].
 pub fn records<'a>(
     path: &Path,
     batch: &BatchView<'a>,
     out: &mut Vec<RecordView<'a>>,
 ) -> Result<()> {
+    assert!(
+        !batch.is_compressed(),
+        "a compressed batch's records are not in place"
+    );
     out.clear();
     let corrupt =
         |at: usize, kind: CorruptKind| Error::corrupt(path, batch.position + at as u64, kind);
@@ -189,7 +203,7 @@ pub fn records<'a>(
         }
         out.push(RecordView {
             offset: batch.header.base_offset + i64::from(offset_delta),
-            timestamp: batch.base_timestamp.wrapping_add(timestamp_delta),
+            timestamp: batch.timestamp_of(timestamp_delta),
             key,
             value_is_null: value_len < 0,
             bytes: rest.get(..used + length as usize).unwrap_or_default(),

@@ -5,6 +5,8 @@
 
 use seglog_model::spec::{Batch, Rec, SpecLog, SpecSegment};
 
+use crate::format::TimestampType;
+
 use crate::format::RecordBatch;
 use crate::log::Log;
 use crate::workload::{engine, spec, RecordView};
@@ -37,6 +39,8 @@ pub fn engine_spec(log: &Log, segment_bytes: u64) -> Result<SpecLog, String> {
 }
 
 fn spec_batch(batch: &RecordBatch) -> Batch {
+    crate::workload::spec::install_codec();
+    let log_append_time = batch.timestamp_type() == TimestampType::LogAppendTime;
     Batch {
         base_offset: batch.base_offset,
         last_offset_delta: batch.last_offset_delta,
@@ -46,13 +50,20 @@ fn spec_batch(batch: &RecordBatch) -> Batch {
         records: batch
             .records
             .iter()
-            .map(|r| Rec {
-                offset: batch.offset_of(r),
-                key: r.key.clone(),
-                value: r.value.clone(),
-                timestamp: batch.timestamp_of(r),
+            .map(|r| {
+                let stored = batch.base_timestamp.wrapping_add(r.timestamp_delta);
+                let timestamp = batch.timestamp_of(r);
+                Rec {
+                    offset: batch.offset_of(r),
+                    key: r.key.clone(),
+                    value: r.value.clone(),
+                    timestamp,
+                    create_timestamp: (stored != timestamp).then_some(stored),
+                }
             })
             .collect(),
+        codec: u8::try_from(batch.compression().id()).expect("a codec id is 0-4"),
+        log_append_time,
     }
 }
 

@@ -52,6 +52,8 @@ pub fn filling_record(
             base_timestamp: ts,
             max_timestamp: ts,
             records: vec![rec],
+            codec: 0,
+            log_append_time: false,
         }
         .bytes()
     };

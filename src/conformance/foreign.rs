@@ -66,6 +66,7 @@ impl ForeignBatch {
                 key: r.key.as_ref().map(|k| k.as_bytes().to_vec()),
                 value: r.value.as_ref().map(|v| v.as_bytes().to_vec()),
                 timestamp: r.ts,
+                create_timestamp: None,
             })
             .collect();
         Batch {
@@ -75,6 +76,8 @@ impl ForeignBatch {
             base_timestamp: self.records[0].ts,
             max_timestamp: records.iter().map(|r| r.timestamp).max().unwrap_or(-1),
             records,
+            codec: 0,
+            log_append_time: false,
         }
     }
 

@@ -30,7 +30,9 @@ use super::Step;
 /// One drawn step before the clock is folded in (`now` comes from the clock).
 #[derive(Debug, Clone)]
 enum Draw {
-    Append(Vec<Drawn>),
+    /// A batch: its records, its codec (Kafka's id, 0 none) and whether the log
+    /// stamps it LogAppendTime (at the clock).
+    Append(Vec<Drawn>, u8, bool),
     Control {
         commit: bool,
         ts_delta: i64,
@@ -114,7 +116,12 @@ fn record() -> impl Strategy<Value = Drawn> {
 
 fn draw() -> impl Strategy<Value = Draw> {
     prop_oneof![
-        12 => prop::collection::vec(record(), 1..5).prop_map(Draw::Append),
+        12 => (
+            prop::collection::vec(record(), 1..5),
+            prop_oneof![6 => Just(0u8), 1 => 1u8..5],
+            prop_oneof![4 => Just(false), 1 => Just(true)],
+        )
+            .prop_map(|(records, codec, log_append_time)| Draw::Append(records, codec, log_append_time)),
         1 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
         3 => Just(Draw::Roll),
         2 => Just(Draw::Flush),
@@ -193,8 +200,11 @@ fn materialize(draws: Vec<Draw>) -> Vec<Step> {
 fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
     let now = *clock;
     match draw {
-        Draw::Append(records) => Step::Op(Op::Append {
+        Draw::Append(records, codec, log_append_time) => Step::Op(Op::Append {
             records: records.into_iter().map(|r| record_spec(r, now)).collect(),
+            codec: crate::format::Compression::from_id(i16::from(codec))
+                .filter(|c| *c != crate::format::Compression::None),
+            log_append_time: log_append_time.then_some(now.max(0)),
         }),
         Draw::Control { commit, ts_delta } => Step::Op(Op::AppendControl {
             commit,
@@ -269,6 +279,8 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
             let ts = record_spec((None, None, ts), now).ts;
             Step::Op(Op::Append {
                 records: vec![edges::filling_record(shadow, key, value, ts, whole_segment)],
+                codec: None,
+                log_append_time: None,
             })
         }
         Draw::RetainEdge { pick, time, bytes } => {
@@ -349,6 +361,9 @@ mod tests {
         no_timestamp: u64,
         i64_extremes: u64,
         below_minus_one: u64,
+        compressed: u64,
+        log_append_time: u64,
+        compressed_log_append_time: u64,
         /// Cleaning passes whose map filled before the end of the dirty section.
         partial_passes: u64,
         /// Cleaning passes that moved a clean point left by an earlier pass.
@@ -381,7 +396,15 @@ mod tests {
 
     fn observe(log: &SpecLog, op: &Op, hits: &mut Hits) {
         match op {
-            Op::Append { records } => {
+            Op::Append {
+                records,
+                codec,
+                log_append_time,
+            } => {
+                hits.compressed += u64::from(codec.is_some());
+                hits.log_append_time += u64::from(log_append_time.is_some());
+                hits.compressed_log_append_time +=
+                    u64::from(codec.is_some() && log_append_time.is_some());
                 for r in records {
                     match r.ts {
                         -1 => hits.no_timestamp += 1,
@@ -454,6 +477,7 @@ mod tests {
     /// least 20 times. Measured when written: foreign end gaps 159, retention time
     /// edges 30, retention bytes edges 71, tombstone age edges 39, grouping edges
     /// 62, segment fills 125, timestamps -1: 68, `i64` extremes 145, below -1: 64.
+    /// (Compressed and LogAppendTime appends are counted too.)
     #[test]
     fn generated_cases_meet_every_boundary() {
         let mut hits = Hits::default();
@@ -470,6 +494,9 @@ mod tests {
             hits.no_timestamp,
             hits.i64_extremes,
             hits.below_minus_one,
+            hits.compressed,
+            hits.log_append_time,
+            hits.compressed_log_append_time,
             hits.partial_passes,
             hits.incremental_passes,
         ];

@@ -60,7 +60,7 @@ pub fn case_config() -> LogConfig {
     LogConfig {
         segment_bytes: 256,
         index_interval_bytes: 64,
-        ..Default::default()
+        ..LogConfig::default()
     }
 }
 

@@ -16,6 +16,8 @@ fn append(key: &str, value: Option<&str>, ts: i64) -> Step {
             value: value.map(str::to_string),
             ts,
         }],
+        codec: None,
+        log_append_time: None,
     })
 }
 
@@ -47,7 +49,7 @@ fn generated_cases_cover_every_step_kind() {
     let records: Vec<&RecordSpec> = steps
         .iter()
         .filter_map(|s| match s {
-            Step::Op(Op::Append { records }) => Some(records),
+            Step::Op(Op::Append { records, .. }) => Some(records),
             _ => None,
         })
         .flatten()
@@ -228,6 +230,8 @@ fn the_allowed_range_starts_at_the_last_durability_point() {
                 value: Some("1".into()),
                 ts: 0,
             }],
+            codec: None,
+            log_append_time: None,
         },
         Op::Flush,
         Op::Append {
@@ -236,6 +240,8 @@ fn the_allowed_range_starts_at_the_last_durability_point() {
                 value: Some("2".into()),
                 ts: 0,
             }],
+            codec: None,
+            log_append_time: None,
         },
         Op::Append {
             records: vec![RecordSpec {
@@ -243,6 +249,8 @@ fn the_allowed_range_starts_at_the_last_durability_point() {
                 value: Some("3".into()),
                 ts: 0,
             }],
+            codec: None,
+            log_append_time: None,
         },
     ];
     for op in &ops {
@@ -264,6 +272,8 @@ fn the_allowed_range_starts_at_the_last_durability_point() {
             value: Some(big),
             ts: 0,
         }],
+        codec: None,
+        log_append_time: None,
     };
     let before = log.clone();
     apply(&mut log, &op);

@@ -56,6 +56,11 @@ const HEADER_FIELDS: [(&str, usize, usize, bool); 13] = [
 pub enum Change {
     /// Flip bit `bit` (0 = least significant) of byte `position`.
     Flip { position: u64, bit: u8 },
+    /// Flip bit `bit` of byte `position` inside a batch and recompute that batch's
+    /// CRC-32C: bad bytes a writer produced (a broken compressor, a producer bug),
+    /// which no crash and no CRC can explain. For a compressed batch only the
+    /// payload's own checks can catch it.
+    FlipResealed { position: u64, bit: u8 },
     /// Cut the file to `len` bytes.
     Truncate { len: u64 },
     /// Overwrite `[start, end)` with zeros.
@@ -66,7 +71,7 @@ impl Change {
     /// The first byte position the change touches (the new length for a truncation).
     pub fn start(&self) -> u64 {
         match *self {
-            Change::Flip { position, .. } => position,
+            Change::Flip { position, .. } | Change::FlipResealed { position, .. } => position,
             Change::Truncate { len } => len,
             Change::Zero { start, .. } => start,
         }
@@ -79,6 +84,17 @@ impl Change {
             Change::Flip { position, bit } => {
                 let byte = out.get_mut(usize::try_from(position).ok()?)?;
                 *byte ^= 1 << bit;
+            }
+            Change::FlipResealed { position, bit } => {
+                let (start, end) = batch_ranges(bytes)
+                    .into_iter()
+                    .find(|(start, end)| (*start..*end).contains(&position))?;
+                let (start, end) = (usize::try_from(start).ok()?, usize::try_from(end).ok()?);
+                let byte = out.get_mut(usize::try_from(position).ok()?)?;
+                *byte ^= 1 << bit;
+                let crc = crate::format::crc::crc32c(out.get(start + ATTRIBUTES_OFFSET..end)?);
+                out.get_mut(start + CRC_OFFSET..start + CRC_OFFSET + 4)?
+                    .copy_from_slice(&crc.to_be_bytes());
             }
             Change::Truncate { len } => out.truncate(usize::try_from(len).ok()?),
             Change::Zero { start, end } => {
@@ -200,6 +216,7 @@ pub fn log_damages(bytes: &[u8]) -> Vec<Damage> {
                 blind: false,
             });
         }
+        out.extend(compressed_payload_damages(bytes, which, start, end));
     }
     let len = bytes.len() as u64;
     let mut tail = generic_damages(bytes);
@@ -227,6 +244,42 @@ pub fn log_damages(bytes: &[u8]) -> Vec<Damage> {
         out.push(damage);
     }
     out
+}
+
+/// For a compressed batch `[start, end)` of `bytes`: damages to its payload with
+/// the CRC resealed, so that only the payload checks stand between them and the
+/// reader (a structured `Corrupt` error at the payload, never a truncation, in the
+/// active segment too). The declared record count plus one is always caught
+/// (`RecordCount`). A flipped bit in the middle of the stream is caught by gzip
+/// (its CRC-32 and length trailer) but may decode to other valid records under
+/// snappy, lz4 and zstd as Kafka frames them (no checksum inside): blind there.
+fn compressed_payload_damages(bytes: &[u8], which: &str, start: u64, end: u64) -> Vec<Damage> {
+    let codec = usize::try_from(start)
+        .ok()
+        .and_then(|s| bytes.get(s + ATTRIBUTES_OFFSET + 1))
+        .map_or(0, |attributes| attributes & 0x07);
+    let records = start + RECORDS_OFFSET as u64;
+    if codec == 0 || end <= records {
+        return Vec::new();
+    }
+    vec![
+        Damage {
+            label: format!("flip batch[{which}].payload middle, CRC resealed"),
+            change: Change::FlipResealed {
+                position: records + (end - records) / 2,
+                bit: 2,
+            },
+            blind: codec != 1,
+        },
+        Damage {
+            label: format!("flip batch[{which}].record_count, CRC resealed"),
+            change: Change::FlipResealed {
+                position: start + (RECORD_COUNT_OFFSET + 3) as u64,
+                bit: 0,
+            },
+            blind: false,
+        },
+    ]
 }
 
 /// Every single-bit flip of the header (`[0, 61)`) of the first and the last batch
@@ -360,6 +413,41 @@ mod tests {
             2 * (8 + 4) * 8,
             "baseOffset and the epoch, both batches"
         );
+    }
+
+    #[test]
+    fn compressed_batches_get_resealed_payload_damages() {
+        use crate::format::Compression;
+        let record = NewRecord::new(Some(b"k".to_vec()), Some(b"v".repeat(50)), 5);
+        for codec in Compression::ALL {
+            let bytes = RecordBatch::build(0, &[record.clone(), record.clone()])
+                .with_compression(codec)
+                .encode();
+            let damages = log_damages(&bytes);
+            let resealed: Vec<&Damage> = damages
+                .iter()
+                .filter(|d| matches!(d.change, Change::FlipResealed { .. }))
+                .collect();
+            if codec == Compression::None {
+                assert!(resealed.is_empty());
+                continue;
+            }
+            assert_eq!(resealed.len(), 2, "{codec}");
+            for damage in resealed {
+                let damaged = damage.change.apply(&bytes).unwrap();
+                // The CRC still holds: only the payload checks can object ...
+                assert!(crate::format::batch_view::check_batch_crc(&damaged).is_ok());
+                // ... and they do, unless the codec cannot (blind).
+                let decoded = crate::format::batch::decode(&damaged);
+                if !damage.blind {
+                    assert!(
+                        matches!(decoded, Err(crate::format::FormatError::Corrupt { .. })),
+                        "{codec} {}: {decoded:?}",
+                        damage.label
+                    );
+                }
+            }
+        }
     }
 
     #[test]

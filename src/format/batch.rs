@@ -7,8 +7,9 @@
 //!     12     4  partitionLeaderEpoch  i32
 //!     16     1  magic                 i8 = 2
 //!     17     4  crc                   u32, CRC-32C of bytes [21, end)
-//!     21     2  attributes            i16: bits 0-2 compression (must be 0),
-//!                                     bit 3 timestamp type, bit 4 transactional,
+//!     21     2  attributes            i16: bits 0-2 compression (0-4, see
+//!                                     [`super::compression`]), bit 3 timestamp
+//!                                     type (1 = LogAppendTime), bit 4 transactional,
 //!                                     bit 5 control, bit 6 delete horizon
 //!     23     4  lastOffsetDelta       i32
 //!     27     8  baseTimestamp         i64
@@ -17,14 +18,17 @@
 //!     51     2  producerEpoch         i16
 //!     53     4  baseSequence          i32
 //!     57     4  recordCount           i32
-//!     61     .  records               see [`super::record`]
+//!     61     .  records               see [`super::record`]; for a compressed
+//!                                     batch, one compressed stream of them
 //! ```
 //! All integers big-endian.
 
 use crate::error::CorruptKind;
 
 use super::batch_view::BatchView;
+use super::compression::Compression;
 use super::record::{ControlKind, NewRecord, Record};
+use super::timestamp_type::{TimestampType, ATTR_LOG_APPEND_TIME};
 use super::FormatError;
 
 /// Byte position of `baseOffset` (int64) in a batch.
@@ -181,6 +185,32 @@ impl RecordBatch {
         self.attributes & ATTR_TRANSACTIONAL != 0
     }
 
+    /// The codec of the attributes; `None` for an id no codec has.
+    pub fn compression(&self) -> Compression {
+        Compression::from_id(self.attributes & ATTR_COMPRESSION_MASK).unwrap_or_default()
+    }
+
+    /// The batch's timestamp type (attribute bit 3).
+    pub fn timestamp_type(&self) -> TimestampType {
+        TimestampType::of_attributes(self.attributes)
+    }
+
+    /// This batch encoded with `compression` (its records unchanged).
+    pub fn with_compression(mut self, compression: Compression) -> RecordBatch {
+        self.attributes = (self.attributes & !ATTR_COMPRESSION_MASK) | compression.id();
+        self
+    }
+
+    /// This batch stamped LogAppendTime at `now_ms`, as Kafka's broker stamps a
+    /// batch it appends: the timestamp-type bit set and `maxTimestamp = now_ms`;
+    /// base timestamp and record deltas stay as the producer wrote them (every
+    /// record then reads as `now_ms`).
+    pub fn with_log_append_time(mut self, now_ms: i64) -> RecordBatch {
+        self.attributes |= ATTR_LOG_APPEND_TIME;
+        self.max_timestamp = now_ms;
+        self
+    }
+
     /// Offset of the last offset this batch covers (kept even if records were compacted away).
     pub fn last_offset(&self) -> i64 {
         self.base_offset + i64::from(self.last_offset_delta)
@@ -196,24 +226,34 @@ impl RecordBatch {
         self.base_offset + i64::from(record.offset_delta)
     }
 
-    /// Absolute timestamp of `record`, a record of this batch.
+    /// The timestamp `record` reads as: its own under CreateTime, the batch's
+    /// `max_timestamp` under LogAppendTime.
     pub fn timestamp_of(&self, record: &Record) -> i64 {
-        self.base_timestamp.wrapping_add(record.timestamp_delta)
+        self.timestamp_type().record_timestamp(
+            self.base_timestamp,
+            record.timestamp_delta,
+            self.max_timestamp,
+        )
     }
 
     /// A copy that keeps only the records `keep` accepts, with the same base offset,
-    /// last offset delta and base timestamp (Kafka's rule for a partly cleaned batch).
-    /// `max_timestamp` is recomputed from the kept records. `None` if nothing is kept.
+    /// last offset delta, base timestamp, attributes (codec, timestamp type) and
+    /// header fields (Kafka's rule for a partly cleaned batch). Under CreateTime
+    /// `max_timestamp` is recomputed from the kept records; under LogAppendTime it
+    /// stays (it *is* every record's timestamp). `None` if nothing is kept.
     pub fn retain(&self, mut keep: impl FnMut(&Record) -> bool) -> Option<RecordBatch> {
         let records: Vec<Record> = self.records.iter().filter(|r| keep(r)).cloned().collect();
         if records.is_empty() {
             return None;
         }
-        let max_timestamp = records
-            .iter()
-            .map(|r| self.base_timestamp.wrapping_add(r.timestamp_delta))
-            .max()
-            .unwrap_or(NO_TIMESTAMP);
+        let max_timestamp = match self.timestamp_type() {
+            TimestampType::LogAppendTime => self.max_timestamp,
+            TimestampType::CreateTime => records
+                .iter()
+                .map(|r| self.base_timestamp.wrapping_add(r.timestamp_delta))
+                .max()
+                .unwrap_or(NO_TIMESTAMP),
+        };
         Some(RecordBatch {
             records,
             max_timestamp,
@@ -221,24 +261,50 @@ impl RecordBatch {
         })
     }
 
-    /// Bytes this batch takes when encoded.
+    /// Bytes this batch takes when encoded. For a compressed batch this compresses
+    /// the records (as [`RecordBatch::encode_into`] does).
     pub fn encoded_len(&self) -> usize {
+        match self.compression() {
+            Compression::None => self.uncompressed_len(),
+            codec => HEADER_LEN + codec.compress(&self.encoded_records()).len(),
+        }
+    }
+
+    /// Bytes of the batch with its records uncompressed.
+    pub fn uncompressed_len(&self) -> usize {
         HEADER_LEN + self.records.iter().map(Record::encoded_len).sum::<usize>()
     }
 
-    /// Appends the encoded batch to `out`.
+    /// The records, encoded back to back (a compressed batch's payload before
+    /// compression).
+    pub fn encoded_records(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.uncompressed_len() - HEADER_LEN);
+        for record in &self.records {
+            record.encode_into(&mut out);
+        }
+        out
+    }
+
+    /// Appends the encoded batch to `out`: for a compressed batch, its records as
+    /// one stream of its codec.
     #[expect(
         clippy::indexing_slicing,
         reason = "the CRC region and field were written just above, so they exist"
     )]
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        assert_eq!(
-            self.attributes & ATTR_COMPRESSION_MASK,
-            0,
-            "compression is not supported"
-        );
+        let codec = Compression::from_id(self.attributes & ATTR_COMPRESSION_MASK)
+            .expect("attributes name one of Kafka's codecs");
+        let payload = match codec {
+            Compression::None => None,
+            codec => Some(codec.compress(&self.encoded_records())),
+        };
+        let total = HEADER_LEN
+            + payload.as_ref().map_or_else(
+                || self.uncompressed_len() - HEADER_LEN,
+                |payload| payload.len(),
+            );
         let start = out.len();
-        let length = i32::try_from(self.encoded_len() - LOG_OVERHEAD).expect("batch too large");
+        let length = i32::try_from(total - LOG_OVERHEAD).expect("batch too large");
         out.extend_from_slice(&self.base_offset.to_be_bytes());
         out.extend_from_slice(&length.to_be_bytes());
         out.extend_from_slice(&self.partition_leader_epoch.to_be_bytes());
@@ -253,20 +319,62 @@ impl RecordBatch {
         out.extend_from_slice(&self.base_sequence.to_be_bytes());
         let count = i32::try_from(self.records.len()).expect("batch too large");
         out.extend_from_slice(&count.to_be_bytes());
-        for record in &self.records {
-            record.encode_into(out);
+        match payload {
+            Some(payload) => out.extend_from_slice(&payload),
+            None => {
+                for record in &self.records {
+                    record.encode_into(out);
+                }
+            }
         }
         let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
         out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(out.len() - start, self.encoded_len());
+        assert_eq!(out.len() - start, total);
     }
 
     /// Encodes the batch as it is stored on disk, CRC included.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.encoded_len());
+        let mut out = Vec::with_capacity(self.uncompressed_len());
         self.encode_into(&mut out);
         out
     }
+}
+
+/// Appends to `out` the encoded *uncompressed* batch `batch` re-framed with codec
+/// `codec` (its records' bytes compressed as one stream) and, when
+/// `log_append_time` is given, stamped LogAppendTime (attribute bit 3,
+/// `maxTimestamp` = the stamp): byte for byte what decoding it, `with_compression`,
+/// `with_log_append_time` and encoding give, without decoding a record (the append
+/// and compaction hot paths). Panics if `batch` is compressed or shorter than a
+/// header.
+#[expect(
+    clippy::indexing_slicing,
+    reason = "the header was copied just above, so its fields exist"
+)]
+pub fn reframe(batch: &[u8], codec: Compression, log_append_time: Option<i64>, out: &mut Vec<u8>) {
+    let (header, records) = batch.split_at(HEADER_LEN);
+    let start = out.len();
+    out.extend_from_slice(header);
+    let mut attributes =
+        i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
+    assert_eq!(
+        attributes & ATTR_COMPRESSION_MASK,
+        0,
+        "an uncompressed batch"
+    );
+    attributes |= codec.id();
+    codec.compress_into(records, out);
+    let length = i32::try_from(out.len() - start - LOG_OVERHEAD).expect("batch too large");
+    let header = &mut out[start..start + HEADER_LEN];
+    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
+    if let Some(stamp) = log_append_time {
+        attributes |= ATTR_LOG_APPEND_TIME;
+        header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+            .copy_from_slice(&stamp.to_be_bytes());
+    }
+    header[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// The fixed header fields of a batch, read without decoding its records.
@@ -379,14 +487,24 @@ pub fn decode_header(buf: &[u8]) -> Result<BatchHeader, FormatError> {
 /// Decodes and validates the batch at the front of `buf`; returns it and its size.
 ///
 /// Checks, in order: enough bytes for the header and the declared length; length
-/// bounds; magic; CRC-32C; compression (an `Unsupported` error); record count
-/// non-negative and equal to the records decoded; every record's length; offset
+/// bounds; magic; CRC-32C; codec id; record count non-negative; for a compressed
+/// batch, that its payload decompresses within [`super::batch_view::INFLATED_BYTES_MAX`];
+/// the record count equal to the records decoded; every record's length; offset
 /// deltas strictly increasing from >= 0 and <= lastOffsetDelta; no trailing bytes.
 /// The checks are [`BatchView`]'s; this copies the records out.
 pub fn decode(buf: &[u8]) -> Result<(RecordBatch, usize), FormatError> {
     let (view, size) = BatchView::decode(buf)?;
-    let mut records = Vec::with_capacity(view.record_count);
-    for record in view.records() {
+    let inflated = view.inflate()?;
+    let (records_iter, capacity) = match &inflated {
+        None => (view.records(), view.record_count),
+        Some(inflated) => (
+            view.records_in(inflated),
+            view.record_count
+                .min(inflated.len() / super::batch_view::RECORD_BYTES_MIN),
+        ),
+    };
+    let mut records = Vec::with_capacity(capacity);
+    for record in records_iter {
         records.push(record?.into_record());
     }
     assert_eq!(records.len(), view.record_count);
@@ -402,7 +520,9 @@ pub fn decode(buf: &[u8]) -> Result<(RecordBatch, usize), FormatError> {
         base_sequence: view.base_sequence,
         records,
     };
-    debug_assert_eq!(batch.encoded_len(), size);
+    if inflated.is_none() {
+        debug_assert_eq!(batch.encoded_len(), size);
+    }
     Ok((batch, size))
 }
 
@@ -470,16 +590,71 @@ mod tests {
     }
 
     #[test]
-    fn compressed_batch_is_unsupported() {
-        let mut batch = sample();
-        batch.attributes = 1; // gzip
-        let mut bytes = Vec::new();
-        batch.attributes = 0;
-        batch.encode_into(&mut bytes);
-        bytes[ATTRIBUTES_OFFSET + 1] |= 1;
-        let crc = crate::format::crc::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
-        bytes[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
-        assert!(matches!(decode(&bytes), Err(FormatError::Unsupported(_))));
+    #[cfg(feature = "compression")]
+    fn compressed_batches_round_trip_with_every_codec() {
+        for codec in Compression::ALL {
+            let batch = sample().with_compression(codec);
+            let bytes = batch.encode();
+            assert_eq!(bytes.len(), batch.encoded_len());
+            assert_eq!(bytes[ATTRIBUTES_OFFSET + 1] & 0x07, codec.id() as u8);
+            let (decoded, used) = decode(&bytes).unwrap();
+            assert_eq!(used, bytes.len());
+            assert_eq!(decoded, batch, "{codec}");
+            if codec != Compression::None {
+                // The payload is the codec's stream of the records, nothing else.
+                let inflated = codec.decompress(&bytes[RECORDS_OFFSET..], 1 << 20).unwrap();
+                assert_eq!(inflated, batch.encoded_records());
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "compression")]
+    fn reframe_is_decode_compress_stamp_encode() {
+        for codec in Compression::ALL {
+            for stamp in [None, Some(9_999)] {
+                let mut want = sample().with_compression(codec);
+                if let Some(stamp) = stamp {
+                    want = want.with_log_append_time(stamp);
+                }
+                let mut got = vec![7u8; 3];
+                reframe(&sample().encode(), codec, stamp, &mut got);
+                assert_eq!(&got[..3], &[7, 7, 7]);
+                assert_eq!(got[3..], want.encode()[..], "{codec} {stamp:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_codec_ids_are_corrupt() {
+        for id in 5..8u8 {
+            let mut bytes = sample().encode();
+            bytes[ATTRIBUTES_OFFSET + 1] |= id;
+            let crc = crate::format::crc::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
+            bytes[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+            assert_eq!(
+                decode(&bytes),
+                Err(FormatError::Corrupt {
+                    position: ATTRIBUTES_OFFSET as u64,
+                    kind: CorruptKind::UnknownCodec { id: i64::from(id) }
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn log_append_time_reads_max_timestamp_and_survives_retain() {
+        let batch = sample().with_log_append_time(5_000);
+        assert_eq!(batch.timestamp_type(), TimestampType::LogAppendTime);
+        assert!(batch.records.iter().all(|r| batch.timestamp_of(r) == 5_000));
+        let (decoded, _) = decode(&batch.encode()).unwrap();
+        assert_eq!(decoded, batch);
+        let kept = batch.retain(|r| r.offset_delta == 1).unwrap();
+        assert_eq!(
+            kept.max_timestamp, 5_000,
+            "LogAppendTime is kept, not recomputed"
+        );
+        assert_eq!(kept.attributes, batch.attributes);
     }
 
     #[test]

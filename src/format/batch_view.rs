@@ -11,8 +11,16 @@ use super::batch::{
     LAST_OFFSET_DELTA_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET,
     PRODUCER_ID_OFFSET, RECORDS_OFFSET, RECORD_COUNT_OFFSET,
 };
+use super::compression::{CodecError, Compression};
 use super::record::RecordView;
+use super::timestamp_type::TimestampType;
 use super::FormatError;
+
+/// The most bytes a compressed batch's records may decompress to: what an
+/// uncompressed batch may hold ([`super::batch::BATCH_BYTES_MAX`]). A payload that
+/// would inflate beyond it is corrupt (`DecompressedTooLarge`), found before more
+/// is allocated.
+pub const INFLATED_BYTES_MAX: usize = super::batch::BATCH_BYTES_MAX;
 
 /// The smallest encoded record: length, attributes, timestamp delta, offset delta,
 /// key length, value length and header count, one byte each.
@@ -81,12 +89,14 @@ impl<'a> BatchView<'a> {
         header: super::batch::BatchHeader,
         bytes: &'a [u8],
     ) -> Result<(BatchView<'a>, usize), FormatError> {
-        if header.attributes & ATTR_COMPRESSION_MASK != 0 {
-            return Err(FormatError::Unsupported(format!(
-                "compressed batch (codec {}) at offset {}",
-                header.attributes & ATTR_COMPRESSION_MASK,
-                header.base_offset
-            )));
+        let codec = header.attributes & ATTR_COMPRESSION_MASK;
+        if Compression::from_id(codec).is_none() {
+            return Err(FormatError::Corrupt {
+                position: ATTRIBUTES_OFFSET as u64,
+                kind: CorruptKind::UnknownCodec {
+                    id: i64::from(codec),
+                },
+            });
         }
         if header.last_offset_delta < 0 {
             return Err(FormatError::Corrupt {
@@ -100,7 +110,12 @@ impl<'a> BatchView<'a> {
         // Every record takes at least RECORD_BYTES_MIN bytes, so a count the batch's
         // length cannot hold is corrupt before anything is allocated for it (found by
         // the decode_batch fuzzer: a CRC-valid batch declaring 421 million records).
-        let records_bytes = header.size.saturating_sub(RECORDS_OFFSET);
+        // Compressed records are held to the same rule once inflated.
+        let records_bytes = if codec == 0 {
+            header.size.saturating_sub(RECORDS_OFFSET)
+        } else {
+            INFLATED_BYTES_MAX
+        };
         if header.record_count < 0
             || i64::from(header.record_count) > i64::from(header.last_offset_delta) + 1
             || header.record_count as usize > records_bytes / RECORD_BYTES_MIN
@@ -145,20 +160,127 @@ impl<'a> BatchView<'a> {
         self.attributes & ATTR_CONTROL != 0
     }
 
+    /// The batch's codec (checked by the decode to be one of Kafka's).
+    pub fn compression(&self) -> Compression {
+        Compression::from_id(self.attributes & ATTR_COMPRESSION_MASK).unwrap_or_default()
+    }
+
+    /// True unless the codec is [`Compression::None`].
+    pub fn is_compressed(&self) -> bool {
+        self.compression() != Compression::None
+    }
+
+    /// The batch's timestamp type (attribute bit 3).
+    pub fn timestamp_type(&self) -> TimestampType {
+        TimestampType::of_attributes(self.attributes)
+    }
+
+    /// The timestamp `record` (one of this batch's) reads as: the batch's
+    /// `maxTimestamp` under LogAppendTime, its own otherwise.
+    #[inline]
+    pub fn timestamp_of(&self, record: &RecordView<'_>) -> i64 {
+        self.timestamp_type().record_timestamp(
+            self.base_timestamp,
+            record.timestamp_delta,
+            self.max_timestamp,
+        )
+    }
+
+    /// The whole encoded batch, as stored.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The compressed records of a compressed batch, decompressed (at most
+    /// [`INFLATED_BYTES_MAX`] bytes); `None` for an uncompressed batch, whose
+    /// records [`BatchView::records`] reads in place. A payload that does not
+    /// decompress, or would inflate beyond the bound, is corrupt at the payload's
+    /// first byte ([`RECORDS_OFFSET`]).
+    pub fn inflate(&self) -> Result<Option<Vec<u8>>, FormatError> {
+        let codec = self.compression();
+        if codec == Compression::None {
+            return Ok(None);
+        }
+        let payload = self.bytes.get(RECORDS_OFFSET..).unwrap_or_default();
+        let kind = match codec.decompress(payload, INFLATED_BYTES_MAX) {
+            Ok(inflated) => return Ok(Some(inflated)),
+            Err(CodecError::Invalid(detail)) => CorruptKind::Decompress {
+                codec: codec.name().to_string(),
+                detail,
+            },
+            Err(CodecError::TooLarge { limit_bytes }) => CorruptKind::DecompressedTooLarge {
+                codec: codec.name().to_string(),
+                limit_bytes: limit_bytes as u64,
+            },
+            Err(CodecError::Unsupported(codec)) => {
+                return Err(FormatError::Unsupported(format!(
+                    "{codec}-compressed batch (seglog built without the `compression` feature)"
+                )))
+            }
+        };
+        Err(FormatError::Corrupt {
+            position: RECORDS_OFFSET as u64,
+            kind,
+        })
+    }
+
     /// The records, decoded one at a time. The batch is valid only if the iterator
     /// ends without yielding an error: it checks every record's length, offset
     /// deltas strictly increasing from >= 0 and <= lastOffsetDelta, the declared
     /// record count and that no bytes trail the last record. It stops after the
     /// first error.
+    ///
+    /// The records of a compressed batch are not in its bytes: for one, the
+    /// iterator yields a single `Unsupported` error; use [`BatchView::records_in`]
+    /// with [`BatchView::inflate`]'s bytes, or [`BatchView::records_with`].
     pub fn records(&self) -> RecordViews<'a> {
-        RecordViews {
-            batch: self.bytes,
+        let mut records = RecordViews {
+            batch: self.bytes.get(RECORDS_OFFSET..).unwrap_or_default(),
             record_count: self.record_count,
             last_offset_delta: i64::from(self.last_offset_delta),
-            position: RECORDS_OFFSET,
+            position: 0,
+            inflated: false,
             previous_delta: -1,
             decoded: 0,
             done: false,
+            misuse: false,
+        };
+        if self.is_compressed() {
+            records.misuse = true;
+        }
+        records
+    }
+
+    /// The records of this (compressed) batch in `inflated`, the bytes
+    /// [`BatchView::inflate`] returned for it, with every check of
+    /// [`BatchView::records`]. Errors inside them are reported at the payload's
+    /// first byte: a position in the compressed stream cannot be named.
+    pub fn records_in<'b>(&self, inflated: &'b [u8]) -> RecordViews<'b> {
+        RecordViews {
+            batch: inflated,
+            record_count: self.record_count,
+            last_offset_delta: i64::from(self.last_offset_delta),
+            position: 0,
+            inflated: true,
+            previous_delta: -1,
+            decoded: 0,
+            done: false,
+            misuse: false,
+        }
+    }
+
+    /// The records of any batch: in place for an uncompressed one, decompressed
+    /// into `scratch` (replacing its content) for a compressed one.
+    pub fn records_with<'b>(&self, scratch: &'b mut Vec<u8>) -> Result<RecordViews<'b>, FormatError>
+    where
+        'a: 'b,
+    {
+        match self.inflate()? {
+            None => Ok(self.records()),
+            Some(inflated) => {
+                *scratch = inflated;
+                Ok(self.records_in(scratch))
+            }
         }
     }
 }
@@ -187,19 +309,38 @@ pub fn check_batch_crc(bytes: &[u8]) -> Result<(), FormatError> {
 #[derive(Debug, Clone)]
 #[must_use = "a batch is checked only as far as its records are iterated"]
 pub struct RecordViews<'a> {
+    /// The records' bytes: the batch's after its header, or the inflated payload.
     batch: &'a [u8],
     record_count: usize,
     last_offset_delta: i64,
     /// Position in `batch` of the next record.
     position: usize,
+    /// `batch` is a decompressed payload: errors name the payload's first byte.
+    inflated: bool,
     previous_delta: i64,
     decoded: usize,
     done: bool,
+    /// [`BatchView::records`] of a compressed batch: yield that error.
+    misuse: bool,
 }
 
 impl<'a> RecordViews<'a> {
+    /// The position in the batch to report an error at `position` of `batch` at.
+    fn error_position(&self, position: usize) -> u64 {
+        if self.inflated {
+            RECORDS_OFFSET as u64
+        } else {
+            (RECORDS_OFFSET + position) as u64
+        }
+    }
+
     #[inline]
     fn step(&mut self) -> Option<Result<RecordView<'a>, FormatError>> {
+        if self.misuse {
+            return Some(Err(FormatError::Unsupported(
+                "records() of a compressed batch: inflate it first".into(),
+            )));
+        }
         let size = self.batch.len();
         if self.position >= size {
             if self.decoded != self.record_count || self.position != size {
@@ -213,7 +354,7 @@ impl<'a> RecordViews<'a> {
             Ok(decoded) => decoded,
             Err(kind) => {
                 return Some(Err(FormatError::Corrupt {
-                    position: position as u64,
+                    position: self.error_position(position),
                     kind,
                 }))
             }
@@ -221,7 +362,7 @@ impl<'a> RecordViews<'a> {
         let delta = i64::from(record.offset_delta);
         if delta <= self.previous_delta || delta > self.last_offset_delta {
             return Some(Err(FormatError::Corrupt {
-                position: position as u64,
+                position: self.error_position(position),
                 kind: CorruptKind::OffsetDelta {
                     delta,
                     last: self.last_offset_delta,

@@ -2,6 +2,8 @@
 //!
 //! * [`batch`] / [`record`]: Kafka record batch v2, byte-compatible with Kafka.
 //! * [`batch_view`]: the same batches checked and decoded in place (zero-copy).
+//! * [`compression`]: Kafka's four codecs, framed as Kafka frames them.
+//! * [`timestamp_type`]: CreateTime and LogAppendTime.
 //! * [`varint`]: zigzag varints.
 //! * [`filename`]: 20-digit zero-padded segment file names.
 //! * [`crc`]: CRC-32C, the one checksum of every format.
@@ -16,12 +18,14 @@
 pub mod batch;
 pub mod batch_view;
 pub mod checkpoint;
+pub mod compression;
 pub mod crc;
 pub mod filename;
 pub mod index;
 pub mod manifest;
 pub mod record;
 pub mod recovery_point;
+pub mod timestamp_type;
 pub mod varint;
 
 use std::path::Path;
@@ -30,7 +34,9 @@ use crate::error::{CorruptKind, Error};
 
 pub use batch::RecordBatch;
 pub use batch_view::{BatchView, RecordViews};
+pub use compression::Compression;
 pub use record::{ControlKind, Header, NewRecord, Record, RecordView};
+pub use timestamp_type::TimestampType;
 
 /// A decoding failure, with the byte position relative to the decoded buffer.
 /// The caller adds the file and the buffer's position in it ([`FormatError::at`]).

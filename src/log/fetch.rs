@@ -3,11 +3,12 @@
 //! a segment file. Records are decoded in place as a caller iterates them.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 
 use crate::error::Result;
-use crate::format::{BatchView, Header, RecordView, RecordViews};
+use crate::format::{BatchView, FormatError, Header, RecordView, RecordViews};
 
 use super::read::checked_batches;
 use super::Log;
@@ -23,7 +24,15 @@ pub struct Fetch {
     position: u64,
     bytes: Bytes,
     next_offset: i64,
+    /// The compressed batches' records, decompressed at the first
+    /// [`Fetch::records`] that reaches one (by batch position in `bytes`). The
+    /// fetch itself never decompresses: its bytes are the batches as stored.
+    inflated: OnceLock<Vec<Inflated>>,
 }
+
+/// One compressed batch of a [`Fetch`], decompressed: its position in the fetched
+/// bytes and its records' bytes (or why they do not decompress).
+type Inflated = (usize, Result<Bytes, FormatError>);
 
 /// A record of a [`Fetch`], its key and value borrowed from the fetched bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,10 +53,10 @@ pub struct RecordRef<'a> {
 
 impl<'a> RecordRef<'a> {
     /// `record` of `batch`, with its absolute offset and timestamp.
-    pub(crate) fn of(batch: &BatchView<'a>, record: RecordView<'a>) -> Self {
+    pub(crate) fn of(batch: &BatchView<'_>, record: RecordView<'a>) -> Self {
         RecordRef {
             offset: batch.offset_of(&record),
-            timestamp: batch.base_timestamp.wrapping_add(record.timestamp_delta),
+            timestamp: batch.timestamp_of(&record),
             key: record.key,
             value: record.value,
             headers: record.headers,
@@ -58,13 +67,24 @@ impl<'a> RecordRef<'a> {
 
 impl super::ReadRecord {
     /// The owned record of `record`, its key and value as slices of `bytes` (the
-    /// [`Fetch::bytes`] it was decoded from): no copy.
+    /// [`Fetch::bytes`] it was decoded from): no copy. A key or value outside
+    /// `bytes` (a record of a compressed batch lives in its decompressed
+    /// records) is copied.
     pub fn from_ref(bytes: &Bytes, record: RecordRef<'_>) -> Self {
+        let slice = |field: &[u8]| {
+            let range = bytes.as_ptr_range();
+            let inside = range.start <= field.as_ptr() && field.as_ptr_range().end <= range.end;
+            if inside {
+                bytes.slice_ref(field)
+            } else {
+                Bytes::copy_from_slice(field)
+            }
+        };
         super::ReadRecord {
             offset: record.offset,
             timestamp: record.timestamp,
-            key: record.key.map(|key| bytes.slice_ref(key)),
-            value: record.value.map(|value| bytes.slice_ref(value)),
+            key: record.key.map(slice),
+            value: record.value.map(slice),
             headers: record.headers,
             control: record.control,
         }
@@ -93,6 +113,7 @@ impl Log {
                 position: checked.start as u64,
                 bytes: view.bytes().slice(checked.start..checked.end),
                 next_offset,
+                inflated: OnceLock::new(),
             });
         }
         Ok(Fetch {
@@ -101,6 +122,7 @@ impl Log {
             position: 0,
             bytes: Bytes::new(),
             next_offset: from,
+            inflated: OnceLock::new(),
         })
     }
 }
@@ -146,9 +168,39 @@ impl Fetch {
         })
     }
 
+    /// The decompressed records of the compressed batch at `position` of the
+    /// fetched bytes. The first call decompresses every compressed batch of the
+    /// fetch, once; uncompressed fetches never get here.
+    fn inflated_at(&self, position: usize) -> Option<&Result<Bytes, FormatError>> {
+        let inflated = self.inflated.get_or_init(|| {
+            let mut out = Vec::new();
+            let mut at = 0usize;
+            while let Some(rest) = self.bytes.get(at..).filter(|rest| !rest.is_empty()) {
+                let Ok((batch, size)) = BatchView::decode_crc_checked(rest) else {
+                    break; // the iterator reports it when it gets there
+                };
+                if batch.is_compressed() {
+                    out.push((
+                        at,
+                        batch.inflate().map(|i| Bytes::from(i.unwrap_or_default())),
+                    ));
+                }
+                at += size;
+            }
+            out
+        });
+        let index = inflated
+            .binary_search_by_key(&position, |(at, _)| *at)
+            .ok()?;
+        inflated.get(index).map(|(_, result)| result)
+    }
+
     /// The records with offset >= the fetch's `from`, decoded in place (no copy
     /// and no allocation unless a record has headers), every batch fully checked
-    /// as it is reached. Stops after the first error.
+    /// as it is reached. Stops after the first error. A compressed batch's records
+    /// are decoded in place in its decompressed bytes (all of the fetch's
+    /// compressed batches are decompressed once, when the first is reached), and
+    /// borrow those.
     pub fn records(&self) -> FetchRecords<'_> {
         FetchRecords {
             fetch: self,
@@ -197,6 +249,19 @@ impl<'a> Iterator for FetchRecords<'a> {
             }
             let position = self.at;
             match BatchView::decode_crc_checked(&fetch.bytes[position..]) {
+                Ok((batch, size)) if batch.is_compressed() => {
+                    self.at += size;
+                    match fetch.inflated_at(position) {
+                        Some(Ok(inflated)) => {
+                            self.batch = Some((batch, position, batch.records_in(inflated)));
+                        }
+                        Some(Err(e)) => {
+                            self.failed = true;
+                            return Some(Err(e.clone().at(&fetch.path, error_at(position))));
+                        }
+                        None => unreachable!("every compressed batch of the fetch is inflated"),
+                    }
+                }
                 Ok((batch, size)) => {
                     self.at += size;
                     self.batch = Some((batch, position, batch.records()));

@@ -26,8 +26,9 @@ use bytes::Bytes;
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
-use crate::format::Header;
+use crate::format::{Compression, Header, TimestampType};
 use crate::fs::{FileSystem, StdFs};
 use crate::segment::{Segment, SegmentInfo};
 
@@ -59,6 +60,16 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// Bytes between sparse index entries (Kafka's `index.interval.bytes`).
     pub index_interval_bytes: u64,
+    /// The codec appended data batches are written with (Kafka's
+    /// `compression.type` of a producer). Reading accepts every codec whatever
+    /// this says.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub compression: Compression,
+    /// `LogAppendTime`: append stamps each data batch with the log's clock
+    /// ([`Log::set_clock`]) as its `maxTimestamp`, which every record then reads
+    /// as (Kafka's `message.timestamp.type`). `CreateTime` keeps the records'.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub timestamp_type: TimestampType,
     /// Cap of the cleaner's offset map, 24 bytes a key (Kafka's
     /// `log.cleaner.dedupe.buffer.size`); `None`: unbounded. A dirty section with
     /// more distinct keys takes several passes (docs/design.md section 1).
@@ -89,6 +100,8 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1 << 30,
             index_interval_bytes: 4096,
+            compression: Compression::None,
+            timestamp_type: TimestampType::CreateTime,
             dedupe_buffer_bytes: None,
             min_cleanable_dirty_ratio: default_min_cleanable_dirty_ratio(),
             min_compaction_lag_ms: 0,
@@ -115,6 +128,12 @@ impl LogConfig {
             return Err(Error::InvalidArgument(format!(
                 "min_cleanable_dirty_ratio must be in [0, 1], got {}",
                 self.min_cleanable_dirty_ratio
+            )));
+        }
+        if !self.compression.is_available() {
+            return Err(Error::InvalidArgument(format!(
+                "compression {} needs the seglog feature `compression`",
+                self.compression
             )));
         }
         self.clean_options().validate()
@@ -186,6 +205,8 @@ pub struct Log {
     /// Recently read segments' bytes as [`FileSystem::map`] returned them, by base
     /// offset, the most recently read last (see `Log::segment_view`).
     mapped: Mutex<Vec<(i64, Bytes)>>,
+    /// "Now" for LogAppendTime stamps ([`LogConfig::timestamp_type`]).
+    clock: Arc<dyn Clock>,
 }
 
 impl Log {
@@ -275,6 +296,7 @@ impl Log {
             roll_variant: RollVariant::Ours,
             scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),
+            clock: Arc::new(SystemClock),
         };
         log.assert_invariants();
         log
@@ -299,6 +321,17 @@ impl Log {
     /// The configuration the log was opened with.
     pub fn config(&self) -> &LogConfig {
         &self.config
+    }
+
+    /// The clock LogAppendTime stamps read ([`SystemClock`] unless set). Kept
+    /// across the reopen after retention and compaction.
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// The clock LogAppendTime stamps read.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// Base offset of the first segment.

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::batch::{BATCH_BYTES_MAX, NO_TIMESTAMP};
-use crate::format::{ControlKind, NewRecord, RecordBatch};
+use crate::format::{Compression, ControlKind, NewRecord, RecordBatch, TimestampType};
 // The fail point names are only referenced when the `failpoints` feature is on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint::*;
@@ -36,6 +36,13 @@ impl Log {
             )));
         }
         let base_offset = self.next_offset();
+        if self.config.compression != Compression::None
+            || self.config.timestamp_type != TimestampType::CreateTime
+        {
+            let stamp = (self.config.timestamp_type == TimestampType::LogAppendTime)
+                .then(|| self.clock.now_ms());
+            return self.append_encoded_with(base_offset, records, self.config.compression, stamp);
+        }
         let facts = BatchFacts {
             base_offset,
             last_offset: base_offset + records.len() as i64 - 1,
@@ -50,6 +57,79 @@ impl Log {
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
         super::encode::encode_batch(base_offset, records, &mut bytes);
+        self.append_checked(&facts, bytes)
+    }
+
+    /// [`Log::append`] of one batch with codec `compression` and, when
+    /// `log_append_time_ms` is given, stamped LogAppendTime at that time (what a
+    /// Kafka producer's codec and a broker's `message.timestamp.type` choose per
+    /// batch), whatever [`super::LogConfig`] says.
+    pub fn append_with(
+        &mut self,
+        records: &[NewRecord],
+        compression: Compression,
+        log_append_time_ms: Option<i64>,
+    ) -> Result<AppendInfo> {
+        self.check_writable()?;
+        if records.is_empty() {
+            return Err(Error::InvalidArgument(
+                "an append needs at least one record".into(),
+            ));
+        }
+        if !compression.is_available() {
+            return Err(Error::InvalidArgument(format!(
+                "compression {compression} needs the seglog feature `compression`"
+            )));
+        }
+        if let Some(stamp) = log_append_time_ms.filter(|stamp| *stamp < NO_TIMESTAMP) {
+            return Err(Error::InvalidArgument(format!(
+                "log append time {stamp} is below -1 (no timestamp)"
+            )));
+        }
+        if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
+            return Err(Error::InvalidArgument(format!(
+                "timestamp {} is below -1 (no timestamp)",
+                r.timestamp
+            )));
+        }
+        let size_bytes = super::encode::encoded_len(records);
+        if size_bytes > BATCH_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {size_bytes} bytes exceeds the limit of {BATCH_BYTES_MAX}"
+            )));
+        }
+        let base_offset = self.next_offset();
+        self.append_encoded_with(base_offset, records, compression, log_append_time_ms)
+    }
+
+    /// Builds, compresses and stamps the (checked) batch and appends it.
+    fn append_encoded_with(
+        &mut self,
+        base_offset: i64,
+        records: &[NewRecord],
+        compression: Compression,
+        log_append_time_ms: Option<i64>,
+    ) -> Result<AppendInfo> {
+        // Encoded straight from the caller's records (no copy of a key or value),
+        // then re-framed: the records compressed, the header stamped.
+        let mut plain = Vec::with_capacity(super::encode::encoded_len(records));
+        super::encode::encode_batch(base_offset, records, &mut plain);
+        let mut bytes = std::mem::take(&mut self.scratch);
+        bytes.clear();
+        crate::format::batch::reframe(&plain, compression, log_append_time_ms, &mut bytes);
+        let facts = BatchFacts {
+            base_offset,
+            last_offset: base_offset + records.len() as i64 - 1,
+            size_bytes: bytes.len() as u64,
+            records: records.len() as u64,
+            max_timestamp: log_append_time_ms.unwrap_or_else(|| {
+                records
+                    .iter()
+                    .map(|r| r.timestamp)
+                    .max()
+                    .unwrap_or(NO_TIMESTAMP)
+            }),
+        };
         self.append_checked(&facts, bytes)
     }
 
@@ -79,16 +159,16 @@ impl Log {
     }
 
     fn append_batch(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
-        let facts = BatchFacts {
-            base_offset: batch.base_offset,
-            last_offset: batch.last_offset(),
-            size_bytes: batch.encoded_len() as u64,
-            records: batch.records.len() as u64,
-            max_timestamp: batch.max_timestamp,
-        };
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
         batch.encode_into(&mut bytes);
+        let facts = BatchFacts {
+            base_offset: batch.base_offset,
+            last_offset: batch.last_offset(),
+            size_bytes: bytes.len() as u64,
+            records: batch.records.len() as u64,
+            max_timestamp: batch.max_timestamp,
+        };
         self.append_checked(&facts, bytes)
     }
 

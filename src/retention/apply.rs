@@ -118,7 +118,8 @@ impl Log {
         let fs = Arc::clone(self.fs());
         let dir = self.dir().to_path_buf();
         match Log::open_with(fs, dir, self.config().clone()) {
-            Ok((log, _report)) => {
+            Ok((mut log, _report)) => {
+                log.set_clock(Arc::clone(self.clock()));
                 *self = log;
                 Ok(value)
             }

@@ -49,7 +49,7 @@ impl Scenario {
             config: LogConfig {
                 segment_bytes: self.config.segment_bytes,
                 index_interval_bytes: self.config.index_interval_bytes,
-                ..Default::default()
+                ..LogConfig::default()
             },
             ops: self.ops.clone(),
             variant: variant.to_string(),

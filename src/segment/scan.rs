@@ -46,8 +46,9 @@ impl ScanOutcome {
 }
 
 /// Scans the segment at `base_offset` in `dir`. `upper_bound` is the next segment's
-/// base offset, if any. IO errors and unsupported batches are returned as `Err`;
-/// corruption is returned in [`ScanOutcome::invalid`].
+/// base offset, if any. IO errors, unsupported batches and a compressed batch whose
+/// payload is bad (see [`is_compressed_payload_error`]) are returned as `Err`;
+/// other corruption is returned in [`ScanOutcome::invalid`].
 pub fn scan_segment(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -94,7 +95,7 @@ pub fn scan_from(
             },
             Err(e) => {
                 let e = e.at(&path, position);
-                if !e.is_corrupt() {
+                if !e.is_corrupt() || is_compressed_payload_error(raw) {
                     return Err(e);
                 }
                 invalid = Some(e);
@@ -134,6 +135,21 @@ pub fn scan_from(
         batches,
         trusted: false,
     })
+}
+
+/// True when `raw` (a batch that failed to decode) is whole, CRC-valid and
+/// compressed: then its payload (or a header field the CRC covers) is bad: it does
+/// not decompress, inflates beyond the bound, or holds other records than its
+/// header declares. That is not a torn
+/// write (a crash cannot produce a matching CRC over the wrong bytes) but bad data
+/// a writer produced: an error even in the active segment, never truncated.
+fn is_compressed_payload_error(raw: &[u8]) -> bool {
+    use crate::format::batch::{ATTRIBUTES_OFFSET, ATTR_COMPRESSION_MASK};
+    let whole = batch::decode_header(raw).is_ok_and(|header| header.size == raw.len());
+    let compressed = raw
+        .get(ATTRIBUTES_OFFSET + 1)
+        .is_some_and(|low| i16::from(*low) & ATTR_COMPRESSION_MASK != 0);
+    whole && compressed && crate::format::batch_view::check_batch_crc(raw).is_ok()
 }
 
 /// The segment-level checks of one decoded batch.

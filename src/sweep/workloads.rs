@@ -1,5 +1,6 @@
 //! The named workloads of the crash sweep.
 
+use crate::format::Compression;
 use crate::log::LogConfig;
 use crate::workload::{Op, RecordSpec};
 
@@ -26,6 +27,22 @@ fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> RecordSpec {
 fn append(records: &[(Option<&str>, Option<&str>, i64)]) -> Op {
     Op::Append {
         records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
+        codec: None,
+        log_append_time: None,
+    }
+}
+
+/// [`append`] of a batch compressed with `codec`, stamped LogAppendTime at
+/// `log_append_time` when given.
+fn append_with(
+    records: &[(Option<&str>, Option<&str>, i64)],
+    codec: Compression,
+    log_append_time: Option<i64>,
+) -> Op {
+    Op::Append {
+        records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
+        codec: Some(codec),
+        log_append_time,
     }
 }
 
@@ -140,6 +157,25 @@ pub fn named_workloads() -> Vec<Workload> {
             ],
         },
         Workload {
+            name: "compressed-log-append-time".into(),
+            description: "batches of all four codecs, three stamped LogAppendTime; compaction re-encodes partly kept ones, retention expires by append time".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append_with(&[(Some("a"), Some("1"), 0), (Some("b"), Some("1"), 1), (None, Some("k"), 2)], Compression::Lz4, None),
+                Op::Roll,
+                append_with(&[(Some("a"), Some("2"), 3), (Some("c"), Some("1"), 4)], Compression::Zstd, Some(100)),
+                Op::Roll,
+                append_with(&[(Some("b"), None, 5), (Some("d"), Some("1"), 6)], Compression::Gzip, Some(200)),
+                Op::Flush,
+                append_with(&[(Some("c"), Some("2"), 7)], Compression::Snappy, Some(300)),
+                Op::Roll,
+                Op::Compact { now: 400, delete_retention_ms: 1000, segment_bytes: Some(150) },
+                Op::Retain { now: 1150, retention_ms: Some(1000), retention_bytes: None },
+                append_with(&[(Some("a"), Some("3"), 8)], Compression::Lz4, Some(1200)),
+            ],
+        },
+        Workload {
             name: "multi-pass-clean".into(),
             description: "three cleaning passes with a two-key offset map over five keys: each pass moves the clean point (written in the temp dir) part way, the last one reaches the active segment".into(),
             config: config(),
@@ -182,7 +218,7 @@ pub fn named_workloads() -> Vec<Workload> {
             config: LogConfig {
                 segment_bytes: 200,
                 index_interval_bytes: 64,
-                ..Default::default()
+                ..LogConfig::default()
             },
             variant: "manifest".into(),
             ops: vec![

@@ -437,7 +437,13 @@ pub fn replay(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
 
 pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
-    let targets = ["decode_batch", "open_dir", "ops_vs_model", "crash_recovery"];
+    let targets = [
+        "decode_batch",
+        "decode_compressed",
+        "open_dir",
+        "ops_vs_model",
+        "crash_recovery",
+    ];
     progress.start("fuzz", targets.len() as u64);
     let mut results = Vec::new();
     let mut passed = true;

@@ -175,7 +175,27 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
         log.set_roll_variant(roll);
     }
     let outcome = match op {
-        Op::Append { records } => match log.append(&new_records(records)) {
+        Op::Append {
+            records,
+            codec: None,
+            log_append_time: None,
+        } => match log.append(&new_records(records)) {
+            Ok(info) => OpOutcome::Appended {
+                base_offset: info.base_offset,
+                last_offset: info.last_offset,
+            },
+            Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+            Err(e) => return Err(e),
+        },
+        Op::Append {
+            records,
+            codec,
+            log_append_time,
+        } => match log.append_with(
+            &new_records(records),
+            codec.unwrap_or_default(),
+            *log_append_time,
+        ) {
             Ok(info) => OpOutcome::Appended {
                 base_offset: info.base_offset,
                 last_offset: info.last_offset,

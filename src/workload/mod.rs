@@ -24,9 +24,14 @@ pub struct RecordSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    /// Append one batch.
+    /// Append one batch, compressed with `codec` and stamped LogAppendTime at
+    /// `log_append_time` when given (absent: uncompressed, CreateTime).
     Append {
         records: Vec<RecordSpec>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        codec: Option<crate::format::Compression>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        log_append_time: Option<i64>,
     },
     /// Append one control batch (a COMMIT marker when `commit`, else ABORT).
     AppendControl {
@@ -70,6 +75,15 @@ pub enum Op {
 }
 
 impl Op {
+    /// An uncompressed CreateTime append of `records`.
+    pub fn append(records: Vec<RecordSpec>) -> Op {
+        Op::Append {
+            records,
+            codec: None,
+            log_append_time: None,
+        }
+    }
+
     /// True for operations after which everything before them is durable
     /// (see docs/design.md section 1: roll, flush, retain and compact make the log durable).
     pub fn is_durability_point(&self) -> bool {

@@ -4,10 +4,25 @@ use seglog_model::spec::{CleanKnobs, ReadRec, SpecLog, SpecRecordInput};
 
 use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
 
+/// Installs seglog's codecs as the spec's sizer of compressed batches
+/// (`seglog_model::spec::size::install_codec`); idempotent.
+pub fn install_codec() {
+    fn codec_bytes(codec: u8, records: &[u8]) -> u64 {
+        let codec = crate::format::Compression::from_id(i16::from(codec))
+            .expect("the spec holds Kafka's codec ids");
+        codec.compress(records).len() as u64
+    }
+    seglog_model::spec::size::install_codec(codec_bytes);
+}
+
 /// Applies `op` to the spec; a spec error is `OpOutcome::Rejected`.
 pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
     match op {
-        Op::Append { records } => {
+        Op::Append {
+            records,
+            codec,
+            log_append_time,
+        } => {
             let input: Vec<SpecRecordInput> = records
                 .iter()
                 .map(|r| SpecRecordInput {
@@ -16,7 +31,11 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                     timestamp: r.ts,
                 })
                 .collect();
-            match spec.append(&input) {
+            let codec = codec.map_or(0, |c| u8::try_from(c.id()).expect("ids are 0-4"));
+            if codec != 0 {
+                install_codec();
+            }
+            match spec.append_with(&input, codec, *log_append_time) {
                 Ok((base_offset, last_offset)) => OpOutcome::Appended {
                     base_offset,
                     last_offset,

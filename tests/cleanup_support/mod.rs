@@ -55,6 +55,8 @@ pub fn apply_steps(log: &mut Log, spec: &mut SpecLog, steps: &[Option<Vec<Rec>>]
                         ts: *ts,
                     })
                     .collect(),
+                codec: None,
+                log_append_time: None,
             },
         };
         workload::engine::apply(log, &op).unwrap();

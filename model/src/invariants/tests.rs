@@ -124,6 +124,8 @@ fn tombstone_grace_rejects_an_early_drop_and_a_resurrection() {
                 base_timestamp: 10,
                 max_timestamp: 10,
                 records: vec![Rec::new(1, Some(b"b"), Some(b"x"), 10)],
+                codec: 0,
+                log_append_time: false,
             },
         );
         s[0].batches.sort();

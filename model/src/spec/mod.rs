@@ -30,12 +30,22 @@ pub use fetch::Fetched;
 pub const NO_TIMESTAMP: i64 = -1;
 
 /// A record as the spec stores it: absolute offset and timestamp, no headers.
+///
+/// `timestamp` is the time the record *reads as* (retention, the time index,
+/// tombstone ages and reads all use it). It differs from the time stored in the
+/// batch only in a LogAppendTime batch, where every record reads as the batch's
+/// stamp while the batch keeps the producer's create times (Kafka's rule):
+/// `create_timestamp` holds that stored time, which only the batch size needs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Rec {
     pub offset: i64,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
     pub timestamp: i64,
+    /// The producer's timestamp as stored, when it differs from `timestamp`
+    /// (LogAppendTime); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_timestamp: Option<i64>,
 }
 
 impl Rec {
@@ -45,7 +55,13 @@ impl Rec {
             key: key.map(<[u8]>::to_vec),
             value: value.map(<[u8]>::to_vec),
             timestamp,
+            create_timestamp: None,
         }
+    }
+
+    /// The timestamp stored in the batch (the producer's).
+    pub fn stored_timestamp(&self) -> i64 {
+        self.create_timestamp.unwrap_or(self.timestamp)
     }
 }
 
@@ -58,6 +74,14 @@ pub struct Batch {
     pub base_timestamp: i64,
     pub max_timestamp: i64,
     pub records: Vec<Rec>,
+    /// Kafka's codec id (attribute bits 0-2): 0 none, 1 gzip, 2 snappy, 3 lz4,
+    /// 4 zstd. Only the batch's size depends on it ([`size::batch_bytes`]).
+    #[serde(default)]
+    pub codec: u8,
+    /// LogAppendTime: `max_timestamp` is the append stamp and every record reads as
+    /// it (their `timestamp`); compaction keeps it, as it keeps each record's.
+    #[serde(default)]
+    pub log_append_time: bool,
 }
 
 impl Batch {
@@ -314,6 +338,22 @@ impl SpecLog {
 
     /// Appends one data batch at `next_offset`: returns (first offset, last offset).
     pub fn append(&mut self, records: &[SpecRecordInput]) -> Result<(i64, i64), SpecError> {
+        self.append_with(records, 0, None)
+    }
+
+    /// [`SpecLog::append`] of a batch with codec `codec` (Kafka's id), stamped
+    /// LogAppendTime at `log_append_time` when given: then `max_timestamp` is the
+    /// stamp and every record reads as it, while the batch stores the records'
+    /// create times (which its size depends on).
+    pub fn append_with(
+        &mut self,
+        records: &[SpecRecordInput],
+        codec: u8,
+        log_append_time: Option<i64>,
+    ) -> Result<(i64, i64), SpecError> {
+        if codec > 4 {
+            return Err(SpecError::InvalidArgument(format!("codec {codec}")));
+        }
         let Some(first) = records.first() else {
             return Err(SpecError::InvalidArgument("empty append".into()));
         };
@@ -332,7 +372,10 @@ impl SpecLog {
                 offset,
                 key: r.key.clone(),
                 value: r.value.clone(),
-                timestamp: r.timestamp,
+                timestamp: log_append_time.unwrap_or(r.timestamp),
+                create_timestamp: log_append_time
+                    .filter(|stamp| *stamp != r.timestamp)
+                    .map(|_| r.timestamp),
             })
             .collect();
         let batch = Batch {
@@ -341,12 +384,16 @@ impl SpecLog {
                 .map_err(|_| SpecError::InvalidArgument("batch too large".into()))?,
             control: false,
             base_timestamp: first.timestamp,
-            max_timestamp: records
-                .iter()
-                .map(|r| r.timestamp)
-                .max()
-                .unwrap_or(NO_TIMESTAMP),
+            max_timestamp: log_append_time.unwrap_or_else(|| {
+                records
+                    .iter()
+                    .map(|r| r.timestamp)
+                    .max()
+                    .unwrap_or(NO_TIMESTAMP)
+            }),
             records: recs,
+            codec,
+            log_append_time: log_append_time.is_some(),
         };
         Ok(self.append_batch(batch))
     }
@@ -361,6 +408,8 @@ impl SpecLog {
             base_timestamp: timestamp,
             max_timestamp: timestamp,
             records: vec![control_record(offset, commit, timestamp)],
+            codec: 0,
+            log_append_time: false,
         };
         self.append_batch(batch)
     }

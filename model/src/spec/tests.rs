@@ -311,6 +311,8 @@ fn gap_log() -> SpecLog {
         base_timestamp: 13,
         max_timestamp: 14,
         records: vec![Rec::new(7, Some(b"d"), Some(b"4"), 14)],
+        codec: 0,
+        log_append_time: false,
     };
     assert_eq!(log.append_foreign(batch), Ok((6, 9)));
     log
@@ -371,6 +373,8 @@ fn an_append_after_a_foreign_batch_starts_after_its_gap() {
         base_timestamp: 1,
         max_timestamp: 1,
         records: vec![Rec::new(10, None, Some(b"z"), 1)],
+        codec: 0,
+        log_append_time: false,
     };
     assert!(matches!(
         log.append_foreign(overlapping),

@@ -1,0 +1,144 @@
+//! LZ4 frames as Kafka's `Lz4BlockOutputStream` writes them:
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  magic          04 22 4d 18 (0x184D2204, little-endian)
+//!      4     1  FLG            0x60: version 1, independent blocks, no block
+//!                              checksum, no content size, no content checksum
+//!      5     1  BD             0x40: blocks of at most 64 KiB of input
+//!      6     1  HC             (xxHash32(FLG BD, seed 0) >> 8) & 0xff
+//!      7     .  blocks         u32 LE size (high bit: stored uncompressed), data
+//!      .     4  end mark       0
+//! ```
+//!
+//! Decoding is as strict as Kafka's `Lz4BlockInputStream` (which needs the end
+//! mark and checks HC) and also reads what it reads beyond Kafka's own output:
+//! block checksums, a content size, a content checksum, blocks up to 4 MiB. The
+//! compressor is `lz4_flex`'s frame encoder with exactly Kafka's options.
+
+use std::io::Write;
+
+use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+use twox_hash::XxHash32;
+
+use super::CodecError;
+
+const MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
+const FLG_VERSION_MASK: u8 = 0b1100_0000;
+const FLG_VERSION_1: u8 = 0b0100_0000;
+const FLG_BLOCK_CHECKSUM: u8 = 1 << 4;
+const FLG_CONTENT_SIZE: u8 = 1 << 3;
+const FLG_CONTENT_CHECKSUM: u8 = 1 << 2;
+const FLG_RESERVED: u8 = 0b11;
+const STORED: u32 = 0x8000_0000;
+
+pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) {
+    let info = FrameInfo::new()
+        .block_size(BlockSize::Max64KB)
+        .block_mode(BlockMode::Independent)
+        .block_checksums(false)
+        .content_checksum(false)
+        .content_size(None);
+    let mut encoder = FrameEncoder::with_frame_info(info, out);
+    encoder.write_all(data).expect("writing to a vector");
+    encoder.finish().expect("writing to a vector");
+}
+
+fn invalid(what: &str) -> CodecError {
+    CodecError::Invalid(format!("lz4 frame: {what}"))
+}
+
+/// Splits `n` bytes off the front of `rest`.
+fn take<'a>(rest: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8], CodecError> {
+    let (head, tail) = rest
+        .get(..n)
+        .zip(rest.get(n..))
+        .ok_or_else(|| invalid(&format!("{what} is truncated")))?;
+    *rest = tail;
+    Ok(head)
+}
+
+fn u32_le(bytes: &[u8]) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(bytes);
+    u32::from_le_bytes(word)
+}
+
+pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, CodecError> {
+    let mut rest = data;
+    if take(&mut rest, 4, "magic")? != MAGIC {
+        return Err(invalid("bad magic"));
+    }
+    let descriptor = take(&mut rest, 2, "descriptor")?;
+    let &[flg, bd] = descriptor else {
+        return Err(invalid("descriptor is truncated"));
+    };
+    if flg & FLG_VERSION_MASK != FLG_VERSION_1 || flg & FLG_RESERVED != 0 {
+        return Err(invalid(&format!("unsupported FLG {flg:#04x}")));
+    }
+    if flg & (1 << 5) == 0 {
+        return Err(invalid("dependent blocks (Kafka writes independent ones)"));
+    }
+    let block_bytes_max = match (bd >> 4) & 7 {
+        code @ 4..=7 if bd & 0x8f == 0 => 1usize << (2 * code + 8),
+        _ => return Err(invalid(&format!("unsupported BD {bd:#04x}"))),
+    };
+    let mut hashed = descriptor.to_vec();
+    if flg & FLG_CONTENT_SIZE != 0 {
+        hashed.extend_from_slice(take(&mut rest, 8, "content size")?);
+    }
+    let hc = take(&mut rest, 1, "header checksum")?
+        .first()
+        .copied()
+        .unwrap_or_default();
+    if ((XxHash32::oneshot(0, &hashed) >> 8) & 0xff) as u8 != hc {
+        return Err(invalid("header checksum mismatch"));
+    }
+    let mut out = Vec::new();
+    loop {
+        let word = u32_le(take(&mut rest, 4, "block size")?);
+        if word == 0 {
+            break;
+        }
+        let size = (word & !STORED) as usize;
+        if size > block_bytes_max {
+            return Err(invalid(&format!("block of {size} bytes")));
+        }
+        let block = take(&mut rest, size, "block")?;
+        if flg & FLG_BLOCK_CHECKSUM != 0 {
+            let stored = u32_le(take(&mut rest, 4, "block checksum")?);
+            if XxHash32::oneshot(0, block) != stored {
+                return Err(invalid("block checksum mismatch"));
+            }
+        }
+        let room = limit_bytes - out.len();
+        if word & STORED != 0 {
+            if block.len() > room {
+                return Err(CodecError::TooLarge { limit_bytes });
+            }
+            out.extend_from_slice(block);
+        } else {
+            let start = out.len();
+            out.resize(start + block_bytes_max.min(room), 0);
+            let target = out.get_mut(start..).expect("just resized");
+            match lz4_flex::block::decompress_into(block, target) {
+                Ok(used) => out.truncate(start + used),
+                // The block needs more room than the bound leaves.
+                Err(_) if room < block_bytes_max => {
+                    return Err(CodecError::TooLarge { limit_bytes });
+                }
+                Err(e) => return Err(invalid(&format!("block: {e}"))),
+            }
+        }
+    }
+    if flg & FLG_CONTENT_CHECKSUM != 0 {
+        let stored = u32_le(take(&mut rest, 4, "content checksum")?);
+        if XxHash32::oneshot(0, &out) != stored {
+            return Err(invalid("content checksum mismatch"));
+        }
+    }
+    if !rest.is_empty() {
+        return Err(invalid(&format!("{} bytes after the end mark", rest.len())));
+    }
+    Ok(out)
+}
