@@ -47,7 +47,7 @@ impl ScanOutcome {
 
 /// Scans the segment at `base_offset` in `dir`. `upper_bound` is the next segment's
 /// base offset, if any. IO errors, unsupported batches and a compressed batch whose
-/// payload is bad (see [`is_compressed_payload_error`]) are returned as `Err`;
+/// payload is bad (see `is_compressed_payload_error`) are returned as `Err`;
 /// other corruption is returned in [`ScanOutcome::invalid`].
 pub fn scan_segment(
     fs: &dyn FileSystem,
