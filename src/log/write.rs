@@ -18,23 +18,7 @@ impl Log {
     /// active segment would exceed `segment_bytes`). Not durable until [`Log::flush`].
     pub fn append(&mut self, records: &[NewRecord]) -> Result<AppendInfo> {
         self.check_writable()?;
-        if records.is_empty() {
-            return Err(Error::InvalidArgument(
-                "an append needs at least one record".into(),
-            ));
-        }
-        if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
-            return Err(Error::InvalidArgument(format!(
-                "timestamp {} is below -1 (no timestamp)",
-                r.timestamp
-            )));
-        }
-        let size_bytes = super::encode::encoded_len(records);
-        if size_bytes > BATCH_BYTES_MAX {
-            return Err(Error::InvalidArgument(format!(
-                "batch of {size_bytes} bytes exceeds the limit of {BATCH_BYTES_MAX}"
-            )));
-        }
+        let size_bytes = check_records(records)?;
         let base_offset = self.next_offset();
         if self.config.compression != Compression::None
             || self.config.timestamp_type != TimestampType::CreateTime
@@ -71,11 +55,7 @@ impl Log {
         log_append_time_ms: Option<i64>,
     ) -> Result<AppendInfo> {
         self.check_writable()?;
-        if records.is_empty() {
-            return Err(Error::InvalidArgument(
-                "an append needs at least one record".into(),
-            ));
-        }
+        check_records(records)?;
         if !compression.is_available() {
             return Err(Error::InvalidArgument(format!(
                 "compression {compression} needs the seglog feature `compression`"
@@ -84,18 +64,6 @@ impl Log {
         if let Some(stamp) = log_append_time_ms.filter(|stamp| *stamp < NO_TIMESTAMP) {
             return Err(Error::InvalidArgument(format!(
                 "log append time {stamp} is below -1 (no timestamp)"
-            )));
-        }
-        if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
-            return Err(Error::InvalidArgument(format!(
-                "timestamp {} is below -1 (no timestamp)",
-                r.timestamp
-            )));
-        }
-        let size_bytes = super::encode::encoded_len(records);
-        if size_bytes > BATCH_BYTES_MAX {
-            return Err(Error::InvalidArgument(format!(
-                "batch of {size_bytes} bytes exceeds the limit of {BATCH_BYTES_MAX}"
             )));
         }
         let base_offset = self.next_offset();
@@ -372,6 +340,29 @@ impl Log {
         crate::fail_point!(LOG_CLOSE_SYNC_DIR);
         fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))
     }
+}
+
+/// The checks every append makes of its records (at least one, timestamps >= -1,
+/// the encoded batch within `BATCH_BYTES_MAX`); returns the encoded size.
+fn check_records(records: &[NewRecord]) -> Result<usize> {
+    if records.is_empty() {
+        return Err(Error::InvalidArgument(
+            "an append needs at least one record".into(),
+        ));
+    }
+    if let Some(r) = records.iter().find(|r| r.timestamp < NO_TIMESTAMP) {
+        return Err(Error::InvalidArgument(format!(
+            "timestamp {} is below -1 (no timestamp)",
+            r.timestamp
+        )));
+    }
+    let size_bytes = super::encode::encoded_len(records);
+    if size_bytes > BATCH_BYTES_MAX {
+        return Err(Error::InvalidArgument(format!(
+            "batch of {size_bytes} bytes exceeds the limit of {BATCH_BYTES_MAX}"
+        )));
+    }
+    Ok(size_bytes)
 }
 
 /// The roll's fsyncs of the segment it closes: `.log`, `.index`, `.timeindex`.
