@@ -154,7 +154,9 @@ fn crash_while_creating_a_log_leaves_an_openable_dir() {
         "log::recovery::sync_dir",
         "log::recovery::sync_parent",
     ] {
-        let dir = tmp.path().join(name.replace("::", "_"));
+        // Two new levels: phase 1 syncs the outer one's entry (`sync_dir`), phase 9
+        // the log directory's own (`sync_parent`).
+        let dir = tmp.path().join(name.replace("::", "_")).join("log");
         let out = seglog(
             &["recover", dir.to_str().unwrap()],
             &format!("{name}=return"),

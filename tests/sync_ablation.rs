@@ -1,10 +1,14 @@
-//! Sync ablation (`seglog sweep --ablate`): every fsync of the cleanup protocols
-//! (compaction build, install, retention) is needed and the crash sweep alone notices
-//! when it is skipped, or the protocol model proves it redundant. An ablation that is
-//! neither is a blind spot of the sweep and fails here.
+//! Sync ablation (`seglog sweep --ablate`, `--ablate-steps`): every fsync is needed
+//! and the crash sweep alone notices when it is skipped, or a protocol model proves
+//! it redundant. By call: each sync call of the cleanup protocols (compaction build,
+//! install, retention) in two workloads. By step: every sync fail point of the
+//! engine, its calls skipped everywhere (recoveries included), over every workload.
+//! An ablation that is neither caught nor redundant is a blind spot and fails here.
 #![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
-use seglog::sweep::ablation::{ablate, is_protocol_sync, model_verdict, Verdict};
+use seglog::sweep::ablation::{
+    ablate, ablate_step, is_protocol_sync, model_verdict, sync_steps, StepRow, Verdict,
+};
 use seglog::sweep::{named_workloads, SweepOptions};
 
 #[test]
@@ -58,5 +62,53 @@ fn every_protocol_sync_is_caught_or_proven_redundant() {
                 .any(|r| r.failpoint == Some(needed) && r.verdict == Verdict::Caught),
             "{needed} not caught by the sweep"
         );
+    }
+}
+
+/// The ablation by step: each sync fail point's calls made no-ops everywhere they
+/// run, recoveries and the work after them included. Every step of the engine, the
+/// log's own (flush, roll, close, open) with the cleanup protocols', must be caught
+/// by the sweep or proven redundant by its model; an idle step (no workload gave it
+/// work) fails too, as a gap in the workloads.
+#[test]
+fn every_sync_step_is_caught_or_proven_redundant() {
+    let workloads = named_workloads();
+    // Fewer images than the default sweep, for the test's time: `seglog sweep
+    // --ablate-steps` gives every step the same verdict with both (docs/design.md
+    // section 8).
+    let options = SweepOptions {
+        images_per_point: 8,
+        recovery_crash_images: 1,
+    };
+    let steps = sync_steps();
+    assert!(
+        steps.len() >= 30,
+        "the fail point list lost its sync steps: {steps:?}"
+    );
+    let rows: Vec<StepRow> = steps
+        .iter()
+        .map(|step| ablate_step(step, &workloads, &options, &model_verdict))
+        .collect();
+    let bad: Vec<String> = rows
+        .iter()
+        .filter(|r| !matches!(r.verdict, Verdict::Caught | Verdict::Redundant))
+        .map(|r| format!("{}: {} ({})", r.failpoint, r.verdict.name(), r.detail))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "sync steps neither caught nor proven redundant:\n{}",
+        bad.join("\n")
+    );
+    // The steps the per-call ablation could not judge (needed only after a crash,
+    // or idle in the run it skipped) are caught by the sweep itself now.
+    for needed in [
+        "log::flush::sync_log",
+        "log::roll::sync_index",
+        "log::close::sync_dir",
+        "log::recovery::sync_log_dir",
+        "log::recovery::sync_parent",
+    ] {
+        let row = rows.iter().find(|r| r.failpoint == needed).unwrap();
+        assert_eq!(row.verdict, Verdict::Caught, "{needed}: {}", row.detail);
     }
 }

@@ -32,9 +32,21 @@ pub struct SweepArgs {
     #[arg(long)]
     pub emit_scenario: Option<PathBuf>,
     /// Sync ablation: sweep again with each sync call of each workload made a no-op,
-    /// and print the table (caught by the sweep, redundant per the model, or not).
+    /// and print the table (caught by the sweep, redundant per the model, idle, or
+    /// not); a fail point with a call neither caught nor redundant is judged again as
+    /// a step (see `--ablate-steps`), and the run fails if that step is not caught
+    /// or redundant either.
     #[arg(long, conflicts_with = "errors")]
     pub ablate: bool,
+    /// Sync ablation by step: each sync fail point's call made a no-op everywhere it
+    /// runs (the workload, every recovery, the work after a recovery), the workloads
+    /// swept in turn until one catches it; one row per step. Fails on a step neither
+    /// caught nor proven redundant by a protocol model, or never given work (idle).
+    #[arg(long, conflicts_with_all = ["errors", "ablate"])]
+    pub ablate_steps: bool,
+    /// With `--ablate-steps`: only these steps (fail point names, see `seglog failpoints`).
+    #[arg(long = "step", requires = "ablate_steps")]
+    pub steps: Vec<String>,
     /// Run the I/O-error sweep instead of the crash sweep: every file-system call
     /// fails in turn with an error (see `--error-kind`); the operation must fail,
     /// poison the log, and lose nothing reported durable in any power-loss image.
@@ -60,6 +72,9 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
     let workloads = selected_workloads(&args.workloads)?;
     if args.ablate {
         return ablate(&workloads, &args.variant, &options);
+    }
+    if args.ablate_steps {
+        return ablate_steps(&workloads, &args.variant, &args.steps, &options);
     }
     let mut reports = Vec::new();
     let mut emitted = Vec::new();
@@ -198,13 +213,116 @@ fn ablate(workloads: &[sweep::Workload], variant: &str, options: &SweepOptions) 
         rows.extend(table);
     }
     let count = |verdict: Verdict| rows.iter().filter(|r| r.verdict == verdict).count();
-    let bad = count(Verdict::Uncaught) + count(Verdict::Unmodelled);
+    // A call its own run cannot judge (an effect that only a recovery, a later
+    // crash or another workload shows) is judged again as a step: that fail point's
+    // calls skipped everywhere, over every selected workload.
+    let mut misses: Vec<&'static str> = rows
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Uncaught | Verdict::Unmodelled))
+        .filter_map(|r| r.failpoint)
+        .collect();
+    misses.sort_unstable();
+    misses.dedup();
+    let judged: Vec<sweep::Workload> = workloads
+        .iter()
+        .cloned()
+        .map(|mut w| {
+            w.variant = variant.to_string();
+            w
+        })
+        .collect();
+    let steps: Vec<_> = misses
+        .into_iter()
+        .map(|step| {
+            let row = sweep::ablation::ablate_step(
+                step,
+                &judged,
+                options,
+                &sweep::ablation::model_verdict,
+            );
+            eprintln!(
+                "as a step: {:<44} {} ({} workload(s))",
+                row.failpoint,
+                row.verdict.name(),
+                row.workloads.len()
+            );
+            row
+        })
+        .collect();
+    let bad = steps
+        .iter()
+        .filter(|r| !matches!(r.verdict, Verdict::Caught | Verdict::Redundant))
+        .count();
     let value = json!({
         "syncs": rows.len(),
         "caught": count(Verdict::Caught),
         "redundant": count(Verdict::Redundant),
         "uncaught": count(Verdict::Uncaught),
         "unmodelled": count(Verdict::Unmodelled),
+        "idle": count(Verdict::Idle),
+        "rows": rows,
+        "steps_judged": steps,
+        "steps_failed": bad,
+    });
+    Ok(if bad == 0 {
+        Outcome::Ok(value)
+    } else {
+        Outcome::CheckFailed(value)
+    })
+}
+
+/// `seglog sweep --ablate-steps`: one row per sync step.
+fn ablate_steps(
+    workloads: &[sweep::Workload],
+    variant: &str,
+    only: &[String],
+    options: &SweepOptions,
+) -> Result<Outcome> {
+    let all = sweep::ablation::sync_steps();
+    if let Some(unknown) = only.iter().find(|name| !all.contains(&name.as_str())) {
+        return Err(Error::InvalidArgument(format!(
+            "--step {unknown}: not a sync step; the sync steps are: {}",
+            all.join(", ")
+        )));
+    }
+    let workloads: Vec<sweep::Workload> = workloads
+        .iter()
+        .cloned()
+        .map(|mut w| {
+            w.variant = variant.to_string();
+            w
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for step in all
+        .into_iter()
+        .filter(|step| only.is_empty() || only.iter().any(|name| name == step))
+    {
+        let row = sweep::ablation::ablate_step(
+            step,
+            &workloads,
+            options,
+            &sweep::ablation::model_verdict,
+        );
+        eprintln!(
+            "{:<44} {:<10} {:>3} workload(s), {:>4} pending skips  {}",
+            row.failpoint,
+            row.verdict.name(),
+            row.workloads.len(),
+            row.pending_skipped,
+            row.workloads.last().map_or("-", String::as_str)
+        );
+        rows.push(row);
+    }
+    let count = |verdict: Verdict| rows.iter().filter(|r| r.verdict == verdict).count();
+    let bad = rows.len() - count(Verdict::Caught) - count(Verdict::Redundant);
+    let value = json!({
+        "steps": rows.len(),
+        "caught": count(Verdict::Caught),
+        "redundant": count(Verdict::Redundant),
+        "uncaught": count(Verdict::Uncaught),
+        "unmodelled": count(Verdict::Unmodelled),
+        "idle": count(Verdict::Idle),
         "rows": rows,
     });
     Ok(if bad == 0 {

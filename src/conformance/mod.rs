@@ -39,6 +39,7 @@ mod edges;
 pub mod faults;
 mod foreign;
 mod generate;
+pub mod regressions;
 mod runner;
 mod scenario;
 

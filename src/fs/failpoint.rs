@@ -47,12 +47,8 @@ pub const LOG_CLOSE_SYNC_DIR: &str = "log::close::sync_dir";
 // --- log: recovery on open ------------------------------------------------
 /// Before recovery truncates a torn tail off the active segment's `.log`.
 pub const LOG_RECOVERY_TRUNCATE_TAIL: &str = "log::recovery::truncate_tail";
-/// Before recovery syncs the truncated `.log`.
-pub const LOG_RECOVERY_SYNC_TAIL: &str = "log::recovery::sync_tail";
 /// Before recovery writes a rebuilt (missing or damaged) index file.
 pub const LOG_RECOVERY_REBUILD_INDEX: &str = "log::recovery::rebuild_index";
-/// Before recovery syncs a rebuilt index file.
-pub const LOG_RECOVERY_SYNC_INDEX: &str = "log::recovery::sync_index";
 /// Before recovery fsyncs the active segment's `.log` it scanned (the bytes found).
 pub const LOG_RECOVERY_SYNC_ACTIVE: &str = "log::recovery::sync_active";
 /// Before recovery creates the first segment of an empty log.
@@ -88,8 +84,6 @@ pub const RETENTION_DELETE_REMOVE_FILE: &str = "retention::delete::remove_file";
 // --- retention: recovery on open --------------------------------------------
 /// Before recovery removes a segment file the checkpoint already put below the start.
 pub const RETENTION_RECOVER_REMOVE_FILE: &str = "retention::recover::remove_file";
-/// Before recovery syncs the directory after removing such files.
-pub const RETENTION_RECOVER_SYNC_DIR: &str = "retention::recover::sync_dir";
 /// Before recovery syncs the directory first, so the checkpoint it acts on is durable.
 pub const RETENTION_RECOVER_SYNC_DIR_FIRST: &str = "retention::recover::sync_dir_first";
 // --- compaction: building the temp directory (install step 1) --------------
@@ -159,9 +153,7 @@ pub const ALL: &[&str] = &[
     LOG_CLOSE_RENAME_MARKER,
     LOG_CLOSE_SYNC_DIR,
     LOG_RECOVERY_TRUNCATE_TAIL,
-    LOG_RECOVERY_SYNC_TAIL,
     LOG_RECOVERY_REBUILD_INDEX,
-    LOG_RECOVERY_SYNC_INDEX,
     LOG_RECOVERY_SYNC_ACTIVE,
     LOG_RECOVERY_CREATE_SEGMENT,
     LOG_RECOVERY_REMOVE_ORPHAN,
@@ -178,7 +170,6 @@ pub const ALL: &[&str] = &[
     RETENTION_CHECKPOINT_SYNC_DIR,
     RETENTION_DELETE_REMOVE_FILE,
     RETENTION_RECOVER_REMOVE_FILE,
-    RETENTION_RECOVER_SYNC_DIR,
     RETENTION_RECOVER_SYNC_DIR_FIRST,
     COMPACTION_BUILD_SYNC_FILE,
     COMPACTION_BUILD_SYNC_CLEAN_POINT,
@@ -244,6 +235,13 @@ type Recording = Option<(Vec<(&'static str, u64)>, Option<Probe>)>;
 thread_local! {
     static RECORDER: std::cell::RefCell<Recording> =
         const { std::cell::RefCell::new(None) };
+    /// The fail point reached last on this thread, until a sync call consumes it.
+    static LAST_REACHED: std::cell::Cell<Option<&'static str>> =
+        const { std::cell::Cell::new(None) };
+    /// The sync step an [`Ablation`] makes a no-op on this thread, and how many of
+    /// its calls had something pending when skipped.
+    static ABLATED: std::cell::Cell<Option<(&'static str, u64)>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// Called by [`crate::fail_point!`] at every fail point: records the name when a
@@ -251,12 +249,59 @@ thread_local! {
 /// scenario replayer map a fail point name to a file-system operation, and how tests
 /// prove a path was reached (a coverage mark), without the `failpoints` feature.
 pub fn reached(name: &'static str) {
+    LAST_REACHED.with(|last| last.set(Some(name)));
     RECORDER.with(|r| {
         if let Some((hits, probe)) = r.borrow_mut().as_mut() {
             let at = probe.as_ref().map_or(0, |p| p());
             hits.push((name, at));
         }
     });
+}
+
+/// Called by a simulated file system at each sync call: true if an [`Ablation`] on
+/// this thread makes this call a no-op (the fail point reached right before it is
+/// the ablated step; every sync call site carries one). `pending` says whether the
+/// call had anything to make durable, for [`Ablation::pending_skipped`]. Consumes
+/// the last fail point either way, so a sync is never judged by an older one.
+pub fn sync_ablated_here(pending: impl FnOnce() -> bool) -> bool {
+    let last = LAST_REACHED.with(|last| last.take());
+    ABLATED.with(|ablated| match ablated.get() {
+        Some((step, skipped)) if last == Some(step) => {
+            ablated.set(Some((step, skipped + u64::from(pending()))));
+            true
+        }
+        _ => false,
+    })
+}
+
+/// Sync ablation by protocol step: while alive, every sync call on this thread
+/// right after the fail point `step` completes as a no-op, in every simulated file
+/// system, crash image and recovery the thread runs (the engine without that step,
+/// as a protocol model's `WithoutSyncs` variant removes it everywhere).
+#[derive(Debug)]
+pub struct Ablation {
+    _private: (),
+}
+
+impl Ablation {
+    /// Starts ablating `step` (a sync fail point) on this thread.
+    pub fn of(step: &'static str) -> Ablation {
+        ABLATED.with(|ablated| ablated.set(Some((step, 0))));
+        Ablation { _private: () }
+    }
+
+    /// How many skipped calls had something pending (unsynced bytes or directory
+    /// operations). Zero means the step never had work to do in what ran: nothing
+    /// ran could judge it.
+    pub fn pending_skipped(&self) -> u64 {
+        ABLATED.with(|ablated| ablated.get().map_or(0, |(_, skipped)| skipped))
+    }
+}
+
+impl Drop for Ablation {
+    fn drop(&mut self) {
+        ABLATED.with(|ablated| ablated.set(None));
+    }
 }
 
 /// Records the fail points reached on this thread while it is alive.

@@ -96,6 +96,7 @@ pub fn recover_with(
     // (it may not even exist after a crash mid-swap), then retention finishes a
     // checkpointed deletion. Both fail closed on anything they cannot parse.
     report.install = crate::install::recover(fs, dir)?;
+    // Its removals become durable with phase 9's directory sync.
     report.retention = crate::retention::recover(fs, dir)?;
     let existed = fs.exists(dir);
     recovery_ensure_dir(fs, dir, report)?;
@@ -205,6 +206,10 @@ pub fn recovery_ensure_dir(
     // Every directory this creates must be durable in its parent, up to the first
     // ancestor that already existed: otherwise a power loss can take the whole log
     // path away after a flush "made everything durable" (found by the crash sweep).
+    // The log directory's own entry is left to phase 9, which syncs its parent after
+    // the directory itself and before the open returns: syncing it here too was a
+    // second fsync of the same parent with nothing acknowledged in between (the sync
+    // ablation found it uncaught; docs/design.md section 8).
     let mut created = Vec::new();
     let mut missing = Some(dir);
     while let Some(path) = missing {
@@ -215,7 +220,7 @@ pub fn recovery_ensure_dir(
         missing = path.parent();
     }
     fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    for path in created.iter().rev() {
+    for path in created.iter().rev().filter(|path| **path != dir) {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             crate::fail_point!(crate::fs::failpoint::LOG_RECOVERY_SYNC_DIR);
             fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
@@ -449,7 +454,12 @@ pub fn recovery_remove_orphans(
     Ok(!listing.orphans.is_empty())
 }
 
-/// Phase 6: cut the last segment's invalid tail and make the cut durable.
+/// Phase 6: cut the last segment's invalid tail. No fsync of its own: phase 7b
+/// fsyncs the untrusted active `.log` anyway, and every later acknowledgement
+/// (flush, roll, close) fsyncs that file first; a cut lost to a power loss before
+/// then brings back only the torn bytes, which the next open cuts again. (The
+/// fsync this phase had was the same file's twice; the sync ablation by step found
+/// it uncaught with 311 skipped pending calls, and model (e) has no such step.)
 pub fn recovery_truncate_tail(
     fs: &dyn FileSystem,
     scans: &mut [ScanOutcome],
@@ -467,8 +477,6 @@ pub fn recovery_truncate_tail(
     crate::fail_point!(LOG_RECOVERY_TRUNCATE_TAIL);
     fs.set_len(path, valid_bytes)
         .map_err(|e| Error::io(path, e))?;
-    crate::fail_point!(LOG_RECOVERY_SYNC_TAIL);
-    fs.sync_file(path).map_err(|e| Error::io(path, e))?;
     report.truncated_bytes = last.file_bytes - valid_bytes;
     report.truncated_batches = last.invalid_batches;
     report.truncated_segment = Some(last.segment.base_offset);
@@ -477,9 +485,13 @@ pub fn recovery_truncate_tail(
     Ok(())
 }
 
-/// Phase 7: rewrite the index files found wanting (a closed segment's durably).
-/// Returns true if a
-/// file was created (the directory changed).
+/// Phase 7: rewrite the index files found wanting. Returns true if a file was
+/// created (the directory changed). No fsync here: the index files are derived, an
+/// open checks them against the `.log` before using them, and a recovery point
+/// vouches for a rebuilt closed segment only after `Trust::settle` fsyncs all three
+/// of its files (`log::recovery::sync_scanned`). Model (e) rebuilds without an
+/// fsync; the sync ablation by step skipped 44,808 pending calls of the fsync this
+/// phase had and the sweep found nothing.
 pub fn recovery_rebuild_indexes(
     fs: &dyn FileSystem,
     rewrites: &[IndexRewrite],
@@ -491,10 +503,6 @@ pub fn recovery_rebuild_indexes(
         crate::fail_point!(LOG_RECOVERY_REBUILD_INDEX);
         fs.write_new(path, &rewrite.bytes)
             .map_err(|e| Error::io(path, e))?;
-        if rewrite.closed {
-            crate::fail_point!(LOG_RECOVERY_SYNC_INDEX);
-            fs.sync_file(path).map_err(|e| Error::io(path, e))?;
-        }
         created |= rewrite.reason == RebuildReason::Missing;
         report.rebuilt_indexes.push(rewrite.report());
     }

@@ -51,6 +51,10 @@ pub enum Verdict {
     Uncaught,
     /// The sweep found nothing and no protocol model has this step.
     Unmodelled,
+    /// Nothing was pending for the call in this run (`SyncCall::idle`): skipping it
+    /// changes no crash image, so this run cannot judge it (not swept). Another
+    /// workload, where the same sync has work to do, must.
+    Idle,
 }
 
 impl Verdict {
@@ -61,6 +65,7 @@ impl Verdict {
             Verdict::Redundant => "redundant",
             Verdict::Uncaught => "uncaught",
             Verdict::Unmodelled => "unmodelled",
+            Verdict::Idle => "idle",
         }
     }
 }
@@ -101,6 +106,19 @@ pub fn ablate(
     let mut rows = Vec::new();
     for (k, call, failpoint) in sync_calls(workload)? {
         if !only(failpoint) {
+            continue;
+        }
+        if call.idle {
+            rows.push(AblationRow {
+                workload: workload.name.clone(),
+                sync_op: k,
+                kind: call.kind,
+                path: call.path.display().to_string(),
+                failpoint,
+                violations: 0,
+                verdict: Verdict::Idle,
+                detail: "nothing was pending: no crash image of this run depends on it".into(),
+            });
             continue;
         }
         let report = sweep_with(workload, options, &|fs| fs.skip_sync(k), |_, _| {});
@@ -148,4 +166,127 @@ pub fn is_protocol_sync(failpoint: Option<&str>) -> bool {
             .iter()
             .any(|prefix| name.starts_with(prefix))
     })
+}
+
+/// What ablating one sync *step* did: the fail point's sync made a no-op everywhere
+/// it runs (every call of the workload, of every recovery of every crash image, and
+/// of the work that continues after a recovery), across workloads in turn until one
+/// catches it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRow {
+    /// The sync step, named by the fail point right before its call sites.
+    pub failpoint: &'static str,
+    /// The workloads swept, in order, then the conformance regressions run
+    /// (`regression NAME`); the last one caught it, for `caught`.
+    pub workloads: Vec<String>,
+    /// Skipped calls that had something pending, over every workload swept. Zero
+    /// means no workload gave the step any work: `idle`, nothing could judge it.
+    pub pending_skipped: u64,
+    /// Violations of the workload that caught it (0 otherwise).
+    pub violations: u64,
+    pub verdict: Verdict,
+    /// The first violation, for `caught`; the model's verdict or reason otherwise.
+    pub detail: String,
+}
+
+/// Every sync step of the engine: the fail points right before a `sync_file` or
+/// `sync_dir` call.
+pub fn sync_steps() -> Vec<&'static str> {
+    crate::fs::failpoint::ALL
+        .iter()
+        .copied()
+        .filter(|name| {
+            name.rsplit("::")
+                .next()
+                .is_some_and(|step| step.starts_with("sync"))
+        })
+        .collect()
+}
+
+/// `workloads` in the order the sweep should try them for `failpoint`: those whose
+/// uninterrupted run gives the step the most work first (one cheap run each), the
+/// rest (a step only recoveries of crash images reach) in their given order. Only
+/// the cost changes: every workload is still swept until one catches the step.
+fn by_pending_work<'w>(failpoint: &'static str, workloads: &'w [Workload]) -> Vec<&'w Workload> {
+    let mut ranked: Vec<(u64, usize, &Workload)> = workloads
+        .iter()
+        .enumerate()
+        .map(|(i, workload)| {
+            let ablation = crate::fs::failpoint::Ablation::of(failpoint);
+            // A run that fails without the sync is for the sweep to report.
+            let _ = run_to_end(workload, &Arc::new(SimFs::new()));
+            (ablation.pending_skipped(), i, workload)
+        })
+        .collect();
+    ranked.sort_by_key(|&(pending, i, _)| (std::cmp::Reverse(pending), i));
+    ranked
+        .into_iter()
+        .map(|(_, _, workload)| workload)
+        .collect()
+}
+
+/// Ablates the sync step `failpoint` everywhere (see [`StepRow`]), sweeping
+/// `workloads` (likeliest first, see `by_pending_work`) until one reports a violation. A step no workload catches
+/// is judged by `model_verdict` (as in [`ablate`]), or `idle` if no skipped call
+/// had anything pending and the model does not call it redundant.
+pub fn ablate_step(
+    failpoint: &'static str,
+    workloads: &[Workload],
+    options: &SweepOptions,
+    model_verdict: &dyn Fn(&str) -> Option<Result<String, String>>,
+) -> StepRow {
+    let mut row = StepRow {
+        failpoint,
+        workloads: Vec::new(),
+        pending_skipped: 0,
+        violations: 0,
+        verdict: Verdict::Idle,
+        detail: String::new(),
+    };
+    for workload in by_pending_work(failpoint, workloads) {
+        let ablation = crate::fs::failpoint::Ablation::of(failpoint);
+        let report = sweep_with(workload, options, &|_| {}, |_, _| {});
+        row.pending_skipped += ablation.pending_skipped();
+        drop(ablation);
+        row.workloads.push(workload.name.clone());
+        if let Some(first) = report.violations.first() {
+            row.violations = report.violations.len() as u64;
+            row.verdict = Verdict::Caught;
+            row.detail = first.to_string();
+            return row;
+        }
+    }
+    // The conformance regressions reach what one crash per image cannot (a run of
+    // I/O errors and reopens): a step only one of them needs is caught there.
+    for case in crate::conformance::regressions::all() {
+        let ablation = crate::fs::failpoint::Ablation::of(failpoint);
+        let outcome =
+            crate::conformance::run_case(&case.steps, crate::conformance::Backend::Sim, "manifest");
+        row.pending_skipped += ablation.pending_skipped();
+        drop(ablation);
+        row.workloads.push(format!("regression {}", case.name));
+        if let Err(divergence) = outcome {
+            row.violations = 1;
+            row.verdict = Verdict::Caught;
+            row.detail = format!("conformance regression {}: {divergence}", case.name);
+            return row;
+        }
+    }
+    (row.verdict, row.detail) = match (model_verdict(failpoint), row.pending_skipped) {
+        (Some(Ok(reason)), _) => (Verdict::Redundant, reason),
+        (Some(Err(reason)), 0) => (
+            Verdict::Idle,
+            format!("no workload gave this step anything to do, and {reason}"),
+        ),
+        (None, 0) => (
+            Verdict::Idle,
+            "no workload gave this step anything to do, and no protocol model has it".into(),
+        ),
+        (Some(Err(reason)), _) => (Verdict::Uncaught, reason),
+        (None, _) => (
+            Verdict::Unmodelled,
+            "the sweep found nothing and no protocol model has this step".into(),
+        ),
+    };
+    row
 }

@@ -175,5 +175,5 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
     assert!(super::sync_verdict("log::flush::sync_log")
         .unwrap()
         .is_err());
-    assert!(super::sync_verdict("log::recovery::sync_tail").is_none());
+    assert!(super::sync_verdict("log::recovery::remove_orphan").is_none());
 }

@@ -28,7 +28,10 @@
 //!   rename, fsync the directory).
 //! - Open: trust what the durable checkpoints cover (a trusted segment whose length
 //!   differs from its summary is an error: something claimed more than was durable),
-//!   scan the rest and rebuild their short indexes (fsync each), remove temps and the
+//!   scan the rest and rebuild their short indexes (no fsync: derived files, checked
+//!   at every open, and synced with their `.log` before a recovery point vouches for
+//!   them), cut a torn tail (no fsync either: the next step's fsync of the active
+//!   `.log` or the next acknowledgement's covers it), remove temps and the
 //!   marker, fsync the directory.
 //!
 //! Simplifications, each on the conservative side: a segment's three files share one

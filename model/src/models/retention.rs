@@ -223,6 +223,8 @@ fn recovery_plan(state: &RetentionState, variant: RetentionVariant) -> Vec<Reten
             plan.push(RetentionOp::Unlink(base));
         }
     }
+    // In the engine this last sync is the log open's phase 9 (its directory sync
+    // before the open returns), not a step of retention's own recovery.
     plan.push(RetentionOp::SyncDir);
     plan
 }

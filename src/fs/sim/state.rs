@@ -246,6 +246,27 @@ impl State {
         Ok(())
     }
 
+    /// True if a sync of `path` (a file for `sync_file`, a directory for `sync_dir`)
+    /// would make nothing durable that is not already: the file has no unsynced
+    /// bytes and no truncation pending, or no pending op waits for the directory's
+    /// sync. A missing path is not idle (the sync fails).
+    pub fn sync_is_idle(&self, path: &Path, dir: bool) -> bool {
+        if dir {
+            match self.dir(path) {
+                Ok((ino, _)) => !self
+                    .pending
+                    .iter()
+                    .any(|op| op.unsynced_dirs.contains(&ino)),
+                Err(_) => false,
+            }
+        } else {
+            match self.file(path) {
+                Ok(file) => !file.rewritten && file.base_len == file.data.len(),
+                Err(_) => false,
+            }
+        }
+    }
+
     /// Makes durable every pending op that no longer waits for any directory sync,
     /// together with the earlier ops on the same (directory, name) slots.
     pub fn sync_dir(&mut self, path: &Path) -> io::Result<()> {

@@ -767,3 +767,53 @@ fn a_failed_sync_dooms_the_unsynced_bytes_even_after_a_later_sync() {
         .crash_image_with(&doomed[0].lost)
         .is_err_and(|e| e.kind() == ErrorKind::InvalidInput));
 }
+
+#[test]
+fn a_sync_is_idle_only_when_nothing_is_pending_for_it() {
+    let fs = fs_with_dir();
+    fs.write_new(p("/d/f"), b"abc").unwrap();
+    fs.sync_file(p("/d/f")).unwrap(); // the bytes were pending
+    fs.sync_file(p("/d/f")).unwrap(); // nothing since
+    fs.sync_dir(p("/d")).unwrap(); // the create was pending
+    fs.sync_dir(p("/d")).unwrap(); // nothing since
+    fs.set_len(p("/d/f"), 1).unwrap();
+    fs.sync_file(p("/d/f")).unwrap(); // a truncation was pending
+    fs.rename(p("/d/f"), p("/d/g")).unwrap();
+    fs.sync_file(p("/d/g")).unwrap(); // a rename is the directory's, not the file's
+    fs.sync_dir(p("/d")).unwrap();
+    let idle: Vec<bool> = fs.syncs().into_iter().map(|(_, call)| call.idle).collect();
+    // fs_with_dir synced "/" first, with the mkdir pending.
+    assert_eq!(idle, [false, false, true, false, true, false, true, false]);
+}
+
+#[test]
+fn an_ablated_step_skips_only_the_syncs_right_after_its_fail_point() {
+    let fs = fs_with_dir();
+    let ablation = crate::fs::failpoint::Ablation::of("test::sync_ablated");
+    fs.write_new(p("/d/a"), b"kept").unwrap();
+    crate::fs::failpoint::reached("test::sync_kept");
+    fs.sync_file(p("/d/a")).unwrap();
+    fs.write_new(p("/d/b"), b"lost").unwrap();
+    crate::fs::failpoint::reached("test::sync_ablated");
+    fs.sync_file(p("/d/b")).unwrap();
+    // The fail point was consumed by its sync: the next one is not skipped.
+    fs.sync_dir(p("/d")).unwrap();
+    crate::fs::failpoint::reached("test::sync_ablated");
+    fs.sync_file(p("/d/b")).unwrap(); // skipped again, the bytes still pending
+    assert_eq!(ablation.pending_skipped(), 2);
+    drop(ablation);
+    // Both syncs of /d/b were no-ops, so a power loss may lose its bytes; /d/a's hold.
+    let images = power_loss(&fs);
+    assert!(images
+        .iter()
+        .all(|i| i.fs.read_all(p("/d/a")).unwrap() == b"kept"));
+    assert!(images
+        .iter()
+        .any(|i| i.fs.read_all(p("/d/b")).unwrap() != b"lost"));
+    // With the ablation over, the same fail point no longer skips anything.
+    crate::fs::failpoint::reached("test::sync_ablated");
+    fs.sync_file(p("/d/b")).unwrap();
+    assert!(power_loss(&fs)
+        .iter()
+        .all(|i| i.fs.read_all(p("/d/b")).unwrap() == b"lost"));
+}
