@@ -142,6 +142,7 @@ fn cases() -> Vec<Case> {
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 2, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_CLEAN_POINT, 1, false),
+        case(Compact, fp::COMPACTION_BUILD_SYNC_RECOVERY_POINT, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_TMP_DIR, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TEMP_ENTRY, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TMP, 1, false),
