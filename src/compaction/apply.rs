@@ -243,6 +243,42 @@ impl Log {
     }
 }
 
+impl Log {
+    /// Test builds only: model (b)'s broken `point-on-reopen`, the protocol before
+    /// issue 11's "no reopen after cleanup": the temp dir carries neither index files
+    /// nor a recovery point, and the log reopens after the install (a full scan that
+    /// writes the recovery point). A crash between the commit point and that reopen
+    /// leaves new content that no recovery point vouches for.
+    #[cfg(any(test, feature = "test-variants"))]
+    pub fn clean_with_point_on_reopen(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+        knobs: CleanOptions,
+    ) -> Result<CompactionReport> {
+        let Some(options) = self.clean_prepare(now, delete_retention_ms, segment_bytes, knobs)?
+        else {
+            return Ok(CompactionReport::default());
+        };
+        let fs = std::sync::Arc::clone(self.fs());
+        let dir = self.dir().to_path_buf();
+        let interval = self.config().index_interval_bytes;
+        let result = super::cleaner::build_bare(fs.as_ref(), &dir, options, knobs, interval)
+            .and_then(|built| {
+                let Some(built) = built else {
+                    return Ok(CompactionReport::default());
+                };
+                crate::install::install(fs.as_ref(), &dir, &built.manifest)?;
+                Ok(built.report)
+            });
+        if let Err(Error::InvalidArgument(reason)) = result {
+            return Err(Error::InvalidArgument(reason));
+        }
+        self.reopen_after(result)
+    }
+}
+
 /// The broken variant's write: `cleaner-offset.checkpoint` in the live directory.
 #[cfg(any(test, feature = "test-variants"))]
 fn write_clean_point_live(

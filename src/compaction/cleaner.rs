@@ -109,15 +109,42 @@ pub fn build_with(
 /// [`build_with`], indexing the new segments every `index_interval_bytes` (the
 /// log's `LogConfig::index_interval_bytes`). Besides the `.log` files the temp dir
 /// receives every segment's `.index` and `.timeindex` and a recovery point
-/// (`recovery-point.checkpoint`) vouching for the new closed segments, all listed in
-/// the manifest: the install's commit point makes them durable with the segments,
-/// and the new directory opens without reading them (docs/design.md section 6).
+/// (`recovery-point.checkpoint`) vouching for the new closed segments, all synced
+/// before the install's commit point; the manifest leaves these derived files out
+/// (a damaged one is rebuilt or ignored, never trusted: `install::validate`), and
+/// the new directory opens without reading its closed segments (docs/design.md
+/// section 6).
 pub fn build_indexed(
     fs: &dyn FileSystem,
     dir: &Path,
     options: CompactOptions,
     clean: CleanOptions,
     index_interval_bytes: u64,
+) -> Result<Option<Built>> {
+    build_inner(fs, dir, options, clean, index_interval_bytes, true)
+}
+
+/// Test builds only: [`build_indexed`] as it was before issue 11's "no reopen after
+/// cleanup", the broken variant `point-on-reopen` of model (b): the temp dir gets
+/// the `.log` files but neither index files nor a recovery point.
+#[cfg(any(test, feature = "test-variants"))]
+pub fn build_bare(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    clean: CleanOptions,
+    index_interval_bytes: u64,
+) -> Result<Option<Built>> {
+    build_inner(fs, dir, options, clean, index_interval_bytes, false)
+}
+
+fn build_inner(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    clean: CleanOptions,
+    index_interval_bytes: u64,
+    carry_point: bool,
 ) -> Result<Option<Built>> {
     clean.validate()?;
     if options.delete_retention_ms < 0 {
@@ -264,8 +291,11 @@ pub fn build_indexed(
         crc32c: crate::format::crc::crc32c(&clean_point_bytes),
     });
     segments.push(active);
-    files.extend(write_indexes(fs, &paths.tmp, &segments)?);
-    files.push(write_recovery_point(fs, &paths.tmp, &segments)?);
+    if carry_point {
+        // Derived files: synced with the rest, not listed (`install::validate`).
+        write_indexes(fs, &paths.tmp, &segments)?;
+        write_recovery_point(fs, &paths.tmp, &segments)?;
+    }
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
     fs.sync_dir(&paths.tmp)
         .map_err(|e| Error::io(&paths.tmp, e))?;
@@ -326,11 +356,7 @@ fn write_indexes(
 /// Writes the new directory's recovery point into `tmp` (synced): the closed
 /// segments, with the checksums of the index files [`write_indexes`] wrote. It
 /// travels under the install's commit point, so it is never durable without them.
-fn write_recovery_point(
-    fs: &dyn FileSystem,
-    tmp: &Path,
-    segments: &[Segment],
-) -> Result<ManifestFile> {
+fn write_recovery_point(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Result<()> {
     let (active, closed) = segments.split_last().expect("the active segment is built");
     let file = SummaryFile {
         point: active.base_offset,
@@ -341,12 +367,7 @@ fn write_recovery_point(
     fs.write_new(&path, &bytes)
         .map_err(|e| Error::io(&path, e))?;
     fail_point!(fp::COMPACTION_BUILD_SYNC_RECOVERY_POINT);
-    fs.sync_file(&path).map_err(|e| Error::io(&path, e))?;
-    Ok(ManifestFile {
-        name: recovery_point::RECOVERY_POINT_NAME.to_string(),
-        bytes: bytes.len() as u64,
-        crc32c: crate::format::crc::crc32c(&bytes),
-    })
+    fs.sync_file(&path).map_err(|e| Error::io(&path, e))
 }
 
 /// Names in `dir` that are not segment files (nor the recovery point and marker):
