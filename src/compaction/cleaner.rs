@@ -313,15 +313,14 @@ fn build_inner(
     }))
 }
 
-/// Writes every segment's `.index` and `.timeindex` into `tmp`, each synced (the
-/// manifest lists them: torn, the temp dir would not validate).
-fn write_indexes(
-    fs: &dyn FileSystem,
-    tmp: &Path,
-    segments: &[Segment],
-) -> Result<Vec<ManifestFile>> {
-    let mut files = Vec::with_capacity(2 * segments.len());
-    for segment in segments {
+/// Writes every segment's `.index` and `.timeindex` into `tmp`. A closed segment's
+/// are synced before the commit point: the recovery point vouches for them by
+/// checksum, so a power loss must not tear them. The active segment's are not: it
+/// is never trusted without a clean-shutdown marker (an open after a crash scans it
+/// and rebuilds them), and the next roll or close syncs them (model (e)).
+fn write_indexes(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Result<()> {
+    let last = segments.len() - 1;
+    for (i, segment) in segments.iter().enumerate() {
         assert!(segment.pending_index.is_empty() && segment.pending_time_index.is_empty());
         let entries = [
             (
@@ -337,20 +336,16 @@ fn write_indexes(
             let name = live
                 .file_name()
                 .and_then(|n| n.to_str())
-                .expect("segment file names are ASCII")
-                .to_string();
-            let path = tmp.join(&name);
+                .expect("segment file names are ASCII");
+            let path = tmp.join(name);
             fs.write_new(&path, &bytes)
                 .map_err(|e| Error::io(&path, e))?;
-            build_sync_file(fs, &path)?;
-            files.push(ManifestFile {
-                name,
-                bytes: bytes.len() as u64,
-                crc32c: crate::format::crc::crc32c(&bytes),
-            });
+            if i != last {
+                build_sync_file(fs, &path)?;
+            }
         }
     }
-    Ok(files)
+    Ok(())
 }
 
 /// Writes the new directory's recovery point into `tmp` (synced): the closed
