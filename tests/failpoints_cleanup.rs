@@ -325,7 +325,14 @@ fn check_case(c: &Case) {
     if c.tamper_tmp {
         let fs = StdFs::new();
         let tmp = InstallPaths::new(&dir).unwrap().tmp;
-        let first = fs.list_dir(&tmp).unwrap().remove(0);
+        // A segment file: the derived index files and recovery point are outside
+        // the manifest (damage to them is the damaged-data stage's `temp_derived`).
+        let first = fs
+            .list_dir(&tmp)
+            .unwrap()
+            .into_iter()
+            .find(|n| n.ends_with(".log"))
+            .unwrap();
         fs.append(&tmp.join(first), b"damage").unwrap();
     }
     if let Some((point, hit)) = c.recovery {
