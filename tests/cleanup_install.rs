@@ -81,10 +81,23 @@ fn check_recovered(dir: &Path, old: &Dump, new: &Dump) -> bool {
     let now = dump(&fs, dir);
     assert!(now == *old || now == *new, "neither old nor new: {now:#?}");
     assert!(siblings(dir).is_empty(), "leftovers: {:?}", siblings(dir));
-    // The new content carries the clean point its compaction installed; the old
-    // content (never cleaned) has none.
+    // The new content carries the clean point its compaction installed, the index
+    // files of every segment and a recovery point (no scan when it is opened); the
+    // old content (never cleaned, never opened) has none of them.
     let expected: Vec<String> = if now == *new {
-        vec![seglog::format::checkpoint::CLEAN_POINT_NAME.to_string()]
+        let mut names = vec![
+            seglog::format::checkpoint::CLEAN_POINT_NAME.to_string(),
+            seglog::format::recovery_point::RECOVERY_POINT_NAME.to_string(),
+        ];
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if let Some(stem) = name.strip_suffix(".log") {
+                names.push(format!("{stem}.index"));
+                names.push(format!("{stem}.timeindex"));
+            }
+        }
+        names.sort();
+        names
     } else {
         Vec::new()
     };

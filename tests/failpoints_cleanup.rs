@@ -142,6 +142,7 @@ fn cases() -> Vec<Case> {
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_FILE, 2, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_CLEAN_POINT, 1, false),
+        case(Compact, fp::COMPACTION_BUILD_SYNC_RECOVERY_POINT, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_TMP_DIR, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TEMP_ENTRY, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TMP, 1, false),
@@ -324,7 +325,14 @@ fn check_case(c: &Case) {
     if c.tamper_tmp {
         let fs = StdFs::new();
         let tmp = InstallPaths::new(&dir).unwrap().tmp;
-        let first = fs.list_dir(&tmp).unwrap().remove(0);
+        // A segment file: the derived index files and recovery point are outside
+        // the manifest (damage to them is the damaged-data stage's `temp_derived`).
+        let first = fs
+            .list_dir(&tmp)
+            .unwrap()
+            .into_iter()
+            .find(|n| n.ends_with(".log"))
+            .unwrap();
         fs.append(&tmp.join(first), b"damage").unwrap();
     }
     if let Some((point, hit)) = c.recovery {

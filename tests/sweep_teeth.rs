@@ -24,6 +24,10 @@
 //!   directory before the install commits. A crash in between recovers the old
 //!   segments under the new clean point; only the clean point in the compared state
 //!   (the exact oracle's `clean_point`) tells it from the old log.
+//! * `point-on-reopen` (model (b), issue 11): the compacted directory is installed
+//!   without its index files and recovery point and the log reopens after the
+//!   install. A crash between the commit point and that reopen leaves new content
+//!   whose open must scan every segment.
 //!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
@@ -141,4 +145,9 @@ fn recovery_point_before_flush_is_caught() {
 #[test]
 fn clean_point_before_the_install_commits_is_caught() {
     assert_caught("clean-point-first", is_cleaning);
+}
+
+#[test]
+fn new_content_without_its_recovery_point_is_caught() {
+    assert_caught("point-on-reopen", is_cleaning);
 }

@@ -6,6 +6,8 @@
 //! * [`codecs`]: append, fetch, read and compaction of compressed batches vs the
 //!   codec's own work.
 //! * [`open`]: the open after a clean close and after a crash vs a full-scan open.
+//! * [`cleanup`]: `compact` and `retain` of an open log vs the same followed by a
+//!   full-scan open (the reopen they ended with before issue 11).
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -13,6 +15,7 @@
 //! baseline time / variant time (above 1: faster than the baseline), with the
 //! spread of the per-pair ratios beside it.
 
+pub mod cleanup;
 #[cfg(feature = "compression")]
 pub mod codecs;
 pub mod compaction;

@@ -45,6 +45,9 @@ pub enum Suite {
     /// Open after a clean close, and after a crash, vs a full-scan open of the same
     /// directory (`--records` sets its size; 9,000,000 make about 1.1 GiB).
     Open,
+    /// `compact` and `retain` of an open log of the open fixture vs the same
+    /// followed by a full-scan open (the reopen both ended with before); opt-in.
+    Cleanup,
 }
 
 #[derive(Debug, Args)]
@@ -107,6 +110,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     let needs_log = suites
         .iter()
         .any(|s| !matches!(s, Suite::Compact | Suite::Codecs));
+    let mut extra = serde_json::Map::new();
     // The codecs suite is opt-in (`--only codecs`): it is the codec issue's.
     // The open suite writes its own directory from the same fixture.
     let fixture = if needs_log {
@@ -124,19 +128,28 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             Suite::Compact => results.push(compact(&args, &root)?),
             Suite::Codecs => results.extend(codecs(&args, &root)?),
             Suite::Open => results.extend(open(&args, &root, &fixture)?),
+            Suite::Cleanup => {
+                let (comparisons, after) = cleanup(&args, &root, &fixture)?;
+                results.extend(comparisons);
+                extra.insert("cleanup_open_after_crash".into(), after);
+            }
         }
     }
     if args.dir.is_some() {
         fs.remove_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     }
-    Ok(Outcome::Ok(json!({
+    let mut out = json!({
         "records": args.records,
         "batch_records": args.batch_records,
         "bytes": bytes,
         "compact_keys": args.compact_keys,
         "iterations": args.iterations,
         "results": results,
-    })))
+    });
+    if let Some(object) = out.as_object_mut() {
+        object.extend(extra);
+    }
+    Ok(Outcome::Ok(out))
 }
 
 fn report(comparison: &Comparison) {
@@ -382,4 +395,68 @@ fn open(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Compa
         results.push(comparison);
     }
     Ok(results)
+}
+
+/// `compact` and `retain` on the open fixture (one open log; every run cleans it
+/// again) vs the same operation plus a full-scan open of the directory, what the
+/// reopen after it cost before issue 11. Then the open after dropping the log (a
+/// crash) right after a compaction: what it scanned (only the active segment).
+fn cleanup(
+    args: &BenchArgs,
+    root: &Path,
+    fixture: &LogFixture,
+) -> Result<(Vec<Comparison>, serde_json::Value)> {
+    use crate::bench::cleanup::{open_after_crash, time_cleanup, Cleanup};
+    use crate::bench::open::{open_config, write_open_fixture};
+    let dir = root.join("cleanup-log");
+    let segments = write_open_fixture(&dir, fixture)?;
+    eprintln!(
+        "seglog bench: cleanup fixture: {} bytes in {segments} segments",
+        fixture.bytes.len()
+    );
+    let (log, _) = Log::open(&dir, open_config())?;
+    let log = std::cell::RefCell::new(log);
+    let mut results = Vec::new();
+    for (name, baseline, cleanup) in [
+        (
+            "cleanup/compact",
+            "cleanup/compact_then_full_scan_open",
+            Cleanup::Compact,
+        ),
+        (
+            "cleanup/retain",
+            "cleanup/retain_then_full_scan_open",
+            Cleanup::Retain,
+        ),
+    ] {
+        let comparison = bench::compare(
+            name,
+            baseline,
+            args.iterations,
+            fixture.bytes.len() as u64,
+            None,
+            || time_cleanup(&mut log.borrow_mut(), cleanup, true),
+            || time_cleanup(&mut log.borrow_mut(), cleanup, false),
+        )?;
+        report(&comparison);
+        results.push(comparison);
+    }
+    let mut log = log.into_inner();
+    time_cleanup(&mut log, Cleanup::Compact, false)?;
+    let closed = log.segments().len() as u64 - 1;
+    drop(log);
+    let after = open_after_crash(&dir)?;
+    eprintln!(
+        "seglog bench: open after a crash right after compact: {} of {closed} closed segments trusted, {} scanned ({} bytes)",
+        after.trusted_segments, after.scanned_segments, after.scanned_bytes
+    );
+    Ok((
+        results,
+        json!({
+            "closed_segments": closed,
+            "trusted_segments": after.trusted_segments,
+            "scanned_segments": after.scanned_segments,
+            "scanned_bytes": after.scanned_bytes,
+        }),
+    ))
 }

@@ -1,5 +1,6 @@
 //! Compaction of an open [`Log`]: flush, build and install (steps 1 to 6), then
-//! reopen the log on the same file system. Also the cleaner's view of the log: its
+//! adopt the installed segments (no reopen: the build described them, index entries
+//! included, so nothing is scanned again). Also the cleaner's view of the log: its
 //! clean point and dirty ratio ([`Log::cleanable`]), and the cleaning that runs only
 //! when the ratio says so ([`Log::compact_if_dirty`]).
 
@@ -9,7 +10,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::log::Log;
 
-use super::cleaner::{build_with, read_clean_point};
+use super::cleaner::{build_indexed, read_clean_point, Built};
 use super::{CleanOptions, CompactOptions, CompactionReport};
 
 /// How dirty a log is (Kafka's `LogToClean`), by whole closed segments: one that
@@ -148,13 +149,13 @@ impl Log {
             return Ok(CompactionReport::default());
         };
         let fs = std::sync::Arc::clone(self.fs());
-        let result = build_with(fs.as_ref(), self.dir(), options, knobs).and_then(|built| {
-            let Some(built) = built else {
-                return Ok(CompactionReport::default());
-            };
-            crate::install::install(fs.as_ref(), self.dir(), &built.manifest)?;
-            Ok(built.report)
-        });
+        let interval = self.config().index_interval_bytes;
+        let result =
+            build_indexed(fs.as_ref(), self.dir(), options, knobs, interval).and_then(|built| {
+                let Some(built) = built else { return Ok(None) };
+                crate::install::install(fs.as_ref(), self.dir(), &built.manifest)?;
+                Ok(Some(built))
+            });
         self.clean_finish(result)
     }
 
@@ -192,16 +193,25 @@ impl Log {
     /// Refreshes the log after an install (or poisons it if the install failed).
     /// A refusal of the arguments (a batch alone larger than the offset map) comes
     /// before the build writes anything: the log stays usable.
-    fn clean_finish(&mut self, result: Result<CompactionReport>) -> Result<CompactionReport> {
-        if let Err(Error::InvalidArgument(reason)) = result {
-            return Err(Error::InvalidArgument(reason));
-        }
+    /// The log adopts the installed segments as the build described them (their
+    /// index files and recovery point are in the new directory): no reopen, no scan.
+    fn clean_finish(&mut self, result: Result<Option<Built>>) -> Result<CompactionReport> {
+        let built = match result {
+            Ok(Some(built)) => built,
+            Ok(None) => return Ok(CompactionReport::default()),
+            Err(Error::InvalidArgument(reason)) => return Err(Error::InvalidArgument(reason)),
+            Err(e) => {
+                // Half done: the next open's install recovery finishes or undoes it.
+                self.poison();
+                return Err(e);
+            }
+        };
         let log_start_offset = self.log_start_offset();
         let next_offset = self.next_offset();
-        let report = self.reopen_after(result)?;
+        self.adopt_segments(built.segments);
         assert_eq!(self.log_start_offset(), log_start_offset);
         assert_eq!(self.next_offset(), next_offset);
-        Ok(report)
+        Ok(built.report)
     }
 
     /// Test builds only: the broken order of model (e)'s `clean-point-first`: the
@@ -222,15 +232,50 @@ impl Log {
         };
         let fs = std::sync::Arc::clone(self.fs());
         let dir = self.dir().to_path_buf();
-        let result = build_with(fs.as_ref(), &dir, options, knobs).and_then(|built| {
-            let Some(built) = built else {
-                return Ok(CompactionReport::default());
-            };
+        let interval = self.config().index_interval_bytes;
+        let result = build_indexed(fs.as_ref(), &dir, options, knobs, interval).and_then(|built| {
+            let Some(built) = built else { return Ok(None) };
             write_clean_point_live(fs.as_ref(), &dir, built.report.clean_point_after)?;
             crate::install::install(fs.as_ref(), &dir, &built.manifest)?;
-            Ok(built.report)
+            Ok(Some(built))
         });
         self.clean_finish(result)
+    }
+}
+
+impl Log {
+    /// Test builds only: model (b)'s broken `point-on-reopen`, the protocol before
+    /// issue 11's "no reopen after cleanup": the temp dir carries neither index files
+    /// nor a recovery point, and the log reopens after the install (a full scan that
+    /// writes the recovery point). A crash between the commit point and that reopen
+    /// leaves new content that no recovery point vouches for.
+    #[cfg(any(test, feature = "test-variants"))]
+    pub fn clean_with_point_on_reopen(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+        knobs: CleanOptions,
+    ) -> Result<CompactionReport> {
+        let Some(options) = self.clean_prepare(now, delete_retention_ms, segment_bytes, knobs)?
+        else {
+            return Ok(CompactionReport::default());
+        };
+        let fs = std::sync::Arc::clone(self.fs());
+        let dir = self.dir().to_path_buf();
+        let interval = self.config().index_interval_bytes;
+        let result = super::cleaner::build_bare(fs.as_ref(), &dir, options, knobs, interval)
+            .and_then(|built| {
+                let Some(built) = built else {
+                    return Ok(CompactionReport::default());
+                };
+                crate::install::install(fs.as_ref(), &dir, &built.manifest)?;
+                Ok(built.report)
+            });
+        if let Err(Error::InvalidArgument(reason)) = result {
+            return Err(Error::InvalidArgument(reason));
+        }
+        self.reopen_after(result)
     }
 }
 

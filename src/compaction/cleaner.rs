@@ -11,14 +11,17 @@ use crate::error::{Error, Result};
 use crate::fail_point;
 use crate::format::checkpoint;
 use crate::format::filename::{self, LOG_SUFFIX};
+use crate::format::index::{encode_offset_entries, encode_time_entries};
 use crate::format::manifest::{Manifest, ManifestFile};
+use crate::format::recovery_point::{self, SummaryFile, SummaryKind};
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
+use crate::segment::{BatchFacts, Segment};
 
 use super::dirty::{scan_dirty, CleanOptions};
-use super::output::{write_closed, ClosedRegion};
+use super::output::{write_closed, ClosedRegion, Written};
 use super::planner::Horizon;
 use super::scan::{scan, Scan};
 use super::source::{list_segments, segment_path};
@@ -73,6 +76,10 @@ pub struct Built {
     pub manifest: Manifest,
     /// What the compaction did.
     pub report: CompactionReport,
+    /// The new directory's segments, oldest first, the active one last, with their
+    /// paths in the live directory and their index entries as the temp dir holds
+    /// them: what an open log adopts after the install instead of reopening.
+    pub segments: Vec<Segment>,
 }
 
 /// Install step 1: writes the compacted log into `D.compact-tmp` and syncs it.
@@ -81,6 +88,10 @@ pub struct Built {
 pub fn build(fs: &dyn FileSystem, dir: &Path, options: CompactOptions) -> Result<Option<Built>> {
     build_with(fs, dir, options, CleanOptions::default())
 }
+
+/// Bytes between index entries of the segments [`build_with`] writes (the default
+/// `LogConfig::index_interval_bytes`; [`build_indexed`] takes the log's own).
+pub const INDEX_INTERVAL_BYTES_DEFAULT: u64 = 4096;
 
 /// [`build`] with the cleaner's knobs: one cleaning pass from the directory's clean
 /// point (docs/design.md section 1, "Incremental cleaning"). The new clean point is
@@ -91,6 +102,49 @@ pub fn build_with(
     dir: &Path,
     options: CompactOptions,
     clean: CleanOptions,
+) -> Result<Option<Built>> {
+    build_indexed(fs, dir, options, clean, INDEX_INTERVAL_BYTES_DEFAULT)
+}
+
+/// [`build_with`], indexing the new segments every `index_interval_bytes` (the
+/// log's `LogConfig::index_interval_bytes`). Besides the `.log` files the temp dir
+/// receives every segment's `.index` and `.timeindex` and a recovery point
+/// (`recovery-point.checkpoint`) vouching for the new closed segments, all synced
+/// before the install's commit point; the manifest leaves these derived files out
+/// (a damaged one is rebuilt or ignored, never trusted: `install::validate`), and
+/// the new directory opens without reading its closed segments (docs/design.md
+/// section 6).
+pub fn build_indexed(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    clean: CleanOptions,
+    index_interval_bytes: u64,
+) -> Result<Option<Built>> {
+    build_inner(fs, dir, options, clean, index_interval_bytes, true)
+}
+
+/// Test builds only: [`build_indexed`] as it was before issue 11's "no reopen after
+/// cleanup", the broken variant `point-on-reopen` of model (b): the temp dir gets
+/// the `.log` files but neither index files nor a recovery point.
+#[cfg(any(test, feature = "test-variants"))]
+pub fn build_bare(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    clean: CleanOptions,
+    index_interval_bytes: u64,
+) -> Result<Option<Built>> {
+    build_inner(fs, dir, options, clean, index_interval_bytes, false)
+}
+
+fn build_inner(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    clean: CleanOptions,
+    index_interval_bytes: u64,
+    carry_point: bool,
 ) -> Result<Option<Built>> {
     clean.validate()?;
     if options.delete_retention_ms < 0 {
@@ -154,7 +208,11 @@ pub fn build_with(
     fs.create_dir_all(&paths.tmp)
         .map_err(|e| Error::io(&paths.tmp, e))?;
     assert_eq!(closed_bytes.len(), closed.len());
-    let (mut files, totals) = write_closed(
+    let Written {
+        mut files,
+        totals,
+        mut segments,
+    } = write_closed(
         fs,
         dir,
         &paths.tmp,
@@ -166,6 +224,7 @@ pub fn build_with(
             horizon,
             segment_bytes: options.segment_bytes,
             keep_from,
+            index_interval_bytes,
         },
     )?;
     report.bytes_before = totals.bytes_before;
@@ -175,9 +234,21 @@ pub fn build_with(
     report.segments_after = files.len() as u64;
     // The active segment, byte for byte, as the scan read and checked it.
     let active_source = segment_path(dir, active_base, LOG_SUFFIX);
-    let next_offset = view::batches_verified(&active_source, active_base, &active_bytes)?
-        .last()
-        .map_or(active_base, |b| b.last_offset() + 1);
+    let mut active = Segment::empty(dir, active_base, index_interval_bytes);
+    for batch in view::batches_verified(&active_source, active_base, &active_bytes)? {
+        assert!(batch.header.record_count >= 0);
+        active.on_batch(&BatchFacts {
+            base_offset: batch.header.base_offset,
+            last_offset: batch.last_offset(),
+            size_bytes: batch.header.size as u64,
+            records: batch.header.record_count as u64,
+            max_timestamp: batch.header.max_timestamp,
+        });
+    }
+    assert_eq!(active.bytes, active_bytes.len() as u64);
+    active.pending_index.clear();
+    active.pending_time_index.clear();
+    let next_offset = active.next_offset;
     report.mapped_end_offset = mapped_end_offset.unwrap_or(next_offset);
     let active_name = filename::build(active_base, LOG_SUFFIX);
     let active_path = paths.tmp.join(&active_name);
@@ -219,6 +290,12 @@ pub fn build_with(
         bytes: clean_point_bytes.len() as u64,
         crc32c: crate::format::crc::crc32c(&clean_point_bytes),
     });
+    segments.push(active);
+    if carry_point {
+        // Derived files: synced with the rest, not listed (`install::validate`).
+        write_indexes(fs, &paths.tmp, &segments)?;
+        write_recovery_point(fs, &paths.tmp, &segments)?;
+    }
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
     fs.sync_dir(&paths.tmp)
         .map_err(|e| Error::io(&paths.tmp, e))?;
@@ -232,7 +309,60 @@ pub fn build_with(
             files,
         },
         report,
+        segments,
     }))
+}
+
+/// Writes every segment's `.index` and `.timeindex` into `tmp`. A closed segment's
+/// are synced before the commit point: the recovery point vouches for them by
+/// checksum, so a power loss must not tear them. The active segment's are not: it
+/// is never trusted without a clean-shutdown marker (an open after a crash scans it
+/// and rebuilds them), and the next roll or close syncs them (model (e)).
+fn write_indexes(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Result<()> {
+    let last = segments.len() - 1;
+    for (i, segment) in segments.iter().enumerate() {
+        assert!(segment.pending_index.is_empty() && segment.pending_time_index.is_empty());
+        let entries = [
+            (
+                &segment.paths.index,
+                encode_offset_entries(segment.index.offset_entries()),
+            ),
+            (
+                &segment.paths.time_index,
+                encode_time_entries(segment.index.time_entries()),
+            ),
+        ];
+        for (live, bytes) in entries {
+            let name = live
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("segment file names are ASCII");
+            let path = tmp.join(name);
+            fs.write_new(&path, &bytes)
+                .map_err(|e| Error::io(&path, e))?;
+            if i != last {
+                build_sync_file(fs, &path)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the new directory's recovery point into `tmp` (synced): the closed
+/// segments, with the checksums of the index files [`write_indexes`] wrote. It
+/// travels under the install's commit point, so it is never durable without them.
+fn write_recovery_point(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Result<()> {
+    let (active, closed) = segments.split_last().expect("the active segment is built");
+    let file = SummaryFile {
+        point: active.base_offset,
+        summaries: closed.iter().map(Segment::summary).collect(),
+    };
+    let bytes = recovery_point::encode(SummaryKind::RecoveryPoint, &file);
+    let path = tmp.join(recovery_point::RECOVERY_POINT_NAME);
+    fs.write_new(&path, &bytes)
+        .map_err(|e| Error::io(&path, e))?;
+    fail_point!(fp::COMPACTION_BUILD_SYNC_RECOVERY_POINT);
+    fs.sync_file(&path).map_err(|e| Error::io(&path, e))
 }
 
 /// Names in `dir` that are not segment files (nor the recovery point and marker):

@@ -24,7 +24,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::fs::FileSystem;
 
-pub use cleaner::{build, build_with, Built, CompactOptions, CompactionReport};
+pub use cleaner::{build, build_indexed, build_with, Built, CompactOptions, CompactionReport};
 pub use dirty::CleanOptions;
 pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use planner::{Decision, Horizon};

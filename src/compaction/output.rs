@@ -23,6 +23,7 @@ use super::offset_map::Superseded;
 use super::planner::{Grouper, Horizon, Placement};
 use super::rewrite::{compact_segment, Compacted, Counts, Cursor, Rules};
 use super::source::segment_path;
+use crate::segment::Segment;
 
 /// What [`write_closed`] needs besides the file system and the directories.
 #[derive(Debug)]
@@ -41,6 +42,21 @@ pub struct ClosedRegion<'a> {
     pub segment_bytes: u64,
     /// Batches at or past this offset are kept as they are ([`Rules::keep_from`]).
     pub keep_from: i64,
+    /// Bytes between index entries of the output segments (`LogConfig::index_interval_bytes`).
+    pub index_interval_bytes: u64,
+}
+
+/// What [`write_closed`] wrote.
+#[derive(Debug)]
+pub struct Written {
+    /// The output files, in order (`.log` only).
+    pub files: Vec<ManifestFile>,
+    /// Sums over the closed region.
+    pub totals: Totals,
+    /// The output segments' metadata and index entries (close-time entry included),
+    /// their paths in the live directory: what the new directory's index files and
+    /// recovery point are written from, and what the open log adopts after the install.
+    pub segments: Vec<Segment>,
 }
 
 /// Sums over the closed region.
@@ -65,13 +81,14 @@ struct Job {
 
 /// Writes the compacted closed segments into `tmp` (which exists), grouped
 /// greedily by compacted bytes, each output file synced once complete. Returns the
-/// files, in order, and the totals.
+/// files, in order, the totals and the output segments (indexed on the helper
+/// thread from the batch headers: no output byte is read back).
 pub fn write_closed(
     fs: &dyn FileSystem,
     dir: &Path,
     tmp: &Path,
     region: ClosedRegion<'_>,
-) -> Result<(Vec<ManifestFile>, Totals)> {
+) -> Result<Written> {
     let ClosedRegion {
         bases,
         bytes,
@@ -80,6 +97,7 @@ pub fn write_closed(
         horizon,
         segment_bytes,
         keep_from,
+        index_interval_bytes,
     } = region;
     assert_eq!(bases.len(), bytes.len());
     let rules = Rules {
@@ -91,7 +109,8 @@ pub fn write_closed(
     let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
     let (back_tx, back_rx) = mpsc::channel::<(Compacted, Bytes)>();
     std::thread::scope(|scope| {
-        let describer = scope.spawn(move || -> Result<()> {
+        let describer = scope.spawn(move || -> Result<Vec<Segment>> {
+            let mut segments: Vec<Segment> = Vec::new();
             let mut cursor = Cursor::default();
             let mut grouper = Grouper::new(segment_bytes);
             let mut spare = vec![Compacted::default(), Compacted::default()];
@@ -102,7 +121,7 @@ pub fn write_closed(
                     // The source comes back with its buffers: dropped (unmapped) here.
                     None => match back_rx.recv() {
                         Ok((compacted, _written)) => compacted,
-                        Err(_) => return Ok(()), // the writing side stopped on an error
+                        Err(_) => return Ok(segments), // the writing side stopped on an error
                     },
                 };
                 let path = segment_path(dir, base, LOG_SUFFIX);
@@ -111,7 +130,15 @@ pub fn write_closed(
                 let start = grouper.place(counts.bytes_after) == Placement::Start;
                 if start {
                     crc32c = 0;
+                    if let Some(done) = segments.last_mut() {
+                        done.close_active();
+                    }
+                    segments.push(Segment::empty(dir, base, index_interval_bytes));
                 }
+                let output = segments
+                    .last_mut()
+                    .expect("the first segment starts a file");
+                compacted.index_into(&path, &source, output)?;
                 crc32c = compacted.crc32c_append(crc32c, &source);
                 let job = Job {
                     start: start.then(|| filename::build(base, LOG_SUFFIX)),
@@ -121,13 +148,16 @@ pub fn write_closed(
                     crc32c,
                 };
                 if job_tx.send(job).is_err() {
-                    return Ok(()); // the writing side stopped on an error
+                    return Ok(segments); // the writing side stopped on an error
                 }
             }
             drop(job_tx);
             // The last sources come back too: unmapped here, not on the writing side.
             for (_compacted, _written) in back_rx {}
-            Ok(())
+            if let Some(done) = segments.last_mut() {
+                done.close_active();
+            }
+            Ok(segments)
         });
         // Owns the receiving end and the way back: an error drops both, which
         // stops the helper.
@@ -135,9 +165,21 @@ pub fn write_closed(
         let described = describer
             .join()
             .expect("the describing thread does not panic");
-        let written = written?;
-        described?;
-        Ok(written)
+        let (files, totals) = written?;
+        let mut segments = described?;
+        assert_eq!(segments.len(), files.len());
+        for (segment, file) in segments.iter_mut().zip(&files) {
+            assert_eq!(segment.bytes, file.bytes);
+            assert_eq!(segment.paths.log, dir.join(&file.name));
+            // The close-time entry is in the entries; the files are written whole.
+            segment.pending_index.clear();
+            segment.pending_time_index.clear();
+        }
+        Ok(Written {
+            files,
+            totals,
+            segments,
+        })
     })
 }
 

@@ -17,6 +17,7 @@ use crate::format::batch::{
     RECORDS_OFFSET, RECORD_COUNT_OFFSET,
 };
 use crate::format::RecordBatch;
+use crate::segment::{BatchFacts, Segment};
 
 /// Bytes below which a run is copied into the staging buffer instead of being
 /// written on its own (bounds the write calls when kept and dropped batches alternate).
@@ -59,6 +60,33 @@ impl Compacted {
             Piece::Source(r) => &source[r.clone()],
             Piece::Encoded(r) => &self.encoded[r.clone()],
         })
+    }
+
+    /// Feeds every batch of the compacted segment, in order, to `segment`
+    /// ([`Segment::on_batch`]: its metadata and index entries, by Kafka's rule), from
+    /// the batch headers alone: the kept bytes are ones the map pass checked, the
+    /// re-encoded ones the rewrite just wrote. `source` as given to
+    /// [`compact_segment`]; `path` names the source in an (impossible) error.
+    pub fn index_into(&self, path: &Path, source: &[u8], segment: &mut Segment) -> Result<()> {
+        for run in self.runs(source) {
+            let mut position = 0usize;
+            while position < run.len() {
+                let rest = run.get(position..).unwrap_or_default();
+                let header = crate::format::batch::decode_header(rest)
+                    .map_err(|e| e.at(path, position as u64))?;
+                assert!(header.size <= rest.len(), "a run holds whole batches");
+                assert!(header.record_count >= 0);
+                segment.on_batch(&BatchFacts {
+                    base_offset: header.base_offset,
+                    last_offset: header.last_offset(),
+                    size_bytes: header.size as u64,
+                    records: header.record_count as u64,
+                    max_timestamp: header.max_timestamp,
+                });
+                position += header.size;
+            }
+        }
+        Ok(())
     }
 
     /// Bytes of the compacted segment.

@@ -174,7 +174,9 @@ fn check_temp_not_trusted(
     before: &BTreeMap<PathBuf, Vec<u8>>,
     after: &BTreeMap<PathBuf, Vec<u8>>,
 ) -> Result<(), String> {
-    if case.role != Role::Temp {
+    // A derived file (outside the manifest) may become live: the open checks it
+    // where it is used, and `check_recovery` holds a kept one to its lookups.
+    if case.role != Role::Temp || case.kind == FileKind::TempDerived {
         return Ok(());
     }
     let Some(live) = case.final_path(Role::Temp) else {
@@ -291,7 +293,10 @@ fn check_recovery(
     lookups: Result<(), String>,
 ) -> Result<Outcome, String> {
     let origin = origin(report);
-    if case.role == Role::Temp && origin == Role::Temp {
+    // Derived files are outside the manifest: rolling forward past a damaged one is
+    // right, as long as the open did not trust it (checked below: a kept index must
+    // give right lookups, a kept recovery point must have been ignored).
+    if case.role == Role::Temp && origin == Role::Temp && case.kind != FileKind::TempDerived {
         return Err("recovery rolled forward to a damaged temp dir".into());
     }
     if case.kind == FileKind::Manifest {
@@ -310,7 +315,14 @@ fn check_recovery(
         if case.kind == FileKind::Checkpoint {
             return Err("a damaged checkpoint was accepted".into());
         }
-        if matches!(case.kind, FileKind::OffsetIndex | FileKind::TimeIndex) {
+        if case.kind == FileKind::TempDerived
+            && is_trust(case.path)
+            && report.ignored_checkpoints.is_empty()
+        {
+            return Err("a damaged recovery point from the temp dir was trusted".into());
+        }
+        let index = matches!(case.kind, FileKind::OffsetIndex | FileKind::TimeIndex);
+        if index || (case.kind == FileKind::TempDerived && is_index(case.path)) {
             // Kept: it must still be valid, which its lookups show.
             lookups
                 .map_err(|e| format!("a damaged index was kept and gives wrong lookups: {e}"))?;

@@ -31,6 +31,9 @@ pub enum FileKind {
     Checkpoint,
     CheckpointTmp,
     TempLog,
+    /// An index file or the recovery point the compaction wrote into its temp dir:
+    /// derived, outside the manifest; the open rebuilds or ignores it when damaged.
+    TempDerived,
     TempOther,
     BackupLog,
     BackupOther,
@@ -81,6 +84,7 @@ pub fn classify(path: &Path, image: &BTreeMap<PathBuf, Vec<u8>>) -> (Role, FileK
         Role::Parent if path == paths.manifest_tmp => FileKind::ManifestTmp,
         Role::Parent => FileKind::Other,
         Role::Temp if is_log => FileKind::TempLog,
+        Role::Temp if crate::install::validate::is_derived(&name) => FileKind::TempDerived,
         Role::Temp => FileKind::TempOther,
         Role::Backup if is_log => FileKind::BackupLog,
         Role::Backup => FileKind::BackupOther,

@@ -91,6 +91,8 @@ pub const RETENTION_RECOVER_SYNC_DIR_FIRST: &str = "retention::recover::sync_dir
 pub const COMPACTION_BUILD_SYNC_FILE: &str = "compaction::build::sync_file";
 /// Before compaction syncs the clean point file it writes into the temp dir.
 pub const COMPACTION_BUILD_SYNC_CLEAN_POINT: &str = "compaction::build::sync_clean_point";
+/// Before the fsync of the new directory's recovery point in the temp dir.
+pub const COMPACTION_BUILD_SYNC_RECOVERY_POINT: &str = "compaction::build::sync_recovery_point";
 /// Before compaction syncs the temp directory itself.
 pub const COMPACTION_BUILD_SYNC_TMP_DIR: &str = "compaction::build::sync_tmp_dir";
 // --- install: steps 2 to 6 ---------------------------------------------------
@@ -173,6 +175,7 @@ pub const ALL: &[&str] = &[
     RETENTION_RECOVER_SYNC_DIR_FIRST,
     COMPACTION_BUILD_SYNC_FILE,
     COMPACTION_BUILD_SYNC_CLEAN_POINT,
+    COMPACTION_BUILD_SYNC_RECOVERY_POINT,
     COMPACTION_BUILD_SYNC_TMP_DIR,
     INSTALL_MANIFEST_SYNC_TEMP_ENTRY,
     INSTALL_MANIFEST_SYNC_TMP,

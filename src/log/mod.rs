@@ -422,6 +422,30 @@ impl Log {
         self.assert_invariants();
     }
 
+    /// Replaces the segment list with the one a compaction installed (its files are
+    /// live and durable: the install returned). The caller checks that the log start
+    /// and the next offset did not move. Nothing is read: the build described every
+    /// segment, index entries included.
+    pub(crate) fn adopt_segments(&mut self, segments: Vec<Segment>) {
+        let active = segments
+            .last()
+            .expect("a compacted log has an active segment");
+        assert!(active.pending_index.is_empty() && active.pending_time_index.is_empty());
+        assert_eq!(
+            active.bytes,
+            self.active().bytes,
+            "the active segment is copied as is"
+        );
+        self.synced_log_bytes = active.bytes;
+        self.segments = segments;
+        // The mappings are of the old files (unlinked with the backup).
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.assert_invariants();
+    }
+
     fn assert_invariants(&self) {
         assert!(!self.segments.is_empty());
         for pair in self.segments.windows(2) {

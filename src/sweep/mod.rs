@@ -13,7 +13,8 @@
 //! * no leftovers: no temp/backup directory, manifest or temp file remains;
 //! * the checkpoints of model (e) held: no crash leaves a recovery point or marker
 //!   that fails to decode, nor a trusted segment whose indexes must be rebuilt, and
-//!   the open of an image taken right after a clean close reads no segment data;
+//!   the open of an image taken right after a clean close reads no segment data,
+//!   nor, of one an install's recovery rolled forward, any closed segment's;
 //! * recovery is idempotent: a second open changes no byte and gives the same view;
 //! * after recovering a process-crash image, a record appended and flushed survives
 //!   every power loss (recovery leaves what it found durable).
@@ -248,6 +249,22 @@ pub fn check_image_with(
         return Err(format!(
             "a crash left trusted segments to rescan: {:?}",
             report.rescanned
+        ));
+    }
+    // An install recovered forward finds the new directory exactly as built: its
+    // recovery point (model (b), `installed_content_trusted`) vouches for every
+    // closed segment, so only the active one is read.
+    let committed = matches!(
+        report.install.case,
+        crate::install::InstallCase::CommittedLiveIsNew
+            | crate::install::InstallCase::CommittedRollForward
+    );
+    if committed && report.trusted_segments + 1 != report.segments {
+        return Err(format!(
+            "the new content of a committed install opened with {} of {} closed segments \
+             trusted (its recovery point is missing or stale)",
+            report.trusted_segments,
+            report.segments.saturating_sub(1)
         ));
     }
     if after_clean_close && (!report.clean_shutdown || report.scanned_segments > 0) {

@@ -21,6 +21,10 @@ pub enum Variant {
     /// commits (model (e)'s `clean-point-first`).
     #[cfg(feature = "test-variants")]
     CleanPointFirst,
+    /// The compacted directory installed without its index files and recovery
+    /// point, the log reopened after it (model (b)'s `point-on-reopen`).
+    #[cfg(feature = "test-variants")]
+    PointOnReopen,
 }
 
 /// Every variant name, ours first.
@@ -33,6 +37,7 @@ pub const VARIANT_NAMES: &[&str] = &[
     "delete-first",
     "recovery-point-before-flush",
     "clean-point-first",
+    "point-on-reopen",
 ];
 
 impl Variant {
@@ -55,6 +60,7 @@ impl Variant {
                     crate::log::RollVariant::RecoveryPointBeforeFlush,
                 )),
                 "clean-point-first" => Ok(Variant::CleanPointFirst),
+                "point-on-reopen" => Ok(Variant::PointOnReopen),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
                     VARIANT_NAMES.join(", ")
@@ -146,6 +152,11 @@ fn compact(
             let knobs = log.config().clean_options();
             log.clean_with_clean_point_first(now, delete_retention_ms, segment_bytes, knobs)
         }
+        #[cfg(feature = "test-variants")]
+        Variant::PointOnReopen => {
+            let knobs = log.config().clean_options();
+            log.clean_with_point_on_reopen(now, delete_retention_ms, segment_bytes, knobs)
+        }
         _ => log.compact(now, delete_retention_ms, segment_bytes),
     }
 }
@@ -161,6 +172,10 @@ fn clean(
     #[cfg(feature = "test-variants")]
     if let Variant::CleanPointFirst = variant {
         return log.clean_with_clean_point_first(now, delete_retention_ms, segment_bytes, knobs);
+    }
+    #[cfg(feature = "test-variants")]
+    if let Variant::PointOnReopen = variant {
+        return log.clean_with_point_on_reopen(now, delete_retention_ms, segment_bytes, knobs);
     }
     let _ = variant;
     log.clean(now, delete_retention_ms, segment_bytes, knobs)

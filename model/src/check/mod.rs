@@ -62,6 +62,9 @@ pub enum Variant {
     /// Install: ours without the parent sync that makes the temp dir's entry durable
     /// before the manifest names it (a durable manifest can point at nothing).
     NoTempEntrySync,
+    /// Install: the temp dir carries no recovery point (the open after the install
+    /// scans and writes one): a crash in between leaves new content nothing vouches for.
+    PointOnReopen,
     /// Retention: ours (durable log_start_offset checkpoint before unlinking).
     CheckpointFirst,
     /// Retention: unlink segments first, checkpoint after.
@@ -94,6 +97,7 @@ impl Variant {
             Variant::NoTempSync => "no-temp-sync",
             Variant::NoRecoverySync => "no-recovery-sync",
             Variant::NoTempEntrySync => "no-temp-entry-sync",
+            Variant::PointOnReopen => "point-on-reopen",
             Variant::CheckpointFirst => "checkpoint-first",
             Variant::DeleteFirst => "delete-first",
             Variant::RecoveryPoint => "recovery-point",
@@ -120,6 +124,7 @@ impl Variant {
                 Variant::NoTempSync,
                 Variant::NoRecoverySync,
                 Variant::NoTempEntrySync,
+                Variant::PointOnReopen,
             ],
             ModelKind::Retention => &[
                 Variant::CheckpointFirst,
@@ -277,6 +282,7 @@ fn install_variant(variant: Variant) -> InstallVariant {
         Variant::NoTempSync => InstallVariant::NoTempSync,
         Variant::NoRecoverySync => InstallVariant::NoRecoverySync,
         Variant::NoTempEntrySync => InstallVariant::NoTempEntrySync,
+        Variant::PointOnReopen => InstallVariant::PointOnReopen,
         _ => InstallVariant::Manifest,
     }
 }
@@ -540,6 +546,12 @@ const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("compaction::build::sync_file", ModelKind::Install, 1),
     // The clean point is one more file of the temp dir (model (e) checks why).
     ("compaction::build::sync_clean_point", ModelKind::Install, 1),
+    // So is the new directory's recovery point (issue 11: no reopen after cleanup).
+    (
+        "compaction::build::sync_recovery_point",
+        ModelKind::Install,
+        1,
+    ),
     ("compaction::build::sync_tmp_dir", ModelKind::Install, 2),
     ("install::manifest::sync_temp_entry", ModelKind::Install, 3),
     ("install::manifest::sync_tmp", ModelKind::Install, 5),

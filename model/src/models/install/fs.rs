@@ -2,7 +2,7 @@
 //! directory, the objects they point at, and the durability of each object's data;
 //! the protocol and recovery operations on it, and what a crash leaves behind.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +68,10 @@ impl Data {
 pub struct FsState {
     pub parent: Dir<Name, Obj>,
     pub data: BTreeMap<Obj, Data>,
+    /// The directories holding a recovery point (with the index files it vouches
+    /// for) over their closed segments: an open trusts those without reading them.
+    /// The point is one more file of its directory, so it is torn with it.
+    pub points: BTreeSet<Obj>,
 }
 
 impl FsState {
@@ -75,6 +79,7 @@ impl FsState {
         FsState {
             parent: Dir::synced(BTreeMap::from([(Name::Live, Obj::OldDir)])),
             data: BTreeMap::from([(Obj::OldDir, Data::DURABLE)]),
+            points: BTreeSet::from([Obj::OldDir]),
         }
     }
 
@@ -87,6 +92,16 @@ impl FsState {
             (Obj::OldDir, false) => Content::Old,
             (Obj::NewDir, false) => Content::New,
         })
+    }
+
+    /// The directory at `name` holds an intact recovery point: its open reads no
+    /// closed segment's data.
+    pub fn trusted(&self, name: Name) -> bool {
+        self.content(name).is_some_and(|c| c != Content::Torn)
+            && self
+                .parent
+                .get(&name)
+                .is_some_and(|o| self.points.contains(o))
     }
 
     /// A manifest exists at its final name and its checksum holds.
@@ -114,9 +129,17 @@ pub(super) fn run_step(fs: &mut FsState, op: InstallOp) {
     use InstallOp::*;
     let rename = |from, to| DirOp::Rename { from, to };
     match op {
-        BuildTemp => {
+        BuildTemp | BuildTempBare => {
             fs.parent.run(DirOp::Create(Name::Temp, Obj::NewDir));
             fs.data.insert(Obj::NewDir, Data::default());
+            if op == BuildTemp {
+                fs.points.insert(Obj::NewDir);
+            }
+        }
+        WriteLivePoint => {
+            if let Some(obj) = fs.parent.get(&Name::Live) {
+                fs.points.insert(*obj);
+            }
         }
         SyncTempFiles => fs.sync_data(Obj::NewDir, true, false),
         SyncTempDir => fs.sync_data(Obj::NewDir, false, true),

@@ -222,6 +222,13 @@ impl Model for InstallModel {
                             .get(&Name::Live)
                             .is_some_and(|o| s.fs.data.get(o).is_some_and(Data::durable)))
             }),
+            Property::<Self>::always("installed_content_trusted", |_, s| {
+                // Issue 11: new content recovered (after any crash) opens without a
+                // scan: the recovery point came with it through the commit point.
+                !matches!(s.phase, Phase::Recovered(_))
+                    || s.fs.content(Name::Live) != Some(Content::New)
+                    || s.fs.trusted(Name::Live)
+            }),
             Property::<Self>::always("no_leftovers", |_, s| {
                 !matches!(s.phase, Phase::Recovered(_))
                     || s.fs.parent.entries.keys().all(|n| *n == Name::Live)

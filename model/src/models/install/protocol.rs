@@ -5,8 +5,17 @@ use serde::{Deserialize, Serialize};
 /// One protocol operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum InstallOp {
-    /// Create `D.compact-tmp` and write the compacted segments into it (unsynced).
+    /// Create `D.compact-tmp` and write into it (unsynced) the compacted segments,
+    /// their index files and a recovery point vouching for the closed ones: the new
+    /// directory opens without reading segment data (ours).
     BuildTemp,
+    /// [`InstallOp::BuildTemp`] without the index files and the recovery point (the
+    /// protocol before issue 11's "no reopen after cleanup"): the open after the
+    /// install scans every segment and writes the recovery point itself.
+    BuildTempBare,
+    /// The open after the install writes a recovery point into `D` (its own crash
+    /// safety is model (e)'s: here one durable step).
+    WriteLivePoint,
     /// fsync every file in the temp dir.
     SyncTempFiles,
     /// fsync the temp dir itself.
@@ -42,6 +51,10 @@ pub enum InstallVariant {
     /// entry in the parent is lost, so a durable manifest points at nothing and
     /// recovery rolls back past the commit point.
     NoTempEntrySync,
+    /// Ours, but the temp dir carries no recovery point: the open after the install
+    /// scans the new directory and writes one. A crash after the commit point and
+    /// before that write leaves new content that no recovery point vouches for.
+    PointOnReopen,
     /// Ours without the steps whose bits are set in the mask (bit `n`: step `n`;
     /// syncs, for the sync ablation's judge).
     WithoutSteps(u32),
@@ -83,6 +96,13 @@ impl InstallVariant {
                     .position(|s| *s == SyncTempDir)
                     .expect("ours syncs the temp dir");
                 assert_eq!(steps.remove(at + 1), SyncParent);
+                steps
+            }
+            InstallVariant::PointOnReopen => {
+                let mut steps = ours;
+                assert_eq!(steps[0], BuildTemp);
+                steps[0] = BuildTempBare;
+                steps.push(WriteLivePoint);
                 steps
             }
             InstallVariant::NoTempSync => ours

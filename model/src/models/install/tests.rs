@@ -64,3 +64,33 @@ fn a_durable_manifest_must_name_a_durable_temp_dir() {
     });
     assert!(lost_temp, "the counterexample loses the temp dir's entry");
 }
+
+#[test]
+fn new_content_without_its_recovery_point_is_refuted() {
+    // The protocol before issue 11's "no reopen after cleanup": the temp dir held no
+    // recovery point and the open after the install wrote one. A crash between the
+    // commit point and that write rolls forward to new content nothing vouches for:
+    // the next open scans every segment.
+    let checker = InstallModel::new(InstallVariant::PointOnReopen)
+        .checker()
+        .spawn_bfs()
+        .join();
+    let path = checker.assert_any_discovery("installed_content_trusted");
+    let actions = path.into_actions();
+    let committed = actions.iter().position(|a| {
+        matches!(
+            a,
+            InstallAction::Step {
+                op: InstallOp::RenameManifest,
+                ..
+            }
+        )
+    });
+    let crashed = actions
+        .iter()
+        .position(|a| matches!(a, InstallAction::Crash { .. }));
+    assert!(
+        committed < crashed,
+        "the crash comes after the commit: {actions:?}"
+    );
+}
