@@ -6,6 +6,7 @@
 //! * [`codecs`]: append, fetch, read and compaction of compressed batches vs the
 //!   codec's own work.
 //! * [`open`]: the open after a clean close and after a crash vs a full-scan open.
+//! * [`raw`]: producer batches appended as they came vs `BufWriter`.
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -18,6 +19,7 @@ pub mod codecs;
 pub mod compaction;
 pub mod log;
 pub mod open;
+pub mod raw;
 
 use std::time::{Duration, Instant};
 
