@@ -37,20 +37,51 @@ impl ProducedFixture {
     }
 }
 
+fn config() -> LogConfig {
+    LogConfig {
+        max_batch_bytes: crate::format::batch::BATCH_BYTES_MAX as u64,
+        ..LogConfig::default()
+    }
+}
+
 /// Opens a log in `dir`, appends every request with [`Log::append_batches`],
 /// closes it (flush included); the time.
 pub fn append_raw_log(dir: &Path, produced: &ProducedFixture) -> Result<Duration> {
-    let config = LogConfig {
-        max_batch_bytes: crate::format::batch::BATCH_BYTES_MAX as u64,
-        ..LogConfig::default()
-    };
     let start = Instant::now();
-    let (mut log, _) = Log::open(dir, config)?;
+    let (mut log, _) = Log::open(dir, config())?;
     for request in &produced.requests {
         log.append_batches(request)?;
     }
     log.close()?;
     Ok(start.elapsed())
+}
+
+/// The measure: every request appended with [`Log::append_batches`], then
+/// [`Log::flush`] (one fsync of the `.log`), timed; the open before and the close
+/// after are not (the baseline's counterpart is `File::create` .. `sync_all`).
+pub fn append_raw_flush(dir: &Path, produced: &ProducedFixture) -> Result<Duration> {
+    let (mut log, _) = Log::open(dir, config())?;
+    let start = Instant::now();
+    for request in &produced.requests {
+        log.append_batches(request)?;
+    }
+    log.flush()?;
+    let took = start.elapsed();
+    log.close()?;
+    Ok(took)
+}
+
+/// [`append_raw_flush`] with the structured [`Log::append`] of the same records.
+pub fn append_structured_flush(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
+    let (mut log, _) = Log::open(dir, config())?;
+    let start = Instant::now();
+    for batch in &fixture.batches {
+        log.append(batch)?;
+    }
+    log.flush()?;
+    let took = start.elapsed();
+    log.close()?;
+    Ok(took)
 }
 
 #[cfg(test)]
@@ -63,8 +94,18 @@ mod tests {
         let produced = ProducedFixture::new(&fixture);
         assert_eq!(produced.bytes(), fixture.bytes.len());
         let tmp = tempfile::tempdir().unwrap();
+        let segment = "00000000000000000000.log";
         append_raw_log(tmp.path(), &produced).unwrap();
-        let stored = std::fs::read(tmp.path().join("00000000000000000000.log")).unwrap();
-        assert_eq!(stored, fixture.bytes);
+        assert_eq!(std::fs::read(tmp.path().join(segment)).unwrap(), fixture.bytes);
+        for (i, run) in [append_raw_flush, |dir: &Path, p: &ProducedFixture| {
+            append_structured_flush(dir, &LogFixture::new(p.requests.len() * 100 - 50, 100))
+        }]
+        .iter()
+        .enumerate()
+        {
+            let dir = tmp.path().join(format!("run-{i}"));
+            run(&dir, &produced).unwrap();
+            assert_eq!(std::fs::read(dir.join(segment)).unwrap(), fixture.bytes);
+        }
     }
 }

@@ -36,8 +36,9 @@ const CLEAN_OPEN_TARGET: f64 = 100.0;
 pub enum Suite {
     /// Append every batch, then close (fsync) vs `BufWriter` + fsync.
     Append,
-    /// Producer batches appended with `append_batches` (one request per batch),
-    /// then close (fsync) vs `BufWriter` + fsync of the same bytes.
+    /// Producer batches appended with `append_batches` (one request per batch) +
+    /// flush (fsync), the structured `append` of the same records + flush, and
+    /// `append_batches` with open and close, each vs `BufWriter` + fsync.
     AppendRaw,
     /// Every read path over the whole log vs `BufReader`.
     Read,
@@ -132,7 +133,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     for suite in suites {
         match suite {
             Suite::Append => results.push(append(&args, &root, &fixture)?),
-            Suite::AppendRaw => results.push(append_raw(&args, &root, &fixture)?),
+            Suite::AppendRaw => results.extend(append_raw(&args, &root, &fixture)?),
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
             Suite::Codecs => results.extend(codecs(&args, &root)?),
@@ -201,27 +202,51 @@ fn append(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Compari
     Ok(comparison)
 }
 
-fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Comparison> {
+/// The raw-append issue's figures: `append_batches` + fsync (the target), the
+/// structured `append` + fsync of the same records, and `append_batches` with the
+/// log's open and clean close inside the timing, each vs `BufWriter` + fsync.
+fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
     let produced = bench::raw::ProducedFixture::new(fixture);
-    let comparison = bench::compare(
+    let bytes = produced.bytes() as u64;
+    let baseline = || {
+        in_new_dir(&root.join("append-raw-baseline"), |dir| {
+            fixture.write_baseline(&dir.join("baseline.log"))
+        })
+    };
+    let mut out = Vec::new();
+    out.push(bench::compare(
         "append/raw",
         "append/baseline_bufwriter",
         args.iterations,
-        produced.bytes() as u64,
+        bytes,
         Some(RAW_APPEND_TARGET),
+        baseline,
+        || in_new_dir(&root.join("append-raw"), |dir| bench::raw::append_raw_flush(dir, &produced)),
+    )?);
+    out.push(bench::compare(
+        "append/structured_flush",
+        "append/baseline_bufwriter",
+        args.iterations,
+        bytes,
+        Some(LOG_TARGET),
+        baseline,
         || {
-            in_new_dir(&root.join("append-raw-baseline"), |dir| {
-                fixture.write_baseline(&dir.join("baseline.log"))
+            in_new_dir(&root.join("append-structured"), |dir| {
+                bench::raw::append_structured_flush(dir, fixture)
             })
         },
-        || {
-            in_new_dir(&root.join("append-raw"), |dir| {
-                bench::raw::append_raw_log(dir, &produced)
-            })
-        },
-    )?;
-    report(&comparison);
-    Ok(comparison)
+    )?);
+    out.push(bench::compare(
+        "append/raw_open_close",
+        "append/baseline_bufwriter",
+        args.iterations,
+        bytes,
+        None,
+        baseline,
+        || in_new_dir(&root.join("append-raw-oc"), |dir| bench::raw::append_raw_log(dir, &produced)),
+    )?);
+    out.iter().for_each(report);
+    Ok(out)
 }
 
 fn read(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
