@@ -177,5 +177,9 @@ fn raw_append_candidates_walk_every_prefix_of_the_request() {
     assert_eq!(states.old_view(Some(1)), states.new_view(Some(1)).unwrap());
     let report = sweep(&workload, &SweepOptions::default(), |_, _| {});
     assert!(report.crash_points > 20);
-    assert!(report.violations.is_empty(), "{:?}", report.violations.first());
+    assert!(
+        report.violations.is_empty(),
+        "{:?}",
+        report.violations.first()
+    );
 }

@@ -17,10 +17,10 @@ mod check_crash;
 mod check_dir;
 #[path = "../fuzz/fuzz_targets/check_ops.rs"]
 mod check_ops;
-#[path = "../fuzz/fuzz_targets/common.rs"]
-mod common;
 #[path = "../fuzz/fuzz_targets/check_raw.rs"]
 mod check_raw;
+#[path = "../fuzz/fuzz_targets/common.rs"]
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -414,7 +414,11 @@ fn raw_seeds() -> BTreeMap<String, Vec<u8>> {
         ("one".to_string(), encode_request(&[batch(1, None, None)])),
         (
             "three-batches".to_string(),
-            encode_request(&[batch(2, None, None), batch(5, None, None), batch(1, None, None)]),
+            encode_request(&[
+                batch(2, None, None),
+                batch(5, None, None),
+                batch(1, None, None),
+            ]),
         ),
         (
             "lz4-and-plain".to_string(),
@@ -516,8 +520,10 @@ fn decode_batch_seeds() {
 fn append_batches_seeds() {
     let seeds = committed_seeds("append_batches");
     assert!(seeds.len() >= 10);
-    let outcomes: Vec<check_raw::RawOutcome> =
-        seeds.values().map(|bytes| check_raw::append_batches(bytes)).collect();
+    let outcomes: Vec<check_raw::RawOutcome> = seeds
+        .values()
+        .map(|bytes| check_raw::append_batches(bytes))
+        .collect();
     // Both spaces: requests taken (one batch and several) and refused.
     let refused = outcomes
         .iter()

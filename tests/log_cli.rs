@@ -137,7 +137,11 @@ fn append_raw_file() {
         seglog::RecordBatch::build(0, &records).encode()
     };
     let raw = tmp.path().join("request.bin");
-    std::fs::write(&raw, [build("b", 20), build("c", 30), build("d", 40)].concat()).unwrap();
+    std::fs::write(
+        &raw,
+        [build("b", 20), build("c", 30), build("d", 40)].concat(),
+    )
+    .unwrap();
     let out = ok_json(&["append", d, "--raw-file", raw.to_str().unwrap()]);
     assert_eq!(
         out,

@@ -102,12 +102,8 @@ fn same_files(config: LogConfig, codec: seglog::format::Compression) {
     raw.close().unwrap();
     assert_eq!(files(a.path()), files(b.path()));
     // And the raw log reopens to the same records, checking every segment.
-    let (reopened, report) = Log::open_checked(
-        Arc::new(seglog::fs::StdFs::new()),
-        b.path(),
-        config,
-    )
-    .unwrap();
+    let (reopened, report) =
+        Log::open_checked(Arc::new(seglog::fs::StdFs::new()), b.path(), config).unwrap();
     assert_eq!(report.truncated_bytes, 0);
     assert_eq!(reopened.read(0, 1 << 20).unwrap(), read);
 }
@@ -256,19 +252,19 @@ fn base_offset_and_epoch_are_the_logs_whatever_the_producer_wrote() {
     let (stored, _) = seglog::format::batch::decode(&bytes[first..]).unwrap();
     assert_eq!(stored.base_offset, 2);
     assert_eq!(stored.partition_leader_epoch, -1);
-    assert_eq!(&bytes[first + 16..], &batch[16..], "the CRC region is as sent");
+    assert_eq!(
+        &bytes[first + 16..],
+        &batch[16..],
+        "the CRC region is as sent"
+    );
 }
 
 #[test]
 fn a_read_only_log_refuses_raw_appends() {
     let dir = tempfile::tempdir().unwrap();
     drop(Log::open(dir.path(), config()).unwrap());
-    let (mut log, _) = Log::open_read_only(
-        Arc::new(seglog::fs::StdFs::new()),
-        dir.path(),
-        config(),
-    )
-    .unwrap();
+    let (mut log, _) =
+        Log::open_read_only(Arc::new(seglog::fs::StdFs::new()), dir.path(), config()).unwrap();
     let err = log.append_batches(&produced(&records(1, 1), Default::default()));
     assert!(matches!(err, Err(Error::InvalidArgument(_))), "{err:?}");
 }

@@ -57,7 +57,12 @@ fn expected(data: &[u8], mut next: i64) -> Option<(Vec<Expected>, usize)> {
             if i64::from(record.offset_delta) != i as i64 || ts < -1 {
                 return None;
             }
-            out.push((next + i as i64, ts, record.key.clone(), record.value.clone()));
+            out.push((
+                next + i as i64,
+                ts,
+                record.key.clone(),
+                record.value.clone(),
+            ));
         }
         next += count;
         at += used;
@@ -105,13 +110,19 @@ pub fn append_batches(data: &[u8]) -> RawOutcome {
             want.extend(records);
             RawOutcome::Accepted { batches }
         }
-        Err(Error::InvalidBatch { batch, position, .. }) => {
+        Err(Error::InvalidBatch {
+            batch, position, ..
+        }) => {
             assert!(
                 oracle.is_none(),
                 "refused batch {batch} at {position} of an input the decode accepts"
             );
             assert!(position as usize <= data.len());
-            assert_eq!(snapshot(&sim, dir), before, "a refused input changed a file");
+            assert_eq!(
+                snapshot(&sim, dir),
+                before,
+                "a refused input changed a file"
+            );
             RawOutcome::Refused
         }
         Err(other) => panic!("append_batches failed otherwise: {other}"),

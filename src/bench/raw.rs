@@ -96,7 +96,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let segment = "00000000000000000000.log";
         append_raw_log(tmp.path(), &produced).unwrap();
-        assert_eq!(std::fs::read(tmp.path().join(segment)).unwrap(), fixture.bytes);
+        assert_eq!(
+            std::fs::read(tmp.path().join(segment)).unwrap(),
+            fixture.bytes
+        );
         for (i, run) in [append_raw_flush, |dir: &Path, p: &ProducedFixture| {
             append_structured_flush(dir, &LogFixture::new(p.requests.len() * 100 - 50, 100))
         }]

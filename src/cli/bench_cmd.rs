@@ -221,7 +221,11 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
         bytes,
         Some(RAW_APPEND_TARGET),
         baseline,
-        || in_new_dir(&root.join("append-raw"), |dir| bench::raw::append_raw_flush(dir, &produced)),
+        || {
+            in_new_dir(&root.join("append-raw"), |dir| {
+                bench::raw::append_raw_flush(dir, &produced)
+            })
+        },
     )?);
     out.push(bench::compare(
         "append/structured_flush",
@@ -243,7 +247,11 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
         bytes,
         None,
         baseline,
-        || in_new_dir(&root.join("append-raw-oc"), |dir| bench::raw::append_raw_log(dir, &produced)),
+        || {
+            in_new_dir(&root.join("append-raw-oc"), |dir| {
+                bench::raw::append_raw_log(dir, &produced)
+            })
+        },
     )?);
     out.iter().for_each(report);
     Ok(out)

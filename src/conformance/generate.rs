@@ -414,7 +414,10 @@ mod tests {
                     observe(&log, op, hits);
                     if let Op::AppendRaw { batches } = op {
                         let walk = spec::append_walk(&log, op);
-                        let rolls = walk.iter().skip(1).filter(|(s, _)| *s == spec::WalkStep::Rolled);
+                        let rolls = walk
+                            .iter()
+                            .skip(1)
+                            .filter(|(s, _)| *s == spec::WalkStep::Rolled);
                         hits.raw_rolled_between += u64::from(rolls.count() > 0);
                         if walk.is_empty() {
                             hits.raw_refused += 1;

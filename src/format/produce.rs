@@ -175,9 +175,12 @@ pub fn assign(
     batch[BASE_OFFSET_OFFSET..BASE_OFFSET_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
     batch[PARTITION_LEADER_EPOCH_OFFSET..PARTITION_LEADER_EPOCH_OFFSET + 4]
         .copy_from_slice(&NO_PARTITION_LEADER_EPOCH.to_be_bytes());
-    let attributes =
-        i16::from_be_bytes([batch[ATTRIBUTES_OFFSET], batch[ATTRIBUTES_OFFSET + 1]]);
-    assert_eq!(attributes & ATTR_CONTROL, 0, "check refuses control batches");
+    let attributes = i16::from_be_bytes([batch[ATTRIBUTES_OFFSET], batch[ATTRIBUTES_OFFSET + 1]]);
+    assert_eq!(
+        attributes & ATTR_CONTROL,
+        0,
+        "check refuses control batches"
+    );
     let (want_attributes, want_max) = match log_append_time {
         Some(stamp) => (attributes | ATTR_LOG_APPEND_TIME, stamp),
         None => (attributes & !ATTR_LOG_APPEND_TIME, max_record_timestamp),

@@ -40,7 +40,7 @@ impl Log {
         };
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
-        super::encode::encode_batch(base_offset, records, &mut bytes);
+        super::encode::encode_batch_sized(base_offset, records, size_bytes, &mut bytes);
         self.append_checked(&facts, bytes)
     }
 

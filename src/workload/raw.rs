@@ -127,7 +127,8 @@ pub fn encode(batch: &RawBatchSpec) -> Vec<u8> {
         }
         Some(Defect::RecordCount) => {
             let count = i32::try_from(built.records.len()).expect("small") + 1;
-            bytes[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&count.to_be_bytes());
+            bytes[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4]
+                .copy_from_slice(&count.to_be_bytes());
             fix_crc(&mut bytes);
         }
         Some(Defect::Sequence) => {
@@ -202,7 +203,10 @@ mod tests {
                 assert_eq!(checked.is_err(), defect.rejects(), "{defect:?} n={n}");
             }
             let fine = encode(&batch(n, None));
-            assert_eq!(fine, RecordBatch::build(0, &new_records(&batch(n, None).records)).encode());
+            assert_eq!(
+                fine,
+                RecordBatch::build(0, &new_records(&batch(n, None).records)).encode()
+            );
             assert!(crate::format::produce::check(&fine, 1 << 20).is_ok());
         }
         assert!(crate::format::produce::check(&encode(&batch(0, None)), 1 << 20).is_err());

@@ -107,7 +107,10 @@ mod tests {
             assert!(log.append_batches(&bad, None).is_err());
             assert_eq!(log, before, "a refused call changes nothing");
         }
-        assert_eq!(log.append_batches(&[batch(&[6], true)], Some(9)), Ok((3, 3)));
+        assert_eq!(
+            log.append_batches(&[batch(&[6], true)], Some(9)),
+            Ok((3, 3))
+        );
         assert_eq!(log.read(3).unwrap()[0].timestamp, 9);
     }
 }

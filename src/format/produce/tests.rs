@@ -1,8 +1,6 @@
 use super::*;
 use crate::error::CorruptKind;
-use crate::format::batch::{
-    LAST_OFFSET_DELTA_OFFSET, PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET,
-};
+use crate::format::batch::{LAST_OFFSET_DELTA_OFFSET, PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET};
 use crate::format::{NewRecord, RecordBatch};
 
 fn records(n: usize, ts: i64) -> Vec<NewRecord> {
@@ -107,7 +105,8 @@ fn each_rule_names_itself() {
     ));
     // lastOffsetDelta beyond the count.
     let mut bad = produced(2, 1);
-    bad[LAST_OFFSET_DELTA_OFFSET..LAST_OFFSET_DELTA_OFFSET + 4].copy_from_slice(&2i32.to_be_bytes());
+    bad[LAST_OFFSET_DELTA_OFFSET..LAST_OFFSET_DELTA_OFFSET + 4]
+        .copy_from_slice(&2i32.to_be_bytes());
     fix_crc(&mut bad);
     assert_eq!(
         rejection_of(&bad).rule,
@@ -240,7 +239,9 @@ fn compressed_producer_batches_pass_and_keep_their_codec() {
         assert_eq!(checked[0].record_count, 9);
         assert_eq!(checked[0].max_record_timestamp, 58);
         assign(&mut bytes, 40, 58, None);
-        let want = RecordBatch::build(40, &recs).with_compression(codec).encode();
+        let want = RecordBatch::build(40, &recs)
+            .with_compression(codec)
+            .encode();
         assert_eq!(bytes, want, "{codec}");
     }
 }
