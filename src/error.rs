@@ -77,6 +77,22 @@ pub enum Error {
         /// The directories involved.
         dirs: Vec<PathBuf>,
     },
+    /// A producer-encoded batch given to [`crate::Log::append_batches`] breaks one of
+    /// Kafka's produce-request rules (docs/design.md section 1c).
+    ///
+    /// Nothing of the call was stored (all or nothing per call) and the log is not
+    /// poisoned: bad input is the producer's fault, not the disk's. `batch` counts the
+    /// call's batches from 0, `position` is where that batch starts in the call's
+    /// bytes, and `rule` names the rule it broke.
+    #[error("batch {batch} (at byte {position} of the input) rejected: {rule}")]
+    InvalidBatch {
+        /// The rejected batch's index in the call (0 = the first).
+        batch: usize,
+        /// Byte position of that batch's first byte in the call's input.
+        position: u64,
+        /// The rule it broke.
+        rule: BatchRule,
+    },
     /// A previous IO error left the log in an unknown state; reopen it.
     ///
     /// After a failed write or fsync the engine cannot know what reached the disk
@@ -192,6 +208,79 @@ pub enum CorruptKind {
     /// pointing beyond its segment, or a manifest naming a file that is not there).
     #[error("{0}")]
     Other(String),
+}
+
+/// Which of Kafka's produce-request rules a batch given to
+/// [`crate::Log::append_batches`] broke ([`Error::InvalidBatch`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchRule {
+    /// The call held no bytes at all: a produce request carries at least one batch.
+    #[error("no batches in the input")]
+    NoBatches,
+    /// The batch is larger than the log's `max_batch_bytes` (Kafka's
+    /// `max.message.bytes`, `RecordTooLargeException`).
+    #[error("batch of {size_bytes} bytes exceeds max_batch_bytes {max_bytes}")]
+    TooLarge {
+        /// The batch's size, log overhead included.
+        size_bytes: u64,
+        /// The log's limit.
+        max_bytes: u64,
+    },
+    /// The bytes are not a well-formed v2 batch: cut short, a bad length, magic or
+    /// CRC-32C, an unknown codec, a payload that does not decompress, a malformed
+    /// record, trailing bytes (Kafka's `CorruptRecordException`). `position` is
+    /// relative to the batch's first byte.
+    #[error("at byte {position} of the batch: {kind}")]
+    Format {
+        /// Byte position in the batch.
+        position: u64,
+        /// What is wrong there.
+        kind: CorruptKind,
+    },
+    /// Valid Kafka data this engine does not take: an old magic (0 or 1), or a
+    /// codec this build lacks (the `compression` feature).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The control bit is set: only a transaction coordinator writes markers, never
+    /// a producer ("Clients are not allowed to write control records").
+    #[error("control batch: producers may not write transaction markers")]
+    ControlBatch,
+    /// The record count is not positive or disagrees with `lastOffsetDelta`: a
+    /// producer's batch holds exactly records `0..count`.
+    #[error("record count {record_count} with lastOffsetDelta {last_offset_delta}")]
+    RecordCount {
+        /// The declared record count.
+        record_count: i64,
+        /// The declared `lastOffsetDelta`.
+        last_offset_delta: i64,
+    },
+    /// A record's offset delta is not its index: a producer numbers its records
+    /// 0, 1, 2, ... in order (a delta that does not increase is the decoder's
+    /// `Format` error first).
+    #[error("record {record} has offset delta {delta}, expected {record}")]
+    OffsetDelta {
+        /// The record's index in the batch.
+        record: u64,
+        /// Its offset delta.
+        delta: i64,
+    },
+    /// A record's timestamp (base timestamp + delta) is below -1 ("no timestamp").
+    #[error("record {record} has timestamp {timestamp}, below -1")]
+    Timestamp {
+        /// The record's index in the batch.
+        record: u64,
+        /// Its timestamp.
+        timestamp: i64,
+    },
+    /// An idempotent batch (a producer id) without a base sequence.
+    #[error("producer id {producer_id} with base sequence {base_sequence}")]
+    Sequence {
+        /// The batch's producer id.
+        producer_id: i64,
+        /// Its base sequence.
+        base_sequence: i32,
+    },
 }
 
 impl Error {

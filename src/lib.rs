@@ -113,7 +113,7 @@ pub mod workload;
 /// The shared byte buffers [`ReadRecord`] keys and values are slices of.
 pub use bytes::{self, Bytes};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::{CorruptKind, Error, Result};
+pub use error::{BatchRule, CorruptKind, Error, Result};
 pub use format::{ControlKind, Header, NewRecord, RecordBatch};
 pub use log::{AppendInfo, Fetch, Log, LogConfig, ReadRecord, RecordRef, RecoveryReport};
 pub use segment::SegmentInfo;

@@ -17,6 +17,8 @@ mod check_crash;
 mod check_dir;
 #[path = "../fuzz/fuzz_targets/check_ops.rs"]
 mod check_ops;
+#[path = "../fuzz/fuzz_targets/check_raw.rs"]
+mod check_raw;
 #[path = "../fuzz/fuzz_targets/common.rs"]
 mod common;
 
@@ -391,6 +393,60 @@ fn compressed_seeds() -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// Seeds of `append_batches`: produce requests as producers encode them
+/// (`seglog::workload::raw::encode`), valid and with every defect, one batch or
+/// several, compressed, and bytes after the last batch.
+fn raw_seeds() -> BTreeMap<String, Vec<u8>> {
+    use seglog::workload::raw::encode_request;
+    use seglog::workload::{Defect, RawBatchSpec, RecordSpec};
+    let batch = |n: i64, codec: Option<Compression>, defect: Option<Defect>| RawBatchSpec {
+        records: (0..n)
+            .map(|i| RecordSpec {
+                key: (i % 3 != 2).then(|| format!("k{i}")),
+                value: (i % 4 != 3).then(|| format!("value-{i}")),
+                ts: 100 + i,
+            })
+            .collect(),
+        codec,
+        defect,
+    };
+    let mut seeds = vec![
+        ("one".to_string(), encode_request(&[batch(1, None, None)])),
+        (
+            "three-batches".to_string(),
+            encode_request(&[
+                batch(2, None, None),
+                batch(5, None, None),
+                batch(1, None, None),
+            ]),
+        ),
+        (
+            "lz4-and-plain".to_string(),
+            encode_request(&[batch(4, Some(Compression::Lz4), None), batch(2, None, None)]),
+        ),
+        (
+            "zstd".to_string(),
+            encode_request(&[batch(6, Some(Compression::Zstd), None)]),
+        ),
+        ("trailing-bytes".to_string(), {
+            let mut bytes = encode_request(&[batch(2, None, None)]);
+            bytes.extend_from_slice(&[0, 0, 0]);
+            bytes
+        }),
+    ];
+    for defect in Defect::ALL {
+        let name = serde_json::to_string(&defect).expect("a defect serializes");
+        seeds.push((
+            format!("second-{}", name.trim_matches('"')),
+            encode_request(&[batch(2, None, None), batch(3, None, Some(defect))]),
+        ));
+    }
+    seeds
+        .into_iter()
+        .map(|(name, bytes)| (format!("seed-{name}"), bytes))
+        .collect()
+}
+
 /// Every seed of every target, as the generator makes them.
 fn generated() -> BTreeMap<&'static str, BTreeMap<String, Vec<u8>>> {
     BTreeMap::from([
@@ -399,6 +455,7 @@ fn generated() -> BTreeMap<&'static str, BTreeMap<String, Vec<u8>>> {
         ("open_dir", dir_seeds()),
         ("ops_vs_model", ops_seeds()),
         ("crash_recovery", crash_seeds()),
+        ("append_batches", raw_seeds()),
     ])
 }
 
@@ -457,6 +514,26 @@ fn decode_batch_seeds() {
         "{decoded} of {}",
         seeds.len()
     );
+}
+
+#[test]
+fn append_batches_seeds() {
+    let seeds = committed_seeds("append_batches");
+    assert!(seeds.len() >= 10);
+    let outcomes: Vec<check_raw::RawOutcome> = seeds
+        .values()
+        .map(|bytes| check_raw::append_batches(bytes))
+        .collect();
+    // Both spaces: requests taken (one batch and several) and refused.
+    let refused = outcomes
+        .iter()
+        .filter(|o| **o == check_raw::RawOutcome::Refused)
+        .count();
+    assert!(
+        outcomes.contains(&check_raw::RawOutcome::Accepted { batches: 3 }),
+        "{outcomes:?}"
+    );
+    assert!(refused >= 7 && refused < seeds.len(), "{outcomes:?}");
 }
 
 #[test]

@@ -119,6 +119,55 @@ fn append_roll_dump_recover() {
     assert!(String::from_utf8(pretty.stdout).unwrap().lines().count() > 10);
 }
 
+/// `append --raw-file`: producer batches back to back, the same JSON as `append`
+/// (plus `batches`), the same records as a structured append; a bad file is exit 2
+/// and appends nothing.
+#[test]
+fn append_raw_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p0");
+    let d = dir.to_str().unwrap();
+    append_ok(d, r#"[{"key":"a","value":"1","ts":10}]"#);
+    let build = |key: &str, ts: i64| {
+        let records = [seglog::NewRecord::new(
+            Some(key.as_bytes().to_vec()),
+            Some(b"v".to_vec()),
+            ts,
+        )];
+        seglog::RecordBatch::build(0, &records).encode()
+    };
+    let raw = tmp.path().join("request.bin");
+    std::fs::write(
+        &raw,
+        [build("b", 20), build("c", 30), build("d", 40)].concat(),
+    )
+    .unwrap();
+    let out = ok_json(&["append", d, "--raw-file", raw.to_str().unwrap()]);
+    assert_eq!(
+        out,
+        json!({"base_offset": 1, "last_offset": 3, "batches": 3})
+    );
+    let dump = ok_json(&["dump", d]);
+    assert_eq!(
+        dump["records"][3],
+        json!({"offset": 3, "key": "d", "value": "v", "ts": 40})
+    );
+    let before = snapshot(&dir);
+    let mut bad = [build("e", 50), build("f", 60)].concat();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    std::fs::write(&raw, &bad).unwrap();
+    fails(
+        &["append", d, "--raw-file", raw.to_str().unwrap()],
+        "batch 1",
+    );
+    assert_eq!(snapshot(&dir), before, "a bad raw file appends nothing");
+    fails(
+        &["append", d, "--raw-file", "x", "--batch", "[]"],
+        "cannot be used with",
+    );
+}
+
 #[test]
 fn failpoints_are_listed() {
     let value = ok_json(&["failpoints"]);
@@ -297,6 +346,9 @@ fn bench_prints_every_comparison_with_its_baseline() {
         names,
         [
             "append/log",
+            "append/raw",
+            "append/structured_flush",
+            "append/raw_open_close",
             "read/fetch",
             "read/read_raw",
             "read/fetch_records",
@@ -321,7 +373,8 @@ fn bench_prints_every_comparison_with_its_baseline() {
         let target = match result["name"].as_str().unwrap() {
             "compact/build" => Some(0.5),
             "open/clean" => Some(100.0),
-            "open/after_crash" => None,
+            "open/after_crash" | "append/raw_open_close" => None,
+            "append/raw" => Some(0.9),
             _ => Some(0.8),
         };
         match target {

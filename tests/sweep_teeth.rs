@@ -131,7 +131,7 @@ fn unsynced_temp_entry_under_a_durable_manifest_is_caught() {
 
 fn is_roll(op: &Op) -> bool {
     // A roll, or an append that rolls first.
-    matches!(op, Op::Roll | Op::Append { .. })
+    matches!(op, Op::Roll | Op::Append { .. } | Op::AppendRaw { .. })
 }
 
 /// Model (e), variant `recovery-point-before-flush`: the roll writes the recovery point

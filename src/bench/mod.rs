@@ -8,6 +8,7 @@
 //! * [`open`]: the open after a clean close and after a crash vs a full-scan open.
 //! * [`cleanup`]: `compact` and `retain` of an open log vs the same followed by a
 //!   full-scan open (the reopen they ended with before issue 11).
+//! * [`raw`]: producer batches appended as they came vs `BufWriter`.
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -21,6 +22,7 @@ pub mod codecs;
 pub mod compaction;
 pub mod log;
 pub mod open;
+pub mod raw;
 
 use std::time::{Duration, Instant};
 

@@ -17,6 +17,9 @@ use crate::{Error, Result};
 
 /// Append and read targets of the engine-core issue (>= 0.8x the baseline).
 const LOG_TARGET: f64 = 0.8;
+/// Raw append target of the raw-append issue (16): `append_batches` + fsync
+/// >= 0.9x `BufWriter` + fsync of the same bytes.
+const RAW_APPEND_TARGET: f64 = 0.9;
 /// Compaction target of the compaction issue (>= 0.5x a buffered copy).
 const COMPACTION_TARGET: f64 = 0.5;
 /// Targets of the codecs issue (12): append with a codec vs the codec alone,
@@ -33,6 +36,10 @@ const CLEAN_OPEN_TARGET: f64 = 100.0;
 pub enum Suite {
     /// Append every batch, then close (fsync) vs `BufWriter` + fsync.
     Append,
+    /// Producer batches appended with `append_batches` (one request per batch) +
+    /// flush (fsync), the structured `append` of the same records + flush, and
+    /// `append_batches` with open and close, each vs `BufWriter` + fsync.
+    AppendRaw,
     /// Every read path over the whole log vs `BufReader`.
     Read,
     /// Install step 1 of a compaction (map, rewrite, fsync) vs copying the same
@@ -103,7 +110,13 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     let fs = StdFs::new();
     fs.create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     let suites = if args.only.is_empty() {
-        vec![Suite::Append, Suite::Read, Suite::Compact, Suite::Open]
+        vec![
+            Suite::Append,
+            Suite::AppendRaw,
+            Suite::Read,
+            Suite::Compact,
+            Suite::Open,
+        ]
     } else {
         args.only.clone()
     };
@@ -124,6 +137,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     for suite in suites {
         match suite {
             Suite::Append => results.push(append(&args, &root, &fixture)?),
+            Suite::AppendRaw => results.extend(append_raw(&args, &root, &fixture)?),
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
             Suite::Codecs => results.extend(codecs(&args, &root)?),
@@ -199,6 +213,61 @@ fn append(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Compari
     )?;
     report(&comparison);
     Ok(comparison)
+}
+
+/// The raw-append issue's figures: `append_batches` + fsync (the target), the
+/// structured `append` + fsync of the same records, and `append_batches` with the
+/// log's open and clean close inside the timing, each vs `BufWriter` + fsync.
+fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
+    let produced = bench::raw::ProducedFixture::new(fixture);
+    let bytes = produced.bytes() as u64;
+    let baseline = || {
+        in_new_dir(&root.join("append-raw-baseline"), |dir| {
+            fixture.write_baseline(&dir.join("baseline.log"))
+        })
+    };
+    let mut out = Vec::new();
+    out.push(bench::compare(
+        "append/raw",
+        "append/baseline_bufwriter",
+        args.iterations,
+        bytes,
+        Some(RAW_APPEND_TARGET),
+        baseline,
+        || {
+            in_new_dir(&root.join("append-raw"), |dir| {
+                bench::raw::append_raw_flush(dir, &produced)
+            })
+        },
+    )?);
+    out.push(bench::compare(
+        "append/structured_flush",
+        "append/baseline_bufwriter",
+        args.iterations,
+        bytes,
+        Some(LOG_TARGET),
+        baseline,
+        || {
+            in_new_dir(&root.join("append-structured"), |dir| {
+                bench::raw::append_structured_flush(dir, fixture)
+            })
+        },
+    )?);
+    out.push(bench::compare(
+        "append/raw_open_close",
+        "append/baseline_bufwriter",
+        args.iterations,
+        bytes,
+        None,
+        baseline,
+        || {
+            in_new_dir(&root.join("append-raw-oc"), |dir| {
+                bench::raw::append_raw_log(dir, &produced)
+            })
+        },
+    )?);
+    out.iter().for_each(report);
+    Ok(out)
 }
 
 fn read(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {

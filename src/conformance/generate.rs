@@ -3,7 +3,9 @@
 //!
 //! Draws: appends of 1-4 records over a small key space (4 keys, null keys,
 //! tombstones, timestamps around the clock, not monotonic, and the edges -1, -2, 0,
-//! `i64::MIN`, `i64::MAX`), control batches, roll, flush, retention by time and/or
+//! `i64::MIN`, `i64::MAX`), produce requests of 1-3 producer-encoded batches
+//! (some compressed, some with a defect that refuses the request), control
+//! batches, roll, flush, retention by time and/or
 //! size (sometimes invalid or extreme, to check both sides reject or accept it),
 //! compaction (tombstone grace around the clock moves, sometimes a smaller
 //! `segment_bytes`), reads (from anywhere, `i64` extremes included), clock moves,
@@ -33,6 +35,9 @@ enum Draw {
     /// A batch: its records, its codec (Kafka's id, 0 none) and whether the log
     /// stamps it LogAppendTime (at the clock).
     Append(Vec<Drawn>, u8, bool),
+    /// A produce request: batches of records, each with its codec and maybe a
+    /// defect ([`crate::workload::Defect`]).
+    AppendRaw(Vec<(Vec<Drawn>, u8, Option<crate::workload::Defect>)>),
     Control {
         commit: bool,
         ts_delta: i64,
@@ -114,6 +119,18 @@ fn record() -> impl Strategy<Value = Drawn> {
     (key, value, timestamp())
 }
 
+/// One batch of a produce request: records, codec, and now and then a defect.
+fn raw_batch() -> impl Strategy<Value = (Vec<Drawn>, u8, Option<crate::workload::Defect>)> {
+    (
+        prop::collection::vec(record(), 1..5),
+        prop_oneof![6 => Just(0u8), 1 => 1u8..5],
+        prop_oneof![
+            10 => Just(None),
+            1 => prop::sample::select(crate::workload::Defect::ALL.to_vec()).prop_map(Some),
+        ],
+    )
+}
+
 fn draw() -> impl Strategy<Value = Draw> {
     prop_oneof![
         12 => (
@@ -122,6 +139,7 @@ fn draw() -> impl Strategy<Value = Draw> {
             prop_oneof![4 => Just(false), 1 => Just(true)],
         )
             .prop_map(|(records, codec, log_append_time)| Draw::Append(records, codec, log_append_time)),
+        4 => prop::collection::vec(raw_batch(), 1..4).prop_map(Draw::AppendRaw),
         1 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
         3 => Just(Draw::Roll),
         2 => Just(Draw::Flush),
@@ -205,6 +223,17 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
             codec: crate::format::Compression::from_id(i16::from(codec))
                 .filter(|c| *c != crate::format::Compression::None),
             log_append_time: log_append_time.then_some(now.max(0)),
+        }),
+        Draw::AppendRaw(batches) => Step::Op(Op::AppendRaw {
+            batches: batches
+                .into_iter()
+                .map(|(records, codec, defect)| crate::workload::RawBatchSpec {
+                    records: records.into_iter().map(|r| record_spec(r, now)).collect(),
+                    codec: crate::format::Compression::from_id(i16::from(codec))
+                        .filter(|c| *c != crate::format::Compression::None),
+                    defect,
+                })
+                .collect(),
         }),
         Draw::Control { commit, ts_delta } => Step::Op(Op::AppendControl {
             commit,
@@ -364,6 +393,13 @@ mod tests {
         compressed: u64,
         log_append_time: u64,
         compressed_log_append_time: u64,
+        /// Raw appends both sides took, and refused.
+        raw_accepted: u64,
+        raw_refused: u64,
+        /// Raw appends that rolled between two of their batches.
+        raw_rolled_between: u64,
+        /// Compressed batches in accepted raw appends.
+        raw_compressed: u64,
         /// Cleaning passes whose map filled before the end of the dirty section.
         partial_passes: u64,
         /// Cleaning passes that moved a clean point left by an earlier pass.
@@ -376,6 +412,21 @@ mod tests {
             match step {
                 Step::Op(op) => {
                     observe(&log, op, hits);
+                    if let Op::AppendRaw { batches } = op {
+                        let walk = spec::append_walk(&log, op);
+                        let rolls = walk
+                            .iter()
+                            .skip(1)
+                            .filter(|(s, _)| *s == spec::WalkStep::Rolled);
+                        hits.raw_rolled_between += u64::from(rolls.count() > 0);
+                        if walk.is_empty() {
+                            hits.raw_refused += 1;
+                        } else {
+                            hits.raw_accepted += 1;
+                            hits.raw_compressed +=
+                                batches.iter().filter(|b| b.codec.is_some()).count() as u64;
+                        }
+                    }
                     spec::apply(&mut log, op);
                     if matches!(op, Op::Append { .. })
                         && log.active().bytes() == log.segment_bytes()
@@ -499,6 +550,10 @@ mod tests {
             hits.compressed_log_append_time,
             hits.partial_passes,
             hits.incremental_passes,
+            hits.raw_accepted,
+            hits.raw_refused,
+            hits.raw_rolled_between,
+            hits.raw_compressed,
         ];
         assert!(all.iter().all(|n| *n >= 20), "{hits:?}");
     }

@@ -128,14 +128,11 @@ impl Durable {
 
     /// Records the state after a mutation that succeeded on both sides.
     pub(super) fn after(&mut self, op: &Op, before: &SpecLog, after: &SpecLog) {
-        let append = matches!(op, Op::Append { .. } | Op::AppendControl { .. });
         if op.is_durability_point() {
             self.reset(after);
-        } else if append && after.raw_segments().len() > before.raw_segments().len() {
-            // An auto-roll made everything before the batch durable.
-            let mut rolled = before.clone();
-            rolled.roll();
-            self.states = vec![rolled, after.clone()];
+        } else if op.is_append() {
+            // Each batch's auto-roll made everything before it durable.
+            crate::workload::spec::extend_chain(&mut self.states, before, op, after);
         } else {
             self.states.push(after.clone());
         }

@@ -4,6 +4,7 @@
 //! * [`batch_view`]: the same batches checked and decoded in place (zero-copy).
 //! * [`compression`]: Kafka's four codecs, framed as Kafka frames them.
 //! * [`timestamp_type`]: CreateTime and LogAppendTime.
+//! * [`produce`]: producer-encoded batches checked by Kafka's produce-request rules.
 //! * [`varint`]: zigzag varints.
 //! * [`filename`]: 20-digit zero-padded segment file names.
 //! * [`crc`]: CRC-32C, the one checksum of every format.
@@ -23,6 +24,7 @@ pub mod crc;
 pub mod filename;
 pub mod index;
 pub mod manifest;
+pub mod produce;
 pub mod record;
 pub mod recovery_point;
 pub mod timestamp_type;

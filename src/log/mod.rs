@@ -4,6 +4,7 @@
 //! * [`report`]: the [`RecoveryReport`].
 //! * `encode`: a data batch encoded straight from the caller's records.
 //! * `write`: append, control batches, roll, flush, close.
+//! * `raw`: producer-encoded batches appended as they came ([`Log::append_batches`]).
 //! * `read`: read, offset for timestamp, a segment's batches.
 //!
 //! Semantics: docs/design.md section 1. Durability: [`Log::flush`] and
@@ -13,6 +14,7 @@
 mod encode;
 mod fetch;
 mod index_check;
+mod raw;
 mod read;
 pub mod recovery;
 pub mod report;
@@ -86,6 +88,11 @@ pub struct LogConfig {
     /// is not cleaned, nor any after it (Kafka's `min.compaction.lag.ms`); 0: no lag.
     #[cfg_attr(feature = "serde", serde(default))]
     pub min_compaction_lag_ms: i64,
+    /// The largest producer batch [`Log::append_batches`] takes, log overhead
+    /// included (Kafka's `max.message.bytes`, default 1048588); at most
+    /// [`BATCH_BYTES_MAX`](crate::format::batch::BATCH_BYTES_MAX).
+    #[cfg_attr(feature = "serde", serde(default = "default_max_batch_bytes"))]
+    pub max_batch_bytes: u64,
 }
 
 // `validate` rejects a NaN ratio, so equality is an equivalence on valid configs.
@@ -93,6 +100,13 @@ impl Eq for LogConfig {}
 
 fn default_min_cleanable_dirty_ratio() -> f64 {
     0.5
+}
+
+/// Kafka's default `max.message.bytes`: 1 MiB plus the log overhead.
+pub const MAX_BATCH_BYTES_DEFAULT: u64 = 1024 * 1024 + 12;
+
+fn default_max_batch_bytes() -> u64 {
+    MAX_BATCH_BYTES_DEFAULT
 }
 
 impl Default for LogConfig {
@@ -105,6 +119,7 @@ impl Default for LogConfig {
             dedupe_buffer_bytes: None,
             min_cleanable_dirty_ratio: default_min_cleanable_dirty_ratio(),
             min_compaction_lag_ms: 0,
+            max_batch_bytes: default_max_batch_bytes(),
         }
     }
 }
@@ -128,6 +143,14 @@ impl LogConfig {
             return Err(Error::InvalidArgument(format!(
                 "min_cleanable_dirty_ratio must be in [0, 1], got {}",
                 self.min_cleanable_dirty_ratio
+            )));
+        }
+        let batch_max = crate::format::batch::BATCH_BYTES_MAX as u64;
+        let batch_min = crate::format::batch::HEADER_LEN as u64;
+        if !(batch_min..=batch_max).contains(&self.max_batch_bytes) {
+            return Err(Error::InvalidArgument(format!(
+                "max_batch_bytes must be in {batch_min}..={batch_max}, got {}",
+                self.max_batch_bytes
             )));
         }
         if !self.compression.is_available() {

@@ -40,7 +40,7 @@ impl Log {
         };
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
-        super::encode::encode_batch(base_offset, records, &mut bytes);
+        super::encode::encode_batch_sized(base_offset, records, size_bytes, &mut bytes);
         self.append_checked(&facts, bytes)
     }
 
@@ -153,35 +153,73 @@ impl Log {
     }
 
     fn append_encoded(&mut self, facts: &BatchFacts, bytes: &[u8]) -> Result<AppendInfo> {
-        let size_bytes = facts.size_bytes;
-        let active = self.active();
-        let relative_last = facts.last_offset - active.base_offset;
-        let too_big = active.bytes + size_bytes > self.config.segment_bytes;
-        if !active.is_empty() && (too_big || relative_last > i64::from(u32::MAX)) {
-            self.roll_active()?;
+        self.append_encoded_all(std::slice::from_ref(facts), bytes)?;
+        Ok(AppendInfo {
+            base_offset: facts.base_offset,
+            last_offset: facts.last_offset,
+        })
+    }
+
+    /// Writes the encoded batches `bytes` (back to back, described in order by
+    /// `facts`, the first at `next_offset`): each run of batches that fits the active
+    /// segment in one write, rolling first where the next batch would not fit (as a
+    /// single append rolls). Poisons nothing itself: the callers do.
+    pub(super) fn append_encoded_all(&mut self, facts: &[BatchFacts], bytes: &[u8]) -> Result<()> {
+        assert_eq!(
+            facts.iter().map(|f| f.size_bytes).sum::<u64>(),
+            bytes.len() as u64
+        );
+        let mut run_start = 0;
+        let mut run_bytes = 0u64;
+        let mut written = 0usize;
+        for (i, f) in facts.iter().enumerate() {
+            let active = self.active();
+            let relative_last = f.last_offset - active.base_offset;
+            let too_big = active.bytes + run_bytes + f.size_bytes > self.config.segment_bytes;
+            let empty = active.is_empty() && run_bytes == 0;
+            if !empty && (too_big || relative_last > i64::from(u32::MAX)) {
+                let end = written + run_bytes as usize;
+                self.append_run(&facts[run_start..i], &bytes[written..end])?;
+                written = end;
+                run_start = i;
+                run_bytes = 0;
+                self.roll_active()?;
+            }
+            run_bytes += f.size_bytes;
         }
+        self.append_run(&facts[run_start..], &bytes[written..])
+    }
+
+    /// Appends the batches `bytes` (described by `facts`) to the active segment in
+    /// one write, then records them (indexes, offsets).
+    fn append_run(&mut self, facts: &[BatchFacts], bytes: &[u8]) -> Result<()> {
+        let Some(first) = facts.first() else {
+            return Ok(());
+        };
+        assert_eq!(first.base_offset, self.next_offset());
         let fs = std::sync::Arc::clone(&self.fs);
         let active = self.active_mut();
         let position_before = active.bytes;
         crate::fail_point!(LOG_APPEND_WRITE);
         fs.append(&active.paths.log, bytes)
             .map_err(|e| Error::io(&active.paths.log, e))?;
-        let added = active.on_batch(facts);
-        if let Some(entry) = added.offset {
-            entry.encode_into(&mut active.pending_index);
-        }
-        if let Some(entry) = added.time {
-            entry.encode_into(&mut active.pending_time_index);
+        for facts in facts {
+            let added = active.on_batch(facts);
+            if let Some(entry) = added.offset {
+                entry.encode_into(&mut active.pending_index);
+            }
+            if let Some(entry) = added.time {
+                entry.encode_into(&mut active.pending_time_index);
+            }
         }
         if active.pending_index.len() + active.pending_time_index.len() >= PENDING_INDEX_BYTES_MAX {
             write_pending_indexes(fs.as_ref(), active)?;
         }
-        assert_eq!(active.bytes, position_before + size_bytes);
-        assert_eq!(active.next_offset, facts.last_offset + 1);
-        Ok(AppendInfo {
-            base_offset: facts.base_offset,
-            last_offset: facts.last_offset,
-        })
+        assert_eq!(active.bytes, position_before + bytes.len() as u64);
+        if let Some(last) = facts.last() {
+            assert_eq!(active.next_offset, last.last_offset + 1);
+        }
+        Ok(())
     }
 
     /// Closes the active segment (durably) and starts a new one at `next_offset`.

@@ -4,7 +4,9 @@
 //! after the last durability point (roll, flush, retain, compact) before the
 //! interrupted operation `i`, the allowed states are `S_d ..= S_i`, `S_{i+1}`, and,
 //! when the interrupted operation is an append that auto-rolls first, `roll(S_i)`
-//! (the roll is durable before the batch is written).
+//! (the roll is durable before the batch is written); a raw append of several
+//! batches adds the state after each prefix of them (`S_i+k`) and each roll
+//! between them.
 //!
 //! That range is what *some* image may recover to. For one given image the durable
 //! state decides exactly one of them ([`States::exact_after_crash`], the rules in
@@ -92,20 +94,35 @@ impl States {
         &self.logs[j.min(self.logs.len() - 1)]
     }
 
-    /// True if operation `p` is an append that rolled the log before writing.
-    fn auto_rolled(&self, workload: &Workload, p: usize) -> bool {
-        let is_append = matches!(
-            workload.ops.get(p),
-            Some(Op::Append { .. } | Op::AppendControl { .. })
-        );
-        is_append && self.after(p + 1).segments().len() > self.after(p).segments().len()
-    }
-
-    /// `S_p` rolled.
-    fn rolled(&self, p: usize) -> SpecLog {
-        let mut rolled = self.after(p).clone();
-        rolled.roll();
-        rolled
+    /// The states append `p` passed through from `S_p` (one per batch, each after
+    /// its auto-roll), named; the last is `S_{p+1}`. Empty unless `p` appended.
+    fn walk(&self, workload: &Workload, p: usize) -> Vec<(String, SpecLog)> {
+        let Some(op) = workload.ops.get(p) else {
+            return Vec::new();
+        };
+        let walk = spec::append_walk(self.after(p), op);
+        let batches = walk
+            .iter()
+            .filter(|(step, _)| *step == spec::WalkStep::Batch)
+            .count();
+        let mut done = 0;
+        walk.into_iter()
+            .map(|(step, state)| {
+                let name = match step {
+                    spec::WalkStep::Rolled if done == 0 => format!("roll(S{p})"),
+                    spec::WalkStep::Rolled => format!("roll(S{p}+{done})"),
+                    spec::WalkStep::Batch => {
+                        done += 1;
+                        if done == batches {
+                            format!("S{}", p + 1)
+                        } else {
+                            format!("S{p}+{done}")
+                        }
+                    }
+                };
+                (name, state)
+            })
+            .collect()
     }
 
     /// The view before the interrupted operation (`None`: the initial open).
@@ -139,8 +156,11 @@ impl States {
                 d = p + 1;
                 break;
             }
-            if self.auto_rolled(workload, p) {
-                out.push((format!("roll(S{p})"), self.rolled(p)));
+            let walk = self.walk(workload, p);
+            if let Some(last_roll) = walk.iter().rposition(|(name, _)| name.starts_with("roll(")) {
+                // From the last roll it made on, without `S_{p+1}` (pushed below).
+                let end = walk.len() - 1;
+                out.extend(walk.into_iter().take(end).skip(last_roll));
                 d = p + 1;
                 break;
             }
@@ -148,10 +168,12 @@ impl States {
         for j in d..=i {
             out.push((format!("S{j}"), self.after(j).clone()));
         }
-        if self.auto_rolled(workload, i) {
-            out.push((format!("roll(S{i})"), self.rolled(i)));
+        let walk = self.walk(workload, i);
+        if walk.is_empty() {
+            out.push((format!("S{}", i + 1), self.after(i + 1).clone()));
+        } else {
+            out.extend(walk);
         }
-        out.push((format!("S{}", i + 1), self.after(i + 1).clone()));
         out
     }
 

@@ -359,14 +359,11 @@ impl<'a> Point<'a> {
 
     /// Bookkeeping after an operation that returned `Ok` (as in conformance).
     fn after_ok(&mut self, op: &Op, before: &SpecLog) {
-        let append = matches!(op, Op::Append { .. } | Op::AppendControl { .. });
         if op.is_durability_point() {
             self.chain = vec![self.spec.clone()];
-        } else if append && self.spec.raw_segments().len() > before.raw_segments().len() {
-            // An auto-roll made everything before the batch durable.
-            let mut rolled = before.clone();
-            rolled.roll();
-            self.chain = vec![rolled, self.spec.clone()];
+        } else if op.is_append() {
+            // Each batch's auto-roll made everything before it durable.
+            spec::extend_chain(&mut self.chain, before, op, &self.spec);
         } else {
             self.chain.push(self.spec.clone());
         }
@@ -453,13 +450,13 @@ pub fn states_after_error(chain: &[SpecLog], current: &SpecLog, op: &Op) -> Vec<
     let mut candidates = chain.to_vec();
     let mut done = current.clone();
     spec::apply(&mut done, op);
-    let append = matches!(op, Op::Append { .. } | Op::AppendControl { .. });
-    if append && done.raw_segments().len() > current.raw_segments().len() {
-        let mut rolled = current.clone();
-        rolled.roll();
-        candidates.push(rolled);
+    // An append may have written a prefix of its batches, each after its roll.
+    let walk = spec::append_walk(current, op);
+    let walked = !walk.is_empty();
+    candidates.extend(walk.into_iter().map(|(_, state)| state));
+    if !walked {
+        candidates.push(done);
     }
-    candidates.push(done);
     candidates
 }
 

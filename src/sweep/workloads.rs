@@ -2,7 +2,7 @@
 
 use crate::format::Compression;
 use crate::log::LogConfig;
-use crate::workload::{Op, RecordSpec};
+use crate::workload::{Defect, Op, RawBatchSpec, RecordSpec};
 
 /// A named sequence of operations on one log.
 #[derive(Debug, Clone)]
@@ -43,6 +43,27 @@ fn append_with(
         records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
         codec: Some(codec),
         log_append_time,
+    }
+}
+
+/// One batch of [`append_raw`]: records, the producer's codec, a defect.
+type RawBatch<'a> = (
+    &'a [(Option<&'a str>, Option<&'a str>, i64)],
+    Option<Compression>,
+    Option<Defect>,
+);
+
+/// One `append_batches` call of producer-encoded `batches`.
+fn append_raw(batches: &[RawBatch<'_>]) -> Op {
+    Op::AppendRaw {
+        batches: batches
+            .iter()
+            .map(|(records, codec, defect)| RawBatchSpec {
+                records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
+                codec: *codec,
+                defect: *defect,
+            })
+            .collect(),
     }
 }
 
@@ -229,6 +250,34 @@ pub fn named_workloads() -> Vec<Workload> {
                 Op::Flush,
                 append(&[(Some("e"), Some("5"), 5)]),
                 append(&[(Some("f"), Some("6"), 6)]),
+            ],
+        },
+        Workload {
+            name: "raw-append".into(),
+            description: "producer batches through append_batches: a request that rolls between its batches (a crash may keep any prefix of them), a refused request (one bad CRC) that stores nothing, a compressed batch, an unflushed tail".into(),
+            config: LogConfig {
+                segment_bytes: 200,
+                index_interval_bytes: 64,
+                ..LogConfig::default()
+            },
+            variant: "manifest".into(),
+            ops: vec![
+                append_raw(&[
+                    (&[(Some("a"), Some("1"), 0), (Some("b"), Some("2"), 1)], None, None),
+                    (&[(None, Some("x"), 2)], None, None),
+                    (&[(Some("c"), Some("3"), 3)], None, Some(Defect::ProducerOffsets)),
+                    (&[(Some("d"), Some("4"), 4)], None, None),
+                ]),
+                append_raw(&[
+                    (&[(Some("e"), Some("5"), 5)], None, None),
+                    (&[(Some("f"), Some("6"), 6)], None, Some(Defect::Crc)),
+                ]),
+                Op::Flush,
+                append_raw(&[
+                    (&[(Some("g"), Some("7"), 7), (Some("h"), None, 8)], Some(Compression::Lz4), None),
+                    (&[(Some("i"), Some("9"), 9)], None, Some(Defect::MaxTimestamp)),
+                ]),
+                append(&[(Some("j"), Some("10"), 10)]),
             ],
         },
         Workload {

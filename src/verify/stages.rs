@@ -443,6 +443,7 @@ pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         "open_dir",
         "ops_vs_model",
         "crash_recovery",
+        "append_batches",
     ];
     progress.start("fuzz", targets.len() as u64);
     let mut results = Vec::new();

@@ -218,6 +218,16 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),
         },
+        Op::AppendRaw { batches } => {
+            match log.append_batches(&crate::workload::raw::encode_request(batches)) {
+                Ok(info) => OpOutcome::Appended {
+                    base_offset: info.base_offset,
+                    last_offset: info.last_offset,
+                },
+                Err(Error::InvalidBatch { .. }) => OpOutcome::Rejected,
+                Err(e) => return Err(e),
+            }
+        }
         Op::AppendControl { commit, ts } => {
             let kind = if *commit {
                 ControlKind::Commit

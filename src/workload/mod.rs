@@ -7,7 +7,10 @@
 use serde::{Deserialize, Serialize};
 
 pub mod engine;
+pub mod raw;
 pub mod spec;
+
+pub use raw::{Defect, RawBatchSpec};
 
 /// A record as workloads and scenario files write it: UTF-8 key and value, each
 /// optional (absent key = keyless record; absent value = tombstone).
@@ -32,6 +35,12 @@ pub enum Op {
         codec: Option<crate::format::Compression>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         log_append_time: Option<i64>,
+    },
+    /// Append producer-encoded batches in one `Log::append_batches` call (all or
+    /// nothing): each encoded as a producer encodes it ([`raw::encode`]), some with
+    /// a deliberate defect.
+    AppendRaw {
+        batches: Vec<RawBatchSpec>,
     },
     /// Append one control batch (a COMMIT marker when `commit`, else ABORT).
     AppendControl {
@@ -95,6 +104,14 @@ impl Op {
                 | Op::Retain { .. }
                 | Op::Compact { .. }
                 | Op::Clean { .. }
+        )
+    }
+
+    /// True for the operations that append batches (and may roll first).
+    pub fn is_append(&self) -> bool {
+        matches!(
+            self,
+            Op::Append { .. } | Op::AppendRaw { .. } | Op::AppendControl { .. }
         )
     }
 

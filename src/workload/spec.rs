@@ -43,6 +43,19 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 Err(_) => OpOutcome::Rejected,
             }
         }
+        Op::AppendRaw { batches } => {
+            let input: Vec<_> = batches.iter().map(super::raw::spec_batch).collect();
+            if input.iter().any(|b| b.codec != 0) {
+                install_codec();
+            }
+            match spec.append_batches(&input, None) {
+                Ok((base_offset, last_offset)) => OpOutcome::Appended {
+                    base_offset,
+                    last_offset,
+                },
+                Err(_) => OpOutcome::Rejected,
+            }
+        }
         Op::AppendControl { commit, ts } => {
             let (base_offset, last_offset) = spec.append_control(*commit, *ts);
             OpOutcome::Appended {
@@ -146,4 +159,71 @@ pub fn view(spec: &SpecLog) -> LogView {
             .collect(),
         records,
     }
+}
+
+/// A state an append passes through ([`append_walk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkStep {
+    /// The roll a batch made first, alone: durable once it is done.
+    Rolled,
+    /// The state after one more batch.
+    Batch,
+}
+
+/// The states `op` (an append of any kind, applied to `before`) passes through, in
+/// order, one per batch it writes, each preceded by the roll alone when that batch
+/// rolled first: what a crash or an IO error during it may leave (a power loss
+/// keeps a prefix of its batches, each whole or not at all). The last is the state
+/// after `op`. Empty for an operation that appends nothing (refused, or no append).
+pub fn append_walk(before: &SpecLog, op: &Op) -> Vec<(WalkStep, SpecLog)> {
+    let single: Vec<Op> = match op {
+        Op::AppendRaw { batches } => {
+            let mut probe = before.clone();
+            if apply(&mut probe, op) == OpOutcome::Rejected {
+                return Vec::new();
+            }
+            batches
+                .iter()
+                .map(|b| Op::AppendRaw {
+                    batches: vec![b.clone()],
+                })
+                .collect()
+        }
+        Op::Append { .. } | Op::AppendControl { .. } => vec![op.clone()],
+        _ => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    let mut state = before.clone();
+    for one in &single {
+        let mut next = state.clone();
+        if apply(&mut next, one) == OpOutcome::Rejected {
+            return Vec::new();
+        }
+        if next.raw_segments().len() > state.raw_segments().len() {
+            let mut rolled = state.clone();
+            rolled.roll();
+            out.push((WalkStep::Rolled, rolled));
+        }
+        out.push((WalkStep::Batch, next.clone()));
+        state = next;
+    }
+    out
+}
+
+/// Extends `chain` (the states a crash may recover to, from the last durability
+/// point on) by the append `op` that took `before` to `after`: each roll it made
+/// restarts the chain.
+pub fn extend_chain(chain: &mut Vec<SpecLog>, before: &SpecLog, op: &Op, after: &SpecLog) {
+    let walk = append_walk(before, op);
+    if walk.is_empty() {
+        chain.push(after.clone());
+        return;
+    }
+    for (step, state) in walk {
+        match step {
+            WalkStep::Rolled => *chain = vec![state],
+            WalkStep::Batch => chain.push(state),
+        }
+    }
+    assert_eq!(chain.last(), Some(after));
 }

@@ -13,6 +13,7 @@ mod compact;
 pub mod edges;
 mod fetch;
 mod foreign;
+mod raw;
 mod retain;
 pub mod size;
 #[cfg(test)]
@@ -25,6 +26,7 @@ pub use compact::{
     keeps, latest_closed_tombstones, latest_offsets, tombstone_expired, CompactionSummary,
 };
 pub use fetch::Fetched;
+pub use raw::SpecRawBatch;
 
 /// Kafka's NO_TIMESTAMP, the `max_timestamp` of an empty segment.
 pub const NO_TIMESTAMP: i64 = -1;

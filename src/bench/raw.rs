@@ -1,0 +1,114 @@
+//! Raw append (issue 16): the log fixture's batches as a producer encodes them
+//! (base offset 0), appended with [`Log::append_batches`], one produce request per
+//! batch: `seglog bench --only append-raw`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::format::RecordBatch;
+use crate::log::{Log, LogConfig};
+
+use super::LogFixture;
+
+/// The fixture's batches as a producer sends them: each encoded alone at base
+/// offset 0, CreateTime, uncompressed (byte for byte what the log stores, but for
+/// the base offset).
+#[derive(Debug, Clone)]
+pub struct ProducedFixture {
+    /// One produce request per batch.
+    pub requests: Vec<Vec<u8>>,
+}
+
+impl ProducedFixture {
+    /// The producer encoding of every batch of `fixture`.
+    pub fn new(fixture: &LogFixture) -> Self {
+        let requests = fixture
+            .batches
+            .iter()
+            .map(|batch| RecordBatch::build(0, batch).encode())
+            .collect();
+        ProducedFixture { requests }
+    }
+
+    /// Bytes of all requests (the same as the fixture's log bytes).
+    pub fn bytes(&self) -> usize {
+        self.requests.iter().map(Vec::len).sum()
+    }
+}
+
+fn config() -> LogConfig {
+    LogConfig {
+        max_batch_bytes: crate::format::batch::BATCH_BYTES_MAX as u64,
+        ..LogConfig::default()
+    }
+}
+
+/// Opens a log in `dir`, appends every request with [`Log::append_batches`],
+/// closes it (flush included); the time.
+pub fn append_raw_log(dir: &Path, produced: &ProducedFixture) -> Result<Duration> {
+    let start = Instant::now();
+    let (mut log, _) = Log::open(dir, config())?;
+    for request in &produced.requests {
+        log.append_batches(request)?;
+    }
+    log.close()?;
+    Ok(start.elapsed())
+}
+
+/// The issue's measure: every request appended with [`Log::append_batches`], then
+/// [`Log::flush`] (one fsync of the `.log`), timed; the open before and the close
+/// after are not (the baseline's counterpart is `File::create` .. `sync_all`).
+pub fn append_raw_flush(dir: &Path, produced: &ProducedFixture) -> Result<Duration> {
+    let (mut log, _) = Log::open(dir, config())?;
+    let start = Instant::now();
+    for request in &produced.requests {
+        log.append_batches(request)?;
+    }
+    log.flush()?;
+    let took = start.elapsed();
+    log.close()?;
+    Ok(took)
+}
+
+/// [`append_raw_flush`] with the structured [`Log::append`] of the same records.
+pub fn append_structured_flush(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
+    let (mut log, _) = Log::open(dir, config())?;
+    let start = Instant::now();
+    for batch in &fixture.batches {
+        log.append(batch)?;
+    }
+    log.flush()?;
+    let took = start.elapsed();
+    log.close()?;
+    Ok(took)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_append_of_the_fixture_stores_the_structured_bytes() {
+        let fixture = LogFixture::new(1_050, 100);
+        let produced = ProducedFixture::new(&fixture);
+        assert_eq!(produced.bytes(), fixture.bytes.len());
+        let tmp = tempfile::tempdir().unwrap();
+        let segment = "00000000000000000000.log";
+        append_raw_log(tmp.path(), &produced).unwrap();
+        assert_eq!(
+            std::fs::read(tmp.path().join(segment)).unwrap(),
+            fixture.bytes
+        );
+        for (i, run) in [append_raw_flush, |dir: &Path, p: &ProducedFixture| {
+            append_structured_flush(dir, &LogFixture::new(p.requests.len() * 100 - 50, 100))
+        }]
+        .iter()
+        .enumerate()
+        {
+            let dir = tmp.path().join(format!("run-{i}"));
+            run(&dir, &produced).unwrap();
+            assert_eq!(std::fs::read(dir.join(segment)).unwrap(), fixture.bytes);
+        }
+    }
+}
