@@ -392,6 +392,7 @@ impl<'a> RecordViews<'a> {
 impl<'a> Iterator for RecordViews<'a> {
     type Item = Result<RecordView<'a>, FormatError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;

@@ -168,11 +168,17 @@ impl<'a> Cursor<'a> {
 
     #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], CorruptKind> {
-        let end = self.at.checked_add(n).ok_or(CorruptKind::Field("length"))?;
-        let bytes = self.buf.get(self.at..end).ok_or(CorruptKind::Truncated {
-            needed: end as u64,
-            available: self.buf.len() as u64,
-        })?;
+        let Some(end) = self.at.checked_add(n) else {
+            return Err(CorruptKind::Field("length"));
+        };
+        // `let else`, not `ok_or`: an error built eagerly is dropped on every
+        // successful take, and `CorruptKind`'s drop glue cost ~5% of record iteration.
+        let Some(bytes) = self.buf.get(self.at..end) else {
+            return Err(CorruptKind::Truncated {
+                needed: end as u64,
+                available: self.buf.len() as u64,
+            });
+        };
         self.at = end;
         Ok(bytes)
     }
@@ -308,7 +314,9 @@ fn decode_headers(c: &mut Cursor<'_>, count: i32) -> Result<Vec<Header>, Corrupt
 impl<'a> RecordView<'a> {
     /// Decodes one record from the front of `buf`: (record, bytes used). Checks every
     /// length against the record's own length prefix and header keys for UTF-8.
-    #[inline]
+    // Always inlined into the record iterators: returned through memory, the
+    // ~90-byte result was copied once more per record.
+    #[inline(always)]
     pub fn decode(buf: &'a [u8]) -> Result<(RecordView<'a>, usize), CorruptKind> {
         let mut outer = Cursor { buf, at: 0 };
         let length = outer.varint()?;
@@ -317,7 +325,10 @@ impl<'a> RecordView<'a> {
         }
         let body = outer.take(length as usize)?;
         let mut c = Cursor { buf: body, at: 0 };
-        let attributes = *c.take(1)?.first().ok_or(CorruptKind::Field("attributes"))? as i8;
+        let Some(&attributes) = c.take(1)?.first() else {
+            return Err(CorruptKind::Field("attributes"));
+        };
+        let attributes = attributes as i8;
         let timestamp_delta = c.varlong()?;
         let offset_delta = c.varint()?;
         let key = c.nullable("key length")?;

@@ -16,6 +16,7 @@
 //! block checksums, a content size, a content checksum, blocks up to 4 MiB. The
 //! compressor is `lz4_flex`'s frame encoder with exactly Kafka's options.
 
+use std::cell::RefCell;
 use std::io::Write;
 
 use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
@@ -62,6 +63,51 @@ fn u32_le(bytes: &[u8]) -> u32 {
     let mut word = [0u8; 4];
     word.copy_from_slice(bytes);
     u32::from_le_bytes(word)
+}
+
+/// The largest block decompressed through [`SCRATCH`]: Kafka's (64 KiB). A
+/// frame of larger blocks (up to 4 MiB, which Kafka reads but never writes)
+/// decompresses straight into its output.
+const SCRATCH_BYTES_MAX: usize = 64 * 1024;
+
+thread_local! {
+    /// A block's worth of initialized bytes that a block is decompressed into
+    /// before its output (exactly as long as it is) is copied out. Decompressing
+    /// straight into the output needs the block's maximum size (64 KiB) zeroed
+    /// there first, for every block: for Kafka's batches, a few KiB each, that
+    /// zeroing cost as much as the decompression itself, and more than the copy.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Decompresses one LZ4 block, whose output is at most `bound_bytes`, appending
+/// it to `out`.
+fn decompress_block(
+    block: &[u8],
+    bound_bytes: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), lz4_flex::block::DecompressError> {
+    if bound_bytes > SCRATCH_BYTES_MAX {
+        let start = out.len();
+        out.resize(start + bound_bytes, 0);
+        let target = out.get_mut(start..).expect("just resized");
+        let used = lz4_flex::block::decompress_into(block, target)?;
+        out.truncate(start + used);
+        return Ok(());
+    }
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        if scratch.len() < SCRATCH_BYTES_MAX {
+            scratch.resize(SCRATCH_BYTES_MAX, 0);
+        }
+        let target = scratch
+            .get_mut(..bound_bytes)
+            .expect("the scratch holds a block");
+        // Stale bytes in the scratch are never read: a block's matches may only
+        // reach back into what this block has written (decompress_into checks).
+        let used = lz4_flex::block::decompress_into(block, target)?;
+        out.extend_from_slice(target.get(..used).expect("within the target"));
+        Ok(())
+    })
 }
 
 pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, CodecError> {
@@ -118,17 +164,14 @@ pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, Cod
             }
             out.extend_from_slice(block);
         } else {
-            let start = out.len();
-            out.resize(start + block_bytes_max.min(room), 0);
-            let target = out.get_mut(start..).expect("just resized");
-            match lz4_flex::block::decompress_into(block, target) {
-                Ok(used) => out.truncate(start + used),
+            decompress_block(block, block_bytes_max.min(room), &mut out).map_err(|e| {
                 // The block needs more room than the bound leaves.
-                Err(_) if room < block_bytes_max => {
-                    return Err(CodecError::TooLarge { limit_bytes });
+                if room < block_bytes_max {
+                    CodecError::TooLarge { limit_bytes }
+                } else {
+                    invalid(&format!("block: {e}"))
                 }
-                Err(e) => return Err(invalid(&format!("block: {e}"))),
-            }
+            })?;
         }
     }
     if flg & FLG_CONTENT_CHECKSUM != 0 {

@@ -157,3 +157,46 @@ fn garbage_and_truncations_are_errors_not_panics() {
         );
     }
 }
+
+#[test]
+fn lz4_blocks_never_see_another_blocks_bytes() {
+    // A large frame first fills the thread's block scratch with its output.
+    let big = sample(150_000);
+    let codec = Compression::Lz4;
+    assert_eq!(
+        codec.decompress(&codec.compress(&big), 1 << 20).unwrap(),
+        big
+    );
+    // A block that opens with a match one byte back (token 0x04: no literal,
+    // match of 8; offset 1): nothing is before it, whatever the scratch holds.
+    let frame = [
+        0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82, 3, 0, 0, 0, 0x04, 0x01, 0x00, 0, 0, 0, 0,
+    ];
+    assert!(matches!(
+        codec.decompress(&frame, 1 << 20),
+        Err(CodecError::Invalid(_))
+    ));
+    // Small frames after the large one read back exactly (the scratch's stale
+    // tail is not copied out), one block or several.
+    for len in [0, 1, 700, 13_000, 64 * 1024, 64 * 1024 + 1] {
+        let data = sample(len);
+        assert_eq!(codec.decompress(&codec.compress(&data), len).unwrap(), data);
+    }
+}
+
+#[test]
+fn lz4_frames_of_larger_blocks_decode_in_place() {
+    // Kafka writes 64 KiB blocks; it reads 256 KiB ones (BD 0x50), which are
+    // decompressed straight into the output rather than through the scratch.
+    let data = sample(150_000);
+    let mut packed = Compression::Lz4.compress(&data);
+    packed[5] = 0x50;
+    packed[6] = ((twox_hash::XxHash32::oneshot(0, &packed[4..6]) >> 8) & 0xff) as u8;
+    assert_eq!(Compression::Lz4.decompress(&packed, 1 << 20).unwrap(), data);
+    assert_eq!(
+        Compression::Lz4.decompress(&packed, 100_000),
+        Err(CodecError::TooLarge {
+            limit_bytes: 100_000
+        })
+    );
+}
