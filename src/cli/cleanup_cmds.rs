@@ -83,7 +83,7 @@ fn open_existing_with(args: &LogArgs, config: LogConfig) -> Result<Log> {
             args.dir.display()
         )));
     }
-    let (log, _report) = Log::open(&args.dir, config)?;
+    let (log, _report) = Log::open_with(super::seam(), &args.dir, config)?;
     Ok(log)
 }
 

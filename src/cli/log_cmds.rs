@@ -143,7 +143,7 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
         }
         (None, None) => return Err(Error::InvalidArgument("--batch or --batch-file".into())),
     };
-    let (mut log, _report) = Log::open(&args.log.dir, args.log.config())?;
+    let (mut log, _report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
     let mut infos = Vec::with_capacity(batches.len());
     for batch in &batches {
         infos.push(log.append(batch)?);
@@ -179,7 +179,7 @@ fn append_raw(log_args: &LogArgs, path: &std::path::Path) -> Result<Outcome> {
 
 /// `seglog roll`.
 pub fn roll(args: LogArgs) -> Result<Outcome> {
-    let (mut log, _report) = Log::open(&args.dir, args.config())?;
+    let (mut log, _report) = Log::open_with(super::seam(), &args.dir, args.config())?;
     let active_base_offset = log.roll()?;
     log.close()?;
     Ok(Outcome::Ok(
@@ -190,7 +190,7 @@ pub fn roll(args: LogArgs) -> Result<Outcome> {
 /// `seglog recover`.
 pub fn recover(args: LogArgs) -> Result<Outcome> {
     // Every segment is checked, whatever the recovery point and marker vouch for.
-    let (log, report) = Log::open_checked(Arc::new(StdFs::new()), &args.dir, args.config())?;
+    let (log, report) = Log::open_checked(super::seam(), &args.dir, args.config())?;
     log.close()?;
     Ok(Outcome::Ok(json!(report)))
 }

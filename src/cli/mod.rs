@@ -82,6 +82,43 @@ pub enum Command {
     Verify(verify_cmd::VerifyArgs),
 }
 
+/// The environment variable that turns the seam's trace on: the log commands
+/// (`append`, `roll`, `recover`, `retain`, `compact`) record every mutating
+/// [`FileSystem`](crate::fs::FileSystem) call they make on the real disk
+/// ([`TraceFs`](crate::fs::TraceFs) over [`StdFs`](crate::fs::StdFs)) and write
+/// them to this file as a JSON array when the command ends (tests/seam_fidelity.rs
+/// holds the binary's system calls to it).
+pub const TRACE_FS_ENV: &str = "SEGLOG_TRACE_FS";
+
+static TRACE: std::sync::OnceLock<std::sync::Arc<crate::fs::TraceFs>> = std::sync::OnceLock::new();
+
+/// The file system the log commands use: the real disk, traced when
+/// [`TRACE_FS_ENV`] is set.
+pub fn seam() -> std::sync::Arc<dyn crate::fs::FileSystem> {
+    if std::env::var_os(TRACE_FS_ENV).is_some() {
+        let traced = TRACE.get_or_init(|| {
+            std::sync::Arc::new(crate::fs::TraceFs::new(std::sync::Arc::new(
+                crate::fs::StdFs::new(),
+            )))
+        });
+        return traced.clone();
+    }
+    std::sync::Arc::new(crate::fs::StdFs::new())
+}
+
+/// Writes the seam's trace to the file [`TRACE_FS_ENV`] names, if it is set.
+fn write_trace() {
+    use crate::fs::FileSystem;
+    let (Some(path), Some(traced)) = (std::env::var_os(TRACE_FS_ENV), TRACE.get()) else {
+        return;
+    };
+    let text = serde_json::to_string(&traced.ops()).unwrap_or_default();
+    let path = std::path::PathBuf::from(path);
+    if let Err(e) = crate::fs::StdFs::new().write_new(&path, text.as_bytes()) {
+        eprintln!("seglog: cannot write the trace to {}: {e}", path.display());
+    }
+}
+
 /// Runs one parsed command.
 pub fn dispatch(command: Command) -> crate::Result<Outcome> {
     match command {
@@ -119,7 +156,9 @@ where
             return EXIT_ERROR;
         }
     };
-    let (value, code) = match dispatch(cli.command) {
+    let outcome = dispatch(cli.command);
+    write_trace();
+    let (value, code) = match outcome {
         Ok(Outcome::Ok(value)) => (value, EXIT_OK),
         Ok(Outcome::CheckFailed(value)) => (value, EXIT_CHECK_FAILED),
         Ok(Outcome::Printed { passed }) => {

@@ -8,7 +8,43 @@ use serde_json::json;
 use super::Outcome;
 use crate::fs::StdFs;
 use crate::scenario::{self, load, scenario_paths};
+use crate::scenario::{inspect, ReplayResult, Scenario};
+use crate::verify::html::{page, PageFailure, PageStage};
 use crate::Result;
+
+/// The page's section for one scenario: laid open, or why it could not be.
+pub(super) fn failure_page(
+    scenario: &Scenario,
+    variant: Option<&str>,
+    path: &std::path::Path,
+    result: &ReplayResult,
+) -> PageFailure {
+    let title = format!(
+        "{} {} ({})",
+        if result.passed {
+            "VIOLATION (expected)"
+        } else {
+            "FAIL"
+        },
+        path.display(),
+        result.variant
+    );
+    match inspect(scenario, variant) {
+        Ok(inspection) => PageFailure {
+            title,
+            inspection: Some(inspection),
+            text: None,
+        },
+        Err(e) => PageFailure {
+            title,
+            inspection: None,
+            text: Some(format!(
+                "cannot lay the scenario open: {e}\n{}",
+                result.diff.join("\n")
+            )),
+        },
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -23,6 +59,12 @@ pub struct ReplayArgs {
     /// point (as `lost` lists), to write a power-loss scenario.
     #[arg(long)]
     pub list_images: bool,
+    /// Also write a self-contained HTML page here: a summary of every scenario and,
+    /// for each one that failed or whose recovery is a violation, its operation
+    /// timeline, the directory trees at the crash and after recovery, and the
+    /// expected against the recovered records.
+    #[arg(long, value_name = "OUT", conflicts_with = "list_images")]
+    pub html: Option<PathBuf>,
 }
 
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
@@ -30,8 +72,11 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
     let paths = scenario_paths(&fs, &args.files)?;
     let mut results = Vec::new();
     let mut failed = 0;
+    let mut page_rows = Vec::new();
+    let mut page_failures = Vec::new();
     for path in &paths {
         let scenario = load(&fs, path).map_err(crate::Error::InvalidArgument)?;
+        let started = std::time::Instant::now();
         if args.list_images {
             let variant = args.variant.as_deref().unwrap_or(&scenario.variant);
             let images = scenario::replay::crash_point_images(&scenario, variant, 256)
@@ -61,7 +106,37 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
                 eprintln!("    {line}");
             }
         }
+        if args.html.is_some() {
+            page_rows.push(PageStage {
+                name: path.display().to_string(),
+                passed: result.passed,
+                seconds: started.elapsed().as_secs_f64(),
+                summary: format!(
+                    "{}: expected {:?}, got {}",
+                    result.variant, result.expected, result.actual
+                ),
+                numbers: vec![
+                    (
+                        "crash_before_op".into(),
+                        result.crash_before_op.map_or("-".into(), |k| k.to_string()),
+                    ),
+                    ("diff_lines".into(), result.diff.len().to_string()),
+                ],
+            });
+            if !result.passed || result.actual == "violation" {
+                page_failures.push(failure_page(
+                    &scenario,
+                    args.variant.as_deref(),
+                    path,
+                    &result,
+                ));
+            }
+        }
         results.push(json!({ "file": path.display().to_string(), "result": result }));
+    }
+    if let Some(out) = &args.html {
+        let html = page("seglog replay", &page_rows, &page_failures);
+        super::sweep_cmd::write_report(out, &html)?;
     }
     let value = json!({
         "scenarios": results,

@@ -12,6 +12,8 @@ use crate::scenario::{files, Scenario};
 use crate::sweep::ablation::Verdict;
 use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
 use crate::sweep::{self, SweepOptions, Workload};
+use crate::verify::junit::{junit_xml, JunitCase};
+use crate::verify::Shard;
 use crate::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -58,6 +60,15 @@ pub struct SweepArgs {
     /// With `--errors`: only this file-system call (0-based), to reproduce one point.
     #[arg(long, requires = "errors")]
     pub error_call: Option<u64>,
+    /// Run only shard K of N (1-based) of the crash points: crash point `k` of the
+    /// `i`-th selected workload belongs to shard `(i + k) % N + 1`. The shards are
+    /// disjoint and together are the unsharded sweep; the JSON lists the points run
+    /// in `shard_units` (`"WORKLOAD k"`).
+    #[arg(long, value_name = "K/N", conflicts_with_all = ["errors", "ablate", "ablate_steps"])]
+    pub shard: Option<Shard>,
+    /// Also write the result as JUnit XML here: one test case per workload.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ablate", "ablate_steps"])]
+    pub junit: Option<PathBuf>,
 }
 
 pub fn sweep(args: SweepArgs) -> Result<Outcome> {
@@ -78,9 +89,18 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
     }
     let mut reports = Vec::new();
     let mut emitted = Vec::new();
-    for mut workload in workloads {
+    let shard = args.shard.unwrap_or(Shard::ALL);
+    let units = std::cell::RefCell::new(Vec::new());
+    for (i, mut workload) in workloads.into_iter().enumerate() {
         workload.variant = args.variant.clone();
-        let report = sweep::sweep(&workload, &options, |_, _| {});
+        let select = |k: u64| {
+            let owned = shard.owns(i as u64 + k);
+            if owned {
+                units.borrow_mut().push(format!("{} {k}", workload.name));
+            }
+            owned
+        };
+        let report = sweep::sweep_selected(&workload, &options, &|_| {}, &select, |_, _| {});
         eprintln!(
             "{}: {} crash points, {} disk images, {} violations, {:.2}s",
             report.workload,
@@ -104,7 +124,28 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
         reports.push(report);
     }
     let violations: usize = reports.iter().map(|r| r.violations.len()).sum();
-    let value = json!({
+    if let Some(path) = &args.junit {
+        let cases: Vec<JunitCase> = reports
+            .iter()
+            .map(|r| JunitCase {
+                name: r.workload.clone(),
+                seconds: r.seconds,
+                failure: r
+                    .violations
+                    .first()
+                    .map(|first| format!("{} violations; first: {first}", r.violations.len())),
+                skipped: None,
+                output: format!(
+                    "{} crash points, {} disk images, {} violations",
+                    r.crash_points,
+                    r.disk_images,
+                    r.violations.len()
+                ),
+            })
+            .collect();
+        write_report(path, &junit_xml("seglog sweep", &cases))?;
+    }
+    let mut value = json!({
         "workloads": reports.len(),
         "crash_points": reports.iter().map(|r| r.crash_points).sum::<u64>(),
         "disk_images": reports.iter().map(|r| r.disk_images).sum::<u64>(),
@@ -113,11 +154,24 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
         "per_workload": reports,
         "emitted": emitted,
     });
+    if let Some(shard) = args.shard {
+        value["shard"] = json!(shard);
+        value["shard_units"] = json!(units.into_inner());
+    }
     Ok(if violations == 0 {
         Outcome::Ok(value)
     } else {
         Outcome::CheckFailed(value)
     })
+}
+
+/// Writes a report file (JUnit XML, HTML) at `path`, replacing an older one.
+pub(super) fn write_report(path: &std::path::Path, text: &str) -> Result<()> {
+    use crate::fs::FileSystem;
+    let fs = StdFs::new();
+    fs.write_new(path, text.as_bytes())
+        .map_err(|e| Error::io(path, e))?;
+    fs.sync_file(path).map_err(|e| Error::io(path, e))
 }
 
 /// The named workloads, or the ones `--workload` names.

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::Outcome;
 use crate::fs::{FileSystem, StdFs};
-use crate::verify::{self, Budget, Progress, VerifyOptions};
+use crate::verify::{self, Budget, Progress, Shard, VerifyOptions};
 use crate::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -64,6 +64,26 @@ pub struct VerifyArgs {
     /// codec `none`).
     #[arg(long, value_delimiter = ',')]
     pub kafka_required: Option<Vec<String>>,
+    /// Run only shard K of N (1-based) of every stage: each stage numbers its units
+    /// (models, conformance cases, crash points, workloads, scenario files, fuzz
+    /// targets) and shard K takes those with `unit % N == K - 1`. The shards are
+    /// disjoint and together are the unsharded run; each stage's JSON lists its
+    /// units in `shard_units`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Also write the report as JUnit XML here: one test case per stage.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a self-contained HTML page here: every stage with its numbers and,
+    /// for each failure, its counterexample laid open (a crash scenario's operation
+    /// timeline, directory trees and expected vs recovered records).
+    #[arg(long, value_name = "OUT")]
+    pub html: Option<PathBuf>,
+    /// Run the `mutants` stage at any budget (overnight runs it): cargo-mutants over
+    /// src/install, src/retention, src/compaction and src/fs with the quick suite's
+    /// tests; needs `cargo install --locked cargo-mutants`.
+    #[arg(long)]
+    pub mutants: bool,
 }
 
 impl VerifyArgs {
@@ -119,6 +139,8 @@ impl VerifyArgs {
         if let Some(required) = &self.kafka_required {
             options.kafka_required.clone_from(required);
         }
+        options.shard = self.shard;
+        options.mutants |= self.mutants;
         options.scenarios_dir = self.scenarios.clone();
         // Run from elsewhere than the checkout: use the checkout's own scenarios.
         let fs = StdFs::new();
@@ -136,6 +158,12 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
     let options = args.options()?;
     let mut progress = Progress::new(args.quiet);
     let report = verify::run(&options, &mut progress);
+    if let Some(path) = &args.junit {
+        super::sweep_cmd::write_report(path, &report.junit())?;
+    }
+    if let Some(path) = &args.html {
+        super::sweep_cmd::write_report(path, &verify_page(&report, &options))?;
+    }
     let json =
         serde_json::to_string_pretty(&report).map_err(|e| Error::InvalidArgument(e.to_string()))?;
     match args.json.as_deref() {
@@ -151,4 +179,82 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
     Ok(Outcome::Printed {
         passed: report.passed,
     })
+}
+
+/// The `--html` page of a verify run: the stages, and each failing stage's
+/// counterexample (a scenario file laid open; anything else as text).
+fn verify_page(report: &verify::VerifyReport, options: &VerifyOptions) -> String {
+    use crate::verify::html::{page, PageFailure, PageStage};
+    let fs = StdFs::new();
+    let stages: Vec<PageStage> = report.ordered.iter().map(PageStage::from).collect();
+    let mut failures = Vec::new();
+    for stage in report.ordered.iter().filter(|s| !s.passed) {
+        let mut scenario_files: Vec<PathBuf> = stage
+            .counterexample
+            .iter()
+            .filter(|p| p.ends_with(".toml"))
+            .map(PathBuf::from)
+            .collect();
+        if stage.stage == "replay" {
+            if let Some(failed) = stage.details.get("failed").and_then(|f| f.as_array()) {
+                scenario_files.extend(failed.iter().filter_map(|f| f.as_str()).map(PathBuf::from));
+            }
+        }
+        for file in &scenario_files {
+            let text = format!("{}: {}", stage.stage, stage.summary);
+            match crate::scenario::load(&fs, file) {
+                Ok(scenario) => {
+                    let result = crate::scenario::replay_expecting(
+                        &scenario,
+                        &options.variant,
+                        scenario.expected_for("manifest"),
+                    );
+                    let mut failure = super::replay_cmd::failure_page(
+                        &scenario,
+                        Some(&options.variant),
+                        file,
+                        &result,
+                    );
+                    failure.title = format!("{}: {}", stage.stage, failure.title);
+                    failure.text = Some(match failure.text {
+                        Some(more) => format!("{text}\n{more}"),
+                        None => text,
+                    });
+                    failures.push(failure);
+                }
+                Err(e) => failures.push(PageFailure {
+                    title: format!("{}: {}", stage.stage, file.display()),
+                    inspection: None,
+                    text: Some(format!("{text}\n{e}")),
+                }),
+            }
+        }
+        if scenario_files.is_empty() {
+            let mut text = format!("{}: {}", stage.stage, stage.summary);
+            if let Some(path) = &stage.counterexample {
+                text.push_str(&format!("\ncounterexample: {path}"));
+                if let Ok(bytes) = fs.read_all(std::path::Path::new(path)) {
+                    text.push_str(&format!("\n\n{}", String::from_utf8_lossy(&bytes)));
+                }
+            }
+            if let Some(cmd) = &stage.replay_command {
+                text.push_str(&format!("\nreplay with: {cmd}"));
+            }
+            failures.push(PageFailure {
+                title: stage.stage.to_string(),
+                inspection: None,
+                text: Some(text),
+            });
+        }
+    }
+    page(
+        &format!(
+            "seglog verify: budget {}, variant {}: {}",
+            format!("{:?}", report.budget).to_lowercase(),
+            report.variant,
+            if report.passed { "PASSED" } else { "FAILED" }
+        ),
+        &stages,
+        &failures,
+    )
 }

@@ -73,11 +73,20 @@ pub struct FaultConformanceReport {
 /// first divergence, which it shrinks. `progress` gets the number of cases done.
 pub fn run_random_faults(
     options: &ConformanceOptions,
+    progress: impl FnMut(u64),
+) -> FaultConformanceReport {
+    run_random_faults_selected(options, &|_| true, progress)
+}
+
+/// [`run_random_faults`] over the case numbers `select` accepts (a shard).
+pub fn run_random_faults_selected(
+    options: &ConformanceOptions,
+    select: &dyn Fn(u64) -> bool,
     mut progress: impl FnMut(u64),
 ) -> FaultConformanceReport {
     let started = Instant::now();
     let mut report = FaultConformanceReport::default();
-    for case in 0..options.cases {
+    for case in (0..options.cases).filter(|c| select(*c)) {
         let seed = case_seed(options.seed, case);
         let steps = with_faults(case_steps(seed, options.ops_per_case), seed);
         report.cases += 1;

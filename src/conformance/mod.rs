@@ -215,13 +215,21 @@ pub fn case_seed(seed: u64, case: u64) -> u64 {
 /// Runs `options.cases` seeded cases on both back ends; deterministic for a given
 /// seed. Stops at the first divergence, which it shrinks. `progress` gets the
 /// number of cases done.
-pub fn run_random(
+pub fn run_random(options: &ConformanceOptions, progress: impl FnMut(u64)) -> ConformanceReport {
+    run_random_selected(options, &|_| true, progress)
+}
+
+/// [`run_random`] over the case numbers (`0..options.cases`) that `select` accepts:
+/// a shard of the run (`seglog verify --shard K/N`). Case `i` is the same case in
+/// every selection (its seed is [`case_seed`]`(seed, i)`).
+pub fn run_random_selected(
     options: &ConformanceOptions,
+    select: &dyn Fn(u64) -> bool,
     mut progress: impl FnMut(u64),
 ) -> ConformanceReport {
     let started = Instant::now();
     let mut report = ConformanceReport::default();
-    'cases: for case in 0..options.cases {
+    'cases: for case in (0..options.cases).filter(|c| select(*c)) {
         let seed = case_seed(options.seed, case);
         let steps = case_steps(seed, options.ops_per_case);
         report.cases += 1;

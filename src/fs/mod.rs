@@ -14,12 +14,14 @@ pub mod baseline;
 pub mod failpoint;
 pub mod sim;
 mod std_fs;
+pub mod trace;
 
 use std::fmt::Debug;
 use std::io;
 use std::path::Path;
 
 pub use std_fs::StdFs;
+pub use trace::{TraceCall, TraceFs, TracedOp};
 
 /// A small, object-safe file-system interface with explicit durability contracts.
 pub trait FileSystem: Debug + Send + Sync {

@@ -5,8 +5,11 @@
 
 pub mod files;
 pub mod format;
+pub mod inspect;
 pub mod replay;
+pub mod timeline;
 
 pub use files::{load, scenario_paths};
 pub use format::{CrashSpec, Expectation, Outcome, Scenario, ScenarioConfig, Semantics};
+pub use inspect::{inspect, Inspection};
 pub use replay::{replay, replay_expecting, ReplayResult};

@@ -98,7 +98,7 @@ impl Scenario {
 }
 
 /// Resolves the crash point to "before mutating file-system operation k".
-fn resolve_crash_point(crash: &CrashSpec, workload: &Workload) -> Result<u64, String> {
+pub(super) fn resolve_crash_point(crash: &CrashSpec, workload: &Workload) -> Result<u64, String> {
     if let Some(k) = crash.before_fs_op {
         return Ok(k);
     }
@@ -128,7 +128,7 @@ fn resolve_crash_point(crash: &CrashSpec, workload: &Workload) -> Result<u64, St
     })
 }
 
-fn expected_view(expect: &Expectation) -> (i64, i64, Vec<RecordView>) {
+pub(super) fn expected_view(expect: &Expectation) -> (i64, i64, Vec<RecordView>) {
     let records = expect
         .records
         .as_deref()
@@ -225,7 +225,7 @@ pub fn crash_point_images(
 /// pending (the engine made it durable before this point, e.g. after a fix that added
 /// a sync) cannot be lost and is skipped: a regression scenario keeps replaying the
 /// same crash attempt against the fixed engine.
-fn power_loss_image(fs: &SimFs, lost: &[String]) -> Result<SimFs, String> {
+pub(super) fn power_loss_image(fs: &SimFs, lost: &[String]) -> Result<SimFs, String> {
     let lost = lost
         .iter()
         .map(|s| {

@@ -427,6 +427,20 @@ pub fn sweep_with(
     workload: &Workload,
     options: &SweepOptions,
     setup: &dyn Fn(&SimFs),
+    progress: impl FnMut(u64, u64),
+) -> WorkloadReport {
+    sweep_selected(workload, options, setup, &|_| true, progress)
+}
+
+/// [`sweep_with`] at the crash points `select` accepts only (`k` = before mutating
+/// operation `k`, `operations` = after the last): a shard of the sweep
+/// (`seglog sweep --shard K/N`). The points of disjoint selections that together
+/// accept every `k` add up to the whole sweep.
+pub fn sweep_selected(
+    workload: &Workload,
+    options: &SweepOptions,
+    setup: &dyn Fn(&SimFs),
+    select: &dyn Fn(u64) -> bool,
     mut progress: impl FnMut(u64, u64),
 ) -> WorkloadReport {
     let started = Instant::now();
@@ -457,7 +471,7 @@ pub fn sweep_with(
     report.operations = total;
     // Before every operation, and once after the last: a power loss after the
     // workload returned may still take what its last operation left unsynced.
-    for k in 0..=total {
+    for k in (0..=total).filter(|k| select(*k)) {
         progress(k, total);
         let fs = Arc::new(SimFs::new());
         setup(&fs);

@@ -10,7 +10,11 @@
 //! see `crate::damage`), `replay` (every file in crash-scenarios/), and `fuzz`
 //! (overnight only).
 
+pub mod html;
+pub mod junit;
+pub mod mutants;
 mod progress;
+pub mod shard;
 mod stages;
 
 use std::path::PathBuf;
@@ -19,6 +23,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 pub use progress::Progress;
+pub use shard::Shard;
 
 /// How much work each stage does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -56,6 +61,12 @@ pub struct VerifyOptions {
     /// The stage's Kafka -> seglog cases and those of them that must pass.
     pub kafka_cases: Vec<String>,
     pub kafka_required: Vec<String>,
+    /// Run only this shard of every stage (`--shard K/N`); each stage's report then
+    /// lists the units it ran in `shard_units`.
+    pub shard: Option<Shard>,
+    /// Run the `mutants` stage (overnight): cargo-mutants over the protocol and IO
+    /// modules with the quick suite's tests, reporting the survivors.
+    pub mutants: bool,
 }
 
 impl VerifyOptions {
@@ -86,6 +97,8 @@ impl VerifyOptions {
                 .iter()
                 .map(|c| (*c).to_string())
                 .collect(),
+            shard: None,
+            mutants: budget == Budget::Overnight,
         }
     }
 }
@@ -115,6 +128,9 @@ pub struct VerifyReport {
     pub budget: Budget,
     pub variant: String,
     pub seconds: f64,
+    /// The shard this run was (`--shard K/N`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
     /// One object per stage, keyed by stage name.
     pub stages: serde_json::Map<String, serde_json::Value>,
     #[serde(skip)]
@@ -126,9 +142,12 @@ impl VerifyReport {
     pub fn human(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "seglog verify: budget {}, variant {}\n",
+            "seglog verify: budget {}, variant {}{}\n",
             format!("{:?}", self.budget).to_lowercase(),
-            self.variant
+            self.variant,
+            self.shard
+                .map(|s| format!(", shard {s}"))
+                .unwrap_or_default()
         ));
         for stage in &self.ordered {
             out.push_str(&format!(
@@ -152,6 +171,39 @@ impl VerifyReport {
         ));
         out
     }
+
+    /// The run as JUnit XML: one test case per stage, a failing stage's summary
+    /// and counterexample as its failure, a skipped stage as skipped.
+    pub fn junit(&self) -> String {
+        let cases: Vec<junit::JunitCase> = self
+            .ordered
+            .iter()
+            .map(|stage| {
+                let skipped = stage
+                    .summary
+                    .strip_prefix("skipped: ")
+                    .map(ToString::to_string);
+                let failure = (!stage.passed).then(|| {
+                    let mut message = format!("{}: {}", stage.stage, stage.summary);
+                    if let Some(path) = &stage.counterexample {
+                        message.push_str(&format!("\ncounterexample: {path}"));
+                    }
+                    if let Some(cmd) = &stage.replay_command {
+                        message.push_str(&format!("\nreplay with: {cmd}"));
+                    }
+                    message
+                });
+                junit::JunitCase {
+                    name: stage.stage.to_string(),
+                    seconds: stage.seconds,
+                    failure,
+                    skipped,
+                    output: stage.summary.clone(),
+                }
+            })
+            .collect();
+        junit::junit_xml("seglog verify", &cases)
+    }
 }
 
 /// Runs every stage; never stops early, so one report shows everything.
@@ -169,6 +221,9 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
     if options.fuzz_seconds > 0 {
         ordered.push(stages::fuzz(options, progress));
     }
+    if options.mutants {
+        ordered.push(stages::mutants(options, progress));
+    }
     let passed = ordered.iter().all(|s| s.passed);
     let stages = ordered
         .iter()
@@ -184,6 +239,7 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
         budget: options.budget,
         variant: options.variant.clone(),
         seconds: started.elapsed().as_secs_f64(),
+        shard: options.shard,
         stages,
         ordered,
     }

@@ -6,7 +6,9 @@ use serde_json::{json, Map, Value};
 
 use seglog_model::check::{self, CheckOptions, ModelKind, Variant};
 
-use crate::conformance::faults::run_random_faults;
+use std::cell::RefCell;
+
+use crate::conformance::faults::run_random_faults_selected;
 use crate::conformance::{self, ConformanceOptions};
 use crate::damage::{self, DamageOptions};
 use crate::fs::{FileSystem, StdFs};
@@ -14,7 +16,20 @@ use crate::scenario::{self, files, load, scenario_paths, Scenario};
 use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
 use crate::sweep::{self, SweepOptions};
 
-use super::{Progress, StageReport, VerifyOptions};
+use super::{Progress, Shard, StageReport, VerifyOptions};
+
+/// The shard of the run (the whole run without `--shard`).
+fn shard(options: &VerifyOptions) -> Shard {
+    options.shard.unwrap_or(Shard::ALL)
+}
+
+/// Adds `shard_units` (the units this shard ran) to a sharded stage's report.
+fn with_units(mut report: StageReport, options: &VerifyOptions, units: Vec<String>) -> StageReport {
+    if options.shard.is_some() {
+        report.details.insert("shard_units".into(), json!(units));
+    }
+    report
+}
 
 fn stage(
     name: &'static str,
@@ -78,7 +93,12 @@ pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let mut reports = Vec::new();
     let mut counterexample = None;
     let mut replay_command = None;
+    let mut units = Vec::new();
     for (i, model) in models.into_iter().enumerate() {
+        if !shard(options).owns(i as u64) {
+            continue;
+        }
+        units.push(format!("model {model:?}").to_lowercase());
         let variant = model_variant(model, &options.variant);
         let check_options = CheckOptions {
             model,
@@ -124,7 +144,7 @@ pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     );
     report.counterexample = counterexample;
     report.replay_command = replay_command;
-    report
+    with_units(report, options, units)
 }
 
 pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
@@ -137,7 +157,15 @@ pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageRep
         seed: options.seed,
         variant: options.variant.clone(),
     };
-    let result = conformance::run_random(&conformance_options, |done| {
+    let units = RefCell::new(Vec::new());
+    let select = |case: u64| {
+        let owned = shard(options).owns(case);
+        if owned {
+            units.borrow_mut().push(format!("case {case}"));
+        }
+        owned
+    };
+    let result = conformance::run_random_selected(&conformance_options, &select, |done| {
         progress.set(done, total, "cases")
     });
     let passed = result.failures.is_empty();
@@ -163,7 +191,7 @@ pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     );
     report.counterexample = counterexample;
     report.replay_command = replay_command;
-    report
+    with_units(report, options, units.into_inner())
 }
 
 pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
@@ -175,16 +203,27 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     };
     progress.start("crash_sweep", workloads.len() as u64);
     let mut reports = Vec::new();
+    let units = RefCell::new(Vec::new());
     for (i, mut workload) in workloads.into_iter().enumerate() {
         workload.variant = options.variant.clone();
         let name = workload.name.clone();
-        let report = sweep::sweep(&workload, &sweep_options, |k, total| {
-            progress.set(
-                i as u64,
-                (i as u64 + 1).max(1),
-                &format!("{name} {k}/{total}"),
-            );
-        });
+        // Unit `i + k`: crash point `k` of workload `i`, so each workload's points
+        // spread over the shards from a different one.
+        let select = |k: u64| {
+            let owned = shard(options).owns(i as u64 + k);
+            if owned {
+                units.borrow_mut().push(format!("{name} {k}"));
+            }
+            owned
+        };
+        let report =
+            sweep::sweep_selected(&workload, &sweep_options, &|_| {}, &select, |k, total| {
+                progress.set(
+                    i as u64,
+                    (i as u64 + 1).max(1),
+                    &format!("{name} {k}/{total}"),
+                );
+            });
         reports.push((workload, report));
     }
     let crash_points: u64 = reports.iter().map(|(_, r)| r.crash_points).sum();
@@ -224,7 +263,7 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     );
     report.counterexample = counterexample;
     report.replay_command = replay_command;
-    report
+    with_units(report, options, units.into_inner())
 }
 
 /// The I/O-error sweep (`src/sweep/io_errors.rs`): every file-system call of every
@@ -240,7 +279,13 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
     let count = workloads.len() as u64;
     progress.start("io_errors", count);
     let mut reports = Vec::new();
+    let mut units = Vec::new();
+    // Units: the workloads (0, 1, ...), then the conformance cases after them.
     for (i, mut workload) in workloads.into_iter().enumerate() {
+        if !shard(options).owns(i as u64) {
+            continue;
+        }
+        units.push(format!("workload {}", workload.name));
         workload.variant = options.variant.clone();
         let name = workload.name.clone();
         let report = sweep_errors(&workload, &error_options, |k, total| {
@@ -256,7 +301,16 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
         variant: options.variant.clone(),
     };
     progress.set(count, count + 1, "conformance with io errors");
-    let fault_cases = run_random_faults(&conformance_options, |_| {});
+    let fault_units = RefCell::new(Vec::new());
+    let select = |case: u64| {
+        let owned = shard(options).owns(count + case);
+        if owned {
+            fault_units.borrow_mut().push(format!("case {case}"));
+        }
+        owned
+    };
+    let fault_cases = run_random_faults_selected(&conformance_options, &select, |_| {});
+    units.extend(fault_units.into_inner());
     let error_points: u64 = reports.iter().map(|r| r.error_points).sum();
     let not_reached: u64 = reports.iter().map(|r| r.not_reached).sum();
     let disk_images: u64 = reports.iter().map(|r| r.disk_images).sum();
@@ -321,17 +375,26 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
     );
     report.counterexample = counterexample;
     report.replay_command = first.map(|v| v.replay_command());
-    report
+    with_units(report, options, units)
 }
 
 /// Damaged data (`src/damage`): every planned damage of every file of each named
 /// workload's log, at its end and at its protocol crash points, opened and judged.
 pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
-    let mut workloads = sweep::named_workloads();
+    let mut workloads: Vec<sweep::Workload> = sweep::named_workloads()
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard(options).owns(*i as u64))
+        .map(|(_, w)| w)
+        .collect();
     for workload in &mut workloads {
         workload.variant = options.variant.clone();
     }
+    let units: Vec<String> = workloads
+        .iter()
+        .map(|w| format!("workload {}", w.name))
+        .collect();
     let total = workloads.len() as u64;
     progress.start("damaged_data", total);
     // Quick runs the whole plan (about a second in release); the larger budgets
@@ -374,14 +437,22 @@ pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageRe
         report.replay_command = Some(format!("seglog damage --workload {}", first.workload));
     }
     report.counterexample = counterexample;
-    report
+    with_units(report, options, units)
 }
 
 pub fn replay(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
     let fs = StdFs::new();
-    let files =
+    let all_files =
         scenario_paths(&fs, std::slice::from_ref(&options.scenarios_dir)).unwrap_or_default();
+    let any_files = !all_files.is_empty();
+    let files: Vec<std::path::PathBuf> = all_files
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard(options).owns(*i as u64))
+        .map(|(_, f)| f)
+        .collect();
+    let units: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     progress.start("replay", files.len() as u64);
     let mut results = Vec::new();
     let mut failed = Vec::new();
@@ -407,8 +478,8 @@ pub fn replay(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
             }
         }
     }
-    let passed = failed.is_empty() && !files.is_empty();
-    let summary = if files.is_empty() {
+    let passed = failed.is_empty() && any_files;
+    let summary = if !any_files {
         format!("no scenario files in {}", options.scenarios_dir.display())
     } else {
         format!("{} scenarios, {} failed", files.len(), failed.len())
@@ -432,7 +503,7 @@ pub fn replay(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
             options.variant
         ));
     }
-    report
+    with_units(report, options, units)
 }
 
 pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
@@ -448,7 +519,12 @@ pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     progress.start("fuzz", targets.len() as u64);
     let mut results = Vec::new();
     let mut passed = true;
+    let mut units = Vec::new();
     for (i, target) in targets.iter().enumerate() {
+        if !shard(options).owns(i as u64) {
+            continue;
+        }
+        units.push((*target).to_string());
         progress.set(i as u64, targets.len() as u64, target);
         let status = std::process::Command::new("cargo")
             .args(["fuzz", "run", "-s", "none", target, "--"])
@@ -465,7 +541,7 @@ pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     }
     let summary = format!(
         "{} targets x {}s, {} failed",
-        targets.len(),
+        units.len(),
         options.fuzz_seconds,
         results
             .iter()
@@ -483,7 +559,7 @@ pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     if !passed {
         report.replay_command = Some("ls fuzz/artifacts/*/ and see fuzz/README.md".into());
     }
-    report
+    with_units(report, options, units)
 }
 
 /// Apache Kafka's own storage classes against seglog, both directions
@@ -493,14 +569,20 @@ pub fn fuzz(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
 pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
     progress.start("kafka_interop", 1);
-    let report = if options.kafka_interop {
+    // One unit: the first shard runs it.
+    let owned = shard(options).owns(0);
+    let report = if options.kafka_interop && owned {
         crate::interop::run(&crate::interop::InteropOptions {
             cases: options.kafka_cases.clone(),
             required: options.kafka_required.clone(),
         })
     } else {
         crate::interop::InteropReport {
-            skipped: Some("quick budget (`--budget standard` or `--kafka-interop` runs it)".into()),
+            skipped: Some(if owned {
+                "quick budget (`--budget standard` or `--kafka-interop` runs it)".into()
+            } else {
+                format!("shard {} (shard 1 runs it)", shard(options))
+            }),
             ..Default::default()
         }
     };
@@ -527,11 +609,62 @@ pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageR
         }
     };
     progress.done(&summary);
-    stage(
+    let units = if owned {
+        vec!["kafka_interop".to_string()]
+    } else {
+        Vec::new()
+    };
+    let report = stage(
         "kafka_interop",
         started,
         report.cases_failed == 0,
         summary,
         serde_json::to_value(&report).unwrap_or(Value::Null),
-    )
+    );
+    with_units(report, options, units)
+}
+
+/// Mutation testing (overnight): cargo-mutants over `src/install`, `src/retention`,
+/// `src/compaction` and `src/fs` with the quick suite's tests (`super::mutants`).
+/// Fails when a mutant survives; skipped, with the reason, without cargo-mutants.
+pub fn mutants(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    progress.start("mutants", 1);
+    let owned = shard(options).owns(0);
+    let report = if owned {
+        super::mutants::run(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
+    } else {
+        super::mutants::MutantsReport {
+            skipped: Some(format!("shard {} (shard 1 runs it)", shard(options))),
+            ..Default::default()
+        }
+    };
+    let summary = match &report.skipped {
+        Some(reason) => format!("skipped: {reason}"),
+        None => format!(
+            "{} caught, {} timeouts, {} unviable, {} survivors",
+            report.caught,
+            report.timeouts,
+            report.unviable,
+            report.survivors.len()
+        ),
+    };
+    progress.done(&summary);
+    let passed = report.survivors.is_empty();
+    let mut stage_report = stage(
+        "mutants",
+        started,
+        passed,
+        summary,
+        serde_json::to_value(&report).unwrap_or(Value::Null),
+    );
+    if !passed {
+        stage_report.replay_command = Some(report.command.clone());
+    }
+    let units = if owned {
+        vec!["mutants".to_string()]
+    } else {
+        Vec::new()
+    };
+    with_units(stage_report, options, units)
 }
