@@ -256,7 +256,8 @@ fn cases() -> Vec<Case> {
     for (recovery_point, hit) in [
         (fp::RETENTION_RECOVER_REMOVE_FILE, 1),
         (fp::RETENTION_RECOVER_REMOVE_FILE, 4),
-        (fp::RETENTION_RECOVER_SYNC_DIR, 1),
+        // The open's phase 9 directory sync makes retention recovery's removals durable.
+        (fp::LOG_RECOVERY_SYNC_LOG_DIR, 1),
         (fp::RETENTION_RECOVER_SYNC_DIR_FIRST, 1),
     ] {
         out.push(Case {

@@ -89,8 +89,23 @@ fn every_sync_step_is_caught_or_proven_redundant() {
         .iter()
         .map(|step| ablate_step(step, &workloads, &options, &model_verdict))
         .collect();
+    // Reached only when an open rebuilds a closed segment's index files, which no
+    // crash leaves (a roll fsyncs them before the next segment exists): an operator
+    // deleting index files, or damage. No workload does either, so these two are
+    // idle, and must stay exactly that (a workload that gives them work makes them
+    // judged like every other step). Left open in issue 10's note.
+    let idle_by_design = [
+        "log::recovery::sync_scanned",
+        "log::recovery::sync_scanned_dir",
+    ];
+    for name in idle_by_design {
+        let row = rows.iter().find(|r| r.failpoint == name).unwrap();
+        assert_eq!(row.verdict, Verdict::Idle, "{name}: {}", row.detail);
+        assert_eq!(row.pending_skipped, 0, "{name}");
+    }
     let bad: Vec<String> = rows
         .iter()
+        .filter(|r| !idle_by_design.contains(&r.failpoint))
         .filter(|r| !matches!(r.verdict, Verdict::Caught | Verdict::Redundant))
         .map(|r| format!("{}: {} ({})", r.failpoint, r.verdict.name(), r.detail))
         .collect();

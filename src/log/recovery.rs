@@ -119,13 +119,13 @@ pub fn recover_with(
     // Modifying phases.
     recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
-    recovery_rebuild_indexes(fs, &rewrites, report)?;
+    let created_indexes = recovery_rebuild_indexes(fs, &rewrites, report)?;
     recovery_sync_active(fs, &scans)?;
     let mut segments: Vec<Segment> = scans.into_iter().map(|s| s.segment).collect();
     if segments.is_empty() {
         segments.push(recovery_create_first_segment(fs, dir, config, report)?);
     }
-    super::trust::settle(fs, dir, &found, &segments, &scanned)?;
+    super::trust::settle(fs, dir, &found, &segments, &scanned, created_indexes)?;
     recovery_sync_dir(fs, dir, report)?;
     if existed && segments.iter().all(Segment::is_empty) {
         recovery_sync_path(fs, dir)?;
@@ -485,8 +485,9 @@ pub fn recovery_truncate_tail(
     Ok(())
 }
 
-/// Phase 7: rewrite the index files found wanting. Returns true if a file was
-/// created (the directory changed). No fsync here: the index files are derived, an
+/// Phase 7: rewrite the index files found wanting. Returns true if a closed
+/// segment's index file was created (a recovery point must not vouch for it before
+/// its directory entry is durable; the active segment's are never vouched for). No fsync here: the index files are derived, an
 /// open checks them against the `.log` before using them, and a recovery point
 /// vouches for a rebuilt closed segment only after `Trust::settle` fsyncs all three
 /// of its files (`log::recovery::sync_scanned`). Model (e) rebuilds without an
@@ -503,7 +504,7 @@ pub fn recovery_rebuild_indexes(
         crate::fail_point!(LOG_RECOVERY_REBUILD_INDEX);
         fs.write_new(path, &rewrite.bytes)
             .map_err(|e| Error::io(path, e))?;
-        created |= rewrite.reason == RebuildReason::Missing;
+        created |= rewrite.closed && rewrite.reason == RebuildReason::Missing;
         report.rebuilt_indexes.push(rewrite.report());
     }
     Ok(created)
