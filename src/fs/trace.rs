@@ -10,47 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use super::FileSystem;
 
-/// The kind of a traced call: the mutating methods of [`FileSystem`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum TraceCall {
-    /// [`FileSystem::create_dir_all`].
-    CreateDirAll,
-    /// [`FileSystem::create_file`].
-    CreateFile,
-    /// [`FileSystem::append`].
-    Append,
-    /// [`FileSystem::set_len`].
-    SetLen,
-    /// [`FileSystem::sync_file`].
-    SyncFile,
-    /// [`FileSystem::sync_dir`].
-    SyncDir,
-    /// [`FileSystem::rename`].
-    Rename,
-    /// [`FileSystem::remove_file`].
-    RemoveFile,
-    /// [`FileSystem::remove_dir_all`].
-    RemoveDirAll,
-}
-
-impl TraceCall {
-    /// The method's name (`append`, `sync_dir`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            TraceCall::CreateDirAll => "create_dir_all",
-            TraceCall::CreateFile => "create_file",
-            TraceCall::Append => "append",
-            TraceCall::SetLen => "set_len",
-            TraceCall::SyncFile => "sync_file",
-            TraceCall::SyncDir => "sync_dir",
-            TraceCall::Rename => "rename",
-            TraceCall::RemoveFile => "remove_file",
-            TraceCall::RemoveDirAll => "remove_dir_all",
-        }
-    }
-}
+/// The kind of a traced call: the mutating methods of [`FileSystem`], the same
+/// enum the simulated file system names its calls and faults with.
+pub type TraceCall = super::sim::Call;
 
 /// One traced call.
 #[derive(Debug, Clone, PartialEq, Eq)]
