@@ -29,6 +29,12 @@
 //!   install. A crash between the commit point and that reopen leaves new content
 //!   whose open must scan every segment.
 //!
+//! * `sync-scanned-only-for-new-point` (model (e), issue 10): the open after an
+//!   operator deleted closed segments' index files rebuilds them but, since the
+//!   current recovery point already vouches for those segments, neither fsyncs them
+//!   nor rewrites the point. The violations come after that open (a power loss takes
+//!   the rebuilt index and the next open must rescan a trusted segment).
+//!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
 //! its scenario file as a violation.
@@ -150,4 +156,39 @@ fn clean_point_before_the_install_commits_is_caught() {
 #[test]
 fn new_content_without_its_recovery_point_is_caught() {
     assert_caught("point-on-reopen", is_cleaning);
+}
+
+/// The damage is done by the open inside `drop_indexes` and shows after it: every
+/// violation comes from a crash at or after the first `drop_indexes`.
+#[test]
+fn rebuilt_indexes_left_unsynced_under_the_current_point_are_caught() {
+    let variant = "sync-scanned-only-for-new-point";
+    let results = sweep_variant(variant, |op| matches!(op, Op::DropIndexes));
+    assert!(!results.is_empty(), "no named workload drops index files");
+    let total: usize = results.iter().map(|(_, v)| v.len()).sum();
+    assert!(total > 0, "the sweep found nothing wrong with {variant}");
+    for (workload, violations) in &results {
+        let first_drop = workload
+            .ops
+            .iter()
+            .position(|op| matches!(op, Op::DropIndexes))
+            .expect("filtered on drop_indexes");
+        for violation in violations {
+            let at = violation.interrupted_op.unwrap_or(0);
+            assert!(
+                at >= first_drop,
+                "{variant}: violation before any index file was dropped: {violation}"
+            );
+        }
+        if let Some(first) = violations.first() {
+            let scenario = Scenario::from_violation(workload, first);
+            let reparsed = Scenario::parse(&scenario.to_toml()).expect("scenario round-trips");
+            let replayed = replay_expecting(&reparsed, variant, Outcome::Violation);
+            assert!(
+                replayed.passed,
+                "{variant}: {first} does not replay as a violation: {:?}",
+                replayed.diff
+            );
+        }
+    }
 }

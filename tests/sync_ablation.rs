@@ -85,27 +85,23 @@ fn every_sync_step_is_caught_or_proven_redundant() {
         steps.len() >= 30,
         "the fail point list lost its sync steps: {steps:?}"
     );
+    // A step the cheap sweep does not catch is swept again at the default options
+    // (32 images per point, 2 recovery crash images) before it counts as a blind
+    // spot: `log::recovery::sync_scanned_dir` needs a single lost directory entry
+    // among six pending ones, which the 9th to 16th images of a point hold.
     let rows: Vec<StepRow> = steps
         .iter()
-        .map(|step| ablate_step(step, &workloads, &options, &model_verdict))
+        .map(|step| {
+            let row = ablate_step(step, &workloads, &options, &model_verdict);
+            if matches!(row.verdict, Verdict::Caught | Verdict::Redundant) {
+                row
+            } else {
+                ablate_step(step, &workloads, &SweepOptions::default(), &model_verdict)
+            }
+        })
         .collect();
-    // Reached only when an open rebuilds a closed segment's index files, which no
-    // crash leaves (a roll fsyncs them before the next segment exists): an operator
-    // deleting index files, or damage. No workload does either, so these two are
-    // idle, and must stay exactly that (a workload that gives them work makes them
-    // judged like every other step). Left open in issue 10's note.
-    let idle_by_design = [
-        "log::recovery::sync_scanned",
-        "log::recovery::sync_scanned_dir",
-    ];
-    for name in idle_by_design {
-        let row = rows.iter().find(|r| r.failpoint == name).unwrap();
-        assert_eq!(row.verdict, Verdict::Idle, "{name}: {}", row.detail);
-        assert_eq!(row.pending_skipped, 0, "{name}");
-    }
     let bad: Vec<String> = rows
         .iter()
-        .filter(|r| !idle_by_design.contains(&r.failpoint))
         .filter(|r| !matches!(r.verdict, Verdict::Caught | Verdict::Redundant))
         .map(|r| format!("{}: {} ({})", r.failpoint, r.verdict.name(), r.detail))
         .collect();
@@ -122,6 +118,10 @@ fn every_sync_step_is_caught_or_proven_redundant() {
         "log::close::sync_dir",
         "log::recovery::sync_log_dir",
         "log::recovery::sync_parent",
+        // Work only when an open rebuilds a closed segment's index files: the
+        // `drop-indexes` workload (an operator deletes them while the log is down).
+        "log::recovery::sync_scanned",
+        "log::recovery::sync_scanned_dir",
     ] {
         let row = rows.iter().find(|r| r.failpoint == needed).unwrap();
         assert_eq!(row.verdict, Verdict::Caught, "{needed}: {}", row.detail);

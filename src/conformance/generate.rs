@@ -64,6 +64,8 @@ enum Draw {
     Clock(i64),
     Crash(u32),
     Reopen,
+    /// An operator deletes the closed segments' index files while the log is down.
+    DropIndexes,
     /// A batch another writer left: `mask` bit i keeps record i; `drop_last`
     /// removes the last record (a gap at the batch's end).
     Foreign {
@@ -159,6 +161,7 @@ fn draw() -> impl Strategy<Value = Draw> {
         3 => (1i64..150).prop_map(Draw::Clock),
         2 => any::<u32>().prop_map(Draw::Crash),
         1 => Just(Draw::Reopen),
+        1 => Just(Draw::DropIndexes),
         2 => (
             prop_oneof![4 => Just(0u8), 1 => 1u8..3],
             prop::collection::vec(record(), 1..5),
@@ -275,6 +278,7 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
         }
         Draw::Crash(image) => Step::CrashReopen { image },
         Draw::Reopen => Step::Reopen,
+        Draw::DropIndexes => Step::Op(Op::DropIndexes),
         Draw::Foreign {
             gap,
             records,

@@ -171,6 +171,35 @@ pub fn marker_of(segments: &[crate::segment::Segment]) -> SummaryFile {
     }
 }
 
+#[cfg(feature = "test-variants")]
+thread_local! {
+    static SETTLE_ONLY_FOR_NEW_POINT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Test-only (feature `test-variants`): runs `f` with opens on this thread settling
+/// as the engine did before the sweep's `drop-indexes` workload (model (e), variant
+/// `sync-scanned-only-for-new-point`): when the current recovery point vouches for
+/// every closed segment, the index files the open rebuilt are neither fsynced nor
+/// summarized in a new point.
+#[cfg(feature = "test-variants")]
+pub fn with_settle_only_for_new_point<T>(f: impl FnOnce() -> T) -> T {
+    SETTLE_ONLY_FOR_NEW_POINT.with(|flag| flag.set(true));
+    let result = f();
+    SETTLE_ONLY_FOR_NEW_POINT.with(|flag| flag.set(false));
+    result
+}
+
+fn settles_only_for_new_point() -> bool {
+    #[cfg(feature = "test-variants")]
+    {
+        SETTLE_ONLY_FOR_NEW_POINT.with(std::cell::Cell::get)
+    }
+    #[cfg(not(feature = "test-variants"))]
+    {
+        false
+    }
+}
+
 /// Recovery's last phase for the checkpoints: removes the marker and any temp (so a
 /// crash after this open is never taken for a clean shutdown), and brings the
 /// recovery point up to the active segment (or removes one that vouches for it: the
@@ -199,26 +228,44 @@ pub fn settle(
     }
     let active_base = segments.last().map_or(0, |s| s.base_offset);
     let current = trust.point.as_ref().is_some_and(|(p, _)| *p == active_base);
-    if segments.len() > 1 && !current {
-        // What this open scanned may be a crashed process's page cache (index files a
-        // crashed open rebuilt, say): durable before the recovery point vouches for it.
-        let closed = &segments[..segments.len() - 1];
-        for segment in closed.iter().filter(|s| scanned.contains(&s.base_offset)) {
-            let paths = &segment.paths;
-            for path in [&paths.log, &paths.index, &paths.time_index] {
-                crate::fail_point!(LOG_RECOVERY_SYNC_SCANNED);
-                fs.sync_file(path).map_err(|e| Error::io(path, e))?;
-            }
+    // What this open scanned of a closed segment may be a crashed process's page
+    // cache (index files a crashed open rebuilt, say) or index files it rebuilt
+    // itself: durable before a recovery point vouches for it, and, when the
+    // current one already does (an operator deleted the index files of a trusted
+    // segment while the log was down, model (e)'s `DropIndexes`), before the open
+    // returns: else a power loss after the open leaves a trusted segment to rescan
+    // (model (e), variant `sync-scanned-only-for-new-point`; the sweep's
+    // `drop-indexes` workload).
+    let closed = &segments[..segments.len().saturating_sub(1)];
+    let closed = if current && settles_only_for_new_point() {
+        &[]
+    } else {
+        closed
+    };
+    for segment in closed.iter().filter(|s| scanned.contains(&s.base_offset)) {
+        let paths = &segment.paths;
+        for path in [&paths.log, &paths.index, &paths.time_index] {
+            crate::fail_point!(LOG_RECOVERY_SYNC_SCANNED);
+            fs.sync_file(path).map_err(|e| Error::io(path, e))?;
         }
-        // And their entries, if this open created a closed segment's index files: the point's rename
-        // must not become durable without them. The entries of every other closed
-        // segment file were made durable by the roll that created the next segment.
-        // (Unconditional before: the sync ablation by step skipped 7,877 pending
-        // calls of it in opens that created nothing, and the sweep found nothing.)
-        if created_indexes {
-            crate::fail_point!(LOG_RECOVERY_SYNC_SCANNED_DIR);
-            fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
-        }
+    }
+    // And their entries, if this open created a closed segment's index files: a
+    // point's rename must not become durable without them, nor may the open return
+    // with them pending under the current point. The entries of every other closed
+    // segment file were made durable by the roll that created the next segment.
+    // (Unconditional before: the sync ablation by step skipped 7,877 pending calls
+    // of it in opens that created nothing, and the sweep found nothing.)
+    if created_indexes && !closed.is_empty() {
+        crate::fail_point!(LOG_RECOVERY_SYNC_SCANNED_DIR);
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    // Rebuilt index files need not equal the ones a point summarized (a sparse
+    // index depends on where the writer's entry interval started: an open after a
+    // clean close restarts it, as Kafka's does, and a rebuild counts from the
+    // segment's start), so a point that vouched for a rescanned segment is
+    // rewritten with their checksums (found by the sweep's `drop-indexes`).
+    let rescanned = !closed.is_empty() && closed.iter().any(|s| scanned.contains(&s.base_offset));
+    if segments.len() > 1 && (!current || rescanned) {
         write(
             fs,
             dir,

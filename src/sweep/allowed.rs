@@ -37,6 +37,12 @@ pub struct Allowed {
     /// Why an exact expectation is what it is (which durable fact decided it), or why
     /// no state fits the image at all.
     reason: Option<String>,
+    /// The crash interrupted an [`Op::DropIndexes`]: the operator's deletion, or the
+    /// open's rebuild of the deleted files (derived, unsynced until a recovery point
+    /// vouches for them), may have left segments the recovery point vouches for
+    /// without valid index files, so recovery rescanning them is expected. Anywhere
+    /// else a crash alone never leaves a trusted segment to rescan.
+    index_files_dropped: bool,
 }
 
 impl Allowed {
@@ -75,6 +81,18 @@ impl Allowed {
             [(_, view)] => Some(view),
             _ => None,
         }
+    }
+
+    /// True if recovery may rescan trusted segments whose index files are missing or
+    /// damaged (the crash interrupted an operator's [`Op::DropIndexes`]).
+    pub fn index_files_dropped(&self) -> bool {
+        self.index_files_dropped
+    }
+
+    /// Withdraws [`Allowed::index_files_dropped`]: the image holds the recovery
+    /// point the open after the drop wrote, which vouches only for durable files.
+    pub fn forbid_index_rescans(&mut self) {
+        self.index_files_dropped = false;
     }
 
     /// Names of the allowed states, for reports.
@@ -140,6 +158,7 @@ impl States {
         Allowed {
             views: vec![(format!("S{j}"), spec::view(self.after(j)))],
             reason: None,
+            index_files_dropped: false,
         }
     }
 
@@ -190,6 +209,7 @@ impl States {
                 .map(|(name, log)| (name, spec::view(&log)))
                 .collect(),
             reason: None,
+            index_files_dropped: drops_indexes(workload, i),
         }
     }
 
@@ -222,10 +242,12 @@ impl States {
                 None
             }
         };
+        let index_files_dropped = drops_indexes(workload, i);
         if let Some(reason) = committed {
             return Allowed {
                 views: vec![(new_name, spec::view(&new))],
                 reason: Some(reason),
+                index_files_dropped,
             };
         }
         match candidates.iter().rposition(|(_, log)| facts.holds(log)) {
@@ -242,6 +264,7 @@ impl States {
                             String::new()
                         }
                     )),
+                    index_files_dropped,
                 }
             }
             None => Allowed {
@@ -251,7 +274,13 @@ impl States {
                     candidates.first().map_or("S0", |(n, _)| n.as_str()),
                     facts.segments
                 )),
+                index_files_dropped,
             },
         }
     }
+}
+
+/// True if operation `i` of `workload` is an operator's [`Op::DropIndexes`].
+fn drops_indexes(workload: &Workload, i: usize) -> bool {
+    matches!(workload.ops.get(i), Some(Op::DropIndexes))
 }

@@ -159,13 +159,40 @@ pub fn count_operations(workload: &Workload) -> Result<u64, String> {
 
 /// [`count_operations`] on a file system prepared by `setup`.
 fn count_operations_with(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<u64, String> {
-    Ok(run_counted(workload, setup)?.0)
+    Ok(run_counted(workload, setup)?.operations)
 }
 
-/// An uninterrupted run on a file system prepared by `setup`: its mutating
-/// operations, and the crash points right after each clean close completed (before
-/// the reopen's first operation), where recovery must read no segment data.
-fn run_counted(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<(u64, Vec<u64>), String> {
+/// What an uninterrupted run tells the sweep about its crash points.
+struct Counted {
+    /// Mutating operations of the run.
+    operations: u64,
+    /// The crash points right after each clean close completed (before the reopen's
+    /// first operation), where recovery must read no segment data.
+    clean_points: Vec<u64>,
+    /// The operation numbers of the recovery-point renames of opens that follow a
+    /// clean close in the same workload operation (the open of `drop_indexes`),
+    /// each with the number of that close's last operation.
+    reopen_point_renames: Vec<(u64, u64)>,
+}
+
+impl Counted {
+    /// The recovery-point rename of the reopen the crash before operation `k`
+    /// interrupted after its rename, if any.
+    fn reopen_rename_before(&self, k: u64) -> Option<u64> {
+        self.reopen_point_renames
+            .iter()
+            .filter(|(close, rename)| *close < k && *rename < k)
+            .map(|(_, rename)| *rename)
+            .next_back()
+            .filter(|rename| {
+                // Only if no later close started another operation in between.
+                !self.clean_points.iter().any(|c| *c > *rename && *c <= k)
+            })
+    }
+}
+
+/// An uninterrupted run on a file system prepared by `setup` ([`Counted`]).
+fn run_counted(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<Counted, String> {
     let fs = Arc::new(SimFs::new());
     setup(&fs);
     let probe = Arc::clone(&fs);
@@ -179,12 +206,40 @@ fn run_counted(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<(u64, Vec<
     }
     // The close's directory fsync is operation k; the crash before k + 1 finds the
     // closed log.
-    let clean = hits
+    let clean_points: Vec<u64> = hits
         .iter()
         .filter(|(name, _)| *name == failpoint::LOG_CLOSE_SYNC_DIR)
         .map(|(_, k)| k + 1)
         .collect();
-    Ok((fs.mutating_ops(), clean))
+    let mut reopen_point_renames = Vec::new();
+    let mut last_close = None;
+    for (name, k) in &hits {
+        match *name {
+            failpoint::LOG_CLOSE_SYNC_DIR => last_close = Some(*k),
+            failpoint::LOG_RECOVERY_RENAME_RECOVERY_POINT => {
+                if let Some(close) = last_close.take() {
+                    reopen_point_renames.push((close, *k));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Counted {
+        operations: fs.mutating_ops(),
+        clean_points,
+        reopen_point_renames,
+    })
+}
+
+/// True if `lost` holds the rename that makes a recovery point current.
+fn lost_point_rename(lost: &[crate::fs::sim::LostItem]) -> bool {
+    let rename = format!(
+        "rename {} -> {}",
+        crate::format::recovery_point::RECOVERY_POINT_TMP_NAME,
+        crate::format::recovery_point::RECOVERY_POINT_NAME
+    );
+    lost.iter()
+        .any(|item| matches!(item, crate::fs::sim::LostItem::DirOp { op, .. } if *op == rename))
 }
 
 /// Names in the log's parent and the log dir that must not survive recovery.
@@ -245,7 +300,10 @@ pub fn check_image_with(
             report.ignored_checkpoints
         ));
     }
-    if !report.rescanned.is_empty() {
+    // The exception: the crash interrupted an operator's deletion of index files
+    // (`Op::DropIndexes`) or the open rebuilding them (derived files, written
+    // without an fsync until a recovery point vouches for them).
+    if !report.rescanned.is_empty() && !allowed.index_files_dropped() {
         return Err(format!(
             "a crash left trusted segments to rescan: {:?}",
             report.rescanned
@@ -453,7 +511,7 @@ pub fn sweep_selected(
         seconds: 0.0,
     };
     let states = Allowed::states(workload);
-    let (total, clean_points) = match run_counted(workload, setup) {
+    let counted = match run_counted(workload, setup) {
         Ok(counted) => counted,
         Err(detail) => {
             report.violations.push(violation(
@@ -468,6 +526,7 @@ pub fn sweep_selected(
             return report;
         }
     };
+    let total = counted.operations;
     report.operations = total;
     // Before every operation, and once after the last: a power loss after the
     // workload returned may still take what its last operation left unsynced.
@@ -501,7 +560,13 @@ pub fn sweep_selected(
         {
             // Exact: what this image holds durably decides the one state it must
             // recover to; a crash during its recovery must still end there.
-            let allowed = states.exact_after_crash(workload, interrupted, &image.fs);
+            let mut allowed = states.exact_after_crash(workload, interrupted, &image.fs);
+            // The open after an operator dropped index files wrote its recovery point
+            // and the image kept it: that point vouches for what it names, so no
+            // rescan is forgiven (model (e), `sync_scanned_dir` and `sync_scanned`).
+            if counted.reopen_rename_before(k).is_some() && !lost_point_rename(&image.lost) {
+                allowed.forbid_index_rescans();
+            }
             report.disk_images += 1;
             let mode = if image.lost.is_empty() {
                 "process"
@@ -509,7 +574,7 @@ pub fn sweep_selected(
                 "power_loss"
             };
             let lost: Vec<String> = image.lost.iter().map(ToString::to_string).collect();
-            let after_clean_close = clean_points.contains(&k);
+            let after_clean_close = counted.clean_points.contains(&k);
             if let Err(detail) = check_image_with(workload, &allowed, &image.fs, after_clean_close)
             {
                 report.violations.push(violation(

@@ -303,5 +303,30 @@ pub fn named_workloads() -> Vec<Workload> {
                 Op::Close,
             ],
         },
+        Workload {
+            name: "drop-indexes".into(),
+            description: "an operator deletes every closed segment's index files while the log is down (Kafka rebuilds them): the open rebuilds them from the .log files, makes them durable before the recovery point vouches for them, and a crash anywhere in that open or after it loses nothing".into(),
+            config: LogConfig {
+                segment_bytes: 200,
+                index_interval_bytes: 64,
+                ..LogConfig::default()
+            },
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 5), (Some("b"), Some("2"), 1)]),
+                append(&[(None, Some("x"), 2)]),
+                Op::Roll,
+                Op::DropIndexes,
+                append(&[(Some("c"), Some("3"), 9), (Some("a"), None, 10)]),
+                append_with(&[(Some("d"), Some("4"), 4)], Compression::Lz4, None),
+                Op::Roll,
+                append(&[(Some("e"), Some("5"), 12)]),
+                Op::DropIndexes,
+                append(&[(Some("f"), Some("6"), 13)]),
+                Op::Roll,
+                Op::DropIndexes,
+                append(&[(Some("g"), Some("7"), 14)]),
+            ],
+        },
     ]
 }

@@ -25,6 +25,11 @@ pub enum Variant {
     /// point, the log reopened after it (model (b)'s `point-on-reopen`).
     #[cfg(feature = "test-variants")]
     PointOnReopen,
+    /// The open after an operator dropped index files leaves the rebuilt ones of
+    /// trusted segments unsynced and the current point unchanged (model (e)'s
+    /// `sync-scanned-only-for-new-point`).
+    #[cfg(feature = "test-variants")]
+    SyncScannedOnlyForNewPoint,
 }
 
 /// Every variant name, ours first.
@@ -38,6 +43,7 @@ pub const VARIANT_NAMES: &[&str] = &[
     "recovery-point-before-flush",
     "clean-point-first",
     "point-on-reopen",
+    "sync-scanned-only-for-new-point",
 ];
 
 impl Variant {
@@ -61,6 +67,7 @@ impl Variant {
                 )),
                 "clean-point-first" => Ok(Variant::CleanPointFirst),
                 "point-on-reopen" => Ok(Variant::PointOnReopen),
+                "sync-scanned-only-for-new-point" => Ok(Variant::SyncScannedOnlyForNewPoint),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
                     VARIANT_NAMES.join(", ")
@@ -254,6 +261,12 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 clean: report.clean_shutdown && report.scanned_segments == 0,
             }
         }
+        Op::DropIndexes => {
+            let report = drop_indexes(log, variant)?;
+            OpOutcome::Restarted {
+                clean: report.clean_shutdown && report.scanned_segments == 0,
+            }
+        }
         Op::Retain {
             now,
             retention_ms,
@@ -319,6 +332,43 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
         },
     };
     Ok(outcome)
+}
+
+/// [`Op::DropIndexes`]: a clean close, the operator's `rm` of every closed segment's
+/// index files (no fsync: an operator does not sync a directory), and an open on
+/// the same file system.
+fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryReport> {
+    let fs = std::sync::Arc::clone(log.fs());
+    let dir = log.dir().to_path_buf();
+    let config = log.config().clone();
+    let closed: Vec<i64> = log
+        .segments()
+        .iter()
+        .filter(|s| s.closed)
+        .map(|s| s.base_offset)
+        .collect();
+    log.close_in_place()?;
+    // The closed handle is poisoned by a failure after the close (the operator's
+    // `rm`, or the open), as `Log::restart` does with a failed open.
+    let reopened = (|| {
+        for base_offset in closed {
+            let paths = crate::segment::SegmentPaths::new(&dir, base_offset);
+            for path in [&paths.index, &paths.time_index] {
+                fs.remove_file(path).map_err(|e| Error::io(path, e))?;
+            }
+        }
+        let open = || Log::open_with(fs, &dir, config);
+        match variant {
+            #[cfg(feature = "test-variants")]
+            Variant::SyncScannedOnlyForNewPoint => {
+                crate::log::trust::with_settle_only_for_new_point(open)
+            }
+            _ => open(),
+        }
+    })();
+    let (reopened, report) = reopened.inspect_err(|_| log.poison())?;
+    *log = reopened;
+    Ok(report)
 }
 
 impl From<crate::log::ReadRecord> for RecordView {

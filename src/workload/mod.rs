@@ -52,6 +52,11 @@ pub enum Op {
     /// Close the log cleanly (fsyncs and the clean-shutdown marker) and open it
     /// again, as a broker restart does.
     Close,
+    /// Close the log cleanly, delete every closed segment's `.index` and
+    /// `.timeindex` (an operator action Kafka allows: its open rebuilds missing
+    /// index files), and open it again. The open rebuilds them from the `.log`
+    /// files and makes them durable before a recovery point vouches for them.
+    DropIndexes,
     Retain {
         now: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +106,7 @@ impl Op {
             Op::Roll
                 | Op::Flush
                 | Op::Close
+                | Op::DropIndexes
                 | Op::Retain { .. }
                 | Op::Compact { .. }
                 | Op::Clean { .. }

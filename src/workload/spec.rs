@@ -69,6 +69,11 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
         }
         Op::Flush => OpOutcome::Flushed,
         Op::Close => OpOutcome::Restarted { clean: true },
+        // The open rebuilds every closed segment's index files from its `.log`: it
+        // reads segment data exactly when there is a closed segment.
+        Op::DropIndexes => OpOutcome::Restarted {
+            clean: spec.closed_segments().is_empty(),
+        },
         Op::Retain {
             now,
             retention_ms,

@@ -75,6 +75,10 @@ pub enum Variant {
     RecoveryPointBeforeFlush,
     /// Durability: open does not fsync the directory it found.
     NoOpenDirSync,
+    /// Durability: when the current recovery point vouches for every closed segment,
+    /// open neither fsyncs the index files it rebuilt (an operator dropped them) nor
+    /// rewrites the point.
+    SyncScannedOnlyForNewPoint,
     /// Durability: flush fsyncs the index files and the directory too, as Kafka does
     /// (holds: those syncs are redundant in ours).
     FlushLikeKafka,
@@ -103,6 +107,7 @@ impl Variant {
             Variant::RecoveryPoint => "recovery-point",
             Variant::RecoveryPointBeforeFlush => "recovery-point-before-flush",
             Variant::NoOpenDirSync => "no-open-dir-sync",
+            Variant::SyncScannedOnlyForNewPoint => "sync-scanned-only-for-new-point",
             Variant::FlushLikeKafka => "flush-like-kafka",
             Variant::CleanPointInTemp => "clean-point-in-temp",
             Variant::CleanPointFirst => "clean-point-first",
@@ -135,6 +140,7 @@ impl Variant {
                 Variant::RecoveryPoint,
                 Variant::RecoveryPointBeforeFlush,
                 Variant::NoOpenDirSync,
+                Variant::SyncScannedOnlyForNewPoint,
                 Variant::FlushLikeKafka,
             ],
             ModelKind::Cleaner => &[Variant::CleanPointInTemp, Variant::CleanPointFirst],
@@ -291,6 +297,7 @@ fn durability_variant(variant: Variant) -> DurabilityVariant {
     match variant {
         Variant::RecoveryPointBeforeFlush => DurabilityVariant::RecoveryPointBeforeFlush,
         Variant::NoOpenDirSync => DurabilityVariant::NoOpenDirSync,
+        Variant::SyncScannedOnlyForNewPoint => DurabilityVariant::SyncScannedOnlyForNewPoint,
         Variant::FlushLikeKafka => DurabilityVariant::FlushLikeKafka,
         _ => DurabilityVariant::Ours,
     }
@@ -632,5 +639,10 @@ const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
         "log::recovery::sync_recovery_point",
         ModelKind::Durability,
         SyncStep::OpenRecoveryPointTemp as u8,
+    ),
+    (
+        "log::recovery::sync_scanned",
+        ModelKind::Durability,
+        SyncStep::OpenScanned as u8,
     ),
 ];
