@@ -75,6 +75,9 @@
 
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
+pub mod alice;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod bench;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
