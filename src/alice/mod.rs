@@ -38,7 +38,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::fs::sim::{CrashMode, SimFs};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, StdFs};
 use crate::log::Log;
 use crate::sweep::oracle::ImageFacts;
 use crate::sweep::{leftovers, Allowed, States, Workload, LOG_DIR};
@@ -163,7 +163,10 @@ fn traced(
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    let text = std::fs::read_to_string(&trace).map_err(|e| e.to_string())?;
+    let text = StdFs::new()
+        .read_all(&trace)
+        .map_err(|e| format!("the trace {}: {e}", trace.display()))?;
+    let text = String::from_utf8_lossy(&text);
     strace::parse(&text, root)
 }
 
@@ -175,7 +178,8 @@ fn judge(
     image: &SimFs,
 ) -> Result<(), String> {
     let scratch = tempfile::tempdir_in(&options.scratch).map_err(|e| e.to_string())?;
-    let root = scratch.path().canonicalize().map_err(|e| e.to_string())?;
+    // strace prints a path as the command was given it: this one, not a canonical one.
+    let root = scratch.path().to_path_buf();
     image::write_tree(image, &root).map_err(|e| format!("laying out the image: {e}"))?;
     let config = &workload.config;
     let log_dir = root.join("log");
@@ -253,14 +257,15 @@ pub fn run_workload(workload: &Workload, options: &AliceOptions) -> Result<Workl
     };
     let states = Allowed::states(workload);
     let scratch = tempfile::tempdir_in(&options.scratch).map_err(|e| e.to_string())?;
-    let root = scratch.path().canonicalize().map_err(|e| e.to_string())?;
+    // strace prints a path as the command was given it: this one, not a canonical one.
+    let root = scratch.path().to_path_buf();
     let log_dir = root.join("log");
     for (i, op) in workload.ops.iter().enumerate() {
         let Some(args) = command::args(op, &log_dir, &workload.config, &workload.variant)? else {
             continue;
         };
         let before = image::read_tree(&root).map_err(|e| e.to_string())?;
-        let log_existed = log_dir.exists();
+        let log_existed = StdFs::new().exists(&log_dir);
         let calls = traced(options, &root, &args)?;
         report.commands += 1;
         report.syscalls += calls.len() as u64;
