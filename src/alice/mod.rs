@@ -81,7 +81,8 @@ pub struct Violation {
     pub crash_before_syscall: u64,
     /// The traced system call the crash came before, if any.
     pub syscall: Option<String>,
-    /// What the power loss took away.
+    /// What the power loss took away, on the simulated paths (`/data` is the run's
+    /// root, `/data/log` the log).
     pub lost: Vec<String>,
     pub detail: String,
 }
@@ -178,7 +179,6 @@ fn judge(
     image: &SimFs,
 ) -> Result<(), String> {
     let scratch = tempfile::tempdir_in(&options.scratch).map_err(|e| e.to_string())?;
-    // strace prints a path as the command was given it: this one, not a canonical one.
     let root = scratch.path().to_path_buf();
     image::write_tree(image, &root).map_err(|e| format!("laying out the image: {e}"))?;
     let config = &workload.config;
