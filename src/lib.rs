@@ -63,8 +63,8 @@
 //! ## Cargo features
 //!
 //! * `suite` (default): the verification suite and the `seglog` command-line tool
-//!   (model checking, conformance, crash and IO-error sweeps, damaged data, crash
-//!   scenarios, benchmarks). Off, the engine depends on a handful of small crates.
+//!   (model checking, conformance, crash and IO-error sweeps, crash states from the
+//!   binary's own system calls, damaged data, crash scenarios, benchmarks). Off, the engine depends on a handful of small crates.
 //! * `serde`: `serde::Serialize` on the reports and [`LogConfig`] (on with `suite`).
 //! * `failpoints`: compiles the named fail points ([`fs::failpoint`]) into the engine,
 //!   driven by the `fail` crate's `FAILPOINTS` variable. For crash testing only.
@@ -73,6 +73,9 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
+pub mod alice;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod bench;

@@ -133,3 +133,74 @@ fn replay_page_shows_a_failure_side_by_side_and_escapes_it() {
     assert!(page.contains("after recovery"));
     assert!(page.contains("/data/log/00000000000000000000.log"));
 }
+
+/// A scenario whose recovery is itself cut by a power loss
+/// (`install-power-loss-during-recovery`, made to fail by expecting the old log):
+/// the page shows every recovery of the crash image, each with its own timeline and
+/// trees: the first ends in its crash and names its own rename as lost, the second
+/// runs to its end from the image that crash left, and the records shown are the
+/// second one's.
+#[test]
+fn replay_page_shows_every_recovery_of_a_nested_crash() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(
+        root.join("crash-scenarios/install-power-loss-during-recovery.toml"),
+    )
+    .unwrap();
+    assert!(text.contains("recovery_lost = ["), "a nested power loss");
+    let text = text.replace("outcome = \"new\"", "outcome = \"old\"");
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("nested.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.path().join("replay.html");
+    let (code, page) = replay_html(&[scenario.to_str().unwrap()], &out);
+    assert_eq!(code, 1, "the scenario must fail");
+    assert_self_contained(&page);
+    assert!(!page.contains("shows the first recovery"), "no caveat left");
+    // Both recoveries, in order, each a section of its own.
+    let first = page
+        .find("<section class=\"recovery\" id=\"recovery-1\"><h3>Recovery 1 of 2: crashed before its file-system operation 2 (a power loss)</h3>")
+        .expect("recovery 1");
+    let second = page
+        .find("<section class=\"recovery\" id=\"recovery-2\"><h3>Recovery 2 of 2: ran to its end")
+        .expect("recovery 2");
+    assert!(first < second);
+    assert!(!page.contains("id=\"recovery-3\""));
+    let one = &page[first..second];
+    let two = &page[second..page[second..].find("</section>").unwrap() + second];
+    // Recovery 1: its rename of the temp dir to live is lost, its sync is the crash.
+    let lost: Vec<&str> = one
+        .lines()
+        .filter(|l| l.starts_with("<tr class=\"lost\">"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{one}");
+    assert!(lost[0].contains("rename /data/log.compact-tmp -&gt; /data/log"));
+    let failed: Vec<&str> = one
+        .lines()
+        .filter(|l| l.starts_with("<tr class=\"failed\">"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{one}");
+    assert!(failed[0].contains("sync_dir /data failed: simulated crash"));
+    assert!(one.contains("dir-op seq=27 dir=/data op=rename log.compact-tmp -&gt; log"));
+    // The image the power loss left has no live dir again: backup and temp dir.
+    let after_one = &one[one.find("<b>after recovery 1</b>").unwrap()..];
+    assert!(after_one.contains("/data/log.compact-bak</td><td>dir<"));
+    assert!(after_one.contains("/data/log.compact-tmp</td><td>dir<"));
+    assert!(!after_one.contains("<td class=\"mono\">/data/log</td>"));
+    // Recovery 2 starts there, renames the temp dir again, and ends with live only.
+    let before_two = &two[two.find("<b>before recovery 2</b>").unwrap()
+        ..two.find("<b>after recovery 2</b>").unwrap()];
+    assert!(before_two.contains("/data/log.compact-tmp</td><td>dir<"));
+    assert!(two.contains("rename /data/log.compact-tmp -&gt; /data/log</td>"));
+    assert!(!two.contains("failed: simulated crash"));
+    let after_two = &two[two.find("<b>after recovery 2</b>").unwrap()..];
+    assert!(after_two.contains("<td class=\"mono\">/data/log</td>"));
+    assert!(!after_two.contains("compact-"), "{after_two}");
+    // The records recovered are the compacted ones (offset 0 dropped).
+    assert!(
+        page.contains("expected <b>old</b>, got <b>new</b>"),
+        "{page}"
+    );
+    assert!(page.lines().any(|l| l.starts_with("<tr class=\"differs\">")
+        && l.contains("0 key=&quot;a&quot; value=&quot;1&quot;")));
+}

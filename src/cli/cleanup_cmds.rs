@@ -21,6 +21,7 @@ use crate::compaction::CompactionReport;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
 use crate::install::InstallPaths;
+use crate::workload::engine::{self, Variant};
 use crate::{Log, LogConfig};
 
 use super::log_cmds::LogArgs;
@@ -39,6 +40,10 @@ pub struct RetainArgs {
     /// Then delete the oldest closed segments while the log exceeds N bytes.
     #[arg(long, allow_negative_numbers = true)]
     pub retention_bytes: Option<i64>,
+    /// Protocol variant (the broken ones need `--features test-variants`): the
+    /// syscall crash states (`seglog alice`) run a broken retention order with it.
+    #[arg(long, default_value = "manifest")]
+    pub variant: String,
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +70,10 @@ pub struct CompactArgs {
     /// Do not clean closed segments holding a timestamp newer than `now - N`.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub min_compaction_lag_ms: i64,
+    /// Protocol variant (the broken ones need `--features test-variants`): the
+    /// syscall crash states (`seglog alice`) run a broken install with it.
+    #[arg(long, default_value = "manifest", conflicts_with = "if_dirty")]
+    pub variant: String,
 }
 
 fn open_existing(args: &LogArgs) -> Result<Log> {
@@ -90,12 +99,20 @@ fn open_existing_with(args: &LogArgs, config: LogConfig) -> Result<Log> {
 /// `seglog retain`.
 pub fn retain(args: RetainArgs) -> Result<Outcome> {
     crate::retention::check_arguments(args.retention_ms, args.retention_bytes)?;
+    let variant = Variant::parse(&args.variant).map_err(Error::InvalidArgument)?;
     let mut log = open_existing(&args.log)?;
-    let outcome = log.retain(args.now, args.retention_ms, args.retention_bytes)?;
+    let deleted_segments = engine::retain(
+        &mut log,
+        args.now,
+        args.retention_ms,
+        args.retention_bytes,
+        variant,
+    )?;
+    let log_start_offset = log.log_start_offset();
     log.close()?;
     Ok(Outcome::Ok(json!({
-        "deleted_segments": outcome.deleted_segments,
-        "log_start_offset": outcome.log_start_offset,
+        "deleted_segments": deleted_segments,
+        "log_start_offset": log_start_offset,
     })))
 }
 
@@ -114,13 +131,20 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         ..args.log.config()
     };
     config.validate()?;
+    let variant = Variant::parse(&args.variant).map_err(Error::InvalidArgument)?;
     let mut log = open_existing_with(&args.log, config)?;
     let cleanable = log.cleanable(args.now)?;
     let segment_bytes = Some(args.log.segment_bytes);
     let report = if args.if_dirty {
         log.compact_if_dirty(args.now, args.delete_retention_ms, segment_bytes)?
     } else {
-        Some(log.compact(args.now, args.delete_retention_ms, segment_bytes)?)
+        Some(engine::compact(
+            &mut log,
+            args.now,
+            args.delete_retention_ms,
+            segment_bytes,
+            variant,
+        )?)
     };
     let compacted = report.is_some();
     let report = report.unwrap_or_else(|| CompactionReport {

@@ -7,6 +7,7 @@
 //! their own (like [`log_cmds`]), add a variant to [`Command`] and a line to
 //! [`dispatch`].
 
+pub mod alice_cmd;
 pub mod bench_cmd;
 pub mod cleanup_cmds;
 pub mod damage_cmd;
@@ -71,6 +72,10 @@ pub enum Command {
     Replay(replay_cmd::ReplayArgs),
     /// Crash before every file-system operation of the named workloads, recover every disk image.
     Sweep(sweep_cmd::SweepArgs),
+    /// Crash states from the real binary's system calls (strace), as ALICE builds
+    /// them: every prefix of each command's trace with the losses a power loss
+    /// allows, laid out on the real disk, recovered by the binary, judged exactly.
+    Alice(alice_cmd::AliceArgs),
     /// Flip bits, truncate and zero ranges in every file of the named workloads' logs
     /// (end state and protocol crash points), open each image, check the outcome.
     Damage(damage_cmd::DamageArgs),
@@ -135,6 +140,7 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Verify(args) => verify_cmd::verify(args),
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Damage(args) => damage_cmd::damage(args),
+        Command::Alice(args) => alice_cmd::alice(args),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::workload::LogView;
 
 use super::format::{Outcome, Scenario, Semantics};
 use super::replay::{expected_view, power_loss_image, replay, resolve_crash_point, ReplayResult};
-use super::timeline::{timeline, TimelineRow};
+use super::timeline::{timeline, timeline_on, TimelineRow};
 
 /// One file or directory of a tree: its path and, for a file, its length.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,17 +42,37 @@ pub struct Inspection {
     pub lost: Vec<String>,
     /// The crash image's tree, before recovery.
     pub tree_at_crash: Vec<TreeEntry>,
-    /// The tree after recovery (empty if recovery failed).
+    /// The tree after the last recovery (empty if it failed).
     pub tree_after_recovery: Vec<TreeEntry>,
     /// The state the scenario expects (`old`, `new`, `exact`), else the one the
     /// crash image must recover to (the sweep's exact oracle).
     pub expected: Option<LogView>,
     /// Which state `expected` is.
     pub expected_label: String,
-    /// What recovery gave, or why it failed.
+    /// What the last recovery gave, or why it failed.
     pub recovered: Result<LogView, String>,
-    /// What this inspection could not show (e.g. a crash nested in recovery).
+    /// Every recovery of the crash image, in order: one a nested crash interrupts
+    /// (its calls up to that crash, what the nested crash image lost), then the one
+    /// that ran to its end (the source of `recovered` and `tree_after_recovery`).
+    pub recoveries: Vec<RecoveryInspection>,
+    /// What this inspection could not show.
     pub notes: Vec<String>,
+}
+
+/// One recovery (an open of the log) of a crash image.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecoveryInspection {
+    /// How it ended: crashed (before which of its calls), failed, or ran to its end.
+    pub outcome: String,
+    /// Its file-system calls (a crashed one's own call last).
+    pub timeline: Vec<TimelineRow>,
+    /// What the power loss that interrupted it took away (empty: none, or it ended).
+    pub lost: Vec<String>,
+    /// The tree it started from.
+    pub tree_before: Vec<TreeEntry>,
+    /// The tree it left: the image its crash left, or the recovered tree (empty when
+    /// it failed).
+    pub tree_after: Vec<TreeEntry>,
 }
 
 fn tree(fs: &SimFs) -> Vec<TreeEntry> {
@@ -89,7 +109,7 @@ pub fn inspect(scenario: &Scenario, variant: Option<&str>) -> Result<Inspection,
     let result = replay(scenario, variant);
     let workload = scenario.workload(&result.variant);
     let variant = Variant::parse(&workload.variant)?;
-    let mut notes = Vec::new();
+    let notes = Vec::new();
     let k = match &scenario.crash {
         Some(crash) => Some(resolve_crash_point(crash, &workload)?),
         None => None,
@@ -124,30 +144,9 @@ pub fn inspect(scenario: &Scenario, variant: Option<&str>) -> Result<Inspection,
     // What the image really lost: an item this run made durable cannot be lost and
     // is skipped (as the replay does).
     let lost: Vec<LostItem> = match crash {
-        Some(c) if c.semantics == Semantics::PowerLoss => {
-            let items: Vec<LostItem> = c
-                .lost
-                .iter()
-                .filter_map(|s| s.parse::<LostItem>().ok())
-                .collect();
-            if sim.crash_image_with(&items).is_ok() {
-                items
-            } else {
-                items
-                    .into_iter()
-                    .filter(|item| sim.crash_image_with(std::slice::from_ref(item)).is_ok())
-                    .collect()
-            }
-        }
+        Some(c) if c.semantics == Semantics::PowerLoss => losable(&sim, &c.lost),
         _ => Vec::new(),
     };
-    if crash.is_some_and(|c| c.recovery_crash_before_op.is_some()) {
-        notes.push(
-            "recovery itself crashes in this scenario; the page shows the first recovery \
-             of the crash image, the replay's verdict covers the nested crash"
-                .into(),
-        );
-    }
     let states = sweep::Allowed::states(&workload);
     let interrupted_at = if k.is_some() {
         interrupted.or(Some(workload.ops.len()))
@@ -192,18 +191,7 @@ pub fn inspect(scenario: &Scenario, variant: Option<&str>) -> Result<Inspection,
             ),
         },
     };
-    let after = Arc::new(duplicate(&image));
-    let after_fs: Arc<dyn FileSystem> = after.clone();
-    let recovered = Log::open_with(after_fs, LOG_DIR, workload.config.clone())
-        .map_err(|e| format!("recovery failed: {e}"))
-        .and_then(|(log, _)| {
-            engine::view(&log).map_err(|e| format!("read after recovery failed: {e}"))
-        });
-    let tree_after_recovery = if recovered.is_ok() {
-        tree(&after)
-    } else {
-        Vec::new()
-    };
+    let (recoveries, recovered, tree_after_recovery) = recoveries(crash, &workload, &image)?;
     Ok(Inspection {
         workload_ops: workload.ops.iter().map(ToString::to_string).collect(),
         timeline: timeline(&until_crash(traced.ops(), k.is_some()), &op_starts, &lost),
@@ -213,7 +201,118 @@ pub fn inspect(scenario: &Scenario, variant: Option<&str>) -> Result<Inspection,
         expected,
         expected_label: expected_label.to_string(),
         recovered,
+        recoveries,
         notes,
         result,
     })
+}
+
+/// The items of `lost` that `fs` still has pending (an item an earlier sync made
+/// durable cannot be lost and is skipped, as the replay does).
+fn losable(fs: &SimFs, lost: &[String]) -> Vec<LostItem> {
+    let items: Vec<LostItem> = lost
+        .iter()
+        .filter_map(|s| s.parse::<LostItem>().ok())
+        .collect();
+    if fs.crash_image_with(&items).is_ok() {
+        return items;
+    }
+    items
+        .into_iter()
+        .filter(|item| fs.crash_image_with(std::slice::from_ref(item)).is_ok())
+        .collect()
+}
+
+/// Every recovery of a crash image, the last one's outcome and the tree it left.
+type Recoveries = (
+    Vec<RecoveryInspection>,
+    Result<LogView, String>,
+    Vec<TreeEntry>,
+);
+
+/// Every recovery of the crash image, traced: the one a crash interrupts (when the
+/// scenario crashes recovery too) and the one that runs to its end on the image
+/// that crash left. Returns them with the last one's outcome and tree.
+fn recoveries(
+    crash: Option<&super::format::CrashSpec>,
+    workload: &sweep::Workload,
+    image: &SimFs,
+) -> Result<Recoveries, String> {
+    let mut out = Vec::new();
+    let mut current = duplicate(image);
+    if let Some((rk, recovery_lost)) =
+        crash.and_then(|c| c.recovery_crash_before_op.map(|rk| (rk, &c.recovery_lost)))
+    {
+        let nested = Arc::new(duplicate(&current));
+        let lengths = file_lengths(&nested);
+        nested.set_crash_before(nested.mutating_ops() + rk);
+        let traced = Arc::new(TraceFs::new(nested.clone()));
+        let dyn_fs: Arc<dyn FileSystem> = traced.clone();
+        if Log::open_with(dyn_fs, LOG_DIR, workload.config.clone()).is_ok() {
+            return Err(format!(
+                "recovery finished before its operation {rk}: no crash during recovery happened"
+            ));
+        }
+        let lost = losable(&nested, recovery_lost);
+        let next = if recovery_lost.is_empty() {
+            duplicate(&nested)
+        } else {
+            power_loss_image(&nested, recovery_lost)?
+        };
+        out.push(RecoveryInspection {
+            outcome: format!(
+                "crashed before its file-system operation {rk} ({})",
+                match (recovery_lost.is_empty(), lost.len() == recovery_lost.len()) {
+                    (true, _) => "a process crash: nothing lost",
+                    (false, true) => "a power loss",
+                    (false, false) => {
+                        "a power loss; some items the scenario names were durable by then \
+                         and are kept"
+                    }
+                }
+            ),
+            timeline: timeline_on(&until_crash(traced.ops(), true), &[], &lost, lengths),
+            lost: lost.iter().map(ToString::to_string).collect(),
+            tree_before: tree(&current),
+            tree_after: tree(&next),
+        });
+        current = next;
+    }
+    let last = Arc::new(duplicate(&current));
+    let lengths = file_lengths(&last);
+    let traced = Arc::new(TraceFs::new(last.clone()));
+    let dyn_fs: Arc<dyn FileSystem> = traced.clone();
+    let recovered = Log::open_with(dyn_fs, LOG_DIR, workload.config.clone())
+        .map_err(|e| format!("recovery failed: {e}"))
+        .and_then(|(log, _)| {
+            engine::view(&log).map_err(|e| format!("read after recovery failed: {e}"))
+        });
+    let tree_after = if recovered.is_ok() {
+        tree(&last)
+    } else {
+        Vec::new()
+    };
+    out.push(RecoveryInspection {
+        outcome: match &recovered {
+            Ok(view) => format!(
+                "ran to its end: {} records, next offset {}",
+                view.records.len(),
+                view.next_offset
+            ),
+            Err(e) => e.clone(),
+        },
+        timeline: timeline_on(&traced.ops(), &[], &[], lengths),
+        lost: Vec::new(),
+        tree_before: tree(&current),
+        tree_after: tree_after.clone(),
+    });
+    Ok((out, recovered, tree_after))
+}
+
+/// Each file's length, for a timeline that starts on an existing tree.
+fn file_lengths(fs: &SimFs) -> BTreeMap<PathBuf, u64> {
+    fs.snapshot()
+        .into_iter()
+        .map(|(path, bytes)| (path, bytes.len() as u64))
+        .collect()
 }

@@ -108,8 +108,18 @@ struct Walk {
 /// index of the first call of workload operation `i`), with the image's `lost`
 /// items mapped onto the calls they undo.
 pub fn timeline(ops: &[TracedOp], op_starts: &[usize], lost: &[LostItem]) -> Vec<TimelineRow> {
+    timeline_on(ops, op_starts, lost, BTreeMap::new())
+}
+
+/// [`timeline`] of calls made on an existing tree whose files have `lengths` (a
+/// recovery's calls on a crash image): appends to them start at their ends.
+pub fn timeline_on(
+    ops: &[TracedOp],
+    op_starts: &[usize],
+    lost: &[LostItem],
+    mut lengths: BTreeMap<PathBuf, u64>,
+) -> Vec<TimelineRow> {
     let mut walks: Vec<Walk> = Vec::with_capacity(ops.len());
-    let mut lengths: BTreeMap<PathBuf, u64> = BTreeMap::new();
     for op in ops {
         let mut walk = Walk {
             place: if is_dir_op(op.call) {

@@ -3,8 +3,9 @@
 //! timeline, the directory trees at the crash and after recovery, and the expected
 //! against the recovered records. Every text from a run is escaped.
 
-use crate::scenario::inspect::{Inspection, TreeEntry};
+use crate::scenario::inspect::{Inspection, RecoveryInspection, TreeEntry};
 use crate::scenario::timeline::OpFate;
+use crate::scenario::timeline::TimelineRow;
 use crate::workload::{LogView, RecordView};
 
 use super::StageReport;
@@ -148,8 +149,59 @@ fn inspection_html(out: &mut String, inspection: &Inspection) {
         out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(op)));
     }
     out.push_str("</ol>\n<h3>Operation timeline</h3>\n");
+    timeline_html(out, &inspection.timeline);
+    if !inspection.lost.is_empty() {
+        out.push_str("<p>The crash image lost:</p><ul>");
+        for item in &inspection.lost {
+            out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("<h3>Directory trees</h3><div class=\"side\">");
+    tree_html(
+        out,
+        "at the crash (the disk image)",
+        &inspection.tree_at_crash,
+    );
+    tree_html(out, "after recovery", &inspection.tree_after_recovery);
+    out.push_str("</div>\n");
+    let count = inspection.recoveries.len();
+    for (n, recovery) in inspection.recoveries.iter().enumerate() {
+        recovery_html(out, n + 1, count, recovery);
+    }
+    out.push_str("<h3>Records: expected vs recovered</h3>\n");
+    records_html(
+        out,
+        &inspection.expected_label,
+        inspection.expected.as_ref(),
+        &inspection.recovered,
+    );
+}
+
+/// One recovery of the crash image: its calls, what a crash during it lost, the
+/// trees it started from and left.
+fn recovery_html(out: &mut String, n: usize, count: usize, recovery: &RecoveryInspection) {
+    out.push_str(&format!(
+        "<section class=\"recovery\" id=\"recovery-{n}\"><h3>Recovery {n} of {count}: {}</h3>\n",
+        html_escape(&recovery.outcome)
+    ));
+    timeline_html(out, &recovery.timeline);
+    if !recovery.lost.is_empty() {
+        out.push_str("<p>The crash during this recovery lost:</p><ul>");
+        for item in &recovery.lost {
+            out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("<div class=\"side\">");
+    tree_html(out, &format!("before recovery {n}"), &recovery.tree_before);
+    tree_html(out, &format!("after recovery {n}"), &recovery.tree_after);
+    out.push_str("</div></section>\n");
+}
+
+fn timeline_html(out: &mut String, timeline: &[TimelineRow]) {
     out.push_str("<table><tr><th>#</th><th>workload op</th><th>file-system operation</th><th>at the crash</th></tr>\n");
-    for row in &inspection.timeline {
+    for row in timeline {
         let (class, fate) = match &row.fate {
             OpFate::Durable => ("durable", "durable".to_string()),
             OpFate::Kept => ("kept", "not durable, kept by this image".to_string()),
@@ -166,27 +218,6 @@ fn inspection_html(out: &mut String, inspection: &Inspection) {
         ));
     }
     out.push_str("</table>\n");
-    if !inspection.lost.is_empty() {
-        out.push_str("<p>The crash image lost:</p><ul>");
-        for item in &inspection.lost {
-            out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
-        }
-        out.push_str("</ul>\n");
-    }
-    out.push_str("<h3>Directory trees</h3><div class=\"side\">");
-    tree_html(
-        out,
-        "at the crash (the disk image)",
-        &inspection.tree_at_crash,
-    );
-    tree_html(out, "after recovery", &inspection.tree_after_recovery);
-    out.push_str("</div>\n<h3>Records: expected vs recovered</h3>\n");
-    records_html(
-        out,
-        &inspection.expected_label,
-        inspection.expected.as_ref(),
-        &inspection.recovered,
-    );
 }
 
 fn tree_html(out: &mut String, title: &str, entries: &[TreeEntry]) {

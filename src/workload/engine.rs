@@ -91,7 +91,9 @@ pub fn apply(log: &mut Log, op: &Op) -> Result<OpOutcome> {
     apply_with(log, op, Variant::Manifest)
 }
 
-fn retain(
+/// `Log::retain` under `variant` (a broken retention order with `test-variants`):
+/// the deleted segments. The `retain` command runs this.
+pub fn retain(
     log: &mut Log,
     now: i64,
     retention_ms: Option<i64>,
@@ -121,7 +123,9 @@ fn retain(
     }
 }
 
-fn compact(
+/// `Log::compact` under `variant` (a broken install with `test-variants`). The
+/// `compact` command runs this.
+pub fn compact(
     log: &mut Log,
     now: i64,
     delete_retention_ms: i64,
