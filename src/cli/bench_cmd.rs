@@ -364,6 +364,27 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         report(&comparison);
         results.push(comparison);
     }
+    // The same appends without the open of a new log and the close's fsyncs
+    // (no target: it shows what those add).
+    let comparison = bench::compare(
+        "append/lz4_appends_only",
+        "codec/lz4_compress_only",
+        args.iterations,
+        bytes,
+        None,
+        || {
+            bench::timed(records.len(), || {
+                c::compress_only(Compression::Lz4, &records)
+            })
+        },
+        || {
+            in_new_dir(&root.join("append-lz4-appends"), |dir| {
+                c::append_codec_appends_only(dir, fixture, Compression::Lz4)
+            })
+        },
+    )?;
+    report(&comparison);
+    results.push(comparison);
     let fs: Arc<dyn FileSystem> = Arc::new(StdFs::new());
     let plain_dir = root.join("codec-read-none");
     c::append_codec(&plain_dir, fixture, Compression::None)?;
