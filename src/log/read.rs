@@ -236,11 +236,10 @@ fn read_batches(log: &Log, segment: &Segment) -> Result<Vec<RecordBatch>> {
 /// The records (at most) of the batches [`Log::read`] takes from `view`, walking
 /// from `position` with `taken_bytes` of its `max_bytes` taken (`first`: none yet),
 /// from their headers alone: what its result is sized for up front. Sizing it by
-/// doubling cost a copy of the records so far and, for a compressed log (more
-/// records per stored byte), fresh pages for every read's larger result (the
-/// allocator's state decided how many: at 1M records `read/lz4` ran at half the
-/// speed it had at 300,000). A batch that does not decode ends the walk; the read
-/// itself reports it.
+/// doubling from a guess (1 MiB / 64 records) copied the records so far once per
+/// read of a compressed log, which holds more records per stored byte, and
+/// over-reserved for an uncompressed one. A batch that does not decode ends the
+/// walk; the read itself reports it.
 fn read_records_max(
     view: &SegmentView<'_>,
     mut position: usize,
