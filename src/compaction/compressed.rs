@@ -163,7 +163,7 @@ pub fn encode_kept(
     out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "compression"))]
 mod tests {
     use super::*;
     use crate::format::{Compression, NewRecord, RecordBatch};
