@@ -46,7 +46,8 @@ pub enum Suite {
     /// files with `BufReader`/`BufWriter` + fsync.
     Compact,
     /// Compressed batches: append (lz4, zstd) vs the codec alone, fetch vs the
-    /// uncompressed fetch, read vs decompression alone, compaction of a
+    /// uncompressed fetch (in time, and per byte), read (owned `ReadRecord`s, and
+    /// `fetch` + borrowed `records()`) vs decompression alone, compaction of a
     /// half-obsolete lz4 log vs decompress + recompress.
     Codecs,
     /// Open after a clean close, and after a crash, vs a full-scan open of the same
@@ -363,6 +364,27 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         report(&comparison);
         results.push(comparison);
     }
+    // The same appends without the open of a new log and the close's fsyncs
+    // (no target: it shows what those add).
+    let comparison = bench::compare(
+        "append/lz4_appends_only",
+        "codec/lz4_compress_only",
+        args.iterations,
+        bytes,
+        None,
+        || {
+            bench::timed(records.len(), || {
+                c::compress_only(Compression::Lz4, &records)
+            })
+        },
+        || {
+            in_new_dir(&root.join("append-lz4-appends"), |dir| {
+                c::append_codec_appends_only(dir, fixture, Compression::Lz4)
+            })
+        },
+    )?;
+    report(&comparison);
+    results.push(comparison);
     let fs: Arc<dyn FileSystem> = Arc::new(StdFs::new());
     let plain_dir = root.join("codec-read-none");
     c::append_codec(&plain_dir, fixture, Compression::None)?;
@@ -383,23 +405,47 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     )?;
     report(&comparison);
     results.push(comparison);
-    let payloads = c::payloads(&lz4)?;
-    let record_count = fixture.records();
+    // The same fetches per byte: the uncompressed fetch's time scaled to the lz4
+    // log's bytes, so the ratio is the compressed fetch's ratio to a buffered read
+    // over the uncompressed fetch's (a buffered read's time is linear in bytes).
+    let scale = lz4_bytes as f64 / plain_bytes as f64;
     let comparison = bench::compare(
-        "read/lz4",
-        "codec/lz4_decompress_only",
+        "fetch/lz4_per_byte",
+        "fetch/none_per_byte",
         args.iterations,
         lz4_bytes as u64,
-        Some(CODEC_READ_TARGET),
-        || {
-            bench::timed(payloads.len(), || {
-                c::decompress_only(Compression::Lz4, &payloads)
-            })
-        },
-        || bench::timed(record_count, || bench::read_records(&lz4)),
+        Some(CODEC_FETCH_TARGET),
+        || bench::timed(plain_bytes, || bench::fetch_bytes(&plain)).map(|took| took.mul_f64(scale)),
+        || bench::timed(lz4_bytes, || bench::fetch_bytes(&lz4)),
     )?;
     report(&comparison);
     results.push(comparison);
+    let payloads = c::payloads(&lz4)?;
+    let record_count = fixture.records();
+    // `read` (owned `ReadRecord`s) and `fetch` + `records()` (borrowed), each
+    // beside decompressing every payload alone.
+    for (name, run) in [
+        ("read/lz4", bench::read_records as fn(&Log) -> Result<usize>),
+        ("read/lz4_fetch_records", |log: &Log| {
+            bench::fetch_records(log).map(|(records, _)| records)
+        }),
+    ] {
+        let comparison = bench::compare(
+            name,
+            "codec/lz4_decompress_only",
+            args.iterations,
+            lz4_bytes as u64,
+            Some(CODEC_READ_TARGET),
+            || {
+                bench::timed(payloads.len(), || {
+                    c::decompress_only(Compression::Lz4, &payloads)
+                })
+            },
+            || bench::timed(record_count, || run(&lz4)),
+        )?;
+        report(&comparison);
+        results.push(comparison);
+    }
     drop((plain, lz4));
     eprintln!("seglog bench: writing the half-obsolete lz4 log");
     let half = HalfObsoleteLog::write(

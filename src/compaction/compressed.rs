@@ -6,23 +6,24 @@
 //! unchanged); a partly kept one is re-encoded as Kafka's cleaner does it: the
 //! kept records, recompressed with the batch's own codec, with its base offset,
 //! last offset delta, base timestamp, attributes and producer fields, and (under
-//! LogAppendTime) its max timestamp ([`RecordBatch::retain`]).
+//! LogAppendTime) its max timestamp ([`RecordBatch::retain`]). The rewrite pass
+//! decompresses such a batch once and splices the kept records' bytes out of the
+//! decompressed buffer ([`encode_kept`]) before compressing them again.
 
 use std::path::Path;
 
 use crate::error::Result;
-use crate::format::{batch, RecordBatch};
+use crate::format::batch::{
+    ATTRIBUTES_OFFSET, CRC_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET,
+    RECORDS_OFFSET, RECORD_COUNT_OFFSET,
+};
+#[cfg(doc)]
+use crate::format::RecordBatch;
+use crate::format::TimestampType;
 
 use super::offset_map::Superseded;
 use super::planner::{decide_latest, Decision, Horizon};
 use super::view;
-
-/// The batch `batch` of the segment `path`, decompressed and decoded (every check
-/// of [`batch::decode`]; errors name the batch's position in `path`).
-pub fn decode(path: &Path, batch: &view::BatchView<'_>) -> Result<RecordBatch> {
-    let (decoded, _) = batch::decode(batch.bytes).map_err(|e| e.at(path, batch.position))?;
-    Ok(decoded)
-}
 
 /// A compressed batch's decompressed records, and the checked batch they belong to.
 pub struct Inflated<'a> {
@@ -41,10 +42,30 @@ pub fn inflate<'a>(path: &Path, batch: &view::BatchView<'a>) -> Result<Inflated<
     Ok(Inflated { views, records })
 }
 
+/// The keep decisions of one decompressed batch's records (buffers reused from
+/// batch to batch).
+#[derive(Debug, Default)]
+pub struct Decisions {
+    /// One flag per record: kept.
+    pub keep: Vec<bool>,
+    /// Where each record ends in the decompressed records.
+    ends: Vec<usize>,
+    /// The largest timestamp of the kept records (`None` if none is).
+    kept_max_timestamp: Option<i64>,
+}
+
+impl Decisions {
+    /// The records kept.
+    pub fn kept(&self) -> usize {
+        self.keep.iter().filter(|k| **k).count()
+    }
+}
+
 /// The keep decision of every record of the decompressed batch `inflated`, read in
-/// place (no copy of a key or value); `ordinal` is the next keyed-record ordinal of
-/// the scan's numbering (advanced past this batch's keyed records unless it is a
-/// control batch). Errors name the batch's position in `path`.
+/// place (no copy of a key or value), into `decisions`; `ordinal` is the next
+/// keyed-record ordinal of the scan's numbering (advanced past this batch's keyed
+/// records unless it is a control batch). Errors name the batch's position in
+/// `path`.
 pub fn decide_inflated(
     path: &Path,
     position: u64,
@@ -52,11 +73,15 @@ pub fn decide_inflated(
     superseded: &Superseded,
     horizon: Horizon,
     ordinal: &mut i64,
-) -> Result<Vec<bool>> {
+    decisions: &mut Decisions,
+) -> Result<()> {
     let batch = &inflated.views;
     let control = batch.is_control();
-    let mut keep = Vec::with_capacity(batch.record_count);
-    for record in batch.records_in(&inflated.records) {
+    decisions.keep.clear();
+    decisions.ends.clear();
+    decisions.kept_max_timestamp = None;
+    let mut records = batch.records_in(&inflated.records);
+    while let Some(record) = records.next() {
         let record = record.map_err(|e| e.at(path, position))?;
         let latest = if record.key.is_some() && !control {
             let this = *ordinal;
@@ -72,21 +97,133 @@ pub fn decide_inflated(
             value_is_null: record.value.is_none(),
             bytes: &[],
         };
-        keep.push(decide_latest(control, &view, latest, horizon) == Decision::Keep);
+        let keep = decide_latest(control, &view, latest, horizon) == Decision::Keep;
+        if keep {
+            let max = decisions
+                .kept_max_timestamp
+                .map_or(view.timestamp, |m| m.max(view.timestamp));
+            decisions.kept_max_timestamp = Some(max);
+        }
+        decisions.keep.push(keep);
+        decisions.ends.push(records.consumed_bytes());
     }
-    Ok(keep)
+    assert_eq!(
+        decisions.ends.last().copied().unwrap_or(0),
+        inflated.records.len()
+    );
+    Ok(())
 }
 
-/// Appends to `out` the partly kept `decoded` with the records whose flag in
-/// `keep` is set, recompressed with its own codec.
-pub fn encode_kept(decoded: &RecordBatch, keep: &[bool], out: &mut Vec<u8>) {
-    assert_eq!(keep.len(), decoded.records.len());
-    let mut flags = keep.iter();
-    let kept = decoded
-        .retain(|_| *flags.next().expect("one flag per record"))
-        .expect("some record is kept");
-    assert_eq!(kept.base_offset, decoded.base_offset);
-    assert_eq!(kept.last_offset_delta, decoded.last_offset_delta);
-    assert_eq!(kept.attributes, decoded.attributes);
-    kept.encode_into(out);
+/// Appends to `out` the partly kept compressed batch `inflated` (its source bytes
+/// `source`), keeping the records `decisions` keeps, as Kafka's cleaner re-encodes
+/// it ([`RecordBatch::retain`], then encoded): the source's header with a new
+/// length, max timestamp (under CreateTime), record count and CRC-32C, then the kept
+/// records' bytes as they are, compressed with the batch's own codec. Their offset
+/// and timestamp deltas are relative to the base offset and base timestamp, which do
+/// not change, so no record is decoded into owned fields or re-encoded, and the
+/// batch is decompressed once (by the caller). `scratch` gathers the kept records.
+pub fn encode_kept(
+    source: &[u8],
+    inflated: &Inflated<'_>,
+    decisions: &Decisions,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) {
+    let batch = &inflated.views;
+    assert_eq!(decisions.keep.len(), batch.record_count);
+    assert_eq!(decisions.ends.len(), batch.record_count);
+    assert_eq!(source.len(), batch.size());
+    let count = i32::try_from(decisions.kept()).expect("a batch's count fits");
+    assert!(count > 0);
+    assert!((count as usize) < batch.record_count);
+    scratch.clear();
+    let mut record_start = 0usize;
+    for (keep, &end) in decisions.keep.iter().zip(&decisions.ends) {
+        if *keep {
+            scratch.extend_from_slice(&inflated.records[record_start..end]);
+        }
+        record_start = end;
+    }
+    assert_eq!(record_start, inflated.records.len());
+    // Under LogAppendTime the max timestamp is every record's: it stays.
+    let max_timestamp = match batch.timestamp_type() {
+        TimestampType::LogAppendTime => batch.max_timestamp,
+        TimestampType::CreateTime => decisions.kept_max_timestamp.expect("some record is kept"),
+    };
+    let start = out.len();
+    out.extend_from_slice(&source[..RECORDS_OFFSET]);
+    batch.compression().compress_into(scratch, out);
+    let length = i32::try_from(out.len() - start - LOG_OVERHEAD).expect("a batch's size fits");
+    let header = &mut out[start..start + RECORDS_OFFSET];
+    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
+    header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+        .copy_from_slice(&max_timestamp.to_be_bytes());
+    header[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&count.to_be_bytes());
+    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
+    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+#[cfg(all(test, feature = "compression"))]
+mod tests {
+    use super::*;
+    use crate::format::{Compression, NewRecord, RecordBatch};
+
+    /// What [`encode_kept`] must give: the batch decoded, [`RecordBatch::retain`]
+    /// with the same flags, encoded (compressed again) the way the cleaner did
+    /// before the splice.
+    fn retained(source: &[u8], keep: &[bool]) -> Vec<u8> {
+        let (decoded, _) = crate::format::batch::decode(source).unwrap();
+        let mut flags = keep.iter();
+        decoded.retain(|_| *flags.next().unwrap()).unwrap().encode()
+    }
+
+    #[test]
+    fn a_spliced_compressed_batch_is_the_retained_batch_byte_for_byte() {
+        let path = Path::new("seg.log");
+        for codec in [Compression::Lz4, Compression::Zstd, Compression::Gzip] {
+            for log_append_time in [None, Some(9_999)] {
+                // Every proper subset of 6 records of mixed shapes (null keys and
+                // values, timestamps out of order, a long value for 2-byte varints).
+                let records: Vec<NewRecord> = (0..6i64)
+                    .map(|i| {
+                        let key = (i % 3 != 2).then(|| format!("key{i}").into_bytes());
+                        let value = (i % 4 != 1).then(|| vec![b'v'; 40 * i as usize]);
+                        NewRecord::new(key, value, 1_000 + (i * 37) % 11)
+                    })
+                    .collect();
+                let mut batch = RecordBatch::build(500, &records).with_compression(codec);
+                if let Some(now) = log_append_time {
+                    batch = batch.with_log_append_time(now);
+                }
+                let source = batch.encode();
+                let batches = view::batches(path, 500, &source).unwrap();
+                let inflated = inflate(path, &batches[0]).unwrap();
+                assert!(inflated.records.len() > source.len() - RECORDS_OFFSET);
+                let mut ends = Vec::new();
+                let mut timestamps = Vec::new();
+                let mut views = inflated.views.records_in(&inflated.records);
+                while let Some(record) = views.next() {
+                    timestamps.push(inflated.views.timestamp_of(&record.unwrap()));
+                    ends.push(views.consumed_bytes());
+                }
+                for mask in 1..(1u32 << 6) - 1 {
+                    let keep: Vec<bool> = (0..6).map(|i| mask & (1 << i) != 0).collect();
+                    let decisions = Decisions {
+                        kept_max_timestamp: timestamps
+                            .iter()
+                            .zip(&keep)
+                            .filter(|(_, k)| **k)
+                            .map(|(t, _)| *t)
+                            .max(),
+                        keep: keep.clone(),
+                        ends: ends.clone(),
+                    };
+                    let mut out = vec![7];
+                    encode_kept(&source, &inflated, &decisions, &mut Vec::new(), &mut out);
+                    let want = retained(&source, &keep);
+                    assert_eq!(out[1..], want[..], "{codec} {log_append_time:?} {mask:b}");
+                }
+            }
+        }
+    }
 }

@@ -41,6 +41,10 @@ pub struct Compacted {
     encoded: Vec<u8>,
     /// Keep flags of one batch's records (scratch).
     keep: Vec<bool>,
+    /// Keep flags and record ends of one compressed batch's records (scratch).
+    decisions: super::compressed::Decisions,
+    /// The kept records of one compressed batch, before compression (scratch).
+    spliced: Vec<u8>,
 }
 
 /// Where the rewrite pass is in the scan's numbering: source segments go through
@@ -210,6 +214,8 @@ pub fn compact_segment(
     let keep = &mut out.keep;
     let pieces = &mut out.pieces;
     let encoded = &mut out.encoded;
+    let decisions = &mut out.decisions;
+    let spliced = &mut out.spliced;
     pieces.clear();
     encoded.clear();
     // Views borrow this segment's bytes; one batch's worth at a time.
@@ -224,26 +230,32 @@ pub fn compact_segment(
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.
             let inflated = super::compressed::inflate(path, batch)?;
-            let flags = super::compressed::decide_inflated(
+            super::compressed::decide_inflated(
                 path,
                 batch.position,
                 &inflated,
                 superseded,
                 horizon,
                 &mut cursor.ordinal,
+                decisions,
             )?;
-            assert_eq!(flags.len(), records);
-            let kept = flags.iter().filter(|k| **k).count();
+            assert_eq!(decisions.keep.len(), records);
+            let kept = decisions.kept();
             counts.records_before += records as u64;
             counts.records_after += kept as u64;
             if kept == records {
                 let start = usize::try_from(batch.position).expect("a segment fits in memory");
                 push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
             } else if kept > 0 {
-                // Only a partly kept batch is decoded into owned records.
-                let decoded = super::compressed::decode(path, batch)?;
                 let start = encoded.len();
-                super::compressed::encode_kept(&decoded, &flags, encoded);
+                super::compressed::encode_kept(batch.bytes, &inflated, decisions, spliced, encoded);
+                debug_assert_eq!(
+                    crate::format::batch::decode(&encoded[start..]).map(|(b, _)| b),
+                    Ok(retain_decoded(batch, &decisions.keep)),
+                    "{} at byte {}",
+                    path.display(),
+                    batch.position
+                );
                 push_piece(pieces, Piece::Encoded(start..encoded.len()));
             }
             continue;

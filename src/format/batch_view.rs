@@ -325,6 +325,12 @@ pub struct RecordViews<'a> {
 }
 
 impl<'a> RecordViews<'a> {
+    /// Bytes of the records decoded so far: where the next record starts in the
+    /// records' bytes (the batch's after its header, or the inflated payload).
+    pub fn consumed_bytes(&self) -> usize {
+        self.position
+    }
+
     /// The position in the batch to report an error at `position` of `batch` at.
     fn error_position(&self, position: usize) -> u64 {
         if self.inflated {

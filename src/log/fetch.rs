@@ -24,15 +24,16 @@ pub struct Fetch {
     position: u64,
     bytes: Bytes,
     next_offset: i64,
-    /// The compressed batches' records, decompressed at the first
-    /// [`Fetch::records`] that reaches one (by batch position in `bytes`). The
+    /// The compressed batches' positions in `bytes`, found at the first
+    /// [`Fetch::records`] that reaches one, each with its records decompressed
+    /// when an iteration first reaches it (and kept: records borrow them). The
     /// fetch itself never decompresses: its bytes are the batches as stored.
     inflated: OnceLock<Vec<Inflated>>,
 }
 
-/// One compressed batch of a [`Fetch`], decompressed: its position in the fetched
-/// bytes and its records' bytes (or why they do not decompress).
-type Inflated = (usize, Result<Bytes, FormatError>);
+/// One compressed batch of a [`Fetch`]: its position in the fetched bytes and,
+/// once reached, its records' bytes (or why they do not decompress).
+type Inflated = (usize, OnceLock<Result<Vec<u8>, FormatError>>);
 
 /// A record of a [`Fetch`], its key and value borrowed from the fetched bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,10 +169,17 @@ impl Fetch {
         })
     }
 
-    /// The decompressed records of the compressed batch at `position` of the
-    /// fetched bytes. The first call decompresses every compressed batch of the
-    /// fetch, once; uncompressed fetches never get here.
-    fn inflated_at(&self, position: usize) -> Option<&Result<Bytes, FormatError>> {
+    /// The decompressed records of the compressed batch `batch` at `position` of
+    /// the fetched bytes, decompressed at the first call for it. Each batch is
+    /// decompressed just before its records are iterated, so they are read while
+    /// still in the cache (decompressing every batch of the fetch up front left a
+    /// fetch's worth of records to be read back from memory); uncompressed fetches
+    /// never get here.
+    fn inflated_at(
+        &self,
+        position: usize,
+        batch: &BatchView<'_>,
+    ) -> Option<&Result<Vec<u8>, FormatError>> {
         let inflated = self.inflated.get_or_init(|| {
             let mut out = Vec::new();
             let mut at = 0usize;
@@ -180,10 +188,7 @@ impl Fetch {
                     break; // the iterator reports it when it gets there
                 };
                 if batch.is_compressed() {
-                    out.push((
-                        at,
-                        batch.inflate().map(|i| Bytes::from(i.unwrap_or_default())),
-                    ));
+                    out.push((at, OnceLock::new()));
                 }
                 at += size;
             }
@@ -192,15 +197,16 @@ impl Fetch {
         let index = inflated
             .binary_search_by_key(&position, |(at, _)| *at)
             .ok()?;
-        inflated.get(index).map(|(_, result)| result)
+        let (_, records) = inflated.get(index)?;
+        Some(records.get_or_init(|| batch.inflate().map(Option::unwrap_or_default)))
     }
 
     /// The records with offset >= the fetch's `from`, decoded in place (no copy
     /// and no allocation unless a record has headers), every batch fully checked
     /// as it is reached. Stops after the first error. A compressed batch's records
-    /// are decoded in place in its decompressed bytes (all of the fetch's
-    /// compressed batches are decompressed once, when the first is reached), and
-    /// borrow those.
+    /// are decoded in place in its decompressed bytes (each compressed batch is
+    /// decompressed once, when an iteration first reaches it, and kept while the
+    /// fetch lives), and borrow those.
     pub fn records(&self) -> FetchRecords<'_> {
         FetchRecords {
             fetch: self,
@@ -251,7 +257,7 @@ impl<'a> Iterator for FetchRecords<'a> {
             match BatchView::decode_crc_checked(&fetch.bytes[position..]) {
                 Ok((batch, size)) if batch.is_compressed() => {
                     self.at += size;
-                    match fetch.inflated_at(position) {
+                    match fetch.inflated_at(position, &batch) {
                         Some(Ok(inflated)) => {
                             self.batch = Some((batch, position, batch.records_in(inflated)));
                         }

@@ -225,6 +225,8 @@ pub struct Log {
     roll_variant: RollVariant,
     /// Reused encode buffer.
     scratch: Vec<u8>,
+    /// Reused buffer of a compressed batch's records before compression.
+    plain_scratch: Vec<u8>,
     /// Recently read segments' bytes as [`FileSystem::map`] returned them, by base
     /// offset, the most recently read last (see `Log::segment_view`).
     mapped: Mutex<Vec<(i64, Bytes)>>,
@@ -318,6 +320,7 @@ impl Log {
             #[cfg(any(test, feature = "test-variants"))]
             roll_variant: RollVariant::Ours,
             scratch: Vec::new(),
+            plain_scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),
             clock: Arc::new(SystemClock),
         };

@@ -92,15 +92,22 @@ impl Log {
     /// copies; every batch's CRC-32C is checked.
     pub fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<ReadRecord>> {
         self.check_read_from(from)?;
-        // A record takes at least 8 bytes in a batch; reserving for the common case up
-        // front avoids repeated reallocations of a large result.
-        let mut out = Vec::with_capacity((max_bytes / 64).min(1 << 16));
+        let mut out = Vec::new();
         let mut taken_bytes = 0usize;
         for (segment, mut position) in self.segments_from(from) {
             if !out.is_empty() && taken_bytes + HEADER_LEN > max_bytes {
                 break; // no batch fits any more: do not map the next segment
             }
             let view = self.segment_view(segment)?;
+            let first = out.is_empty();
+            out.reserve(read_records_max(
+                &view,
+                position,
+                from,
+                max_bytes,
+                taken_bytes,
+                first,
+            ));
             while position < view.len() {
                 let (header, raw) = view.batch_at(position)?;
                 let batch_position = position;
@@ -225,6 +232,50 @@ fn read_batches(log: &Log, segment: &Segment) -> Result<Vec<RecordBatch>> {
     }
     Ok(batches)
 }
+
+/// The records (at most) of the batches [`Log::read`] takes from `view`, walking
+/// from `position` with `taken_bytes` of its `max_bytes` taken (`first`: none yet),
+/// from their headers alone: what its result is sized for up front. Sizing it by
+/// doubling from a guess (1 MiB / 64 records) copied the records so far once per
+/// read of a compressed log, which holds more records per stored byte, and
+/// over-reserved for an uncompressed one. A batch that does not decode ends the
+/// walk; the read itself reports it.
+fn read_records_max(
+    view: &SegmentView<'_>,
+    mut position: usize,
+    from: i64,
+    max_bytes: usize,
+    mut taken_bytes: usize,
+    first: bool,
+) -> usize {
+    let mut records = 0usize;
+    while position < view.len() {
+        let Ok((header, raw)) = view.batch_at(position) else {
+            break;
+        };
+        position += header.size;
+        if header.last_offset() < from {
+            continue;
+        }
+        if !(first && records == 0) && taken_bytes + raw.len() > max_bytes {
+            break;
+        }
+        // Unchecked yet (the CRC is the read's): bounded, so that a damaged count
+        // cannot reserve more than a few MiB.
+        let declared = usize::try_from(header.record_count).unwrap_or(0);
+        let last_delta = usize::try_from(header.last_offset_delta).unwrap_or(0);
+        records += declared.min(last_delta + 1);
+        taken_bytes += raw.len();
+        if records >= READ_RESERVED_RECORDS_MAX {
+            break;
+        }
+    }
+    records.min(READ_RESERVED_RECORDS_MAX)
+}
+
+/// The most records [`read_records_max`] sizes a read's result for (14 MiB of
+/// `ReadRecord`s); a larger read grows it as it goes.
+const READ_RESERVED_RECORDS_MAX: usize = 1 << 17;
 
 /// The whole batches of a view a fetch returns: bytes `[start, end)`, and the
 /// offset after the last of them (`None` when there are none).

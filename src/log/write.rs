@@ -25,7 +25,8 @@ impl Log {
         {
             let stamp = (self.config.timestamp_type == TimestampType::LogAppendTime)
                 .then(|| self.clock.now_ms());
-            return self.append_encoded_with(base_offset, records, self.config.compression, stamp);
+            let codec = self.config.compression;
+            return self.append_encoded_with(base_offset, records, size_bytes, codec, stamp);
         }
         let facts = BatchFacts {
             base_offset,
@@ -55,7 +56,7 @@ impl Log {
         log_append_time_ms: Option<i64>,
     ) -> Result<AppendInfo> {
         self.check_writable()?;
-        check_records(records)?;
+        let size_bytes = check_records(records)?;
         if !compression.is_available() {
             return Err(Error::InvalidArgument(format!(
                 "compression {compression} needs the seglog feature `compression`"
@@ -67,24 +68,40 @@ impl Log {
             )));
         }
         let base_offset = self.next_offset();
-        self.append_encoded_with(base_offset, records, compression, log_append_time_ms)
+        self.append_encoded_with(
+            base_offset,
+            records,
+            size_bytes,
+            compression,
+            log_append_time_ms,
+        )
     }
 
-    /// Builds, compresses and stamps the (checked) batch and appends it.
+    /// Builds, compresses and stamps the (checked) batch, `size_bytes` uncompressed
+    /// ([`check_records`]), and appends it.
     fn append_encoded_with(
         &mut self,
         base_offset: i64,
         records: &[NewRecord],
+        size_bytes: usize,
         compression: Compression,
         log_append_time_ms: Option<i64>,
     ) -> Result<AppendInfo> {
-        // Encoded straight from the caller's records (no copy of a key or value),
-        // then re-framed: the records compressed, the header stamped.
-        let mut plain = Vec::with_capacity(super::encode::encoded_len(records));
-        super::encode::encode_batch(base_offset, records, &mut plain);
+        // Encoded straight from the caller's records (no copy of a key or value)
+        // into a reused scratch, compressed behind the header, sealed once.
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
-        crate::format::batch::reframe(&plain, compression, log_append_time_ms, &mut bytes);
+        let mut plain = std::mem::take(&mut self.plain_scratch);
+        super::encode::encode_compressed_batch(
+            base_offset,
+            records,
+            size_bytes,
+            compression,
+            log_append_time_ms,
+            &mut plain,
+            &mut bytes,
+        );
+        self.plain_scratch = plain;
         let facts = BatchFacts {
             base_offset,
             last_offset: base_offset + records.len() as i64 - 1,
