@@ -46,6 +46,13 @@ fn contract<F: FileSystem>(fs: &F, root: &Path) {
     let not_found: Vec<(&str, ErrorKind)> = vec![
         ("append", kind_of(fs.append(&missing, b"x"), "append")),
         (
+            "append_vectored",
+            kind_of(
+                fs.append_vectored(&missing, &[&b"x"[..], &b"y"[..]]),
+                "append_vectored",
+            ),
+        ),
+        (
             "read_at",
             kind_of(fs.read_at(&missing, 0, &mut buf), "read_at"),
         ),
@@ -132,6 +139,11 @@ fn std_fs_returns_enospc_of_a_write_to_dev_full() {
     let full = Path::new("/dev/full");
     assert_enospc(&fs.append(full, b"x").unwrap_err(), "append");
     assert_enospc(&fs.append(full, &[7u8; 1 << 16]).unwrap_err(), "big append");
+    assert_enospc(
+        &fs.append_vectored(full, &[&b"x"[..], &[7u8; 1 << 16][..]])
+            .unwrap_err(),
+        "append_vectored",
+    );
     assert_enospc(&fs.write_new(full, b"x").unwrap_err(), "write_new");
 }
 

@@ -19,7 +19,7 @@
 use crate::error::BatchRule;
 
 use super::batch::{
-    decode_header, ATTRIBUTES_OFFSET, ATTR_CONTROL, BASE_OFFSET_OFFSET, CRC_OFFSET,
+    decode_header, ATTRIBUTES_OFFSET, ATTR_CONTROL, BASE_OFFSET_OFFSET, CRC_OFFSET, HEADER_LEN,
     MAX_TIMESTAMP_OFFSET, NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP, PARTITION_LEADER_EPOCH_OFFSET,
 };
 use super::batch_view::BatchView;
@@ -161,21 +161,43 @@ fn check_one(
 /// `maxTimestamp` = the stamp, else the bit clear and `maxTimestamp` =
 /// `max_record_timestamp`. The CRC-32C is recomputed only if that changed a byte
 /// of its region; returns whether it was. Returns the batch's `maxTimestamp`.
-#[expect(
-    clippy::indexing_slicing,
-    reason = "the batch passed `check`, so its header fields exist"
-)]
 pub fn assign(
     batch: &mut [u8],
     base_offset: i64,
     max_record_timestamp: i64,
     log_append_time: Option<i64>,
 ) -> (i64, bool) {
-    assert!(batch.len() >= super::batch::HEADER_LEN);
-    batch[BASE_OFFSET_OFFSET..BASE_OFFSET_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
-    batch[PARTITION_LEADER_EPOCH_OFFSET..PARTITION_LEADER_EPOCH_OFFSET + 4]
+    assert!(batch.len() >= HEADER_LEN);
+    let (header, records) = batch.split_at_mut(HEADER_LEN);
+    assign_header(
+        header,
+        records,
+        base_offset,
+        max_record_timestamp,
+        log_append_time,
+    )
+}
+
+/// [`assign`] of a batch held in two pieces: `header`, a copy of its first
+/// [`HEADER_LEN`] bytes, changed in place, and `records`, the rest, read only (every
+/// field `assign` writes is in the header, so the records can be written from the
+/// producer's buffer as they came, without a copy).
+#[expect(
+    clippy::indexing_slicing,
+    reason = "the header is HEADER_LEN bytes, asserted, and holds every field named"
+)]
+pub fn assign_header(
+    header: &mut [u8],
+    records: &[u8],
+    base_offset: i64,
+    max_record_timestamp: i64,
+    log_append_time: Option<i64>,
+) -> (i64, bool) {
+    assert_eq!(header.len(), HEADER_LEN);
+    header[BASE_OFFSET_OFFSET..BASE_OFFSET_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
+    header[PARTITION_LEADER_EPOCH_OFFSET..PARTITION_LEADER_EPOCH_OFFSET + 4]
         .copy_from_slice(&NO_PARTITION_LEADER_EPOCH.to_be_bytes());
-    let attributes = i16::from_be_bytes([batch[ATTRIBUTES_OFFSET], batch[ATTRIBUTES_OFFSET + 1]]);
+    let attributes = i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
     assert_eq!(
         attributes & ATTR_CONTROL,
         0,
@@ -186,14 +208,17 @@ pub fn assign(
         None => (attributes & !ATTR_LOG_APPEND_TIME, max_record_timestamp),
     };
     let mut max_bytes = [0u8; 8];
-    max_bytes.copy_from_slice(&batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]);
+    max_bytes.copy_from_slice(&header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]);
     if want_attributes == attributes && i64::from_be_bytes(max_bytes) == want_max {
         return (want_max, false);
     }
-    batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&want_attributes.to_be_bytes());
-    batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&want_max.to_be_bytes());
-    let crc = super::crc::crc32c(&batch[ATTRIBUTES_OFFSET..]);
-    batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    header[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2]
+        .copy_from_slice(&want_attributes.to_be_bytes());
+    header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&want_max.to_be_bytes());
+    let mut crc = super::crc::Crc32c::new();
+    crc.update(&header[ATTRIBUTES_OFFSET..]);
+    crc.update(records);
+    header[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.finish().to_be_bytes());
     (want_max, true)
 }
 

@@ -39,6 +39,17 @@ pub trait FileSystem: Debug + Send + Sync {
     /// prefix of the appended bytes.
     fn append(&self, path: &Path, data: &[u8]) -> io::Result<()>;
 
+    /// [`FileSystem::append`] of the concatenation of `parts`, as one append (the
+    /// same contract: a power loss may keep any prefix of the concatenation). Lets a
+    /// caller write bytes that live in several buffers without copying them into
+    /// one first; [`StdFs`] makes it one `writev`. The default concatenates.
+    fn append_vectored(&self, path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+        match parts {
+            [one] => self.append(path, one),
+            _ => self.append(path, &parts.concat()),
+        }
+    }
+
     /// Reads up to `buf.len()` bytes at byte `offset`; returns how many were read
     /// (fewer only at end of file). Never changes anything.
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize>;

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -77,6 +77,27 @@ impl FileSystem for StdFs {
     fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         let file = self.handle(path)?;
         (&*file).write_all(data)
+    }
+
+    fn append_vectored(&self, path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+        if let [one] = parts {
+            return self.append(path, one);
+        }
+        let file = self.handle(path)?;
+        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        let mut rest = &mut slices[..];
+        // Drops leading empty parts (a `writev` of only those would return 0).
+        IoSlice::advance_slices(&mut rest, 0);
+        while !rest.is_empty() {
+            // `std` caps the iovecs of one call at IOV_MAX; the loop writes the rest.
+            match (&*file).write_vectored(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut rest, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     fn map(&self, path: &Path) -> io::Result<bytes::Bytes> {
@@ -184,6 +205,31 @@ mod tests {
         assert_eq!(fs.list_dir(dir.path()).unwrap(), vec!["b".to_string()]);
         fs.remove_file(&b).unwrap();
         assert!(fs.list_dir(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn append_vectored_writes_every_part_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs::new();
+        let sim = crate::fs::sim::SimFs::new();
+        sim.create_dir_all(dir.path()).unwrap();
+        let path = dir.path().join("v");
+        // More parts than one `writev` takes (IOV_MAX is 1024 on Linux), empty ones
+        // among them, first and last included.
+        let owned: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| vec![(i % 251) as u8; (i % 7) as usize])
+            .collect();
+        let parts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        assert!(parts.len() > 1024);
+        for parts in [&parts[..], &parts[1..2], &parts[..1], &parts[..0]] {
+            fs.write_new(&path, b"head:").unwrap();
+            fs.append_vectored(&path, parts).unwrap();
+            sim.write_new(&path, b"head:").unwrap();
+            sim.append_vectored(&path, parts).unwrap();
+            let expected = [&b"head:"[..], &parts.concat()].concat();
+            assert_eq!(fs.read_all(&path).unwrap(), expected);
+            assert_eq!(sim.read_all(&path).unwrap(), expected);
+        }
     }
 
     #[test]

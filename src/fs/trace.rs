@@ -120,6 +120,12 @@ impl FileSystem for TraceFs {
         )
     }
 
+    fn append_vectored(&self, path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+        let result = self.inner.append_vectored(path, parts);
+        let bytes = parts.iter().map(|p| p.len() as u64).sum();
+        self.record(TraceCall::Append, path, None, Some(bytes), result)
+    }
+
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.read_at(path, offset, buf)
     }

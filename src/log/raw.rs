@@ -2,6 +2,7 @@
 //! produce request, without re-encoding (docs/design.md section 1c).
 
 use crate::error::Result;
+use crate::format::batch::HEADER_LEN;
 use crate::format::produce;
 use crate::format::TimestampType;
 use crate::segment::BatchFacts;
@@ -34,18 +35,28 @@ impl Log {
         let stamp = (self.config.timestamp_type == TimestampType::LogAppendTime)
             .then(|| self.clock.now_ms());
         let base_offset = self.next_offset();
-        let mut owned = std::mem::take(&mut self.scratch);
-        owned.clear();
-        owned.extend_from_slice(bytes);
+        // Only the headers change (`produce::assign_header`): each batch is written
+        // as its rewritten header, copied here, and its records straight from
+        // `bytes` (one `writev` per run of batches), never copying the records.
+        let mut headers = std::mem::take(&mut self.scratch);
+        headers.clear();
+        headers.resize(batches.len() * HEADER_LEN, 0);
         let mut facts = Vec::with_capacity(batches.len());
         let mut next = base_offset;
-        for batch in &batches {
+        for (batch, header) in batches.iter().zip(headers.chunks_exact_mut(HEADER_LEN)) {
             let records = batch.record_count as i64;
-            let region = owned
-                .get_mut(batch.position..batch.position + batch.size)
-                .expect("check covered every byte");
-            let (max_timestamp, _) =
-                produce::assign(region, next, batch.max_record_timestamp, stamp);
+            let (produced_header, produced_records) = bytes
+                .get(batch.position..batch.position + batch.size)
+                .expect("check covered every byte")
+                .split_at(HEADER_LEN);
+            header.copy_from_slice(produced_header);
+            let (max_timestamp, _) = produce::assign_header(
+                header,
+                produced_records,
+                next,
+                batch.max_record_timestamp,
+                stamp,
+            );
             facts.push(BatchFacts {
                 base_offset: next,
                 last_offset: next + records - 1,
@@ -55,8 +66,18 @@ impl Log {
             });
             next += records;
         }
-        let result = self.append_encoded_all(&facts, &owned);
-        self.scratch = owned;
+        let mut pieces = Vec::with_capacity(2 * batches.len());
+        for (batch, header) in batches.iter().zip(headers.chunks_exact(HEADER_LEN)) {
+            pieces.push(header);
+            pieces.push(
+                bytes
+                    .get(batch.position + HEADER_LEN..batch.position + batch.size)
+                    .expect("check covered every byte"),
+            );
+        }
+        let result = self.append_encoded_all(&facts, &pieces, 2);
+        drop(pieces);
+        self.scratch = headers;
         if result.is_err() {
             self.poisoned = true;
         }

@@ -170,46 +170,58 @@ impl Log {
     }
 
     fn append_encoded(&mut self, facts: &BatchFacts, bytes: &[u8]) -> Result<AppendInfo> {
-        self.append_encoded_all(std::slice::from_ref(facts), bytes)?;
+        self.append_encoded_all(std::slice::from_ref(facts), &[bytes], 1)?;
         Ok(AppendInfo {
             base_offset: facts.base_offset,
             last_offset: facts.last_offset,
         })
     }
 
-    /// Writes the encoded batches `bytes` (back to back, described in order by
-    /// `facts`, the first at `next_offset`): each run of batches that fits the active
-    /// segment in one write, rolling first where the next batch would not fit (as a
-    /// single append rolls). Poisons nothing itself: the callers do.
-    pub(super) fn append_encoded_all(&mut self, facts: &[BatchFacts], bytes: &[u8]) -> Result<()> {
-        assert_eq!(
-            facts.iter().map(|f| f.size_bytes).sum::<u64>(),
-            bytes.len() as u64
-        );
+    /// Writes the encoded batches described in order by `facts` (the first at
+    /// `next_offset`); batch `i` is the concatenation of the `per_batch` pieces
+    /// `pieces[i * per_batch..][..per_batch]` (a raw append passes its rewritten
+    /// header and the producer's records, so the records are never copied). Each run
+    /// of batches that fits the active segment goes in one write, rolling first
+    /// where the next batch would not fit (as a single append rolls). Poisons
+    /// nothing itself: the callers do.
+    pub(super) fn append_encoded_all(
+        &mut self,
+        facts: &[BatchFacts],
+        pieces: &[&[u8]],
+        per_batch: usize,
+    ) -> Result<()> {
+        assert!(per_batch > 0);
+        assert_eq!(pieces.len(), facts.len() * per_batch);
+        for (f, parts) in facts.iter().zip(pieces.chunks_exact(per_batch)) {
+            assert_eq!(
+                f.size_bytes,
+                parts.iter().map(|p| p.len() as u64).sum::<u64>()
+            );
+        }
         let mut run_start = 0;
         let mut run_bytes = 0u64;
-        let mut written = 0usize;
         for (i, f) in facts.iter().enumerate() {
             let active = self.active();
             let relative_last = f.last_offset - active.base_offset;
             let too_big = active.bytes + run_bytes + f.size_bytes > self.config.segment_bytes;
             let empty = active.is_empty() && run_bytes == 0;
             if !empty && (too_big || relative_last > i64::from(u32::MAX)) {
-                let end = written + run_bytes as usize;
-                self.append_run(&facts[run_start..i], &bytes[written..end])?;
-                written = end;
+                self.append_run(
+                    &facts[run_start..i],
+                    &pieces[run_start * per_batch..i * per_batch],
+                )?;
                 run_start = i;
                 run_bytes = 0;
                 self.roll_active()?;
             }
             run_bytes += f.size_bytes;
         }
-        self.append_run(&facts[run_start..], &bytes[written..])
+        self.append_run(&facts[run_start..], &pieces[run_start * per_batch..])
     }
 
-    /// Appends the batches `bytes` (described by `facts`) to the active segment in
+    /// Appends the batches `pieces` (described by `facts`) to the active segment in
     /// one write, then records them (indexes, offsets).
-    fn append_run(&mut self, facts: &[BatchFacts], bytes: &[u8]) -> Result<()> {
+    fn append_run(&mut self, facts: &[BatchFacts], pieces: &[&[u8]]) -> Result<()> {
         let Some(first) = facts.first() else {
             return Ok(());
         };
@@ -218,7 +230,7 @@ impl Log {
         let active = self.active_mut();
         let position_before = active.bytes;
         crate::fail_point!(LOG_APPEND_WRITE);
-        fs.append(&active.paths.log, bytes)
+        fs.append_vectored(&active.paths.log, pieces)
             .map_err(|e| Error::io(&active.paths.log, e))?;
         for facts in facts {
             let added = active.on_batch(facts);
@@ -232,7 +244,8 @@ impl Log {
         if active.pending_index.len() + active.pending_time_index.len() >= PENDING_INDEX_BYTES_MAX {
             write_pending_indexes(fs.as_ref(), active)?;
         }
-        assert_eq!(active.bytes, position_before + bytes.len() as u64);
+        let written: u64 = pieces.iter().map(|p| p.len() as u64).sum();
+        assert_eq!(active.bytes, position_before + written);
         if let Some(last) = facts.last() {
             assert_eq!(active.next_offset, last.last_offset + 1);
         }
