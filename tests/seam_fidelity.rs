@@ -294,6 +294,25 @@ fn the_binary_makes_exactly_the_seams_file_system_calls() {
     // append: a new log (mkdir, files, checkpoint), then an existing one.
     checked += check_len(&root, &["append", &d, "--batch", &batch("a", 0)]);
     checked += check_len(&root, &["append", &d, "--batch", &batch("a", 1)]);
+    // append --raw-file: producer batches, each written as its rewritten header and
+    // the caller's records in one `writev` (`FileSystem::append_vectored`).
+    let raw = root.join("request.bin");
+    let spec = |key: &str, ts: i64| seglog::workload::RawBatchSpec {
+        records: vec![seglog::workload::RecordSpec {
+            key: Some(key.into()),
+            value: Some(format!("raw{ts}")),
+            ts,
+        }],
+        codec: None,
+        defect: None,
+    };
+    std::fs::write(
+        &raw,
+        seglog::workload::raw::encode_request(&[spec("r", 1), spec("s", 1), spec("r", 1)]),
+    )
+    .unwrap();
+    checked += check_len(&root, &["append", &d, "--raw-file", raw.to_str().unwrap()]);
+    std::fs::remove_file(&raw).unwrap();
     // roll
     checked += check_len(&root, &["roll", &d]);
     seglog(&["append", &d, "--batch", &batch("b", 2)]);

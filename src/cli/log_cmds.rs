@@ -167,7 +167,7 @@ fn append_raw(log_args: &LogArgs, path: &std::path::Path) -> Result<Outcome> {
     let batches = crate::format::produce::check(&bytes, log_args.max_batch_bytes as usize)
         .map_err(Error::from)?
         .len();
-    let (mut log, _report) = Log::open(&log_args.dir, log_args.config())?;
+    let (mut log, _report) = Log::open_with(super::seam(), &log_args.dir, log_args.config())?;
     let info = log.append_batches(&bytes)?;
     log.close()?;
     Ok(Outcome::Ok(json!({
