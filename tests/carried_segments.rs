@@ -110,8 +110,8 @@ fn untouched_segments_are_linked_and_the_result_is_a_rewrite_s() {
     assert_eq!(n, SEGMENTS as u64 - 1);
     assert_eq!(
         links,
-        2 * (SEGMENTS - 1),
-        "a .log and a .keys per carried segment"
+        4 * (SEGMENTS - 1),
+        "its .log, .keys, .index and .timeindex per carried segment"
     );
 
     let rewritten = Arc::new(SimFs::new());
@@ -170,7 +170,8 @@ fn damage_in_a_segment_that_would_be_carried_is_an_error() {
 #[test]
 fn the_sweep_workload_carries_what_it_says() {
     // Coverage mark for the crash sweep's `carried-segments` workload: its second
-    // pass links two segments (a .log and a .keys each) and rewrites the one a
+    // pass links two segments (a .log, .keys, .index and .timeindex each) and
+    // rewrites the one a
     // dirty key touches and the one whose tombstone expired; its last pass groups
     // carried sources into one rewritten file (no link).
     let workload = seglog::sweep::named_workloads()
@@ -193,7 +194,7 @@ fn the_sweep_workload_carries_what_it_says() {
             links_per_clean.push(links);
         }
     }
-    assert_eq!(links_per_clean, [0, 4, 0]);
+    assert_eq!(links_per_clean, [0, 8, 0]);
     let records = view(&log).unwrap().records;
     assert!(
         records

@@ -232,6 +232,7 @@ fn build_inner(
         mut segments,
         carried_segments,
         carried_bytes,
+        carried_bases,
     } = write_closed(
         fs,
         dir,
@@ -316,7 +317,7 @@ fn build_inner(
     segments.push(active);
     if carry_point {
         // Derived files: synced with the rest, not listed (`install::validate`).
-        write_indexes(fs, &paths.tmp, &segments)?;
+        write_indexes(fs, &paths.tmp, &segments, &carried_bases)?;
         write_recovery_point(fs, &paths.tmp, &segments)?;
     }
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
@@ -341,7 +342,15 @@ fn build_inner(
 /// checksum, so a power loss must not tear them. The active segment's are not: it
 /// is never trusted without a clean-shutdown marker (an open after a crash scans it
 /// and rebuilds them), and the next roll or close syncs them (model (e)).
-fn write_indexes(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Result<()> {
+/// A carried segment's (`carried`, ascending bases) whose live files hold exactly
+/// these bytes are hard-linked instead (nothing written; synced, which costs
+/// nothing when they were durable already).
+fn write_indexes(
+    fs: &dyn FileSystem,
+    tmp: &Path,
+    segments: &[Segment],
+    carried: &[i64],
+) -> Result<()> {
     let last = segments.len() - 1;
     for (i, segment) in segments.iter().enumerate() {
         assert!(segment.pending_index.is_empty() && segment.pending_time_index.is_empty());
@@ -361,6 +370,16 @@ fn write_indexes(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Resul
                 .and_then(|n| n.to_str())
                 .expect("segment file names are ASCII");
             let path = tmp.join(name);
+            let linkable = carried.binary_search(&segment.base_offset).is_ok()
+                && fs.read_all(live).is_ok_and(|old| old == bytes);
+            if linkable {
+                assert_ne!(i, last, "the active segment is never carried");
+                super::output::write_link(fs, live, &path)?;
+                // An open may have rebuilt it without a sync: the recovery point
+                // vouches for these bytes, so they must be durable (cheap if they are).
+                build_sync_file(fs, &path)?;
+                continue;
+            }
             fs.write_new(&path, &bytes)
                 .map_err(|e| Error::io(&path, e))?;
             if i != last {

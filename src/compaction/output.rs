@@ -67,7 +67,10 @@ pub struct Written {
     /// their paths in the live directory: what the new directory's index files and
     /// recovery point are written from, and what the open log adopts after the install.
     pub segments: Vec<Segment>,
-    /// Output segments hard-linked from the live directory (not rewritten).
+    /// Base offsets of the output segments hard-linked from the live directory
+    /// (not rewritten), ascending.
+    pub carried_bases: Vec<i64>,
+    /// How many: `carried_bases.len()`.
     pub carried_segments: u64,
     /// Their bytes: what the pass did not write.
     pub carried_bytes: u64,
@@ -249,7 +252,8 @@ pub fn write_closed(
             files,
             totals,
             segments,
-            carried_segments: carried.0,
+            carried_segments: carried.0.len() as u64,
+            carried_bases: carried.0,
             carried_bytes: carried.1,
         })
     })
@@ -281,10 +285,10 @@ fn write_jobs(
     tmp: &Path,
     jobs: mpsc::Receiver<Job>,
     back: mpsc::Sender<(Compacted, Bytes)>,
-) -> Result<(Vec<ManifestFile>, Totals, (u64, u64))> {
+) -> Result<(Vec<ManifestFile>, Totals, (Vec<i64>, u64))> {
     let mut files: Vec<ManifestFile> = Vec::new();
     let mut totals = Totals::default();
-    let mut carried = (0u64, 0u64);
+    let mut carried = (Vec::new(), 0u64);
     // Dropping `back` on return ends the helper, which waits for what comes back.
     let mut staging = Vec::new();
     for job in jobs {
@@ -312,7 +316,8 @@ fn write_jobs(
                 bytes: job.counts.bytes_after,
                 crc32c: job.crc32c,
             });
-            carried.0 += 1;
+            let (base, _) = filename::parse(&files[files.len() - 1].name).expect("a segment name");
+            carried.0.push(base);
             carried.1 += job.counts.bytes_after;
             let _ = back.send((job.compacted, job.source));
             continue;
@@ -355,7 +360,7 @@ fn keys_name(log_name: &str) -> String {
 }
 
 /// Install step 1 for a carried file: `to` becomes a second name of `from`.
-fn write_link(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
+pub(super) fn write_link(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
     fail_point!(fp::COMPACTION_BUILD_LINK_CARRIED);
     fs.hard_link(from, to).map_err(|e| Error::io(to, e))
 }

@@ -290,6 +290,25 @@ impl SimFs {
             .collect()
     }
 
+    /// Every name the file at `path` has now (hard links), itself included, sorted;
+    /// empty if there is no file there.
+    pub fn names_of(&self, path: &Path) -> Vec<PathBuf> {
+        let inner = self.lock();
+        let state = &inner.state;
+        let Some(ino) = state.resolve(path) else {
+            return Vec::new();
+        };
+        if !matches!(state.nodes.get(&ino), Some(Node::File(_))) {
+            return Vec::new();
+        }
+        state
+            .walk()
+            .into_iter()
+            .filter(|(_, i)| *i == ino)
+            .map(|(p, _)| p)
+            .collect()
+    }
+
     /// Every directory reachable now, by absolute path (the root `/` included).
     pub fn snapshot_dirs(&self) -> BTreeSet<PathBuf> {
         let inner = self.lock();
