@@ -277,15 +277,18 @@ fn group_summary(
     })
 }
 
+/// What [`write_jobs`] did: the files, the totals, and the bases and bytes of
+/// the segments it hard-linked.
+type JobsWritten = (Vec<ManifestFile>, Totals, (Vec<i64>, u64));
+
 /// The writing side of [`write_closed`]: every file-system call, in order.
-/// Returns the files, the totals and (segments, bytes) hard-linked.
 fn write_jobs(
     fs: &dyn FileSystem,
     dir: &Path,
     tmp: &Path,
     jobs: mpsc::Receiver<Job>,
     back: mpsc::Sender<(Compacted, Bytes)>,
-) -> Result<(Vec<ManifestFile>, Totals, (Vec<i64>, u64))> {
+) -> Result<JobsWritten> {
     let mut files: Vec<ManifestFile> = Vec::new();
     let mut totals = Totals::default();
     let mut carried = (Vec::new(), 0u64);

@@ -87,10 +87,15 @@ impl KeySummary {
     }
 }
 
+/// True if `hashes` is strictly ascending.
+fn ascending(hashes: &[u64]) -> bool {
+    hashes.iter().zip(hashes.iter().skip(1)).all(|(a, b)| a < b)
+}
+
 /// Encodes `summary` (its hashes must be ascending and distinct).
 pub fn encode(summary: &KeySummary) -> Vec<u8> {
     assert!(
-        summary.key_hashes.windows(2).all(|w| w[0] < w[1]),
+        ascending(&summary.key_hashes),
         "key hashes ascending and distinct"
     );
     let count = u32::try_from(summary.key_hashes.len()).expect("a segment's keys fit u32");
@@ -136,7 +141,7 @@ pub fn decode(buf: &[u8]) -> Option<KeySummary> {
         .chunks_exact(8)
         .map(|c| u64::from_be_bytes(c.try_into().unwrap_or_default()))
         .collect();
-    if !key_hashes.windows(2).all(|w| w[0] < w[1]) {
+    if !ascending(&key_hashes) {
         return None;
     }
     Some(KeySummary {
