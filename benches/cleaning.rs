@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use seglog::compaction::dirty::{map_pass, scan_dirty};
 use seglog::compaction::source::list_segments;
-use seglog::compaction::{build, build_with, scan, CleanOptions, CompactOptions};
+use seglog::compaction::{build, build_with, scan, CleanOptions, CompactOptions, Horizon};
 use seglog::format::checkpoint::CLEAN_POINT_NAME;
 use seglog::fs::{FileSystem, StdFs};
 use seglog::install::InstallPaths;
@@ -149,7 +149,19 @@ fn incremental(c: &mut Criterion) {
     });
     let scan_incremental = timed(&mut group, "scan_incremental", || {
         let start = Instant::now();
-        let scan = scan_dirty(&fs, &dir, &bases, clean_point, 1, CleanOptions::default()).unwrap();
+        let horizon = Horizon {
+            now: 1,
+            delete_retention_ms: 1_000,
+        };
+        let scan = scan_dirty(
+            &fs,
+            &dir,
+            &bases,
+            clean_point,
+            horizon,
+            CleanOptions::default(),
+        )
+        .unwrap();
         let took = start.elapsed();
         assert!(scan.scan.superseded.keys as u64 <= keys / 10 + 1);
         took

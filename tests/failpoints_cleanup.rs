@@ -28,13 +28,16 @@ use cleanup_support::{apply_steps, seed_retention_steps, Rec};
 enum Op {
     Retain,
     Compact,
+    /// A compaction after an incremental pass wrote key summaries and a dirty key
+    /// touched one segment: the untouched ones are hard-linked (issue 11).
+    Carry,
 }
 
 /// The steps that build the log before the crashed operation.
 fn workload(op: Op) -> Vec<Option<Vec<Rec>>> {
     // `None` is a roll.
     match op {
-        Op::Compact => vec![
+        Op::Compact | Op::Carry => vec![
             Some(vec![(Some("a"), Some("1"), 0), (Some("b"), Some("x"), 1)]),
             Some(vec![(Some("c"), Some("1"), 2)]),
             None,
@@ -62,6 +65,24 @@ fn prepare(op: Op, dir: &Path) -> SpecLog {
     let (mut log, _) = Log::open(dir, config()).unwrap();
     let mut spec = SpecLog::new(config().segment_bytes);
     apply_steps(&mut log, &mut spec, &workload(op));
+    if op == Op::Carry {
+        // An incremental pass (a bounded map) writes the key summaries; then key
+        // `a` is written again, so the next compaction rewrites only its segments.
+        let clean = seglog::workload::Op::Clean {
+            now: NOW_COMPACT,
+            delete_retention_ms: DELETE_RETENTION_MS,
+            segment_bytes: Some(1),
+            dedupe_buffer_bytes: Some(1000 * 24),
+            min_compaction_lag_ms: 0,
+        };
+        seglog::workload::engine::apply(&mut log, &clean).unwrap();
+        seglog::workload::spec::apply(&mut spec, &clean);
+        apply_steps(
+            &mut log,
+            &mut spec,
+            &[Some(vec![(Some("a"), Some("4"), 8)]), None],
+        );
+    }
     log.close().unwrap();
     spec
 }
@@ -92,6 +113,16 @@ fn args(op: Op, dir: &Path) -> Vec<String> {
             "--segment-bytes".into(),
             config().segment_bytes.to_string(),
         ],
+        Op::Carry => vec![
+            "compact".into(),
+            dir,
+            "--now".into(),
+            NOW_COMPACT.to_string(),
+            "--delete-retention-ms".into(),
+            DELETE_RETENTION_MS.to_string(),
+            "--segment-bytes".into(),
+            "1".into(),
+        ],
     }
 }
 
@@ -106,6 +137,12 @@ fn apply(op: Op, spec: &SpecLog) -> SpecLog {
         Op::Compact => {
             let summary = spec
                 .compact(NOW_COMPACT, DELETE_RETENTION_MS, None)
+                .unwrap();
+            assert!(summary.records_after < summary.records_before);
+        }
+        Op::Carry => {
+            let summary = spec
+                .compact(NOW_COMPACT, DELETE_RETENTION_MS, Some(1))
                 .unwrap();
             assert!(summary.records_after < summary.records_before);
         }
@@ -144,6 +181,11 @@ fn cases() -> Vec<Case> {
         case(Compact, fp::COMPACTION_BUILD_SYNC_CLEAN_POINT, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_RECOVERY_POINT, 1, false),
         case(Compact, fp::COMPACTION_BUILD_SYNC_TMP_DIR, 1, false),
+        case(Carry, fp::COMPACTION_BUILD_LINK_CARRIED, 1, false),
+        case(Carry, fp::COMPACTION_BUILD_LINK_CARRIED, 4, false),
+        case(Carry, fp::COMPACTION_BUILD_SYNC_TMP_DIR, 1, false),
+        case(Carry, fp::INSTALL_MANIFEST_SYNC_PARENT, 1, true),
+        case(Carry, fp::INSTALL_CLEANUP_REMOVE_BACKUP, 1, true),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TEMP_ENTRY, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_SYNC_TMP, 1, false),
         case(Compact, fp::INSTALL_MANIFEST_RENAME, 1, false),

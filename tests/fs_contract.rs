@@ -70,6 +70,10 @@ fn contract<F: FileSystem>(fs: &F, root: &Path) {
             kind_of(fs.remove_file(&missing), "remove_file"),
         ),
         (
+            "hard_link",
+            kind_of(fs.hard_link(&missing, &root.join("to")), "hard_link"),
+        ),
+        (
             "remove_dir_all",
             kind_of(fs.remove_dir_all(&missing), "remove_dir_all"),
         ),
@@ -109,7 +113,18 @@ fn contract<F: FileSystem>(fs: &F, root: &Path) {
     assert_eq!(fs.read_all(&file).unwrap(), b"ab");
     fs.rename(&file, &root.join("renamed")).unwrap();
     assert_eq!(fs.list_dir(root).unwrap(), vec!["renamed".to_string()]);
-    fs.remove_file(&root.join("renamed")).unwrap();
+    // A hard link: a second name of one file; `EEXIST` onto an existing name; the
+    // data stays when one name goes (carried segments, docs/design.md section 6).
+    let renamed = root.join("renamed");
+    let linked = root.join("linked");
+    fs.hard_link(&renamed, &linked).unwrap();
+    assert_eq!(
+        kind_of(fs.hard_link(&renamed, &linked), "hard_link onto a name"),
+        ErrorKind::AlreadyExists
+    );
+    fs.remove_file(&renamed).unwrap();
+    assert_eq!(fs.read_all(&linked).unwrap(), b"ab");
+    fs.remove_file(&linked).unwrap();
     assert!(fs.list_dir(root).unwrap().is_empty());
 }
 

@@ -76,6 +76,9 @@ impl FileSystem for Counting {
         }
         Ok(())
     }
+    fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.hard_link(from, to)
+    }
     fn remove_file(&self, path: &Path) -> std::io::Result<()> {
         self.inner.remove_file(path)
     }

@@ -7,7 +7,7 @@
 //! Compared, for paths under the test's directory: `mkdir` (a run of them is one
 //! `create_dir_all`), `open` with `O_CREAT` (`create_file`), `write` (`append`),
 //! `ftruncate` (`set_len`), `fsync`/`fdatasync` (`sync_file`, `sync_dir`),
-//! `rename`, `unlink` (`remove_file`), and the `unlinkat`s and final `rmdir` of a
+//! `rename`, `link`/`linkat` (`hard_link`), `unlink` (`remove_file`), and the `unlinkat`s and final `rmdir` of a
 //! directory (`remove_dir_all`). Skipped only where `strace` is missing and
 //! `SEGLOG_REQUIRE_STRACE` is unset (`.ci/run` sets it).
 #![cfg(feature = "suite")] // the suite, its binary or seglog-model
@@ -25,6 +25,7 @@ enum Effect {
     SetLen(String, u64),
     Sync(String),
     Rename(String, String),
+    HardLink(String, String),
     RemoveFile(String),
     RemoveDirAll(String),
 }
@@ -60,7 +61,7 @@ fn traced_run(root: &Path, args: &[&str]) -> (Vec<Effect>, Vec<Effect>) {
         .args([
             "-e",
             "trace=open,openat,creat,write,pwrite64,writev,fsync,fdatasync,rename,renameat,\
-             renameat2,unlink,unlinkat,mkdir,mkdirat,rmdir,ftruncate,close,dup,dup2,dup3",
+             renameat2,link,linkat,unlink,unlinkat,mkdir,mkdirat,rmdir,ftruncate,close,dup,dup2,dup3",
         ])
         .arg(env!("CARGO_BIN_EXE_seglog"))
         .args(args)
@@ -105,6 +106,7 @@ fn seam_effects(ops: &[serde_json::Value], root: &str) -> Vec<Effect> {
             "set_len" => Effect::SetLen(path, bytes),
             "sync_file" | "sync_dir" => Effect::Sync(path),
             "rename" => Effect::Rename(path, op["to"].as_str().unwrap().to_string()),
+            "hard_link" => Effect::HardLink(path, op["to"].as_str().unwrap().to_string()),
             "remove_file" => Effect::RemoveFile(path),
             "remove_dir_all" => Effect::RemoveDirAll(path),
             other => panic!("unknown call {other}"),
@@ -194,6 +196,10 @@ fn syscall_effects(text: &str, root: &str) -> Vec<Effect> {
             "rename" | "renameat" | "renameat2" if result == 0 => {
                 raw.push(Effect::Rename(paths[0].clone(), paths[1].clone()));
             }
+            // std::fs::hard_link: linkat(AT_FDCWD, from, AT_FDCWD, to, 0).
+            "link" | "linkat" if result == 0 => {
+                raw.push(Effect::HardLink(paths[0].clone(), paths[1].clone()));
+            }
             "unlink" if result == 0 => raw.push(Effect::RemoveFile(paths[0].clone())),
             "unlinkat" if result == 0 => {
                 let path = at(&paths[0]);
@@ -218,6 +224,7 @@ fn syscall_effects(text: &str, root: &str) -> Vec<Effect> {
             | Effect::SetLen(p, _)
             | Effect::Sync(p)
             | Effect::Rename(p, _)
+            | Effect::HardLink(p, _)
             | Effect::RemoveFile(p)
             | Effect::RemoveDirAll(p) => p.starts_with(root),
         })

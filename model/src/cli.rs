@@ -8,7 +8,8 @@ use crate::check::{self, CheckOptions, CheckReport, ModelKind, Variant};
 
 const VARIANTS_HELP: &str = "Variants per model (the first is ours and the default):
   log:       spec, closed-only-latest-map, no-tombstone-grace
-  install:   manifest, two-rename, no-dir-sync, no-temp-sync, no-recovery-sync
+  install:   manifest, two-rename, no-dir-sync, no-temp-sync, no-recovery-sync,
+             no-temp-entry-sync, point-on-reopen, carry-by-rename, link-without-dir-sync
   retention: checkpoint-first, delete-first, no-recovery-sync";
 
 #[derive(Debug, Clone, Subcommand)]

@@ -20,6 +20,7 @@ pub mod cleanup;
 #[cfg(feature = "compression")]
 pub mod codecs;
 pub mod compaction;
+pub mod incremental;
 pub mod log;
 pub mod open;
 pub mod raw;

@@ -56,6 +56,12 @@ pub struct CompactionReport {
     pub clean_point_after: i64,
     /// The first offset the map did not cover (`next_offset` when it covered all).
     pub mapped_end_offset: i64,
+    /// Closed segments carried unchanged: no key of the map and no expired
+    /// tombstone could touch them, so they were hard-linked into the new directory
+    /// instead of rewritten (issue 11; 0 for a full compaction).
+    pub segments_carried: u64,
+    /// Their bytes: what the pass neither read for its map nor wrote.
+    pub bytes_carried: u64,
 }
 
 /// The parameters of one compaction.
@@ -177,13 +183,25 @@ fn build_inner(
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
     let from_scratch = clean_point_before == log_start_offset && clean == CleanOptions::default();
-    let (scan, keep_from, clean_point_after, mapped_end_offset) = if from_scratch {
-        // Everything is dirty and the map unbounded: the full two-thread scan.
-        (scan(fs, dir, &bases)?, i64::MAX, active_base, None)
+    let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
+        // Everything is dirty and the map unbounded: the full two-thread scan (no
+        // key summaries: the next, incremental pass writes them).
+        (scan(fs, dir, &bases)?, i64::MAX, active_base, None, None)
     } else {
-        let dirty = scan_dirty(fs, dir, &bases, clean_point_before, options.now, clean)?;
+        let horizon = Horizon {
+            now: options.now,
+            delete_retention_ms: options.delete_retention_ms,
+        };
+        let dirty = scan_dirty(fs, dir, &bases, clean_point_before, horizon, clean)?;
         let after = clean_point_before.max(dirty.horizon);
-        (dirty.scan, dirty.horizon, after, Some(dirty.mapped_end))
+        let keys = Some(dirty.keys);
+        (
+            dirty.scan,
+            dirty.horizon,
+            after,
+            Some(dirty.mapped_end),
+            keys,
+        )
     };
     assert!(clean_point_after <= active_base);
     let Scan {
@@ -212,6 +230,9 @@ fn build_inner(
         mut files,
         totals,
         mut segments,
+        carried_segments,
+        carried_bytes,
+        carried_bases,
     } = write_closed(
         fs,
         dir,
@@ -225,8 +246,11 @@ fn build_inner(
             segment_bytes: options.segment_bytes,
             keep_from,
             index_interval_bytes,
+            keys,
         },
     )?;
+    report.segments_carried = carried_segments;
+    report.bytes_carried = carried_bytes;
     report.bytes_before = totals.bytes_before;
     report.bytes_after = totals.counts.bytes_after;
     report.records_before = totals.counts.records_before;
@@ -293,7 +317,7 @@ fn build_inner(
     segments.push(active);
     if carry_point {
         // Derived files: synced with the rest, not listed (`install::validate`).
-        write_indexes(fs, &paths.tmp, &segments)?;
+        write_indexes(fs, &paths.tmp, &segments, &carried_bases)?;
         write_recovery_point(fs, &paths.tmp, &segments)?;
     }
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
@@ -318,7 +342,15 @@ fn build_inner(
 /// checksum, so a power loss must not tear them. The active segment's are not: it
 /// is never trusted without a clean-shutdown marker (an open after a crash scans it
 /// and rebuilds them), and the next roll or close syncs them (model (e)).
-fn write_indexes(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Result<()> {
+/// A carried segment's (`carried`, ascending bases) whose live files hold exactly
+/// these bytes are hard-linked instead (nothing written; synced, which costs
+/// nothing when they were durable already).
+fn write_indexes(
+    fs: &dyn FileSystem,
+    tmp: &Path,
+    segments: &[Segment],
+    carried: &[i64],
+) -> Result<()> {
     let last = segments.len() - 1;
     for (i, segment) in segments.iter().enumerate() {
         assert!(segment.pending_index.is_empty() && segment.pending_time_index.is_empty());
@@ -338,6 +370,16 @@ fn write_indexes(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Resul
                 .and_then(|n| n.to_str())
                 .expect("segment file names are ASCII");
             let path = tmp.join(name);
+            let linkable = carried.binary_search(&segment.base_offset).is_ok()
+                && fs.read_all(live).is_ok_and(|old| old == bytes);
+            if linkable {
+                assert_ne!(i, last, "the active segment is never carried");
+                super::output::write_link(fs, live, &path)?;
+                // An open may have rebuilt it without a sync: the recovery point
+                // vouches for these bytes, so they must be durable (cheap if they are).
+                build_sync_file(fs, &path)?;
+                continue;
+            }
             fs.write_new(&path, &bytes)
                 .map_err(|e| Error::io(&path, e))?;
             if i != last {

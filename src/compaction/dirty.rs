@@ -22,11 +22,14 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
+use super::carry::{self, SourceKeys};
 use super::dirty_map::DirtyMap;
 use super::offset_map::{Digest, OffsetMap, Superseded, ENTRY_BYTES};
+use super::planner::Horizon;
 use super::scan::Scan;
 use super::source::segment_path;
 use super::view;
+use crate::format::key_summary::key_hash;
 
 /// The cleaner's knobs (docs/design.md section 1; `LogConfig` holds the log's own).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -72,6 +75,9 @@ pub struct DirtyScan {
     pub horizon: i64,
     /// The first offset the map did not cover.
     pub mapped_end: i64,
+    /// One per closed segment: carried untouched (left out of the ordinals and
+    /// batch numbers above), or read (its keys, for the output's key summary).
+    pub keys: Vec<SourceKeys>,
 }
 
 /// One segment's bytes as the pass reads them.
@@ -82,15 +88,19 @@ struct Source<'a> {
 }
 
 /// The incremental map pass over `dir` (`bases` ascending, the last one active) from
-/// `clean_point` (a batch boundary in `[log start, active base]`), at clock `now`.
+/// `clean_point` (a batch boundary in `[log start, active base]`), at `horizon.now`.
+/// A clean segment whose key summary shows that no mapped key and no expired
+/// tombstone can touch it ([`carry::untouched`]) is not read at all: the rewrite
+/// keeps it whole (and may hard-link it).
 pub fn scan_dirty(
     fs: &dyn FileSystem,
     dir: &Path,
     bases: &[i64],
     clean_point: i64,
-    now: i64,
+    horizon: Horizon,
     options: CleanOptions,
 ) -> Result<DirtyScan> {
+    let now = horizon.now;
     let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
     assert!(
         clean_point <= active_base,
@@ -131,6 +141,8 @@ pub fn scan_dirty(
         .key_budget()
         .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
     let mut map = DirtyMap::new(budget);
+    let mut source_keys: Vec<SourceKeys> = (0..closed.len()).map(|_| SourceKeys::read()).collect();
+    let mut dirty_hashes = Vec::new();
     let mapped = map_dirty(
         dir,
         &sources[first_dirty..],
@@ -139,7 +151,21 @@ pub fn scan_dirty(
         options.min_compaction_lag_ms,
         &mut |key| digester.digest(key),
         &mut map,
+        &mut Stable {
+            dirty: &mut dirty_hashes,
+            sources: source_keys.get_mut(first_dirty..).unwrap_or_default(),
+        },
     )?;
+    dirty_hashes.sort_unstable();
+    dirty_hashes.dedup();
+    // The segments wholly below the clean point that nothing mapped can touch.
+    for (i, source) in sources.iter().enumerate().take(first_dirty) {
+        if let Some(summary) =
+            carry::untouched(fs, dir, source.base, source.bytes, &dirty_hashes, horizon)?
+        {
+            source_keys[i] = SourceKeys::Untouched(summary);
+        }
+    }
     let next_offset = mapped.next_offset.unwrap_or(active_base).max(active_base);
     let mapped_end = mapped.stopped_at.unwrap_or(next_offset);
     let horizon = mapped_end.min(mapped.first_uncleanable.unwrap_or(active_base));
@@ -151,7 +177,17 @@ pub fn scan_dirty(
     let mut ordinal = 0usize;
     let mut batch_index = 0usize;
     let mut records = Vec::new();
-    for source in sources.iter().take(first_dirty + 1).filter(|s| !s.active) {
+    for (source, this) in sources
+        .iter()
+        .zip(source_keys.iter_mut())
+        .take(first_dirty + 1)
+        .filter(|(s, _)| !s.active)
+    {
+        let mut read = match this {
+            SourceKeys::Untouched(_) => continue, // neither read nor numbered
+            SourceKeys::Read(read) => Some(read),
+            SourceKeys::Unknown => None,
+        };
         let path = segment_path(dir, source.base, LOG_SUFFIX);
         for batch in view::batches(&path, source.base, source.bytes)? {
             if batch.header.base_offset >= clean_point {
@@ -167,13 +203,16 @@ pub fn scan_dirty(
                 &path,
                 &batch,
                 &mut records,
-                |key, value_is_null| match key {
+                |key, value_is_null, timestamp| match key {
                     Some(key) => {
                         if map.contains(digester.digest(key)) {
                             bits.set(ordinal);
                         }
                         ordinal += 1;
                         is_plain &= !value_is_null;
+                        if let Some(read) = read.as_deref_mut() {
+                            read.add_clean(key_hash(key), value_is_null, timestamp);
+                        }
                     }
                     None => is_plain = false,
                 },
@@ -206,7 +245,16 @@ pub fn scan_dirty(
         },
         horizon,
         mapped_end,
+        keys: source_keys,
     })
+}
+
+/// What the map pass records for the key summaries: the stable hashes of the keys
+/// it mapped, and per closed source segment from the first dirty one on, the keys
+/// and tombstones it read (a segment it did not read to the end gets none).
+struct Stable<'a> {
+    dirty: &'a mut Vec<u64>,
+    sources: &'a mut [SourceKeys],
 }
 
 /// The map pass alone (no clean-section lookups, nothing kept for a rewrite): the
@@ -253,6 +301,10 @@ pub fn map_pass(
         options.min_compaction_lag_ms,
         &mut |key| digester.digest(key),
         &mut map,
+        &mut Stable {
+            dirty: &mut Vec::new(),
+            sources: &mut [],
+        },
     )?;
     Ok((map.len(), mapped.stopped_at))
 }
@@ -270,7 +322,11 @@ struct Mapped {
 }
 
 /// Inserts the dirty section's keyed records (ordinals from 0) into `map`, whole
-/// batches while their new keys fit.
+/// batches while their new keys fit; `stable` receives their stable hashes.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one pass over the dirty section; the arguments are its inputs and outputs"
+)]
 fn map_dirty(
     dir: &Path,
     sources: &[Source<'_>],
@@ -279,6 +335,7 @@ fn map_dirty(
     min_compaction_lag_ms: i64,
     digest: &mut dyn FnMut(&[u8]) -> Digest,
     map: &mut DirtyMap,
+    stable: &mut Stable<'_>,
 ) -> Result<Mapped> {
     let mut mapped = Mapped {
         stopped_at: None,
@@ -292,7 +349,8 @@ fn map_dirty(
     let mut records = Vec::new();
     let mut digests: Vec<Digest> = Vec::new();
     let mut fresh: Vec<Digest> = Vec::new();
-    for source in sources {
+    let mut hashes: Vec<(u64, bool, i64)> = Vec::new();
+    for (i, source) in sources.iter().enumerate() {
         let path = segment_path(dir, source.base, LOG_SUFFIX);
         let batches = view::batches(&path, source.base, source.bytes)?;
         let segment_next = batches.last().map_or(source.base, |b| b.last_offset() + 1);
@@ -322,14 +380,21 @@ fn map_dirty(
                 continue;
             }
             digests.clear();
+            hashes.clear();
             let mut is_plain = true;
-            each_record(&path, batch, &mut records, |key, value_is_null| match key {
-                Some(key) => {
-                    digests.push(digest(key));
-                    is_plain &= !value_is_null;
-                }
-                None => is_plain = false,
-            })?;
+            each_record(
+                &path,
+                batch,
+                &mut records,
+                |key, value_is_null, timestamp| match key {
+                    Some(key) => {
+                        digests.push(digest(key));
+                        hashes.push((key_hash(key), value_is_null, timestamp));
+                        is_plain &= !value_is_null;
+                    }
+                    None => is_plain = false,
+                },
+            )?;
             if digests.len() > map.room() {
                 fresh.clear();
                 fresh.extend(digests.iter().filter(|d| !map.contains(**d)));
@@ -346,12 +411,22 @@ fn map_dirty(
                         )));
                     }
                     mapped.stopped_at = Some(batch.header.base_offset);
+                    // Not read to their end: no summary for them.
+                    for keys in stable.sources.iter_mut().skip(i) {
+                        *keys = SourceKeys::Unknown;
+                    }
                     return Ok(mapped);
                 }
             }
             for &d in &digests {
                 map.insert(d, ordinal);
                 ordinal += 1;
+            }
+            stable.dirty.extend(hashes.iter().map(|(h, _, _)| *h));
+            if let Some(SourceKeys::Read(read)) = stable.sources.get_mut(i) {
+                for &(hash, value_is_null, timestamp) in &hashes {
+                    read.add(hash, value_is_null, timestamp);
+                }
             }
             if is_plain && !source.active {
                 mapped.plain.set(index);
@@ -362,25 +437,27 @@ fn map_dirty(
     Ok(mapped)
 }
 
-/// Hands `each` every record's key (`None`: keyless) and whether its value is null,
-/// in order, for an uncompressed batch read in place (through `records`, a reused
-/// buffer) and for a compressed one decompressed ([`super::compressed::inflate`]).
+/// Hands `each` every record's key (`None`: keyless), whether its value is null and
+/// its timestamp as the tombstone rule reads it, in order, for an uncompressed batch
+/// read in place (through `records`, a reused buffer) and for a compressed one
+/// decompressed ([`super::compressed::inflate`]).
 fn each_record<'a>(
     path: &Path,
     batch: &view::BatchView<'a>,
     records: &mut Vec<view::RecordView<'a>>,
-    mut each: impl FnMut(Option<&[u8]>, bool),
+    mut each: impl FnMut(Option<&[u8]>, bool, i64),
 ) -> Result<()> {
     if batch.is_compressed() {
         let inflated = super::compressed::inflate(path, batch)?;
         for record in inflated.views.records_in(&inflated.records) {
             let record = record.map_err(|e| e.at(path, batch.position))?;
-            each(record.key, record.value.is_none());
+            let timestamp = inflated.views.timestamp_of(&record);
+            each(record.key, record.value.is_none(), timestamp);
         }
     } else {
         view::records(path, batch, records)?;
         for record in records.iter() {
-            each(record.key, record.value_is_null);
+            each(record.key, record.value_is_null, record.timestamp);
         }
     }
     Ok(())

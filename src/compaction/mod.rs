@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod bitmap;
+pub mod carry;
 pub mod cleaner;
 pub mod compressed;
 pub mod dirty;

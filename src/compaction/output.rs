@@ -14,11 +14,16 @@ use std::sync::mpsc;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::format::filename::{self, LOG_SUFFIX};
+use crate::fail_point;
+use crate::format::filename::{self, KEYS_SUFFIX, LOG_SUFFIX};
+use crate::format::key_summary::{self, KeySummary};
 use crate::format::manifest::ManifestFile;
+#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
+use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
+use super::carry::{self, SourceKeys};
 use super::offset_map::Superseded;
 use super::planner::{Grouper, Horizon, Placement};
 use super::rewrite::{compact_segment, Compacted, Counts, Cursor, Rules};
@@ -44,6 +49,11 @@ pub struct ClosedRegion<'a> {
     pub keep_from: i64,
     /// Bytes between index entries of the output segments (`LogConfig::index_interval_bytes`).
     pub index_interval_bytes: u64,
+    /// One per closed segment when the pass is incremental ([`super::dirty`]): the
+    /// untouched ones are kept whole (hard-linked when alone in their group), and
+    /// every output segment whose sources are all known gets a key summary
+    /// (`.keys`). `None` (a full compaction): no summary, no carry.
+    pub keys: Option<Vec<SourceKeys>>,
 }
 
 /// What [`write_closed`] wrote.
@@ -57,6 +67,13 @@ pub struct Written {
     /// their paths in the live directory: what the new directory's index files and
     /// recovery point are written from, and what the open log adopts after the install.
     pub segments: Vec<Segment>,
+    /// Base offsets of the output segments hard-linked from the live directory
+    /// (not rewritten), ascending.
+    pub carried_bases: Vec<i64>,
+    /// How many: `carried_bases.len()`.
+    pub carried_segments: u64,
+    /// Their bytes: what the pass did not write.
+    pub carried_bytes: u64,
 }
 
 /// Sums over the closed region.
@@ -77,6 +94,13 @@ struct Job {
     counts: Counts,
     /// The output file's CRC-32C once this segment is appended.
     crc32c: u32,
+    /// An untouched source starting its group ([`SourceKeys::Untouched`]).
+    whole: bool,
+    /// An untouched source alone in its group: hard-linked, not written.
+    link: bool,
+    /// Set on the last source of its output file: the file is complete (synced
+    /// here), with its key summary when every source of it is known.
+    end: Option<Option<KeySummary>>,
 }
 
 /// Writes the compacted closed segments into `tmp` (which exists), grouped
@@ -98,7 +122,11 @@ pub fn write_closed(
         segment_bytes,
         keep_from,
         index_interval_bytes,
+        mut keys,
     } = region;
+    if let Some(keys) = &keys {
+        assert_eq!(keys.len(), bases.len());
+    }
     assert_eq!(bases.len(), bytes.len());
     let rules = Rules {
         superseded,
@@ -115,7 +143,11 @@ pub fn write_closed(
             let mut grouper = Grouper::new(segment_bytes);
             let mut spare = vec![Compacted::default(), Compacted::default()];
             let mut crc32c = 0;
-            for (&base, source) in bases.iter().zip(bytes) {
+            // Held back one source: whether it ends its group (and so may be linked)
+            // is known once the next source is placed.
+            let mut pending: Option<Job> = None;
+            let mut group: Vec<usize> = Vec::new();
+            for (i, (&base, source)) in bases.iter().zip(bytes).enumerate() {
                 let mut compacted = match spare.pop() {
                     Some(compacted) => compacted,
                     // The source comes back with its buffers: dropped (unmapped) here.
@@ -125,30 +157,71 @@ pub fn write_closed(
                     },
                 };
                 let path = segment_path(dir, base, LOG_SUFFIX);
-                let counts =
-                    compact_segment(&path, base, &source, rules, &mut cursor, &mut compacted)?;
+                let untouched = match keys.as_ref().map(|keys| &keys[i]) {
+                    Some(SourceKeys::Untouched(summary)) => Some(summary.segment_crc32c),
+                    _ => None,
+                };
+                let first_ordinal = cursor.ordinal();
+                let counts = match untouched {
+                    Some(_) => compacted.set_whole(&path, base, &source)?,
+                    None => {
+                        compact_segment(&path, base, &source, rules, &mut cursor, &mut compacted)?
+                    }
+                };
+                if let Some(SourceKeys::Read(read)) = keys.as_mut().map(|keys| &mut keys[i]) {
+                    // The output's summary holds the keys it keeps, not the dropped ones.
+                    let numbered = usize::try_from(cursor.ordinal() - first_ordinal)
+                        .expect("the cursor moves forward");
+                    read.retain_kept(numbered, |k| {
+                        superseded.is_superseded(first_ordinal + k as i64)
+                    });
+                }
                 let start = grouper.place(counts.bytes_after) == Placement::Start;
+                if let Some(mut job) = pending.take() {
+                    if start {
+                        let done = segments.last().expect("a pending job has its segment");
+                        job.end = Some(group_summary(keys.as_deref(), &group, done, job.crc32c));
+                        job.link = job.whole;
+                    }
+                    if job_tx.send(job).is_err() {
+                        return Ok(segments); // the writing side stopped on an error
+                    }
+                }
                 if start {
                     crc32c = 0;
+                    group.clear();
                     if let Some(done) = segments.last_mut() {
                         done.close_active();
                     }
                     segments.push(Segment::empty(dir, base, index_interval_bytes));
                 }
+                group.push(i);
                 let output = segments
                     .last_mut()
                     .expect("the first segment starts a file");
                 compacted.index_into(&path, &source, output)?;
-                crc32c = compacted.crc32c_append(crc32c, &source);
-                let job = Job {
+                crc32c = match untouched {
+                    // Checked against the whole source by `carry::untouched`.
+                    Some(whole) if start => whole,
+                    _ => compacted.crc32c_append(crc32c, &source),
+                };
+                pending = Some(Job {
                     start: start.then(|| filename::build(base, LOG_SUFFIX)),
                     source,
                     compacted,
                     counts,
                     crc32c,
-                };
+                    whole: start && untouched.is_some(),
+                    link: false,
+                    end: None,
+                });
+            }
+            if let Some(mut job) = pending.take() {
+                let done = segments.last().expect("a pending job has its segment");
+                job.end = Some(group_summary(keys.as_deref(), &group, done, job.crc32c));
+                job.link = job.whole;
                 if job_tx.send(job).is_err() {
-                    return Ok(segments); // the writing side stopped on an error
+                    return Ok(segments);
                 }
             }
             drop(job_tx);
@@ -161,11 +234,11 @@ pub fn write_closed(
         });
         // Owns the receiving end and the way back: an error drops both, which
         // stops the helper.
-        let written = write_jobs(fs, tmp, job_rx, back_tx);
+        let written = write_jobs(fs, dir, tmp, job_rx, back_tx);
         let described = describer
             .join()
             .expect("the describing thread does not panic");
-        let (files, totals) = written?;
+        let (files, totals, carried) = written?;
         let mut segments = described?;
         assert_eq!(segments.len(), files.len());
         for (segment, file) in segments.iter_mut().zip(&files) {
@@ -179,26 +252,80 @@ pub fn write_closed(
             files,
             totals,
             segments,
+            carried_segments: carried.0.len() as u64,
+            carried_bases: carried.0,
+            carried_bytes: carried.1,
         })
     })
 }
 
+/// The key summary of the output segment `segment` (CRC-32C `crc32c`) made of the
+/// sources `group`, when the pass knows their keys.
+fn group_summary(
+    keys: Option<&[SourceKeys]>,
+    group: &[usize],
+    segment: &Segment,
+    crc32c: u32,
+) -> Option<KeySummary> {
+    keys.and_then(|keys| {
+        carry::output_summary(
+            segment.base_offset,
+            segment.bytes,
+            crc32c,
+            group.iter().map(|&i| &keys[i]),
+        )
+    })
+}
+
+/// What [`write_jobs`] did: the files, the totals, and the bases and bytes of
+/// the segments it hard-linked.
+type JobsWritten = (Vec<ManifestFile>, Totals, (Vec<i64>, u64));
+
 /// The writing side of [`write_closed`]: every file-system call, in order.
 fn write_jobs(
     fs: &dyn FileSystem,
+    dir: &Path,
     tmp: &Path,
     jobs: mpsc::Receiver<Job>,
     back: mpsc::Sender<(Compacted, Bytes)>,
-) -> Result<(Vec<ManifestFile>, Totals)> {
+) -> Result<JobsWritten> {
     let mut files: Vec<ManifestFile> = Vec::new();
     let mut totals = Totals::default();
+    let mut carried = (Vec::new(), 0u64);
     // Dropping `back` on return ends the helper, which waits for what comes back.
     let mut staging = Vec::new();
     for job in jobs {
+        totals.bytes_before += job.source.len() as u64;
+        totals.counts.records_before += job.counts.records_before;
+        totals.counts.records_after += job.counts.records_after;
+        totals.counts.bytes_after += job.counts.bytes_after;
+        if job.link {
+            let name = job.start.clone().expect("a linked source starts its file");
+            assert_eq!(job.counts.bytes_after, job.source.len() as u64);
+            // The live directory's inode, already durable: a new name in the temp
+            // dir, made durable by its fsync before the commit point (model (b)).
+            write_link(fs, &dir.join(&name), &tmp.join(&name))?;
+            let keys_name = keys_name(&name);
+            debug_assert_eq!(
+                fs.read_all(&dir.join(&keys_name))
+                    .ok()
+                    .and_then(|b| key_summary::decode(&b)),
+                job.end.clone().flatten(),
+                "a carried segment's summary is its own"
+            );
+            write_link(fs, &dir.join(&keys_name), &tmp.join(&keys_name))?;
+            files.push(ManifestFile {
+                name,
+                bytes: job.counts.bytes_after,
+                crc32c: job.crc32c,
+            });
+            let (base, _) = filename::parse(&files[files.len() - 1].name).expect("a segment name");
+            carried.0.push(base);
+            carried.1 += job.counts.bytes_after;
+            let _ = back.send((job.compacted, job.source));
+            continue;
+        }
         if let Some(name) = job.start {
-            if let Some(done) = files.last() {
-                super::cleaner::build_sync_file(fs, &tmp.join(&done.name))?;
-            }
             let path = tmp.join(&name);
             fs.create_file(&path).map_err(|e| Error::io(&path, e))?;
             files.push(ManifestFile {
@@ -208,21 +335,37 @@ fn write_jobs(
             });
         }
         let file = files.last_mut().expect("the first segment starts a file");
-        job.compacted
-            .write(fs, &tmp.join(&file.name), &job.source, &mut staging)?;
+        let path = tmp.join(&file.name);
+        job.compacted.write(fs, &path, &job.source, &mut staging)?;
         file.bytes += job.counts.bytes_after;
         file.crc32c = job.crc32c;
-        totals.bytes_before += job.source.len() as u64;
-        totals.counts.records_before += job.counts.records_before;
-        totals.counts.records_after += job.counts.records_after;
-        totals.counts.bytes_after += job.counts.bytes_after;
+        if let Some(summary) = job.end {
+            super::cleaner::build_sync_file(fs, &path)?;
+            if let Some(summary) = summary {
+                assert_eq!(summary.segment_bytes, file.bytes);
+                assert_eq!(summary.segment_crc32c, file.crc32c);
+                let keys_path = tmp.join(keys_name(&file.name));
+                fs.write_new(&keys_path, &key_summary::encode(&summary))
+                    .map_err(|e| Error::io(&keys_path, e))?;
+                super::cleaner::build_sync_file(fs, &keys_path)?;
+            }
+        }
         // The helper may have stopped on an error: then they are dropped here.
         let _ = back.send((job.compacted, job.source));
     }
-    if let Some(done) = files.last() {
-        super::cleaner::build_sync_file(fs, &tmp.join(&done.name))?;
-    }
-    Ok((files, totals))
+    Ok((files, totals, carried))
+}
+
+/// The `.keys` name beside the `.log` named `log_name`.
+fn keys_name(log_name: &str) -> String {
+    let (base, _) = filename::parse(log_name).expect("an output segment's name");
+    filename::build(base, KEYS_SUFFIX)
+}
+
+/// Install step 1 for a carried file: `to` becomes a second name of `from`.
+pub(super) fn write_link(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
+    fail_point!(fp::COMPACTION_BUILD_LINK_CARRIED);
+    fs.hard_link(from, to).map_err(|e| Error::io(to, e))
 }
 
 #[cfg(test)]

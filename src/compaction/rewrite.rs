@@ -144,6 +144,38 @@ impl Compacted {
     }
 }
 
+impl Cursor {
+    /// The ordinal of the next keyed record [`compact_segment`] will decide.
+    pub fn ordinal(&self) -> i64 {
+        self.ordinal
+    }
+}
+
+impl Compacted {
+    /// Describes a carried source segment ([`super::carry`]): every batch kept as
+    /// stored, one run of the whole source; nothing numbered (the pass left it out of
+    /// the ordinals and batch numbers). The source's CRC-32C was checked against its
+    /// key summary, so only the framing is checked here.
+    pub fn set_whole(&mut self, path: &Path, base: i64, source: &[u8]) -> Result<Counts> {
+        self.pieces.clear();
+        self.encoded.clear();
+        let mut records = 0u64;
+        for batch in &view::batches_verified(path, base, source)? {
+            let count = u64::try_from(batch.header.record_count).expect("checked by the split");
+            records += count;
+        }
+        if !source.is_empty() {
+            self.pieces.push(Piece::Source(0..source.len()));
+        }
+        assert_eq!(self.bytes(), source.len() as u64);
+        Ok(Counts {
+            records_before: records,
+            records_after: records,
+            bytes_after: source.len() as u64,
+        })
+    }
+}
+
 /// Appends `piece` to `pieces`, merged into the last run when they are adjacent.
 fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
     match (pieces.last_mut(), &piece) {

@@ -65,6 +65,9 @@ pub struct Case<'a> {
     pub damage: &'a Damage,
     pub original: &'a [u8],
     pub damaged: &'a [u8],
+    /// The file's other names (hard links: a carried segment is one inode in the
+    /// live or backup directory and in the temp dir). Damage to one is damage to all.
+    pub aliases: &'a [PathBuf],
 }
 
 impl Case<'_> {
@@ -153,7 +156,11 @@ fn check_read_error(
     let Error::Corrupt { path, .. } = error else {
         return fail("not a corruption error");
     };
-    let named = [case.final_path(Role::Live), Some(case.path.to_path_buf())];
+    let mut named = vec![case.final_path(Role::Live), Some(case.path.to_path_buf())];
+    if !case.aliases.is_empty() {
+        // Shared with the old content: wherever recovery put that, the damage is there.
+        named.push(case.path.file_name().map(|n| Path::new(LOG_DIR).join(n)));
+    }
     if !named.iter().flatten().any(|p| p == path) {
         return fail("the error names another file");
     }
@@ -177,6 +184,11 @@ fn check_temp_not_trusted(
     // A derived file (outside the manifest) may become live: the open checks it
     // where it is used, and `check_recovery` holds a kept one to its lookups.
     if case.role != Role::Temp || case.kind == FileKind::TempDerived {
+        return Ok(());
+    }
+    if !case.aliases.is_empty() {
+        // A carried segment: the old content holds the same (damaged) inode, so
+        // live content holding it says nothing about trusting the temp dir.
         return Ok(());
     }
     let Some(live) = case.final_path(Role::Temp) else {

@@ -21,6 +21,7 @@ mod plan;
 mod points;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -151,6 +152,17 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
         let files = point.image.snapshot();
         for (path, original) in &files {
             let (role, kind) = kind::classify(path, &files);
+            let aliases: Vec<PathBuf> = point
+                .image
+                .names_of(path)
+                .into_iter()
+                .filter(|p| p != path)
+                .collect();
+            if role == kind::Role::Temp && !aliases.is_empty() {
+                // A carried segment's temp name: the same inode as its live or
+                // backup name, damaged (and counted) under that one.
+                continue;
+            }
             let mut damages = if kind.is_log() {
                 plan::log_damages(original)
             } else {
@@ -177,6 +189,7 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
                     damage,
                     original,
                     damaged: &damaged,
+                    aliases: &aliases,
                 };
                 let count = report.per_kind.entry(kind.name()).or_default();
                 count.damages += 1;

@@ -23,6 +23,7 @@ pub mod compression;
 pub mod crc;
 pub mod filename;
 pub mod index;
+pub mod key_summary;
 pub mod manifest;
 pub mod produce;
 pub mod record;

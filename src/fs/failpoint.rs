@@ -95,6 +95,8 @@ pub const COMPACTION_BUILD_SYNC_CLEAN_POINT: &str = "compaction::build::sync_cle
 pub const COMPACTION_BUILD_SYNC_RECOVERY_POINT: &str = "compaction::build::sync_recovery_point";
 /// Before compaction syncs the temp directory itself.
 pub const COMPACTION_BUILD_SYNC_TMP_DIR: &str = "compaction::build::sync_tmp_dir";
+/// Before a carried segment's `.log` or `.keys` is hard-linked into the temp dir.
+pub const COMPACTION_BUILD_LINK_CARRIED: &str = "compaction::build::link_carried";
 // --- install: steps 2 to 6 ---------------------------------------------------
 /// Before the install syncs the parent directory so the temp directory's entry is durable.
 pub const INSTALL_MANIFEST_SYNC_TEMP_ENTRY: &str = "install::manifest::sync_temp_entry";
@@ -176,6 +178,7 @@ pub const ALL: &[&str] = &[
     COMPACTION_BUILD_SYNC_FILE,
     COMPACTION_BUILD_SYNC_CLEAN_POINT,
     COMPACTION_BUILD_SYNC_RECOVERY_POINT,
+    COMPACTION_BUILD_LINK_CARRIED,
     COMPACTION_BUILD_SYNC_TMP_DIR,
     INSTALL_MANIFEST_SYNC_TEMP_ENTRY,
     INSTALL_MANIFEST_SYNC_TMP,

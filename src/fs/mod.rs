@@ -68,6 +68,15 @@ pub trait FileSystem: Debug + Send + Sync {
     /// Completed on return; durable after `sync_dir` of both parents.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 
+    /// Makes `to` a second name (a hard link) of the existing *file* `from`; `to`
+    /// must not exist. Completed on return; the new entry is durable after
+    /// `sync_dir` of `to`'s parent. The two names share one inode: the data is
+    /// durable exactly as far as it already was (`sync_file` of either name), and
+    /// removing either name leaves the other (and the data) intact. Writing through
+    /// one name changes what the other reads, so the engine links only files it
+    /// never writes again (closed segments and their index files).
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+
     /// Removes a file. Durable after `sync_dir(parent)`.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
 

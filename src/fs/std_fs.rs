@@ -150,6 +150,10 @@ impl FileSystem for StdFs {
         std::fs::rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.forget(path);
         std::fs::remove_file(path)

@@ -20,9 +20,9 @@ pub type TraceCall = super::sim::Call;
 pub struct TracedOp {
     /// Which method.
     pub call: TraceCall,
-    /// Its path (`from` of a rename).
+    /// Its path (`from` of a rename or a hard link).
     pub path: PathBuf,
-    /// The target of a rename.
+    /// The target of a rename or a hard link.
     pub to: Option<PathBuf>,
     /// Bytes appended, or the length set.
     pub bytes: Option<u64>,
@@ -148,6 +148,11 @@ impl FileSystem for TraceFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let result = self.inner.rename(from, to);
         self.record(TraceCall::Rename, from, Some(to), None, result)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let result = self.inner.hard_link(from, to);
+        self.record(TraceCall::HardLink, from, Some(to), None, result)
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

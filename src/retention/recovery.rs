@@ -73,6 +73,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
     if checkpoint.is_some() {
         for &base in &bases[..below] {
             for suffix in [
+                filename::KEYS_SUFFIX,
                 filename::TIME_INDEX_SUFFIX,
                 filename::INDEX_SUFFIX,
                 filename::LOG_SUFFIX,

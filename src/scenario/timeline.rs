@@ -48,6 +48,7 @@ fn is_dir_op(call: TraceCall) -> bool {
         TraceCall::CreateDirAll
             | TraceCall::CreateFile
             | TraceCall::Rename
+            | TraceCall::HardLink
             | TraceCall::RemoveFile
             | TraceCall::RemoveDirAll
     )
@@ -70,6 +71,11 @@ fn dir_op_desc(op: &TracedOp) -> String {
         TraceCall::CreateDirAll => format!("mkdir {}", name(&op.path)),
         TraceCall::RemoveFile => format!("remove {}", name(&op.path)),
         TraceCall::RemoveDirAll => format!("remove-dir {}", name(&op.path)),
+        TraceCall::HardLink => format!(
+            "link {} -> {}",
+            op.path.display(),
+            name(&op.to.clone().unwrap_or_default())
+        ),
         TraceCall::Rename => {
             let to = op.to.clone().unwrap_or_default();
             if parent(&op.path) == parent(&to) {
@@ -122,7 +128,10 @@ pub fn timeline_on(
     let mut walks: Vec<Walk> = Vec::with_capacity(ops.len());
     for op in ops {
         let mut walk = Walk {
-            place: if is_dir_op(op.call) {
+            place: if op.call == TraceCall::HardLink {
+                // The new entry is in the target's directory.
+                parent(op.to.as_deref().unwrap_or(&op.path))
+            } else if is_dir_op(op.call) {
                 parent(&op.path)
             } else {
                 op.path.clone()
@@ -161,6 +170,12 @@ pub fn timeline_on(
                     }
                 }
                 TraceCall::RemoveDirAll => walk.waits = vec![parent(&op.path)],
+                TraceCall::HardLink => {
+                    let to = op.to.clone().unwrap_or_default();
+                    walk.waits = vec![parent(&to)];
+                    let len = lengths.get(&op.path).copied().unwrap_or_default();
+                    lengths.insert(to, len);
+                }
                 TraceCall::Append => {
                     let start = lengths.get(&op.path).copied().unwrap_or_default();
                     let end = start + op.bytes.unwrap_or_default();

@@ -86,6 +86,19 @@ fn clean(now: i64, keys: u64) -> Op {
     }
 }
 
+/// An incremental cleaning pass with room for 1000 keys, grouping output segments
+/// up to `segment_bytes` (`Some(1)`: every source segment alone, so an untouched
+/// one is hard-linked).
+fn carry_clean(now: i64, segment_bytes: Option<u64>) -> Op {
+    Op::Clean {
+        now,
+        delete_retention_ms: 1000,
+        segment_bytes,
+        dedupe_buffer_bytes: Some(1000 * 24),
+        min_compaction_lag_ms: 0,
+    }
+}
+
 /// The workloads every sweep runs (docs/design.md section 8).
 pub fn named_workloads() -> Vec<Workload> {
     vec![
@@ -231,6 +244,32 @@ pub fn named_workloads() -> Vec<Workload> {
                 Op::Roll,
                 append(&[(Some("d"), Some("1"), 6)]),
                 Op::Compact { now: 20, delete_retention_ms: 1000, segment_bytes: None },
+            ],
+        },
+        Workload {
+            name: "carried-segments".into(),
+            description: "incremental passes that hard-link clean segments no dirty key touches (issue 11): the first writes key summaries, the second carries two segments and rewrites one a dirty key touches and one whose tombstone expired, retention drops a carried segment with its summary, a last pass groups carried sources into one rewritten file".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (Some("b"), Some("1"), 1)]),
+                Op::Roll,
+                append(&[(Some("c"), Some("1"), 2), (Some("d"), Some("1"), 3)]),
+                Op::Roll,
+                append(&[(Some("e"), None, 4)]),
+                Op::Roll,
+                append(&[(Some("f"), Some("1"), 5)]),
+                Op::Roll,
+                append(&[(Some("a"), Some("2"), 6)]),
+                carry_clean(10, Some(1)),
+                append(&[(Some("c"), Some("2"), 7)]),
+                Op::Roll,
+                append(&[(Some("g"), Some("1"), 8)]),
+                carry_clean(1005, Some(1)),
+                Op::Retain { now: 1005, retention_ms: Some(1002), retention_bytes: None },
+                append(&[(Some("h"), Some("1"), 9)]),
+                Op::Roll,
+                carry_clean(1006, None),
             ],
         },
         Workload {

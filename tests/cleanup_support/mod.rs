@@ -229,6 +229,10 @@ impl FileSystem for CrashAfter {
         self.step()?;
         self.inner.rename(from, to)
     }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.step()?;
+        self.inner.hard_link(from, to)
+    }
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.step()?;
         self.inner.remove_file(path)

@@ -65,6 +65,12 @@ pub enum Variant {
     /// Install: the temp dir carries no recovery point (the open after the install
     /// scans and writes one): a crash in between leaves new content nothing vouches for.
     PointOnReopen,
+    /// Install: a carried segment is renamed out of the live directory into the temp
+    /// dir instead of hard-linked (the old content loses it).
+    CarryByRename,
+    /// Install: a carried segment is hard-linked after the temp dir's fsync (its
+    /// entry is not durable when the manifest commits).
+    LinkWithoutDirSync,
     /// Retention: ours (durable log_start_offset checkpoint before unlinking).
     CheckpointFirst,
     /// Retention: unlink segments first, checkpoint after.
@@ -102,6 +108,8 @@ impl Variant {
             Variant::NoRecoverySync => "no-recovery-sync",
             Variant::NoTempEntrySync => "no-temp-entry-sync",
             Variant::PointOnReopen => "point-on-reopen",
+            Variant::CarryByRename => "carry-by-rename",
+            Variant::LinkWithoutDirSync => "link-without-dir-sync",
             Variant::CheckpointFirst => "checkpoint-first",
             Variant::DeleteFirst => "delete-first",
             Variant::RecoveryPoint => "recovery-point",
@@ -130,6 +138,8 @@ impl Variant {
                 Variant::NoRecoverySync,
                 Variant::NoTempEntrySync,
                 Variant::PointOnReopen,
+                Variant::CarryByRename,
+                Variant::LinkWithoutDirSync,
             ],
             ModelKind::Retention => &[
                 Variant::CheckpointFirst,
@@ -289,6 +299,8 @@ fn install_variant(variant: Variant) -> InstallVariant {
         Variant::NoRecoverySync => InstallVariant::NoRecoverySync,
         Variant::NoTempEntrySync => InstallVariant::NoTempEntrySync,
         Variant::PointOnReopen => InstallVariant::PointOnReopen,
+        Variant::CarryByRename => InstallVariant::CarryByRename,
+        Variant::LinkWithoutDirSync => InstallVariant::LinkWithoutDirSync,
         _ => InstallVariant::Manifest,
     }
 }

@@ -108,6 +108,8 @@ pub enum Call {
     Rename,
     /// [`FileSystem::remove_file`](crate::fs::FileSystem::remove_file).
     RemoveFile,
+    /// [`FileSystem::hard_link`](crate::fs::FileSystem::hard_link).
+    HardLink,
     /// [`FileSystem::remove_dir_all`](crate::fs::FileSystem::remove_dir_all).
     RemoveDirAll,
 }
@@ -124,6 +126,7 @@ impl Call {
             Call::SyncDir => "sync_dir",
             Call::Rename => "rename",
             Call::RemoveFile => "remove_file",
+            Call::HardLink => "hard_link",
             Call::RemoveDirAll => "remove_dir_all",
         }
     }

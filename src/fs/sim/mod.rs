@@ -8,7 +8,8 @@
 //! list. The persistence model is section 7 of `docs/design.md`.
 //!
 //! Fault injection counts *mutating* calls (create_dir_all, create_file, append,
-//! set_len, sync_file, sync_dir, rename, remove_file, remove_dir_all), numbered from
+//! set_len, sync_file, sync_dir, rename, hard_link, remove_file, remove_dir_all),
+//! numbered from
 //! 0: [`SimFs::set_crash_before`] freezes the state before call `k` and fails it and
 //! every later call; [`SimFs::fail_nth`] fails only call `k` (state untouched) and
 //! lets later calls work; [`SimFs::fail_nth_with`] does the same with a real error
@@ -289,6 +290,25 @@ impl SimFs {
             .collect()
     }
 
+    /// Every name the file at `path` has now (hard links), itself included, sorted;
+    /// empty if there is no file there.
+    pub fn names_of(&self, path: &Path) -> Vec<PathBuf> {
+        let inner = self.lock();
+        let state = &inner.state;
+        let Some(ino) = state.resolve(path) else {
+            return Vec::new();
+        };
+        if !matches!(state.nodes.get(&ino), Some(Node::File(_))) {
+            return Vec::new();
+        }
+        state
+            .walk()
+            .into_iter()
+            .filter(|(_, i)| *i == ino)
+            .map(|(p, _)| p)
+            .collect()
+    }
+
     /// Every directory reachable now, by absolute path (the root `/` included).
     pub fn snapshot_dirs(&self) -> BTreeSet<PathBuf> {
         let inner = self.lock();
@@ -438,6 +458,10 @@ impl FileSystem for SimFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.mutate(Call::Rename, from, |s| s.rename(from, to))
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.mutate(Call::HardLink, from, |s| s.hard_link(from, to))
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

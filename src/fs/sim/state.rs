@@ -246,6 +246,36 @@ impl State {
         Ok(())
     }
 
+    /// A second name `to` for the file inode at `from` (Linux `link(2)`): `EEXIST`
+    /// if `to` exists, `EPERM` for a directory. One pending op in `to`'s
+    /// directory, like a create; the inode's content and durability are shared.
+    pub fn hard_link(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        let ino = self.resolve(from).ok_or_else(|| not_found(from))?;
+        if matches!(self.nodes.get(&ino), Some(Node::Dir(_))) {
+            return Err(error(
+                ErrorKind::PermissionDenied,
+                from,
+                "hard link to a directory",
+            ));
+        }
+        let (dir, name) = self.parent(to)?;
+        if self.resolve(to).is_some() {
+            return Err(error(ErrorKind::AlreadyExists, to, "file exists"));
+        }
+        let to_parts = components(to);
+        let link = Part::Link {
+            dir,
+            name: name.clone(),
+            ino,
+        };
+        self.record(
+            path_of(&to_parts[..to_parts.len() - 1]),
+            format!("link {} -> {name}", path_of(&components(from)).display()),
+            vec![link],
+        );
+        Ok(())
+    }
+
     /// True if a sync of `path` (a file for `sync_file`, a directory for `sync_dir`)
     /// would make nothing durable that is not already: the file has no unsynced
     /// bytes and no truncation pending, or no pending op waits for the directory's
@@ -321,7 +351,10 @@ impl State {
         let mut stack = vec![(PathBuf::from("/"), ROOT)];
         let mut seen = BTreeSet::new();
         while let Some((path, ino)) = stack.pop() {
-            if !seen.insert(ino) {
+            // A directory is walked once; a file is listed under each of its names
+            // (hard links).
+            let is_dir = matches!(self.nodes.get(&ino), Some(Node::Dir(_)));
+            if is_dir && !seen.insert(ino) {
                 continue;
             }
             if let Some(Node::Dir(dir)) = self.nodes.get(&ino) {

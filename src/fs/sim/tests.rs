@@ -817,3 +817,119 @@ fn an_ablated_step_skips_only_the_syncs_right_after_its_fail_point() {
         .iter()
         .all(|i| i.fs.read_all(p("/d/b")).unwrap() == b"lost"));
 }
+
+/// A durable file `/live/seg` and an empty durable directory `/tmp`.
+fn fs_with_linkable_file() -> SimFs {
+    let fs = SimFs::new();
+    fs.create_dir_all(p("/live")).unwrap();
+    fs.create_dir_all(p("/tmp")).unwrap();
+    fs.write_new(p("/live/seg"), b"closed").unwrap();
+    fs.sync_file(p("/live/seg")).unwrap();
+    fs.sync_dir(p("/live")).unwrap();
+    fs.sync_dir(p("/")).unwrap();
+    assert_eq!(fs.pending_dir_ops(), 0);
+    fs
+}
+
+#[test]
+fn a_hard_link_is_a_second_name_of_one_inode() {
+    let fs = fs_with_linkable_file();
+    fs.hard_link(p("/live/seg"), p("/tmp/seg")).unwrap();
+    assert_eq!(fs.read_all(p("/tmp/seg")).unwrap(), b"closed");
+    // One inode: a write through one name is read through the other.
+    fs.append(p("/live/seg"), b"+").unwrap();
+    assert_eq!(fs.read_all(p("/tmp/seg")).unwrap(), b"closed+");
+    assert_eq!(
+        fs.snapshot(),
+        tree(&[("/live/seg", b"closed+"), ("/tmp/seg", b"closed+")])
+    );
+    // Removing one name (or its whole directory) leaves the other and the data.
+    fs.remove_dir_all(p("/live")).unwrap();
+    assert_eq!(fs.read_all(p("/tmp/seg")).unwrap(), b"closed+");
+    let kind = |r: io::Result<()>| r.unwrap_err().kind();
+    assert_eq!(
+        kind(fs.hard_link(p("/tmp/seg"), p("/tmp/seg"))),
+        ErrorKind::AlreadyExists
+    );
+    assert_eq!(
+        kind(fs.hard_link(p("/tmp"), p("/dir-link"))),
+        ErrorKind::PermissionDenied
+    );
+    assert_eq!(
+        kind(fs.hard_link(p("/live/seg"), p("/x"))),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        kind(fs.hard_link(p("/tmp/seg"), p("/no/x"))),
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn a_link_is_a_directory_entry_durable_only_after_its_directory_sync() {
+    let fs = fs_with_linkable_file();
+    fs.hard_link(p("/live/seg"), p("/tmp/seg")).unwrap();
+    let with = tree(&[("/live/seg", b"closed"), ("/tmp/seg", b"closed")]);
+    let without = tree(&[("/live/seg", b"closed")]);
+    // The content needs no sync (it is the durable inode's); the entry may be lost.
+    assert_eq!(trees(&fs), BTreeSet::from([with.clone(), without]));
+    let lost: Vec<String> = power_loss(&fs)
+        .iter()
+        .flat_map(|i| i.lost.iter().map(ToString::to_string))
+        .collect();
+    let line = "dir-op seq=3 dir=/tmp op=link /live/seg -> seg";
+    assert_eq!(lost, [line]);
+    // The lost item parses back and rebuilds the image without the link.
+    let image = fs.crash_image_with(&[line.parse().unwrap()]).unwrap();
+    assert!(!image.exists(p("/tmp/seg")));
+    assert_eq!(image.read_all(p("/live/seg")).unwrap(), b"closed");
+    // Syncing the source's directory does not make the new name durable.
+    fs.sync_dir(p("/live")).unwrap();
+    assert_eq!(trees(&fs).len(), 2);
+    fs.sync_dir(p("/tmp")).unwrap();
+    assert_eq!(trees(&fs), BTreeSet::from([with]));
+}
+
+#[test]
+fn removing_one_name_never_loses_the_data_of_a_durable_other_name() {
+    // The install's backup removal: `/live` (the old content) goes, `/tmp` (the new
+    // content, holding a durable link) stays; in no image does the linked file lose
+    // its data, and if the removal is lost the old name comes back whole too.
+    let fs = fs_with_linkable_file();
+    fs.hard_link(p("/live/seg"), p("/tmp/seg")).unwrap();
+    fs.sync_dir(p("/tmp")).unwrap();
+    fs.remove_dir_all(p("/live")).unwrap();
+    let images = power_loss(&fs);
+    assert!(images.len() >= 2);
+    let mut saw_removal = false;
+    for image in &images {
+        assert_eq!(image.fs.read_all(p("/tmp/seg")).unwrap(), b"closed");
+        match image.fs.read_all(p("/live/seg")) {
+            Ok(data) => assert_eq!(data, b"closed"),
+            Err(_) => saw_removal = true,
+        }
+    }
+    assert!(saw_removal);
+    // A lost link after the removal of the only other name loses the file: the
+    // order matters, and the images show it.
+    let fs = fs_with_linkable_file();
+    fs.hard_link(p("/live/seg"), p("/tmp/seg")).unwrap();
+    fs.remove_dir_all(p("/live")).unwrap();
+    fs.sync_dir(p("/")).unwrap();
+    assert!(trees(&fs).contains(&Tree::new()));
+}
+
+#[test]
+fn hard_link_counts_as_a_mutating_call_and_takes_faults() {
+    let fs = fs_with_linkable_file();
+    let before = fs.mutating_ops();
+    fs.fail_nth_with(before, FaultKind::Eio);
+    let err = fs.hard_link(p("/live/seg"), p("/tmp/seg")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(EIO));
+    assert!(!fs.exists(p("/tmp/seg")), "a failed link changes nothing");
+    assert_eq!(fs.fired_faults()[0].call, Call::HardLink);
+    fs.set_crash_before(before + 1);
+    assert!(fs.hard_link(p("/live/seg"), p("/tmp/seg")).is_err());
+    assert!(fs.is_crashed());
+    assert!(!fs.exists(p("/tmp/seg")));
+}

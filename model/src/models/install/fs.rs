@@ -72,6 +72,13 @@ pub struct FsState {
     /// for) over their closed segments: an open trusts those without reading them.
     /// The point is one more file of its directory, so it is torn with it.
     pub points: BTreeSet<Obj>,
+    /// The directories holding a name of the *carried* segment: one closed segment
+    /// whose inode (data durable since its roll) the old and the new content share.
+    /// Both contents list it, so a directory without it is not whole (`Torn`).
+    /// Removing a directory unlinks its names only: the inode lives on while the
+    /// other directory links it (POSIX link counts), so removing the backup never
+    /// touches the new live's copy.
+    pub carried: BTreeSet<Obj>,
 }
 
 impl FsState {
@@ -80,13 +87,15 @@ impl FsState {
             parent: Dir::synced(BTreeMap::from([(Name::Live, Obj::OldDir)])),
             data: BTreeMap::from([(Obj::OldDir, Data::DURABLE)]),
             points: BTreeSet::from([Obj::OldDir]),
+            carried: BTreeSet::from([Obj::OldDir]),
         }
     }
 
     /// Content of the directory at `name`, if it exists.
     pub fn content(&self, name: Name) -> Option<Content> {
         let obj = *self.parent.get(&name)?;
-        let torn = self.data.get(&obj).is_some_and(|d| d.torn);
+        let torn = self.data.get(&obj).is_some_and(|d| d.torn)
+            || (obj != Obj::ManifestFile && !self.carried.contains(&obj));
         Some(match (obj, torn) {
             (_, true) | (Obj::ManifestFile, _) => Content::Torn,
             (Obj::OldDir, false) => Content::Old,
@@ -129,12 +138,26 @@ pub(super) fn run_step(fs: &mut FsState, op: InstallOp) {
     use InstallOp::*;
     let rename = |from, to| DirOp::Rename { from, to };
     match op {
-        BuildTemp | BuildTempBare => {
+        BuildTemp | BuildTempBare | BuildTempUncarried => {
             fs.parent.run(DirOp::Create(Name::Temp, Obj::NewDir));
             fs.data.insert(Obj::NewDir, Data::default());
-            if op == BuildTemp {
+            if op != BuildTempBare {
                 fs.points.insert(Obj::NewDir);
             }
+            if op != BuildTempUncarried {
+                // The link is one of the temp dir's entries, unsynced like the rest.
+                fs.carried.insert(Obj::NewDir);
+            }
+        }
+        LinkCarried => {
+            fs.carried.insert(Obj::NewDir);
+            fs.data.entry(Obj::NewDir).or_default().entries_synced = false;
+        }
+        MoveCarried => {
+            // Pessimism does not matter here: a process crash keeps the rename.
+            fs.carried.remove(&Obj::OldDir);
+            fs.carried.insert(Obj::NewDir);
+            fs.data.entry(Obj::NewDir).or_default().entries_synced = false;
         }
         WriteLivePoint => {
             if let Some(obj) = fs.parent.get(&Name::Live) {

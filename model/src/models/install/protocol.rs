@@ -7,8 +7,19 @@ use serde::{Deserialize, Serialize};
 pub enum InstallOp {
     /// Create `D.compact-tmp` and write into it (unsynced) the compacted segments,
     /// their index files and a recovery point vouching for the closed ones: the new
-    /// directory opens without reading segment data (ours).
+    /// directory opens without reading segment data (ours). A clean segment no dirty
+    /// key can touch is *carried*: hard-linked into the temp dir (a new name for
+    /// the live directory's inode, whose data is already durable), so it is one
+    /// more unsynced entry of the temp dir, made durable by its fsync.
     BuildTemp,
+    /// [`InstallOp::BuildTemp`] without the carried segment's link (variants that
+    /// carry it differently).
+    BuildTempUncarried,
+    /// Hard-link the carried segment into the temp dir: a new unsynced entry of it.
+    LinkCarried,
+    /// Rename the carried segment from `D` into the temp dir (no copy, but `D`
+    /// loses it): the broken `carry-by-rename`.
+    MoveCarried,
     /// [`InstallOp::BuildTemp`] without the index files and the recovery point (the
     /// protocol before issue 11's "no reopen after cleanup"): the open after the
     /// install scans every segment and writes the recovery point itself.
@@ -55,6 +66,14 @@ pub enum InstallVariant {
     /// scans the new directory and writes one. A crash after the commit point and
     /// before that write leaves new content that no recovery point vouches for.
     PointOnReopen,
+    /// Ours, but the carried segment is renamed out of `D` into the temp dir instead
+    /// of linked: the old content is no longer whole, so any crash before the
+    /// commit point (or a roll back) recovers a log with a hole.
+    CarryByRename,
+    /// Ours, but the carried segment is linked after the temp dir's fsync: its
+    /// entry is not durable at the commit point, so a power loss after it can keep
+    /// the manifest and lose the link (new content with a hole, after the commit).
+    LinkWithoutDirSync,
     /// Ours without the steps whose bits are set in the mask (bit `n`: step `n`;
     /// syncs, for the sync ablation's judge).
     WithoutSteps(u32),
@@ -103,6 +122,24 @@ impl InstallVariant {
                 assert_eq!(steps[0], BuildTemp);
                 steps[0] = BuildTempBare;
                 steps.push(WriteLivePoint);
+                steps
+            }
+            InstallVariant::CarryByRename => {
+                let mut steps = ours;
+                assert_eq!(steps[0], BuildTemp);
+                steps[0] = BuildTempUncarried;
+                steps.insert(1, MoveCarried);
+                steps
+            }
+            InstallVariant::LinkWithoutDirSync => {
+                let mut steps = ours;
+                assert_eq!(steps[0], BuildTemp);
+                steps[0] = BuildTempUncarried;
+                let at = steps
+                    .iter()
+                    .position(|s| *s == SyncTempDir)
+                    .expect("ours syncs the temp dir");
+                steps.insert(at + 1, LinkCarried);
                 steps
             }
             InstallVariant::NoTempSync => ours

@@ -94,3 +94,64 @@ fn new_content_without_its_recovery_point_is_refuted() {
         "the crash comes after the commit: {actions:?}"
     );
 }
+
+/// The first counterexample's actions for `property` in `variant`.
+fn counterexample(variant: InstallVariant, property: &'static str) -> Vec<InstallAction> {
+    let checker = InstallModel::new(variant).checker().spawn_bfs().join();
+    checker.assert_any_discovery(property).into_actions()
+}
+
+#[test]
+fn carried_segment_by_rename_is_refuted() {
+    // Issue 11's carried segments: renaming one out of `D` (no copy) leaves the old
+    // content without it; a process crash before the commit point recovers a log
+    // with a hole.
+    let actions = counterexample(InstallVariant::CarryByRename, "live_is_old_or_new");
+    assert!(actions.iter().any(|a| matches!(
+        a,
+        InstallAction::Step {
+            op: InstallOp::MoveCarried,
+            ..
+        }
+    )));
+    let committed = actions.iter().any(|a| {
+        matches!(
+            a,
+            InstallAction::Step {
+                op: InstallOp::RenameManifest,
+                ..
+            }
+        )
+    });
+    assert!(!committed, "refuted before the commit point: {actions:?}");
+}
+
+#[test]
+fn carried_segment_linked_after_the_temp_sync_is_refuted() {
+    // The link is a directory entry of the temp dir: made after its fsync, the
+    // manifest can commit while a power loss still takes the link away.
+    let actions = counterexample(InstallVariant::LinkWithoutDirSync, "committed_means_new");
+    let lost_temp_entries = actions.iter().any(|a| {
+        matches!(a, InstallAction::Crash { semantics: CrashSemantics::PowerLoss, lost }
+            if lost.contains(&Lost::Data(Obj::NewDir)))
+    });
+    assert!(
+        lost_temp_entries,
+        "the temp dir's link is lost: {actions:?}"
+    );
+}
+
+#[test]
+fn removing_the_backup_keeps_the_linked_copy() {
+    // Both contents name the carried inode; removing one name (the backup, or the
+    // temp dir on a roll back) leaves the other whole.
+    let mut fs = FsState::initial();
+    for op in InstallVariant::Manifest.steps() {
+        run_step(&mut fs, op);
+    }
+    assert_eq!(fs.content(Name::Live), Some(Content::New));
+    assert!(fs.carried.contains(&Obj::NewDir));
+    let mut without = fs.clone();
+    without.carried.remove(&Obj::NewDir);
+    assert_eq!(without.content(Name::Live), Some(Content::Torn));
+}

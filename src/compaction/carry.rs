@@ -1,0 +1,249 @@
+//! Carried segments (issue 11, "beyond Kafka"): a clean segment that no key of the
+//! pass's map and no expired tombstone can touch is kept whole, and when it forms
+//! an output segment on its own it is hard-linked into the temp dir instead of
+//! rewritten (docs/design.md section 6, "Carried segments"; model (b), variants
+//! `carry-by-rename` and `link-without-dir-sync` refuted).
+//!
+//! The rule is exact, not a heuristic: below the horizon a clean record is dropped
+//! only when the map holds its key (the clean section holds one record per key, so
+//! nothing else supersedes it) or it is a tombstone past `delete_retention_ms`. A
+//! segment whose summary shares no key hash with the map and whose oldest tombstone
+//! is within the grace keeps every record, so its compacted form is its own bytes
+//! (a fully kept batch is copied as stored), exactly what the spec gives.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::format::filename::{KEYS_SUFFIX, LOG_SUFFIX};
+use crate::format::key_summary::{self, KeySummary, NO_TOMBSTONE};
+use crate::fs::FileSystem;
+
+use super::planner::Horizon;
+use super::source::segment_path;
+
+/// How the pass treats one closed source segment, for the rewrite and for the
+/// output's key summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceKeys {
+    /// Kept whole, never read by the pass: its summary, checked against its bytes.
+    Untouched(KeySummary),
+    /// Read by the pass (and rewritten): its keys and tombstones.
+    Read(ReadKeys),
+    /// Not read to its end (past the mapped end) or not read by this kind of pass:
+    /// its output gets no summary, so the next pass rewrites it.
+    Unknown,
+}
+
+impl SourceKeys {
+    /// A segment about to be read, nothing seen yet.
+    pub fn read() -> SourceKeys {
+        SourceKeys::Read(ReadKeys::default())
+    }
+}
+
+/// The keys and the oldest tombstone of the records a pass read from one segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadKeys {
+    /// [`key_summary::key_hash`] of every keyed record of a data batch below the
+    /// clean point, in offset order (the map pass's ordinals: they come first).
+    pub clean_hashes: Vec<u64>,
+    /// The same for the records at or past the clean point.
+    pub hashes: Vec<u64>,
+    /// The oldest keyed tombstone's timestamp ([`NO_TOMBSTONE`]: none).
+    pub tombstone_ts_min: i64,
+}
+
+impl Default for ReadKeys {
+    fn default() -> Self {
+        ReadKeys {
+            clean_hashes: Vec::new(),
+            hashes: Vec::new(),
+            tombstone_ts_min: NO_TOMBSTONE,
+        }
+    }
+}
+
+impl ReadKeys {
+    /// One keyed record of a data batch at or past the clean point.
+    pub fn add(&mut self, hash: u64, value_is_null: bool, timestamp: i64) {
+        self.hashes.push(hash);
+        self.note(value_is_null, timestamp);
+    }
+
+    /// One keyed record of a data batch below the clean point.
+    pub fn add_clean(&mut self, hash: u64, value_is_null: bool, timestamp: i64) {
+        self.clean_hashes.push(hash);
+        self.note(value_is_null, timestamp);
+    }
+
+    fn note(&mut self, value_is_null: bool, timestamp: i64) {
+        if value_is_null {
+            self.tombstone_ts_min = self.tombstone_ts_min.min(timestamp);
+        }
+    }
+
+    /// Keeps the hashes of the records the rewrite keeps: the `numbered` first ones
+    /// (in offset order) are kept where `dropped(i)` is false, the rest (past the
+    /// horizon, kept as they are) all. A dropped expired tombstone may stay in the
+    /// tombstone bound: a lower bound only makes a carry less likely.
+    pub fn retain_kept(&mut self, numbered: usize, dropped: impl Fn(usize) -> bool) {
+        let mut all = std::mem::take(&mut self.clean_hashes);
+        all.append(&mut self.hashes);
+        assert!(
+            numbered <= all.len(),
+            "{numbered} numbered of {}",
+            all.len()
+        );
+        let mut i = 0;
+        all.retain(|_| {
+            let keep = i >= numbered || !dropped(i);
+            i += 1;
+            keep
+        });
+        self.hashes = all;
+    }
+}
+
+/// True if a tombstone with this timestamp is past the grace at `horizon` (the
+/// rule of `planner::decide_tail`; monotone in the timestamp, so the oldest one
+/// decides a segment).
+pub fn tombstone_expired(timestamp: i64, horizon: Horizon) -> bool {
+    i128::from(horizon.now) - i128::from(timestamp) > i128::from(horizon.delete_retention_ms)
+}
+
+/// The pure carry rule: a segment described by `summary` keeps every record when
+/// no key hash of `dirty` (ascending) is in it and no tombstone in it has expired.
+pub fn keeps_everything(summary: &KeySummary, dirty: &[u64], horizon: Horizon) -> bool {
+    !summary.touched_by(dirty)
+        && (summary.tombstone_ts_min == NO_TOMBSTONE
+            || !tombstone_expired(summary.tombstone_ts_min, horizon))
+}
+
+/// The summary of the clean segment at `base` (its bytes `bytes`) if the segment is
+/// untouched by this pass: a `.keys` file that decodes, names this segment, matches
+/// its length and the CRC-32C of its bytes, and passes [`keeps_everything`].
+/// Anything else (no file, damage, another segment's summary, a changed segment)
+/// is `None`: the segment is read and rewritten as before.
+pub fn untouched(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    base: i64,
+    bytes: &[u8],
+    dirty: &[u64],
+    horizon: Horizon,
+) -> Result<Option<KeySummary>> {
+    let path = segment_path(dir, base, KEYS_SUFFIX);
+    let Ok(raw) = fs.read_all(&path) else {
+        return Ok(None);
+    };
+    let Some(summary) = key_summary::decode(&raw) else {
+        return Ok(None);
+    };
+    let fits = summary.base_offset == base
+        && summary.segment_bytes == bytes.len() as u64
+        && keeps_everything(&summary, dirty, horizon);
+    // Last, as it reads the whole segment: the bytes are the ones summarised.
+    if !fits || crate::format::crc::crc32c(bytes) != summary.segment_crc32c {
+        return Ok(None);
+    }
+    debug_assert!(
+        fs.exists(&segment_path(dir, base, LOG_SUFFIX)),
+        "a summary is read beside its segment"
+    );
+    Ok(Some(summary))
+}
+
+/// The key summary of an output segment (`base`, `bytes` long, CRC-32C `crc32c`)
+/// made of sources whose keys are `parts`; `None` if one of them is unknown.
+pub fn output_summary<'a>(
+    base: i64,
+    bytes: u64,
+    crc32c: u32,
+    parts: impl IntoIterator<Item = &'a SourceKeys>,
+) -> Option<KeySummary> {
+    let mut summary = KeySummary {
+        base_offset: base,
+        segment_bytes: bytes,
+        segment_crc32c: crc32c,
+        tombstone_ts_min: NO_TOMBSTONE,
+        key_hashes: Vec::new(),
+    };
+    for part in parts {
+        let (hashes, ts_min) = match part {
+            SourceKeys::Untouched(s) => (&s.key_hashes, s.tombstone_ts_min),
+            SourceKeys::Read(r) => {
+                summary.key_hashes.extend_from_slice(&r.clean_hashes);
+                (&r.hashes, r.tombstone_ts_min)
+            }
+            SourceKeys::Unknown => return None,
+        };
+        summary.key_hashes.extend_from_slice(hashes);
+        summary.tombstone_ts_min = summary.tombstone_ts_min.min(ts_min);
+    }
+    summary.key_hashes.sort_unstable();
+    summary.key_hashes.dedup();
+    Some(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::key_summary::key_hash;
+
+    const HORIZON: Horizon = Horizon {
+        now: 2000,
+        delete_retention_ms: 1000,
+    };
+
+    fn summary(keys: &[&[u8]], tombstone_ts_min: i64) -> KeySummary {
+        output_summary(
+            0,
+            0,
+            0,
+            [&SourceKeys::Read(ReadKeys {
+                hashes: keys.iter().map(|k| key_hash(k)).collect(),
+                tombstone_ts_min,
+                ..ReadKeys::default()
+            })],
+        )
+        .expect("known")
+    }
+
+    fn sorted(keys: &[&[u8]]) -> Vec<u64> {
+        let mut v: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_shared_key_or_an_expired_tombstone_means_rewrite() {
+        let s = summary(&[b"a", b"b", b"a"], NO_TOMBSTONE);
+        assert_eq!(s.key_hashes.len(), 2, "deduplicated");
+        assert!(keeps_everything(&s, &sorted(&[b"c", b"d"]), HORIZON));
+        assert!(!keeps_everything(&s, &sorted(&[b"c", b"b"]), HORIZON));
+        // A tombstone exactly at the grace is kept (age 1000 is not > 1000); one
+        // millisecond older is dropped, so the segment must be rewritten.
+        assert!(keeps_everything(&summary(&[b"a"], 1000), &[], HORIZON));
+        assert!(!keeps_everything(&summary(&[b"a"], 999), &[], HORIZON));
+        assert!(tombstone_expired(i64::MIN, HORIZON));
+    }
+
+    #[test]
+    fn an_unknown_part_gives_no_summary() {
+        let read = SourceKeys::read();
+        assert!(output_summary(5, 1, 2, [&read]).is_some());
+        assert!(output_summary(5, 1, 2, [&read, &SourceKeys::Unknown]).is_none());
+        let mut r = ReadKeys::default();
+        r.add(1, false, 10);
+        r.add(2, true, 50);
+        r.add(3, true, 40);
+        assert_eq!(r.tombstone_ts_min, 40);
+        r.add_clean(7, false, 0);
+        r.add_clean(8, false, 0);
+        // Offset order: the clean ones first; 2 of the 5 numbered, the rest past
+        // the horizon.
+        r.retain_kept(2, |i| i == 0);
+        assert_eq!(r.hashes, [8, 1, 2, 3]);
+        assert!(r.clean_hashes.is_empty());
+    }
+}

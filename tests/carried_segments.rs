@@ -1,0 +1,205 @@
+//! Carried segments (issue 11, "beyond Kafka"): an incremental cleaning pass
+//! hard-links a clean segment that no key of its map and no expired tombstone can
+//! touch, instead of rewriting it; the result is exactly what rewriting gives.
+//!
+//! Invariants checked:
+//! - the first incremental pass writes a key summary (`.keys`) for every output
+//!   segment and carries nothing; the next one carries exactly the segments no
+//!   dirty key touches, through `hard_link` (counted on the seam) and nothing else;
+//! - the directory after a carrying pass holds the same `.log` bytes and reads the
+//!   same records and segments as the same pass with every summary removed (every
+//!   segment rewritten): a missing summary degrades to "rewrite";
+//! - a damaged summary is never trusted (that segment is rewritten, same result);
+//! - damage in a segment that would be carried is a structured corruption error,
+//!   not a silent carry (its CRC-32C no longer matches the summary, so it is read).
+#![cfg(feature = "suite")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use seglog::compaction::CleanOptions;
+use seglog::fs::sim::SimFs;
+use seglog::fs::{FileSystem, TraceCall, TraceFs};
+use seglog::workload::engine::view;
+use seglog::{Error, Log, LogConfig, NewRecord};
+
+const DIR: &str = "/log";
+const SEGMENTS: usize = 6;
+const KNOBS: CleanOptions = CleanOptions {
+    dedupe_buffer_bytes: Some(1 << 20),
+    min_compaction_lag_ms: 0,
+};
+
+fn record(key: String, value: &str, ts: i64) -> NewRecord {
+    NewRecord::new(Some(key.into_bytes()), Some(value.as_bytes().to_vec()), ts)
+}
+
+/// `SEGMENTS` closed segments of four distinct keys each (two versions of key 0 in
+/// the first), an active one, cleaned once: every output has its summary.
+fn cleaned_once(sim: &Arc<SimFs>) -> Log {
+    let fs: Arc<dyn FileSystem> = sim.clone();
+    let (mut log, _) = Log::open_with(fs, DIR, LogConfig::default()).unwrap();
+    log.append(&[record("k0".into(), "old", 0)]).unwrap();
+    for s in 0..SEGMENTS {
+        let records: Vec<NewRecord> = (0..4)
+            .map(|i| record(format!("k{}", s * 4 + i), "v1", 1))
+            .collect();
+        log.append(&records).unwrap();
+        log.roll().unwrap();
+    }
+    log.append(&[record("active".into(), "v", 2)]).unwrap();
+    let report = log.clean(10, 1000, Some(1), KNOBS).unwrap();
+    assert_eq!(report.segments_carried, 0);
+    assert!(report.records_after < report.records_before);
+    log
+}
+
+/// Dirties key 9 (third segment) and cleans again, counting the hard links.
+fn clean_again(sim: &Arc<SimFs>, mut log: Log, before_clean: impl FnOnce(&SimFs)) -> (u64, usize) {
+    log.append(&[record("k9".into(), "v2", 3)]).unwrap();
+    log.roll().unwrap();
+    log.flush().unwrap();
+    before_clean(sim);
+    drop(log);
+    let trace = Arc::new(TraceFs::new(sim.clone()));
+    let fs: Arc<dyn FileSystem> = trace.clone();
+    let (mut log, _) = Log::open_with(fs, DIR, LogConfig::default()).unwrap();
+    let report = log.clean(20, 1000, Some(1), KNOBS).unwrap();
+    let links = trace
+        .ops()
+        .iter()
+        .filter(|op| op.call == TraceCall::HardLink)
+        .count();
+    assert_eq!(report.bytes_carried > 0, report.segments_carried > 0);
+    (report.segments_carried, links)
+}
+
+fn logs(sim: &SimFs) -> BTreeMap<PathBuf, Vec<u8>> {
+    sim.snapshot()
+        .into_iter()
+        .filter(|(p, _)| p.extension().is_some_and(|e| e == "log"))
+        .collect()
+}
+
+fn keys_files(sim: &SimFs) -> Vec<PathBuf> {
+    sim.snapshot()
+        .into_keys()
+        .filter(|p| p.extension().is_some_and(|e| e == "keys"))
+        .collect()
+}
+
+fn final_view(sim: &Arc<SimFs>) -> seglog::workload::LogView {
+    let fs: Arc<dyn FileSystem> = sim.clone();
+    let (log, _) = Log::open_with(fs, DIR, LogConfig::default()).unwrap();
+    view(&log).unwrap()
+}
+
+#[test]
+fn untouched_segments_are_linked_and_the_result_is_a_rewrite_s() {
+    let carried = Arc::new(SimFs::new());
+    let log = cleaned_once(&carried);
+    assert_eq!(
+        keys_files(&carried).len(),
+        SEGMENTS,
+        "one summary per closed output"
+    );
+    let (n, links) = clean_again(&carried, log, |_| {});
+    // All but the segment holding k9 (the first one, k0, was superseded by nothing
+    // new: carried too).
+    assert_eq!(n, SEGMENTS as u64 - 1);
+    assert_eq!(
+        links,
+        4 * (SEGMENTS - 1),
+        "its .log, .keys, .index and .timeindex per carried segment"
+    );
+
+    let rewritten = Arc::new(SimFs::new());
+    let log = cleaned_once(&rewritten);
+    let (n, links) = clean_again(&rewritten, log, |sim| {
+        for path in keys_files(sim) {
+            sim.remove_file(&path).unwrap();
+        }
+    });
+    assert_eq!((n, links), (0, 0), "no summary, no carry");
+    assert_eq!(logs(&carried), logs(&rewritten));
+    assert_eq!(final_view(&carried), final_view(&rewritten));
+    // Every output of the rewriting pass got its summary back.
+    assert_eq!(keys_files(&rewritten).len(), SEGMENTS + 1);
+}
+
+#[test]
+fn a_damaged_summary_is_never_trusted() {
+    let sim = Arc::new(SimFs::new());
+    let log = cleaned_once(&sim);
+    let (n, _) = clean_again(&sim, log, |sim| {
+        let path = keys_files(sim)[1].clone();
+        let mut bytes = sim.read_all(&path).unwrap();
+        let last = bytes.len() - 5;
+        bytes[last] ^= 0x40; // a key hash: the CRC catches it
+        sim.write_new(&path, &bytes).unwrap();
+    });
+    assert_eq!(n, SEGMENTS as u64 - 2);
+    let reference = Arc::new(SimFs::new());
+    let log = cleaned_once(&reference);
+    clean_again(&reference, log, |_| {});
+    assert_eq!(logs(&sim), logs(&reference));
+}
+
+#[test]
+fn damage_in_a_segment_that_would_be_carried_is_an_error() {
+    let sim = Arc::new(SimFs::new());
+    let log = cleaned_once(&sim);
+    let log_path: PathBuf = logs(&sim).keys().nth(1).unwrap().clone();
+    drop(log);
+    let fs: Arc<dyn FileSystem> = sim.clone();
+    let (mut log, _) = Log::open_with(fs, DIR, LogConfig::default()).unwrap();
+    log.append(&[record("k9".into(), "v2", 3)]).unwrap();
+    log.roll().unwrap();
+    log.flush().unwrap();
+    let mut bytes = sim.read_all(&log_path).unwrap();
+    let mid = bytes.len() - 3; // inside the last record's value
+    bytes[mid] ^= 0x01;
+    sim.write_new(&log_path, &bytes).unwrap();
+    match log.clean(20, 1000, Some(1), KNOBS) {
+        Err(Error::Corrupt { path, .. }) => assert_eq!(path, Path::new(&log_path)),
+        other => panic!("expected a corruption error naming {log_path:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_sweep_workload_carries_what_it_says() {
+    // Coverage mark for the crash sweep's `carried-segments` workload: its second
+    // pass links two segments (a .log, .keys, .index and .timeindex each) and
+    // rewrites the one a
+    // dirty key touches and the one whose tombstone expired; its last pass groups
+    // carried sources into one rewritten file (no link).
+    let workload = seglog::sweep::named_workloads()
+        .into_iter()
+        .find(|w| w.name == "carried-segments")
+        .expect("the workload exists");
+    let sim = Arc::new(SimFs::new());
+    let trace = Arc::new(TraceFs::new(sim.clone()));
+    let fs: Arc<dyn FileSystem> = trace.clone();
+    let (mut log, _) = Log::open_with(fs, DIR, workload.config.clone()).unwrap();
+    let mut links_per_clean = Vec::new();
+    for op in &workload.ops {
+        let before = trace.len();
+        seglog::workload::engine::apply(&mut log, op).unwrap();
+        if matches!(op, seglog::workload::Op::Clean { .. }) {
+            let links = trace.ops()[before..]
+                .iter()
+                .filter(|o| o.call == TraceCall::HardLink)
+                .count();
+            links_per_clean.push(links);
+        }
+    }
+    assert_eq!(links_per_clean, [0, 8, 0]);
+    let records = view(&log).unwrap().records;
+    assert!(
+        records
+            .iter()
+            .all(|r| r.key.as_deref() != Some(b"e".as_slice())),
+        "the expired tombstone was dropped: {records:?}"
+    );
+}
