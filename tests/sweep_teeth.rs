@@ -96,17 +96,7 @@ fn assert_caught(variant: &str, touches: fn(&Op) -> bool) {
                 "{variant}: violation during an operation the variant does not change: {violation}"
             );
         }
-        // The smallest reproduction replays from its scenario file as a violation.
-        if let Some(first) = violations.first() {
-            let scenario = Scenario::from_violation(workload, first);
-            let reparsed = Scenario::parse(&scenario.to_toml()).expect("scenario round-trips");
-            let replayed = replay_expecting(&reparsed, variant, Outcome::Violation);
-            assert!(
-                replayed.passed,
-                "{variant}: {first} does not replay as a violation: {:?}",
-                replayed.diff
-            );
-        }
+        assert_first_replays(variant, workload, violations);
     }
 }
 
@@ -180,15 +170,24 @@ fn rebuilt_indexes_left_unsynced_under_the_current_point_are_caught() {
                 "{variant}: violation before any index file was dropped: {violation}"
             );
         }
-        if let Some(first) = violations.first() {
-            let scenario = Scenario::from_violation(workload, first);
-            let reparsed = Scenario::parse(&scenario.to_toml()).expect("scenario round-trips");
-            let replayed = replay_expecting(&reparsed, variant, Outcome::Violation);
-            assert!(
-                replayed.passed,
-                "{variant}: {first} does not replay as a violation: {:?}",
-                replayed.diff
-            );
-        }
+        assert_first_replays(variant, workload, violations);
+    }
+}
+
+/// The smallest reproduction replays from its scenario file as a violation.
+fn assert_first_replays(
+    variant: &str,
+    workload: &Workload,
+    violations: &[seglog::sweep::Violation],
+) {
+    if let Some(first) = violations.first() {
+        let scenario = Scenario::from_violation(workload, first);
+        let reparsed = Scenario::parse(&scenario.to_toml()).expect("scenario round-trips");
+        let replayed = replay_expecting(&reparsed, variant, Outcome::Violation);
+        assert!(
+            replayed.passed,
+            "{variant}: {first} does not replay as a violation: {:?}",
+            replayed.diff
+        );
     }
 }
