@@ -13,10 +13,7 @@
 use std::path::Path;
 
 use crate::error::Result;
-use crate::format::batch::{
-    ATTRIBUTES_OFFSET, CRC_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET,
-    RECORDS_OFFSET, RECORD_COUNT_OFFSET,
-};
+use crate::format::batch::RECORDS_OFFSET;
 #[cfg(doc)]
 use crate::format::RecordBatch;
 use crate::format::TimestampType;
@@ -153,14 +150,7 @@ pub fn encode_kept(
     let start = out.len();
     out.extend_from_slice(&source[..RECORDS_OFFSET]);
     batch.compression().compress_into(scratch, out);
-    let length = i32::try_from(out.len() - start - LOG_OVERHEAD).expect("a batch's size fits");
-    let header = &mut out[start..start + RECORDS_OFFSET];
-    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
-    header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
-        .copy_from_slice(&max_timestamp.to_be_bytes());
-    header[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&count.to_be_bytes());
-    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
-    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    super::rewrite::seal_kept_batch(out, start, max_timestamp, count);
 }
 
 #[cfg(all(test, feature = "compression"))]
