@@ -13,6 +13,7 @@
 //! section's batches once (checked, parsed, hashed, looked up), the latter being the
 //! part of the rewrite that a full scan's bitmap would have saved.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -24,12 +25,11 @@ use crate::fs::FileSystem;
 use super::bitmap::Bitmap;
 use super::carry::{self, SourceKeys};
 use super::dirty_map::DirtyMap;
-use super::offset_map::{Digest, OffsetMap, Superseded, ENTRY_BYTES};
+use super::hashed::{self, Input, Item};
+use super::offset_map::{Digest, Digester, OffsetMap, Superseded, ENTRY_BYTES};
 use super::planner::Horizon;
 use super::scan::Scan;
 use super::source::segment_path;
-use super::view;
-use crate::format::key_summary::key_hash;
 
 /// The cleaner's knobs (docs/design.md section 1; `LogConfig` holds the log's own).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -149,7 +149,7 @@ pub fn scan_dirty(
         clean_point,
         now,
         options.min_compaction_lag_ms,
-        &mut |key| digester.digest(key),
+        digester,
         &mut map,
         &mut Stable {
             dirty: &mut dirty_hashes,
@@ -176,52 +176,57 @@ pub fn scan_dirty(
     let mut plain = Bitmap::default();
     let mut ordinal = 0usize;
     let mut batch_index = 0usize;
-    let mut records = Vec::new();
-    for (source, this) in sources
+    let clean_inputs: Vec<Input<'_>> = sources
         .iter()
-        .zip(source_keys.iter_mut())
+        .zip(&source_keys)
+        .enumerate()
         .take(first_dirty + 1)
-        .filter(|(s, _)| !s.active)
-    {
-        let mut read = match this {
-            SourceKeys::Untouched(_) => continue, // neither read nor numbered
-            SourceKeys::Read(read) => Some(read),
-            SourceKeys::Unknown => None,
-        };
-        let path = segment_path(dir, source.base, LOG_SUFFIX);
-        for batch in view::batches(&path, source.base, source.bytes)? {
-            if batch.header.base_offset >= clean_point {
-                break;
-            }
-            let index = batch_index;
-            batch_index += 1;
-            if batch.is_control() {
-                continue;
-            }
-            let mut is_plain = true;
-            each_record(
-                &path,
-                &batch,
-                &mut records,
-                |key, value_is_null, timestamp| match key {
-                    Some(key) => {
-                        if map.contains(digester.digest(key)) {
+        .filter(|(_, (s, keys))| !s.active && !matches!(keys, SourceKeys::Untouched(_)))
+        .map(|(i, (s, _))| Input {
+            source: i,
+            base: s.base,
+            bytes: s.bytes,
+        })
+        .collect();
+    let mut current = 0usize;
+    hashed::for_each_batch(
+        dir,
+        &clean_inputs,
+        i64::MIN,
+        clean_point,
+        digester,
+        |item, records| {
+            match *item {
+                Item::Segment { source, .. } => current = source,
+                Item::Batch {
+                    control, keyless, ..
+                } => {
+                    let index = batch_index;
+                    batch_index += 1;
+                    if control {
+                        return Ok(ControlFlow::Continue(()));
+                    }
+                    let mut read = match &mut source_keys[current] {
+                        SourceKeys::Read(read) => Some(read),
+                        _ => None,
+                    };
+                    for record in records {
+                        if map.contains(record.digest) {
                             bits.set(ordinal);
                         }
                         ordinal += 1;
-                        is_plain &= !value_is_null;
                         if let Some(read) = read.as_deref_mut() {
-                            read.add_clean(key_hash(key), value_is_null, timestamp);
+                            read.add_clean(record.stable, record.value_is_null, record.timestamp);
                         }
                     }
-                    None => is_plain = false,
-                },
-            )?;
-            if is_plain {
-                plain.set(index);
+                    if !keyless && records.iter().all(|r| !r.value_is_null) {
+                        plain.set(index);
+                    }
+                }
             }
-        }
-    }
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
     // The dirty section's bits follow, shifted past the clean section's.
     for dirty in map.into_superseded().ones() {
         bits.set(ordinal + dirty);
@@ -299,7 +304,7 @@ pub fn map_pass(
         clean_point,
         now,
         options.min_compaction_lag_ms,
-        &mut |key| digester.digest(key),
+        digester,
         &mut map,
         &mut Stable {
             dirty: &mut Vec::new(),
@@ -333,7 +338,7 @@ fn map_dirty(
     clean_point: i64,
     now: i64,
     min_compaction_lag_ms: i64,
-    digest: &mut dyn FnMut(&[u8]) -> Digest,
+    digester: Digester,
     map: &mut DirtyMap,
     stable: &mut Stable<'_>,
 ) -> Result<Mapped> {
@@ -346,119 +351,114 @@ fn map_dirty(
     let young_after = now.saturating_sub(min_compaction_lag_ms);
     let mut ordinal = 0i64;
     let mut batch_index = 0usize;
-    let mut records = Vec::new();
-    let mut digests: Vec<Digest> = Vec::new();
     let mut fresh: Vec<Digest> = Vec::new();
-    let mut hashes: Vec<(u64, bool, i64)> = Vec::new();
-    for (i, source) in sources.iter().enumerate() {
-        let path = segment_path(dir, source.base, LOG_SUFFIX);
-        let batches = view::batches(&path, source.base, source.bytes)?;
-        let segment_next = batches.last().map_or(source.base, |b| b.last_offset() + 1);
-        if !source.active
-            && min_compaction_lag_ms > 0
-            && mapped.first_uncleanable.is_none()
-            && segment_next > clean_point
-        {
-            let max_timestamp = batches
-                .iter()
-                .map(|b| b.header.max_timestamp)
-                .max()
-                .unwrap_or(crate::format::batch::NO_TIMESTAMP);
-            if max_timestamp > young_after {
-                mapped.first_uncleanable = Some(source.base);
-            }
-        }
-        for batch in &batches {
-            if batch.header.base_offset < clean_point {
-                continue;
-            }
-            let index = batch_index;
-            if !source.active {
-                batch_index += 1;
-            }
-            if batch.is_control() {
-                continue;
-            }
-            digests.clear();
-            hashes.clear();
-            let mut is_plain = true;
-            each_record(
-                &path,
-                batch,
-                &mut records,
-                |key, value_is_null, timestamp| match key {
-                    Some(key) => {
-                        digests.push(digest(key));
-                        hashes.push((key_hash(key), value_is_null, timestamp));
-                        is_plain &= !value_is_null;
+    let inputs: Vec<Input<'_>> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Input {
+            source: i,
+            base: s.base,
+            bytes: s.bytes,
+        })
+        .collect();
+    // The segment being read, and where it ends once read to its end.
+    let mut current = 0usize;
+    let mut reading_ends_at = None;
+    let mut stopped = false;
+    hashed::for_each_batch(
+        dir,
+        &inputs,
+        clean_point,
+        i64::MAX,
+        digester,
+        |item, records| {
+            match *item {
+                Item::Segment {
+                    source,
+                    next_offset,
+                    max_timestamp,
+                } => {
+                    if let Some(end) = reading_ends_at.take() {
+                        mapped.next_offset = Some(end);
                     }
-                    None => is_plain = false,
-                },
-            )?;
-            if digests.len() > map.room() {
-                fresh.clear();
-                fresh.extend(digests.iter().filter(|d| !map.contains(**d)));
-                fresh.sort_unstable();
-                fresh.dedup();
-                if fresh.len() > map.room() {
-                    if map.is_empty() {
-                        return Err(Error::InvalidArgument(format!(
-                            "the offset map holds {} keys (dedupe_buffer_bytes); batch {} of {} alone has {}",
-                            map.room(),
-                            batch.header.base_offset,
-                            path.display(),
-                            fresh.len()
-                        )));
+                    let segment = &sources[source];
+                    if !segment.active
+                        && min_compaction_lag_ms > 0
+                        && mapped.first_uncleanable.is_none()
+                        && next_offset > clean_point
+                        && max_timestamp > young_after
+                    {
+                        mapped.first_uncleanable = Some(segment.base);
                     }
-                    mapped.stopped_at = Some(batch.header.base_offset);
-                    // Not read to their end: no summary for them.
-                    for keys in stable.sources.iter_mut().skip(i) {
-                        *keys = SourceKeys::Unknown;
+                    current = source;
+                    reading_ends_at = Some(next_offset);
+                }
+                Item::Batch {
+                    base_offset,
+                    control,
+                    keyless,
+                    ..
+                } => {
+                    let i = current;
+                    let active = sources[i].active;
+                    let index = batch_index;
+                    if !active {
+                        batch_index += 1;
                     }
-                    return Ok(mapped);
+                    if control {
+                        return Ok(ControlFlow::Continue(()));
+                    }
+                    if records.len() > map.room() {
+                        fresh.clear();
+                        fresh.extend(
+                            records
+                                .iter()
+                                .map(|r| r.digest)
+                                .filter(|d| !map.contains(*d)),
+                        );
+                        fresh.sort_unstable();
+                        fresh.dedup();
+                        if fresh.len() > map.room() {
+                            if map.is_empty() {
+                                return Err(Error::InvalidArgument(format!(
+                                "the offset map holds {} keys (dedupe_buffer_bytes); batch {} of {} alone has {}",
+                                map.room(),
+                                base_offset,
+                                segment_path(dir, sources[i].base, LOG_SUFFIX).display(),
+                                fresh.len()
+                            )));
+                            }
+                            mapped.stopped_at = Some(base_offset);
+                            // Not read to their end: no summary for them.
+                            for keys in stable.sources.iter_mut().skip(i) {
+                                *keys = SourceKeys::Unknown;
+                            }
+                            stopped = true;
+                            return Ok(ControlFlow::Break(()));
+                        }
+                    }
+                    for record in records {
+                        map.insert(record.digest, ordinal);
+                        ordinal += 1;
+                    }
+                    stable.dirty.extend(records.iter().map(|r| r.stable));
+                    if let Some(SourceKeys::Read(read)) = stable.sources.get_mut(i) {
+                        for record in records {
+                            read.add(record.stable, record.value_is_null, record.timestamp);
+                        }
+                    }
+                    if !active && !keyless && records.iter().all(|r| !r.value_is_null) {
+                        mapped.plain.set(index);
+                    }
                 }
             }
-            for &d in &digests {
-                map.insert(d, ordinal);
-                ordinal += 1;
-            }
-            stable.dirty.extend(hashes.iter().map(|(h, _, _)| *h));
-            if let Some(SourceKeys::Read(read)) = stable.sources.get_mut(i) {
-                for &(hash, value_is_null, timestamp) in &hashes {
-                    read.add(hash, value_is_null, timestamp);
-                }
-            }
-            if is_plain && !source.active {
-                mapped.plain.set(index);
-            }
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
+    if !stopped {
+        if let Some(end) = reading_ends_at {
+            mapped.next_offset = Some(end);
         }
-        mapped.next_offset = Some(segment_next);
     }
     Ok(mapped)
-}
-
-/// Hands `each` every record's key (`None`: keyless), whether its value is null and
-/// its timestamp as the tombstone rule reads it, in order, for an uncompressed batch
-/// read in place (through `records`, a reused buffer) and for a compressed one
-/// decompressed ([`super::compressed::inflate`]).
-fn each_record<'a>(
-    path: &Path,
-    batch: &view::BatchView<'a>,
-    records: &mut Vec<view::RecordView<'a>>,
-    mut each: impl FnMut(Option<&[u8]>, bool, i64),
-) -> Result<()> {
-    if batch.is_compressed() {
-        let inflated = super::compressed::inflate(path, batch)?;
-        for record in inflated.views.records_in(&inflated.records) {
-            let record = record.map_err(|e| e.at(path, batch.position))?;
-            let timestamp = inflated.views.timestamp_of(&record);
-            each(record.key, record.value.is_none(), timestamp);
-        }
-    } else {
-        view::records(path, batch, records)?;
-        for record in records.iter() {
-            each(record.key, record.value_is_null, record.timestamp);
-        }
-    }
-    Ok(())
 }

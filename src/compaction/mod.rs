@@ -11,6 +11,7 @@ pub mod cleaner;
 pub mod compressed;
 pub mod dirty;
 pub mod dirty_map;
+mod hashed;
 pub mod offset_map;
 pub mod output;
 pub mod plan;
