@@ -140,7 +140,8 @@ pub fn scan_dirty(
     let budget = options
         .key_budget()
         .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
-    let mut map = DirtyMap::new(budget);
+    let mut map =
+        DirtyMap::with_expected(budget, dirty_records(&sources[first_dirty..], clean_point));
     let mut source_keys: Vec<SourceKeys> = (0..closed.len()).map(|_| SourceKeys::read()).collect();
     let mut dirty_hashes = Vec::new();
     let mapped = map_dirty(
@@ -297,7 +298,7 @@ pub fn map_pass(
     let budget = options
         .key_budget()
         .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
-    let mut map = DirtyMap::new(budget);
+    let mut map = DirtyMap::with_expected(budget, dirty_records(&sources, clean_point));
     let mapped = map_dirty(
         dir,
         &sources,
@@ -312,6 +313,27 @@ pub fn map_pass(
         },
     )?;
     Ok((map.len(), mapped.stopped_at))
+}
+
+/// The records of the batches at or past `clean_point`, from the batch headers
+/// alone (no CRC, no record read): at least the distinct keys the map pass meets,
+/// to size its table. Stops at the first header that does not decode (the map pass
+/// reports it).
+fn dirty_records(sources: &[Source<'_>], clean_point: i64) -> usize {
+    let mut records = 0usize;
+    for source in sources {
+        let mut position = 0usize;
+        while let Some(rest) = source.bytes.get(position..).filter(|r| !r.is_empty()) {
+            let Ok(header) = crate::format::batch::decode_header(rest) else {
+                return records;
+            };
+            if header.base_offset >= clean_point {
+                records = records.saturating_add(usize::try_from(header.record_count).unwrap_or(0));
+            }
+            position += header.size;
+        }
+    }
+    records
 }
 
 /// What [`map_dirty`] found.

@@ -16,6 +16,10 @@
 use super::bitmap::Bitmap;
 use super::offset_map::{Digest, ENTRY_BYTES};
 
+/// The most keys [`DirtyMap::with_expected`] makes room for up front (96 MiB of
+/// slots): an estimate from record counts may be far above the distinct keys.
+pub const EXPECTED_KEYS_MAX: usize = 1 << 22;
+
 /// An empty slot's position (positions are >= 0).
 const EMPTY: i64 = -1;
 
@@ -46,7 +50,23 @@ pub struct DirtyMap {
 impl DirtyMap {
     /// A map for at most `budget` keys (`None`: unbounded).
     pub fn new(budget: Option<usize>) -> DirtyMap {
-        let slots = budget.unwrap_or(1024).max(1);
+        Self::with_expected(budget, 0)
+    }
+
+    /// [`DirtyMap::new`]; unbounded, the table starts with room for `expected` keys
+    /// at most [`EXPECTED_KEYS_MAX`] (it still grows past them), so a pass that
+    /// knows roughly how many keys come does not rehash its way up from 1024 slots.
+    /// A bounded table is its budget, whatever `expected` says.
+    pub fn with_expected(budget: Option<usize>, expected: usize) -> DirtyMap {
+        let slots = budget
+            .unwrap_or_else(|| {
+                let expected = expected.min(EXPECTED_KEYS_MAX);
+                // Below the 3/4 load at which the table grows.
+                (expected.saturating_mul(4) / 3 + 1)
+                    .next_power_of_two()
+                    .max(1024)
+            })
+            .max(1);
         DirtyMap {
             slots: vec![FREE; slots],
             len: 0,
@@ -190,6 +210,44 @@ mod tests {
     fn digest(k: u64) -> Digest {
         // Spread like a real digest: a multiplicative hash of k.
         [k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k]
+    }
+
+    #[test]
+    fn an_expected_count_sizes_an_unbounded_table_once() {
+        let mut sized = DirtyMap::with_expected(None, 3_000);
+        let mut grown = DirtyMap::new(None);
+        assert_eq!(sized.table_bytes(), 4096 * ENTRY_BYTES);
+        assert_eq!(grown.table_bytes(), 1024 * ENTRY_BYTES);
+        for k in 0..3_000 {
+            sized.insert(digest(k % 2_500), k as i64);
+            grown.insert(digest(k % 2_500), k as i64);
+        }
+        // No growth for the sized one; both hold the same and mark the same.
+        assert_eq!(sized.table_bytes(), 4096 * ENTRY_BYTES);
+        assert_eq!(sized.peak_bytes(), sized.table_bytes());
+        assert!(grown.table_bytes() >= 4096 * ENTRY_BYTES);
+        assert_eq!(sized.len(), 2_500);
+        assert_eq!(grown.len(), 2_500);
+        for k in 0..3_000 {
+            assert_eq!(sized.contains(digest(k)), k < 2_500);
+            assert_eq!(
+                sized.superseded().get(k as usize),
+                grown.superseded().get(k as usize)
+            );
+        }
+        // Past the estimate it still grows; a budget ignores the estimate.
+        for k in 3_000..10_000 {
+            sized.insert(digest(k), k as i64);
+        }
+        assert_eq!(sized.len(), 9_500);
+        assert_eq!(
+            DirtyMap::with_expected(Some(5), 1 << 20).table_bytes(),
+            5 * ENTRY_BYTES
+        );
+        assert_eq!(
+            DirtyMap::with_expected(None, usize::MAX).table_bytes(),
+            (EXPECTED_KEYS_MAX * 4 / 3 + 1).next_power_of_two() * ENTRY_BYTES
+        );
     }
 
     #[test]
