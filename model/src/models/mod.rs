@@ -2,6 +2,7 @@
 //! retention deletion order, (e) the cleaner's clean point and bounded map. Each is a plain `stateright::Model`.
 
 pub mod cleaner;
+pub mod concurrent;
 pub mod dir;
 pub mod durability;
 pub mod install;
