@@ -27,6 +27,7 @@ fn broken_variants_are_refuted_with_a_trace() {
         ModelKind::Install,
         ModelKind::Retention,
         ModelKind::Cleaner,
+        ModelKind::Concurrent,
     ] {
         for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
             let r = report(model, *variant);
@@ -161,7 +162,7 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
             ModelKind::Durability => crate::models::durability::SyncStep::OURS
                 .iter()
                 .any(|s| *s as usize == step),
-            ModelKind::Log | ModelKind::Cleaner => false,
+            ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent => false,
         };
         assert!(is_sync, "{name} maps to a step that is not a sync");
     }

@@ -62,6 +62,9 @@ pub struct ConcurrentModel {
     /// Test knob: cleaner threads skip the per-partition guard (teeth for
     /// `one_cleaner_per_partition`).
     pub unguarded_cleaners: bool,
+    /// Offer `Roll` on a non-empty active segment besides the roll an append makes
+    /// when the active segment is full.
+    pub explicit_rolls: bool,
 }
 
 impl ConcurrentModel {
@@ -77,6 +80,7 @@ impl ConcurrentModel {
             reads_max: 1,
             crashes_max: 1,
             unguarded_cleaners: false,
+            explicit_rolls: false,
         }
     }
 
@@ -103,7 +107,9 @@ pub enum Lost {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ConcurrentAction {
-    Append { key: u8 },
+    Append {
+        key: u8,
+    },
     Flush,
     Roll,
     /// Retention step 1: the new log start is durable (and in memory).
@@ -112,17 +118,30 @@ pub enum ConcurrentAction {
     RetentionUnlink,
     /// Retention step 3: fsync the log directory.
     RetentionSyncDir,
-    Snapshot { thread: u8 },
-    Build { thread: u8 },
+    Snapshot {
+        thread: u8,
+    },
+    Build {
+        thread: u8,
+    },
     /// One swap step; `to` is the phase it completes.
-    Swap { thread: u8, to: CleanerPhase },
+    Swap {
+        thread: u8,
+        to: CleanerPhase,
+    },
     /// f: remove `D.compact-trash`, without the lock.
-    RemoveTrash { thread: u8 },
+    RemoveTrash {
+        thread: u8,
+    },
     /// Abort before the commit point: drop the temp dir.
-    Abort { thread: u8 },
+    Abort {
+        thread: u8,
+    },
     ReadStart,
     ReadEnd,
-    Crash { lost: Vec<Lost> },
+    Crash {
+        lost: Vec<Lost>,
+    },
     Recover,
 }
 
@@ -139,7 +158,9 @@ const SWAP_STEPS: [(CleanerPhase, CleanerPhase); 7] = [
 /// Every way a crash can hit `state`: subsets of the unsynced directory operations,
 /// times every prefix each file may keep of its unsynced records.
 fn crashes(state: &ConcurrentState) -> Vec<Vec<Lost>> {
-    let mut ops: Vec<Lost> = (0..state.parent.pending.len()).map(Lost::ParentOp).collect();
+    let mut ops: Vec<Lost> = (0..state.parent.pending.len())
+        .map(Lost::ParentOp)
+        .collect();
     for (dir, log_dir) in &state.dirs {
         ops.extend((0..log_dir.segments.pending.len()).map(|n| Lost::DirOp { dir: *dir, n }));
     }
@@ -216,6 +237,7 @@ impl ConcurrentModel {
         let (active_base, active) = *s.mem.segments.last().expect("an active segment");
         let closed = s.mem.segments[..s.mem.segments.len() - 1].to_vec();
         Snapshot {
+            generation: s.cleanings,
             log_start: s.mem.log_start,
             closed,
             active_base,
@@ -227,7 +249,7 @@ impl ConcurrentModel {
 
     /// Builds the temp dir: the snapshot's closed segments compacted (map over every
     /// offset below `map_end`), its files, entries and parent entry synced.
-    fn build(&self, s: &mut ConcurrentState, thread: usize, generation: u8) {
+    fn build(&self, s: &mut ConcurrentState, thread: usize) {
         let snap = s.cleaners[thread].snapshot.clone().expect("a snapshot");
         let mut among: Vec<Rec> = snap
             .closed
@@ -262,7 +284,7 @@ impl ConcurrentModel {
         if let Some(copy) = &snap.tail_copy {
             entries.push((snap.active_base, s.new_file(copy.clone(), true)));
         }
-        let new = DirObj::New(generation);
+        let new = DirObj::New(snap.generation);
         s.dirs.insert(
             new,
             LogDir {
@@ -276,13 +298,9 @@ impl ConcurrentModel {
 
     fn swap(&self, s: &mut ConcurrentState, thread: usize, to: CleanerPhase) {
         let snap = s.cleaners[thread].snapshot.clone().expect("a snapshot");
-        let new = match s.parent.get(&PName::Temp) {
-            Some(PObj::Dir(d)) => Some(*d),
-            _ => None,
-        };
+        let new = DirObj::New(snap.generation);
         match to {
             CleanerPhase::Linked => {
-                let new = new.expect("the temp dir");
                 if snap.tail_copy.is_none() {
                     let tail: Vec<(i64, FileId)> = s
                         .mem
@@ -302,7 +320,6 @@ impl ConcurrentModel {
             // tracks (models (b) and (e) check them).
             CleanerPhase::PointWritten => {}
             CleanerPhase::Committed => {
-                let new = new.expect("the temp dir");
                 s.parent
                     .run(DirOp::Create(PName::Manifest, PObj::Manifest(new)));
                 s.parent.sync();
@@ -312,7 +329,6 @@ impl ConcurrentModel {
                 to: PName::Backup,
             }),
             CleanerPhase::Installed => {
-                let new = new.expect("the temp dir");
                 s.parent.run(DirOp::Rename {
                     from: PName::Temp,
                     to: PName::Live,
@@ -365,7 +381,15 @@ impl Model for ConcurrentModel {
         let locked = self.locked(s);
         if !locked {
             if s.spec.next_offset < self.appends_max {
-                for key in 0..self.keys {
+                // Keys are symmetric: a key is first used after every smaller one (the
+                // first append writes key 0), which loses no behaviour up to renaming.
+                let fresh = s
+                    .files
+                    .iter()
+                    .flat_map(|f| &f.records)
+                    .map(|r| r.1 + 1)
+                    .max();
+                for key in 0..self.keys.min(fresh.unwrap_or(0) + 1) {
                     actions.push(ConcurrentAction::Append { key });
                 }
             }
@@ -373,7 +397,7 @@ impl Model for ConcurrentModel {
             if active.durable < active.records.len() {
                 actions.push(ConcurrentAction::Flush);
             }
-            if !active.records.is_empty() {
+            if self.explicit_rolls && !active.records.is_empty() {
                 actions.push(ConcurrentAction::Roll);
             }
             match s.retention {
@@ -455,9 +479,10 @@ impl Model for ConcurrentModel {
                 let offset = n.spec.next_offset;
                 n.files[active].records.push((offset, key));
                 n.spec.append(key);
-                n.appended_during_build |= n.cleaners.iter().any(|c| {
-                    matches!(c.phase, CleanerPhase::Snapshotted | CleanerPhase::Built)
-                });
+                n.appended_during_build |= n
+                    .cleaners
+                    .iter()
+                    .any(|c| matches!(c.phase, CleanerPhase::Snapshotted | CleanerPhase::Built));
             }
             ConcurrentAction::Flush => {
                 let active = usize::from(n.active_file());
@@ -508,7 +533,7 @@ impl Model for ConcurrentModel {
                 n.cleanings += 1;
             }
             ConcurrentAction::Build { thread } => {
-                self.build(&mut n, usize::from(thread), s.cleanings);
+                self.build(&mut n, usize::from(thread));
                 n.cleaners[usize::from(thread)].phase = CleanerPhase::Built;
             }
             ConcurrentAction::Swap { thread, to } => self.swap(&mut n, usize::from(thread), to),
@@ -602,9 +627,7 @@ impl Model for ConcurrentModel {
             Property::<Self>::always("no_acknowledged_record_lost", |_, s| {
                 no_acknowledged_record_lost(s)
             }),
-            Property::<Self>::always("reads_linearizable", |_, s| {
-                !s.broke("reads_linearizable")
-            }),
+            Property::<Self>::always("reads_linearizable", |_, s| !s.broke("reads_linearizable")),
             Property::<Self>::always("one_cleaner_per_partition", |_, s| {
                 s.cleaners.iter().filter(|c| c.phase.in_cleaning()).count() <= 1
             }),
@@ -617,7 +640,9 @@ impl Model for ConcurrentModel {
             Property::<Self>::always("no_partial_log_exposed", |_, s| no_partial_log_exposed(s)),
             Property::<Self>::sometimes("append_during_build", |_, s| {
                 s.appended_during_build
-                    && s.cleaners.iter().any(|c| c.phase >= CleanerPhase::Installed)
+                    && s.cleaners
+                        .iter()
+                        .any(|c| c.phase >= CleanerPhase::Installed)
             }),
             Property::<Self>::sometimes("crash_in_swap_recovered", |_, s| {
                 s.crashed_in_swap && matches!(s.phase, Phase::Recovered(_))
@@ -633,11 +658,10 @@ fn no_acknowledged_record_lost(s: &ConcurrentState) -> bool {
     let visible = s.visible();
     match &s.phase {
         Phase::Running => s.spec.records.iter().all(|r| visible.contains(r)),
-        Phase::Recovered(e) => e.candidates.iter().any(|c| {
-            c.below(e.flushed_end)
-                .iter()
-                .all(|r| visible.contains(r))
-        }),
+        Phase::Recovered(e) => e
+            .candidates
+            .iter()
+            .any(|c| c.below(e.flushed_end).iter().all(|r| visible.contains(r))),
         Phase::Crashed(_) | Phase::FailedClosed(_) => true,
     }
 }
@@ -649,9 +673,9 @@ fn recovers_to_old_or_new_plus_appends(s: &ConcurrentState) -> bool {
         Phase::FailedClosed(_) => false,
         Phase::Recovered(e) => {
             let visible = s.visible();
-            e.candidates.iter().any(|c| {
-                (e.flushed_end..=c.next_offset).any(|cut| c.below(cut) == visible)
-            })
+            e.candidates
+                .iter()
+                .any(|c| (e.flushed_end..=c.next_offset).any(|cut| c.below(cut) == visible))
         }
         Phase::Running | Phase::Crashed(_) => true,
     }

@@ -102,12 +102,7 @@ pub fn recover(state: &mut ConcurrentState) -> Result<Row, &'static str> {
     };
     let dir = &state.dirs[&live];
     let log_start = dir.log_start;
-    let segments: Vec<(i64, u8)> = dir
-        .segments
-        .entries
-        .iter()
-        .map(|(b, f)| (*b, *f))
-        .collect();
+    let segments: Vec<(i64, u8)> = dir.segments.entries.iter().map(|(b, f)| (*b, *f)).collect();
     if segments.is_empty() {
         return Err("a live directory without segments");
     }

@@ -133,6 +133,8 @@ pub fn superseded(rec: &Rec, among: &[Rec], snap: &Snapshot) -> bool {
 /// What a cleaning takes under the partition lock (design decision 1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Snapshot {
+    /// Which cleaning this is: its temp dir is [`DirObj::New`] of it.
+    pub generation: u8,
     pub log_start: i64,
     /// The closed segments (`base`, inode).
     pub closed: Vec<(i64, FileId)>,
@@ -316,7 +318,11 @@ impl ConcurrentState {
     }
 
     pub fn active_file(&self) -> FileId {
-        self.mem.segments.last().expect("a log has an active segment").1
+        self.mem
+            .segments
+            .last()
+            .expect("a log has an active segment")
+            .1
     }
 
     pub fn locked(&self) -> bool {
