@@ -666,12 +666,16 @@ fn no_acknowledged_record_lost(s: &ConcurrentState) -> bool {
     }
 }
 
-/// Recovery does not fail closed, and the recovered log is the old or the new content
-/// plus the appends, cut no lower than the last flush.
+/// Recovery does not fail closed, leaves nothing but `D` (no temp, backup, trash or
+/// manifest), and the recovered log is the old or the new content plus the appends,
+/// cut no lower than the last flush.
 fn recovers_to_old_or_new_plus_appends(s: &ConcurrentState) -> bool {
     match &s.phase {
         Phase::FailedClosed(_) => false,
         Phase::Recovered(e) => {
+            if s.parent.entries.keys().any(|n| *n != PName::Live) {
+                return false;
+            }
             let visible = s.visible();
             e.candidates
                 .iter()
