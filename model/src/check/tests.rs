@@ -9,7 +9,11 @@ fn report(model: ModelKind, variant: Variant) -> CheckReport {
 
 #[test]
 fn ours_hold_every_property() {
-    for (model, unique_states) in [(ModelKind::Install, 320), (ModelKind::Retention, 121)] {
+    for (model, unique_states) in [
+        (ModelKind::Install, 320),
+        (ModelKind::Retention, 121),
+        (ModelKind::Concurrent, 21_935),
+    ] {
         let r = report(model, Variant::default_for(model));
         assert!(r.ok(), "{r:?}");
         assert!(r.violations.is_empty());
