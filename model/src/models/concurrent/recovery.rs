@@ -21,9 +21,11 @@ pub enum Row {
     RollBack,
 }
 
-/// The decision: a row and the parent-directory operations to run (each followed by
-/// a parent fsync), or fail closed.
-pub fn decide(state: &ConcurrentState) -> Result<(Row, Vec<DirOp<PName, PObj>>), &'static str> {
+/// The parent-directory operations a recovery runs (each followed by a parent fsync).
+pub type Plan = Vec<DirOp<PName, PObj>>;
+
+/// The decision: a row and its plan, or fail closed with a reason.
+pub fn decide(state: &ConcurrentState) -> Result<(Row, Plan), &'static str> {
     let get = |n: PName| state.parent.get(&n).copied();
     let manifest = match get(PName::Manifest) {
         Some(PObj::Manifest(new)) => Some(new),
