@@ -19,6 +19,7 @@
 //! ([`state::SpecView`]), at its linearization point (a cleaning at its install, step
 //! d); the properties compare the engine-side state with it.
 
+pub mod history;
 pub mod recovery;
 pub mod state;
 #[cfg(test)]
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 use crate::models::dir::{subsets, DirOp};
+use history::{record, LogOp, LogRet, Thread};
 use state::{
     Cleaner, CleanerPhase, ConcurrentState, DirObj, Expected, FileId, LogDir, Mem, PName, PObj,
     Phase, Read, Rec, RetentionPhase, Snapshot,
@@ -65,6 +67,9 @@ pub struct ConcurrentModel {
     /// Offer `Roll` on a non-empty active segment besides the roll an append makes
     /// when the active segment is full.
     pub explicit_rolls: bool,
+    /// Record every run's history for stateright's `LinearizabilityTester` (property
+    /// `history_linearizable`).
+    pub history: bool,
 }
 
 impl ConcurrentModel {
@@ -81,6 +86,7 @@ impl ConcurrentModel {
             crashes_max: 1,
             unguarded_cleaners: false,
             explicit_rolls: false,
+            history: false,
         }
     }
 
@@ -366,7 +372,11 @@ impl Model for ConcurrentModel {
     type Action = ConcurrentAction;
 
     fn init_states(&self) -> Vec<ConcurrentState> {
-        vec![ConcurrentState::initial(self.cleaner_threads)]
+        let mut state = ConcurrentState::initial(self.cleaner_threads);
+        if self.history {
+            state.history = Some(history::History::new(state.spec.clone()));
+        }
+        vec![state]
     }
 
     fn actions(&self, s: &ConcurrentState, actions: &mut Vec<ConcurrentAction>) {
@@ -479,6 +489,12 @@ impl Model for ConcurrentModel {
                 let offset = n.spec.next_offset;
                 n.files[active].records.push((offset, key));
                 n.spec.append(key);
+                record(
+                    &mut n.history,
+                    Thread::Appender as u8,
+                    Some(LogOp::Append { key }),
+                    Some(LogRet::Offset(offset)),
+                );
                 n.appended_during_build |= n
                     .cleaners
                     .iter()
@@ -497,6 +513,12 @@ impl Model for ConcurrentModel {
                 n.dirs.get_mut(&dir).expect("the log's directory").log_start = log_start;
                 n.mem.log_start = log_start;
                 n.spec.retain_from(log_start);
+                record(
+                    &mut n.history,
+                    Thread::Retention as u8,
+                    Some(LogOp::Retain { log_start }),
+                    None,
+                );
                 n.retention = Some(RetentionPhase::Checkpointed { dir, base });
                 n.retentions += 1;
             }
@@ -524,9 +546,21 @@ impl Model for ConcurrentModel {
                     .segments
                     .sync();
                 n.retention = None;
+                record(
+                    &mut n.history,
+                    Thread::Retention as u8,
+                    None,
+                    Some(LogRet::Done),
+                );
             }
             ConcurrentAction::Snapshot { thread } => {
                 let snap = self.snapshot(&n);
+                record(
+                    &mut n.history,
+                    Thread::Cleaner as u8 + thread,
+                    Some(LogOp::Clean(snap.clone())),
+                    None,
+                );
                 let cleaner = &mut n.cleaners[usize::from(thread)];
                 cleaner.snapshot = Some(snap);
                 cleaner.phase = CleanerPhase::Snapshotted;
@@ -536,7 +570,13 @@ impl Model for ConcurrentModel {
                 self.build(&mut n, usize::from(thread));
                 n.cleaners[usize::from(thread)].phase = CleanerPhase::Built;
             }
-            ConcurrentAction::Swap { thread, to } => self.swap(&mut n, usize::from(thread), to),
+            ConcurrentAction::Swap { thread, to } => {
+                self.swap(&mut n, usize::from(thread), to);
+                if to == CleanerPhase::Released {
+                    let cleaner = Thread::Cleaner as u8 + thread;
+                    record(&mut n.history, cleaner, None, Some(LogRet::Done));
+                }
+            }
             ConcurrentAction::RemoveTrash { thread } => {
                 n.parent.run(DirOp::Remove(PName::Trash));
                 n.cleaners[usize::from(thread)].phase = CleanerPhase::Done;
@@ -547,8 +587,16 @@ impl Model for ConcurrentModel {
                     n.parent.sync();
                 }
                 n.cleaners[usize::from(thread)].phase = CleanerPhase::Done;
+                let cleaner = Thread::Cleaner as u8 + thread;
+                record(&mut n.history, cleaner, None, Some(LogRet::Aborted));
             }
             ConcurrentAction::ReadStart => {
+                record(
+                    &mut n.history,
+                    Thread::Reader as u8,
+                    Some(LogOp::Read),
+                    None,
+                );
                 n.read = Some(Read {
                     view: n
                         .mem
@@ -571,6 +619,12 @@ impl Model for ConcurrentModel {
                     .filter(|(o, _)| *o >= read.log_start)
                     .copied()
                     .collect();
+                record(
+                    &mut n.history,
+                    Thread::Reader as u8,
+                    None,
+                    Some(LogRet::Records(result.clone())),
+                );
                 if read.candidates.contains(&result) {
                     n.read_across_swap |= read.across_swap;
                 } else {
@@ -623,7 +677,7 @@ impl Model for ConcurrentModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![
+        let mut properties = vec![
             Property::<Self>::always("no_acknowledged_record_lost", |_, s| {
                 no_acknowledged_record_lost(s)
             }),
@@ -648,7 +702,13 @@ impl Model for ConcurrentModel {
                 s.crashed_in_swap && matches!(s.phase, Phase::Recovered(_))
             }),
             Property::<Self>::sometimes("read_across_swap", |_, s| s.read_across_swap),
-        ]
+        ];
+        if self.history {
+            properties.push(Property::<Self>::always("history_linearizable", |_, s| {
+                history::linearizable(&s.history)
+            }));
+        }
+        properties
     }
 }
 

@@ -257,6 +257,9 @@ pub struct ConcurrentState {
     pub crashed_in_swap: bool,
     /// Coverage: a read whose segment list predates an install completed correctly.
     pub read_across_swap: bool,
+    /// The history for stateright's linearizability tester, when the model records one.
+    #[serde(skip)]
+    pub history: Option<super::history::History>,
 }
 
 impl ConcurrentState {
@@ -302,6 +305,7 @@ impl ConcurrentState {
             appended_during_build: false,
             crashed_in_swap: false,
             read_across_swap: false,
+            history: None,
         }
     }
 
