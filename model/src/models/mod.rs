@@ -1,5 +1,6 @@
 //! The stateright models: (a) the log, (b) the compaction install protocol, (d) the
-//! retention deletion order, (e) the cleaner's clean point and bounded map. Each is a plain `stateright::Model`.
+//! retention deletion order, (e) the cleaner's clean point and bounded map, (f)
+//! concurrent cleaning. Each is a plain `stateright::Model`.
 
 pub mod cleaner;
 pub mod concurrent;
