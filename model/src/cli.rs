@@ -10,7 +10,11 @@ const VARIANTS_HELP: &str = "Variants per model (the first is ours and the defau
   log:       spec, closed-only-latest-map, no-tombstone-grace
   install:   manifest, two-rename, no-dir-sync, no-temp-sync, no-recovery-sync,
              no-temp-entry-sync, point-on-reopen, carry-by-rename, link-without-dir-sync
-  retention: checkpoint-first, delete-first, no-recovery-sync";
+  retention: checkpoint-first, delete-first, no-recovery-sync
+  durability: recovery-point, recovery-point-before-flush, no-open-dir-sync,
+             sync-scanned-only-for-new-point, flush-like-kafka
+  cleaner:   clean-point-in-temp, clean-point-first
+  concurrent: linked-tail, stale-tail-copy, no-cleaning-lock, unlocked-swap";
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum ModelCommand {

@@ -1,6 +1,6 @@
 //! seglog-model: the executable reference spec of seglog and stateright models of its
-//! log, its compaction install protocol, its retention deletion order and its cleaner's
-//! clean point and bounded offset map (see README.md).
+//! log, its compaction install protocol, its retention deletion order, its cleaner's
+//! clean point and bounded offset map, and concurrent cleaning (see README.md).
 //!
 //! No IO, no dependency on the engine: the engine's tests and the crash suite depend on
 //! this crate, never the other way round.

@@ -88,6 +88,7 @@ pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         ModelKind::Retention,
         ModelKind::Durability,
         ModelKind::Cleaner,
+        ModelKind::Concurrent,
     ];
     progress.start("model", models.len() as u64);
     let mut reports = Vec::new();

@@ -14,6 +14,7 @@ use serde::Serialize;
 use stateright::{Checker, CheckerVisitor, Expectation, HasDiscoveries, Model, Path, Property};
 
 use crate::models::cleaner::{CleanerModel, CleanerVariant};
+use crate::models::concurrent::{ConcurrentModel, ConcurrentVariant};
 use crate::models::durability::{DurabilityModel, DurabilityVariant, SyncStep};
 use crate::models::install::{InstallModel, InstallVariant};
 use crate::models::log::{LogModel, Mutant};
@@ -35,6 +36,9 @@ pub enum ModelKind {
     Durability,
     /// (e) the cleaner's clean point and bounded map, with crashes.
     Cleaner,
+    /// (f) concurrent cleaning: appender, cleaner, retention and reader interleaved,
+    /// with a crash anywhere and recovery.
+    Concurrent,
 }
 
 /// A protocol variant. `manifest` and `checkpoint-first` are ours; the others are
@@ -92,6 +96,15 @@ pub enum Variant {
     CleanPointInTemp,
     /// Cleaner: the clean point is made durable before the install commits.
     CleanPointFirst,
+    /// Concurrent: ours (snapshot, build unlocked, link the tail at the swap under the
+    /// append lock, trash removed after the lock).
+    LinkedTail,
+    /// Concurrent: the tail is copied at snapshot time instead of linked at the swap.
+    StaleTailCopy,
+    /// Concurrent: retention may delete from a partition being cleaned.
+    NoCleaningLock,
+    /// Concurrent: appends and rolls are not held during the swap steps a to e.
+    UnlockedSwap,
 }
 
 impl Variant {
@@ -119,6 +132,10 @@ impl Variant {
             Variant::FlushLikeKafka => "flush-like-kafka",
             Variant::CleanPointInTemp => "clean-point-in-temp",
             Variant::CleanPointFirst => "clean-point-first",
+            Variant::LinkedTail => "linked-tail",
+            Variant::StaleTailCopy => "stale-tail-copy",
+            Variant::NoCleaningLock => "no-cleaning-lock",
+            Variant::UnlockedSwap => "unlocked-swap",
         }
     }
 
@@ -154,6 +171,12 @@ impl Variant {
                 Variant::FlushLikeKafka,
             ],
             ModelKind::Cleaner => &[Variant::CleanPointInTemp, Variant::CleanPointFirst],
+            ModelKind::Concurrent => &[
+                Variant::LinkedTail,
+                Variant::StaleTailCopy,
+                Variant::NoCleaningLock,
+                Variant::UnlockedSwap,
+            ],
         }
     }
 
@@ -176,6 +199,7 @@ impl Variant {
                 | Variant::RecoveryPoint
                 | Variant::FlushLikeKafka
                 | Variant::CleanPointInTemp
+                | Variant::LinkedTail
         )
     }
 }
@@ -322,6 +346,15 @@ fn cleaner_variant(variant: Variant) -> CleanerVariant {
     }
 }
 
+pub(crate) fn concurrent_variant(variant: Variant) -> ConcurrentVariant {
+    match variant {
+        Variant::StaleTailCopy => ConcurrentVariant::StaleTailCopy,
+        Variant::NoCleaningLock => ConcurrentVariant::NoCleaningLock,
+        Variant::UnlockedSwap => ConcurrentVariant::UnlockedSwap,
+        _ => ConcurrentVariant::Ours,
+    }
+}
+
 fn retention_variant(variant: Variant) -> RetentionVariant {
     match variant {
         Variant::DeleteFirst => RetentionVariant::DeleteFirst,
@@ -358,6 +391,10 @@ pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
         ModelKind::Cleaner => {
             check_model(CleanerModel::new(cleaner_variant(variant)), options.depth)
         }
+        ModelKind::Concurrent => check_model(
+            ConcurrentModel::new(concurrent_variant(variant)),
+            options.depth,
+        ),
     };
     report.model = options.model;
     report.variant = variant.name();
@@ -373,6 +410,7 @@ pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
         ModelKind::Retention => serve(RetentionModel::new(retention_variant(variant)), addr),
         ModelKind::Durability => serve(DurabilityModel::new(durability_variant(variant)), addr),
         ModelKind::Cleaner => serve(CleanerModel::new(cleaner_variant(variant)), addr),
+        ModelKind::Concurrent => serve(ConcurrentModel::new(concurrent_variant(variant)), addr),
     }
 }
 
@@ -537,7 +575,7 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
             DurabilityModel::new(DurabilityVariant::WithoutSyncs(1 << step)),
             None,
         ),
-        ModelKind::Log | ModelKind::Cleaner => return None,
+        ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent => return None,
     };
     let refuted: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
     Some(if refuted.is_empty() {

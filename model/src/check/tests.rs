@@ -9,7 +9,11 @@ fn report(model: ModelKind, variant: Variant) -> CheckReport {
 
 #[test]
 fn ours_hold_every_property() {
-    for (model, unique_states) in [(ModelKind::Install, 320), (ModelKind::Retention, 121)] {
+    for (model, unique_states) in [
+        (ModelKind::Install, 320),
+        (ModelKind::Retention, 121),
+        (ModelKind::Concurrent, 21_935),
+    ] {
         let r = report(model, Variant::default_for(model));
         assert!(r.ok(), "{r:?}");
         assert!(r.violations.is_empty());
@@ -27,6 +31,7 @@ fn broken_variants_are_refuted_with_a_trace() {
         ModelKind::Install,
         ModelKind::Retention,
         ModelKind::Cleaner,
+        ModelKind::Concurrent,
     ] {
         for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
             let r = report(model, *variant);
@@ -161,7 +166,7 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
             ModelKind::Durability => crate::models::durability::SyncStep::OURS
                 .iter()
                 .any(|s| *s as usize == step),
-            ModelKind::Log | ModelKind::Cleaner => false,
+            ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent => false,
         };
         assert!(is_sync, "{name} maps to a step that is not a sync");
     }

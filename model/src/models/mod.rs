@@ -1,7 +1,9 @@
 //! The stateright models: (a) the log, (b) the compaction install protocol, (d) the
-//! retention deletion order, (e) the cleaner's clean point and bounded map. Each is a plain `stateright::Model`.
+//! retention deletion order, (e) the cleaner's clean point and bounded map, (f)
+//! concurrent cleaning. Each is a plain `stateright::Model`.
 
 pub mod cleaner;
+pub mod concurrent;
 pub mod dir;
 pub mod durability;
 pub mod install;
