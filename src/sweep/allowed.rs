@@ -143,6 +143,38 @@ impl States {
             .collect()
     }
 
+    /// The states an [`Op::CleanWithAppends`] at `i` passes through before its swap
+    /// commits: `S_i` uncleaned plus each of its appends (and its roll), named
+    /// `S{i}+a{k}` / `roll(S{i}+a{k})`. `None` for any other operation.
+    fn clean_walk(&self, workload: &Workload, i: usize) -> Option<Vec<(String, SpecLog)>> {
+        let Some(Op::CleanWithAppends {
+            now, records, roll, ..
+        }) = workload.ops.get(i)
+        else {
+            return None;
+        };
+        if self.rejected.get(i).copied().unwrap_or(false) {
+            return Some(Vec::new());
+        }
+        let mut log = self.after(i).clone();
+        let mut out = Vec::new();
+        let mut done = 0;
+        for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
+            match step {
+                Some(record) => {
+                    spec::apply(&mut log, &Op::append(vec![record]));
+                    done += 1;
+                    out.push((format!("S{i}+a{done}"), log.clone()));
+                }
+                None => {
+                    log.roll();
+                    out.push((format!("roll(S{i}+a{done})"), log.clone()));
+                }
+            }
+        }
+        Some(out)
+    }
+
     /// The view before the interrupted operation (`None`: the initial open).
     pub fn old_view(&self, interrupted: Option<usize>) -> LogView {
         spec::view(self.after(interrupted.unwrap_or(0)))
@@ -186,6 +218,13 @@ impl States {
         }
         for j in d..=i {
             out.push((format!("S{j}"), self.after(j).clone()));
+        }
+        if let Some(walk) = self.clean_walk(workload, i) {
+            // Before its commit point a concurrent cleaning is the old log plus the
+            // appends made between its build and its swap.
+            out.extend(walk);
+            out.push((format!("S{}", i + 1), self.after(i + 1).clone()));
+            return out;
         }
         let walk = self.walk(workload, i);
         if walk.is_empty() {
@@ -232,7 +271,9 @@ impl States {
         let old = self.after(i);
         let rejected = self.rejected.get(i).copied().unwrap_or(false);
         let committed = match workload.ops.get(i) {
-            Some(Op::Compact { .. } | Op::Clean { .. }) if !rejected => {
+            Some(Op::Compact { .. } | Op::Clean { .. } | Op::CleanWithAppends { .. })
+                if !rejected =>
+            {
                 facts.install_committed(&new).map(str::to_string)
             }
             Some(Op::Retain { .. }) if !rejected => facts.retention_committed(old, &new),

@@ -15,6 +15,18 @@ pub fn install_codec() {
     seglog_model::spec::size::install_codec(codec_bytes);
 }
 
+/// Workload records as the spec's append input.
+fn spec_records(records: &[crate::workload::RecordSpec]) -> Vec<SpecRecordInput> {
+    records
+        .iter()
+        .map(|r| SpecRecordInput {
+            key: r.key.as_ref().map(|k| k.as_bytes().to_vec()),
+            value: r.value.as_ref().map(|v| v.as_bytes().to_vec()),
+            timestamp: r.ts,
+        })
+        .collect()
+}
+
 /// Applies `op` to the spec; a spec error is `OpOutcome::Rejected`.
 pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
     match op {
@@ -118,6 +130,36 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                     bytes_after: s.bytes_after,
                 },
                 Err(_) => OpOutcome::Rejected,
+            }
+        }
+        Op::CleanWithAppends {
+            now,
+            delete_retention_ms,
+            records,
+            roll,
+        } => {
+            // The snapshot's map ends at `next_offset`: the appends after it
+            // influence nothing in this pass, so the pass is `compact` on the log as
+            // it was, then the appends (docs/design.md section 6).
+            let Ok(s) = spec.compact(*now, *delete_retention_ms, None) else {
+                return OpOutcome::Rejected;
+            };
+            for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
+                match step {
+                    Some(record) => {
+                        spec.append(&spec_records(std::slice::from_ref(&record)))
+                            .expect("one small record fits");
+                    }
+                    None => spec.roll(),
+                }
+            }
+            OpOutcome::Compacted {
+                records_before: s.records_before,
+                records_after: s.records_after,
+                segments_before: s.segments_before,
+                segments_after: s.segments_after,
+                bytes_before: s.bytes_before,
+                bytes_after: s.bytes_after,
             }
         }
         Op::Read { from } => match spec.read(*from) {
