@@ -181,7 +181,10 @@ impl Log {
         let closed_now: Vec<i64> = bases.iter().copied().filter(|b| *b < active_base).collect();
         if closed_now != snapshot.bases[..snapshot.bases.len() - 1] || !bases.contains(&active_base)
         {
-            abort_dir(snapshot.fs.as_ref(), &snapshot.dir)?;
+            if let Err(e) = abort_dir(snapshot.fs.as_ref(), &snapshot.dir) {
+                self.poison();
+                return Err(e);
+            }
             return Err(Error::InvalidArgument(format!(
                 "the log's closed segments changed under the cleaner ({:?} then {closed_now:?}); the pass was aborted",
                 &snapshot.bases[..snapshot.bases.len() - 1]

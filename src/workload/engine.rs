@@ -244,9 +244,11 @@ fn clean_with_appends(
     };
     let build = match snapshot.build() {
         Ok(build) => build,
+        Err(Error::InvalidArgument(reason)) => return Err(Error::InvalidArgument(reason)),
         Err(e) => {
-            // As `Log::clean`: the next open's recovery removes the half-built dir.
-            let _ = log.flush();
+            // As `Log::clean`: poisoned; the next open's recovery removes the
+            // half-built dir.
+            log.poison();
             return Err(e);
         }
     };
@@ -259,7 +261,10 @@ fn clean_with_appends(
     let swapped = log.clean_swap(build)?;
     if let Some(trash) = swapped.trash {
         let fs = std::sync::Arc::clone(log.fs());
-        trash.remove(fs.as_ref())?;
+        if let Err(e) = trash.remove(fs.as_ref()) {
+            log.poison();
+            return Err(e);
+        }
     }
     Ok(swapped.report)
 }
