@@ -54,6 +54,14 @@ pub fn clean_partition(
     states: &CleaningStates,
     now: i64,
 ) -> Result<CleanOutcome> {
+    let name = partition.name();
+    assert!(
+        matches!(
+            states.get(name),
+            super::CleaningState::InProgress | super::CleaningState::Aborted
+        ),
+        "the caller holds the partition's cleaning"
+    );
     let delete_retention_ms = partition.config().delete_retention_ms;
     let snapshot = partition.with_log_mut(|log| {
         let knobs = log.config().clean_options();

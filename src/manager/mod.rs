@@ -89,6 +89,10 @@ struct Shared {
     /// Background rounds that ended in an error (the partition stays as the error
     /// left it: a poisoned log refuses further work until reopened).
     errors: AtomicU64,
+    /// Test builds only: the broken `no-cleaning-lock` (retention ignores the
+    /// cleaning states and may delete from a partition being cleaned).
+    #[cfg(feature = "test-variants")]
+    no_cleaning_lock: std::sync::atomic::AtomicBool,
 }
 
 impl LogManager {
@@ -113,6 +117,8 @@ impl LogManager {
                 stopping: Mutex::new(false),
                 wake: Condvar::new(),
                 errors: AtomicU64::new(0),
+                #[cfg(feature = "test-variants")]
+                no_cleaning_lock: std::sync::atomic::AtomicBool::new(false),
             }),
             threads: Vec::new(),
         })
@@ -257,11 +263,14 @@ impl LogManager {
     /// One retention round over the partitions whose policy deletes; a partition
     /// being cleaned is skipped this round.
     pub fn run_retention_once(&self) -> Result<Vec<Retained>> {
-        retention::run(
-            &self.shared.all(),
-            &self.shared.states,
-            self.shared.clock.now_ms(),
-        )
+        self.shared.retain_once()
+    }
+
+    /// Test builds only: retention ignores the cleaning states (the refuted variant
+    /// `no-cleaning-lock`).
+    #[cfg(feature = "test-variants")]
+    pub fn set_no_cleaning_lock(&self) {
+        self.shared.no_cleaning_lock.store(true, Ordering::SeqCst);
     }
 
     /// The cleaning states (Kafka's `LogCleanerManager` table): what the cleaner
@@ -324,6 +333,14 @@ impl Shared {
             .values()
             .cloned()
             .collect()
+    }
+
+    fn retain_once(&self) -> Result<Vec<Retained>> {
+        #[cfg(feature = "test-variants")]
+        let locked = !self.no_cleaning_lock.load(Ordering::SeqCst);
+        #[cfg(not(feature = "test-variants"))]
+        let locked = true;
+        retention::run(&self.all(), &self.states, self.clock.now_ms(), locked)
     }
 
     fn clean_once(&self) -> Result<Option<Cleaned>> {
@@ -397,7 +414,7 @@ impl Shared {
 
     fn retention_loop(&self) {
         while !self.wait(self.config.retention_check_interval_ms) {
-            if retention::run(&self.all(), &self.states, self.clock.now_ms()).is_err() {
+            if self.retain_once().is_err() {
                 self.errors.fetch_add(1, Ordering::SeqCst);
             }
         }

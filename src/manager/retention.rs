@@ -16,8 +16,14 @@ pub struct Retained {
     pub deleted_segments: Option<Vec<i64>>,
 }
 
-/// Runs retention at `now` over `partitions`.
-pub fn run(partitions: &[Partition], states: &CleaningStates, now: i64) -> Result<Vec<Retained>> {
+/// Runs retention at `now` over `partitions`. `locked` is always true but in the
+/// refuted test variant `no-cleaning-lock`.
+pub fn run(
+    partitions: &[Partition],
+    states: &CleaningStates,
+    now: i64,
+    locked: bool,
+) -> Result<Vec<Retained>> {
     let mut out = Vec::new();
     for partition in partitions {
         let config = partition.config();
@@ -25,6 +31,15 @@ pub fn run(partitions: &[Partition], states: &CleaningStates, now: i64) -> Resul
             continue;
         }
         let name = partition.name();
+        if !locked {
+            let result = partition
+                .with_log_mut(|log| log.retain(now, config.retention_ms, config.retention_bytes));
+            out.push(Retained {
+                partition: name.to_string(),
+                deleted_segments: Some(result?.deleted_segments),
+            });
+            continue;
+        }
         if !states.try_pause(name) {
             out.push(Retained {
                 partition: name.to_string(),
@@ -32,8 +47,11 @@ pub fn run(partitions: &[Partition], states: &CleaningStates, now: i64) -> Resul
             });
             continue;
         }
-        let result = partition
-            .with_log_mut(|log| log.retain(now, config.retention_ms, config.retention_bytes));
+        let result = partition.with_log_mut(|log| {
+            // Mutual exclusion: no cleaner holds this partition while it deletes.
+            assert!(matches!(states.get(name), super::CleaningState::Paused(_)));
+            log.retain(now, config.retention_ms, config.retention_bytes)
+        });
         states.resume(name)?;
         out.push(Retained {
             partition: name.to_string(),

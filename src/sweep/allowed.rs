@@ -144,35 +144,22 @@ impl States {
     }
 
     /// The states an [`Op::CleanWithAppends`] at `i` passes through before its swap
-    /// commits: `S_i` uncleaned plus each of its appends (and its roll), named
-    /// `S{i}+a{k}` / `roll(S{i}+a{k})`. `None` for any other operation.
+    /// commits (`spec::clean_appends_walk`), named `S{i}+a{k}`. `None` for any other
+    /// operation.
     fn clean_walk(&self, workload: &Workload, i: usize) -> Option<Vec<(String, SpecLog)>> {
-        let Some(Op::CleanWithAppends {
-            now, records, roll, ..
-        }) = workload.ops.get(i)
-        else {
+        let op = workload.ops.get(i)?;
+        if !matches!(op, Op::CleanWithAppends { .. }) {
             return None;
-        };
-        if self.rejected.get(i).copied().unwrap_or(false) {
-            return Some(Vec::new());
         }
-        let mut log = self.after(i).clone();
-        let mut out = Vec::new();
-        let mut done = 0;
-        for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
-            match step {
-                Some(record) => {
-                    spec::apply(&mut log, &Op::append(vec![record]));
-                    done += 1;
-                    out.push((format!("S{i}+a{done}"), log.clone()));
-                }
-                None => {
-                    log.roll();
-                    out.push((format!("roll(S{i}+a{done})"), log.clone()));
-                }
-            }
-        }
-        Some(out)
+        Some(
+            spec::clean_appends_walk(self.after(i), op)
+                .into_iter()
+                .map(|(name, log)| match name.strip_prefix("roll(") {
+                    Some(rest) => (format!("roll(S{i}{rest}"), log),
+                    None => (format!("S{i}{name}"), log),
+                })
+                .collect(),
+        )
     }
 
     /// The view before the interrupted operation (`None`: the initial open).

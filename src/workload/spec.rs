@@ -222,6 +222,39 @@ pub enum WalkStep {
 /// rolled first: what a crash or an IO error during it may leave (a power loss
 /// keeps a prefix of its batches, each whole or not at all). The last is the state
 /// after `op`. Empty for an operation that appends nothing (refused, or no append).
+/// The states an [`Op::CleanWithAppends`] passes through before its swap commits:
+/// `before` uncleaned plus each of its appends (and its roll), named `+a{k}` /
+/// `roll(+a{k})`. Empty for any other operation or a rejected one.
+pub fn clean_appends_walk(before: &SpecLog, op: &Op) -> Vec<(String, SpecLog)> {
+    let Op::CleanWithAppends {
+        now, records, roll, ..
+    } = op
+    else {
+        return Vec::new();
+    };
+    let mut probe = before.clone();
+    if apply(&mut probe, op) == OpOutcome::Rejected {
+        return Vec::new();
+    }
+    let mut log = before.clone();
+    let mut out = Vec::new();
+    let mut done = 0;
+    for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
+        match step {
+            Some(record) => {
+                apply(&mut log, &Op::append(vec![record]));
+                done += 1;
+                out.push((format!("+a{done}"), log.clone()));
+            }
+            None => {
+                log.roll();
+                out.push((format!("roll(+a{done})"), log.clone()));
+            }
+        }
+    }
+    out
+}
+
 pub fn append_walk(before: &SpecLog, op: &Op) -> Vec<(WalkStep, SpecLog)> {
     let single: Vec<Op> = match op {
         Op::AppendRaw { batches } => {
