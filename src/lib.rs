@@ -98,6 +98,7 @@ pub mod install;
 #[allow(missing_docs)]
 pub mod interop;
 pub mod log;
+pub mod manager;
 pub mod retention;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
@@ -106,6 +107,7 @@ pub mod segment;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod sweep;
+pub mod sync;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod verify;

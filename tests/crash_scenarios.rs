@@ -83,7 +83,7 @@ fn every_protocol_step_has_a_scenario() {
         "install::manifest::rename",
         "install::swap::rename_live_backup",
         "install::swap::rename_tmp_live",
-        "install::cleanup::remove_backup",
+        "install::trash::rename",
         "install::cleanup::remove_manifest",
         "retention::checkpoint::rename",
         "retention::delete::remove_file",

@@ -35,6 +35,12 @@
 //!   nor rewrites the point. The violations come after that open (a power loss takes
 //!   the rebuilt index and the next open must rescan a trusted segment).
 //!
+//! * `stale-tail-copy` (issue 13): a concurrent cleaning copies the active segment
+//!   at its snapshot instead of linking the tail at the swap: the appends made
+//!   during the build are lost;
+//! * `unlocked-swap` (issue 13): appends and a roll run between the tail's links and
+//!   the renames: the segment rolled in the old directory goes with the trash.
+//!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
 //! its scenario file as a violation.
@@ -146,6 +152,20 @@ fn clean_point_before_the_install_commits_is_caught() {
 #[test]
 fn new_content_without_its_recovery_point_is_caught() {
     assert_caught("point-on-reopen", is_cleaning);
+}
+
+fn is_concurrent_clean(op: &Op) -> bool {
+    matches!(op, Op::CleanWithAppends { .. })
+}
+
+#[test]
+fn tail_copied_at_the_snapshot_is_caught() {
+    assert_caught("stale-tail-copy", is_concurrent_clean);
+}
+
+#[test]
+fn appends_not_held_during_the_swap_are_caught() {
+    assert_caught("unlocked-swap", is_concurrent_clean);
 }
 
 /// The damage is done by the open inside `drop_indexes` and shows after it: every

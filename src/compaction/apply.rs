@@ -136,7 +136,9 @@ impl Log {
             .map(Some)
     }
 
-    /// One cleaning pass with explicit knobs (see [`Log::compact`]).
+    /// One cleaning pass with explicit knobs (see [`Log::compact`]): snapshot,
+    /// build and swap ([`super::snapshot`]) with nothing in between, then the
+    /// trash removed.
     pub fn clean(
         &mut self,
         now: i64,
@@ -144,23 +146,33 @@ impl Log {
         segment_bytes: Option<u64>,
         knobs: CleanOptions,
     ) -> Result<CompactionReport> {
-        let Some(options) = self.clean_prepare(now, delete_retention_ms, segment_bytes, knobs)?
+        let Some(snapshot) = self.clean_snapshot(now, delete_retention_ms, segment_bytes, knobs)?
         else {
             return Ok(CompactionReport::default());
         };
-        let fs = std::sync::Arc::clone(self.fs());
-        let interval = self.config().index_interval_bytes;
-        let result =
-            build_indexed(fs.as_ref(), self.dir(), options, knobs, interval).and_then(|built| {
-                let Some(built) = built else { return Ok(None) };
-                crate::install::install(fs.as_ref(), self.dir(), &built.manifest)?;
-                Ok(Some(built))
-            });
-        self.clean_finish(result)
+        let build = match snapshot.build() {
+            Ok(build) => build,
+            Err(Error::InvalidArgument(reason)) => return Err(Error::InvalidArgument(reason)),
+            Err(e) => {
+                // Half built: the next open's install recovery removes the temp dir.
+                self.poison();
+                return Err(e);
+            }
+        };
+        let swapped = self.clean_swap(build)?;
+        if let Some(trash) = swapped.trash {
+            let fs = std::sync::Arc::clone(self.fs());
+            if let Err(e) = trash.remove(fs.as_ref()) {
+                // The install is complete; the next open removes the trash.
+                self.poison();
+                return Err(e);
+            }
+        }
+        Ok(swapped.report)
     }
 
     /// Checks the arguments and flushes; `None` when there is no closed segment.
-    fn clean_prepare(
+    pub(crate) fn clean_prepare(
         &mut self,
         now: i64,
         delete_retention_ms: i64,

@@ -20,10 +20,10 @@ use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 use crate::segment::{BatchFacts, Segment};
 
-use super::dirty::{scan_dirty, CleanOptions};
+use super::dirty::{scan_dirty_bounded, CleanOptions};
 use super::output::{write_closed, ClosedRegion, Written};
 use super::planner::Horizon;
-use super::scan::{scan, Scan};
+use super::scan::{scan_bounded, Scan};
 use super::source::{list_segments, segment_path};
 use super::view;
 
@@ -127,7 +127,50 @@ pub fn build_indexed(
     clean: CleanOptions,
     index_interval_bytes: u64,
 ) -> Result<Option<Built>> {
-    build_inner(fs, dir, options, clean, index_interval_bytes, true)
+    build_inner(
+        fs,
+        dir,
+        options,
+        clean,
+        index_interval_bytes,
+        true,
+        &BuildFrom::LIVE,
+    )
+}
+
+/// What a build reads: the live directory as it is (the single-threaded
+/// [`build_indexed`]), or a cleaner's snapshot of it ([`super::snapshot`]): the
+/// snapshot's segments, the first `active_len` bytes of its active segment, and no
+/// copy of the active segment (the swap links the tail, docs/design.md section 6).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BuildFrom<'a> {
+    /// The segments (the last one active); `None`: list the directory.
+    pub bases: Option<&'a [i64]>,
+    /// The active segment's bytes the map covers; `None`: all of it.
+    pub active_len: Option<u64>,
+    /// Copy the active segment into the temp dir (the single-threaded build, and
+    /// the broken `stale-tail-copy`).
+    pub copy_active: bool,
+}
+
+impl BuildFrom<'_> {
+    const LIVE: BuildFrom<'static> = BuildFrom {
+        bases: None,
+        active_len: None,
+        copy_active: true,
+    };
+}
+
+/// [`build_indexed`] from a cleaner's snapshot (see [`BuildFrom`]).
+pub(crate) fn build_from(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: CompactOptions,
+    clean: CleanOptions,
+    index_interval_bytes: u64,
+    from: &BuildFrom<'_>,
+) -> Result<Option<Built>> {
+    build_inner(fs, dir, options, clean, index_interval_bytes, true, from)
 }
 
 /// Test builds only: [`build_indexed`] as it was before issue 11's "no reopen after
@@ -141,7 +184,15 @@ pub fn build_bare(
     clean: CleanOptions,
     index_interval_bytes: u64,
 ) -> Result<Option<Built>> {
-    build_inner(fs, dir, options, clean, index_interval_bytes, false)
+    build_inner(
+        fs,
+        dir,
+        options,
+        clean,
+        index_interval_bytes,
+        false,
+        &BuildFrom::LIVE,
+    )
 }
 
 fn build_inner(
@@ -151,6 +202,7 @@ fn build_inner(
     clean: CleanOptions,
     index_interval_bytes: u64,
     carry_point: bool,
+    from: &BuildFrom<'_>,
 ) -> Result<Option<Built>> {
     clean.validate()?;
     if options.delete_retention_ms < 0 {
@@ -162,7 +214,10 @@ fn build_inner(
     if options.segment_bytes == 0 {
         return Err(Error::InvalidArgument("segment_bytes must be > 0".into()));
     }
-    let bases = list_segments(fs, dir)?;
+    let bases = match from.bases {
+        Some(bases) => bases.to_vec(),
+        None => list_segments(fs, dir)?,
+    };
     let Some((&active_base, closed)) = bases.split_last() else {
         return Err(Error::InvalidArgument(format!(
             "{} holds no segment",
@@ -179,6 +234,11 @@ fn build_inner(
             dirs: vec![paths.tmp.clone()],
         });
     }
+    if fs.exists(&paths.trash) {
+        // A finished install's old content whose removal did not happen (step 7):
+        // never authoritative.
+        crate::install::Trash::left_over(paths.clone()).remove(fs)?;
+    }
     carried_files(fs, dir)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
@@ -186,13 +246,27 @@ fn build_inner(
     let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
         // Everything is dirty and the map unbounded: the full two-thread scan (no
         // key summaries: the next, incremental pass writes them).
-        (scan(fs, dir, &bases)?, i64::MAX, active_base, None, None)
+        (
+            scan_bounded(fs, dir, &bases, from.active_len)?,
+            i64::MAX,
+            active_base,
+            None,
+            None,
+        )
     } else {
         let horizon = Horizon {
             now: options.now,
             delete_retention_ms: options.delete_retention_ms,
         };
-        let dirty = scan_dirty(fs, dir, &bases, clean_point_before, horizon, clean)?;
+        let dirty = scan_dirty_bounded(
+            fs,
+            dir,
+            &bases,
+            clean_point_before,
+            horizon,
+            clean,
+            from.active_len,
+        )?;
         let after = clean_point_before.max(dirty.horizon);
         let keys = Some(dirty.keys);
         (
@@ -274,16 +348,18 @@ fn build_inner(
     active.pending_time_index.clear();
     let next_offset = active.next_offset;
     report.mapped_end_offset = mapped_end_offset.unwrap_or(next_offset);
-    let active_name = filename::build(active_base, LOG_SUFFIX);
-    let active_path = paths.tmp.join(&active_name);
-    fs.write_new(&active_path, &active_bytes)
-        .map_err(|e| Error::io(&active_path, e))?;
-    build_sync_file(fs, &active_path)?;
-    files.push(ManifestFile {
-        name: active_name,
-        bytes: active_bytes.len() as u64,
-        crc32c: crate::format::crc::crc32c(&active_bytes),
-    });
+    if from.copy_active {
+        let active_name = filename::build(active_base, LOG_SUFFIX);
+        let active_path = paths.tmp.join(&active_name);
+        fs.write_new(&active_path, &active_bytes)
+            .map_err(|e| Error::io(&active_path, e))?;
+        build_sync_file(fs, &active_path)?;
+        files.push(ManifestFile {
+            name: active_name,
+            bytes: active_bytes.len() as u64,
+            crc32c: crate::format::crc::crc32c(&active_bytes),
+        });
+    }
     // Files the log does not own (and the retention checkpoint) move with the log,
     // unchanged; index files are not copied (the next open rebuilds them).
     for name in carried_files(fs, dir)? {
@@ -317,13 +393,30 @@ fn build_inner(
     segments.push(active);
     if carry_point {
         // Derived files: synced with the rest, not listed (`install::validate`).
-        write_indexes(fs, &paths.tmp, &segments, &carried_bases)?;
-        write_recovery_point(fs, &paths.tmp, &segments)?;
+        // Without a copy of the active segment its index files come with the tail
+        // at the swap; the recovery point still ends at the snapshot's active base.
+        let indexed = if from.copy_active {
+            &segments[..]
+        } else {
+            &segments[..segments.len() - 1]
+        };
+        write_indexes(fs, &paths.tmp, indexed, &carried_bases, from.copy_active)?;
+        if from.bases.is_none() || from.copy_active {
+            write_recovery_point(fs, &paths.tmp, &segments)?;
+        }
+        // A snapshot's build leaves the recovery point to the swap (step b): it
+        // must vouch for the tail's closed segments too, rolled during the build.
+    }
+    if !from.copy_active {
+        // The tail (this active segment and what follows) is linked at the swap.
+        segments.pop();
     }
     fail_point!(fp::COMPACTION_BUILD_SYNC_TMP_DIR);
     fs.sync_dir(&paths.tmp)
         .map_err(|e| Error::io(&paths.tmp, e))?;
-    assert_eq!(files[0].name, filename::build(log_start_offset, LOG_SUFFIX));
+    if from.copy_active {
+        assert_eq!(files[0].name, filename::build(log_start_offset, LOG_SUFFIX));
+    }
     assert!(report.records_after <= report.records_before);
     files.sort();
     Ok(Some(Built {
@@ -350,8 +443,13 @@ fn write_indexes(
     tmp: &Path,
     segments: &[Segment],
     carried: &[i64],
+    last_is_active: bool,
 ) -> Result<()> {
-    let last = segments.len() - 1;
+    let last = if last_is_active {
+        segments.len() - 1
+    } else {
+        usize::MAX
+    };
     for (i, segment) in segments.iter().enumerate() {
         assert!(segment.pending_index.is_empty() && segment.pending_time_index.is_empty());
         let entries = [
@@ -393,7 +491,11 @@ fn write_indexes(
 /// Writes the new directory's recovery point into `tmp` (synced): the closed
 /// segments, with the checksums of the index files [`write_indexes`] wrote. It
 /// travels under the install's commit point, so it is never durable without them.
-fn write_recovery_point(fs: &dyn FileSystem, tmp: &Path, segments: &[Segment]) -> Result<()> {
+pub(crate) fn write_recovery_point(
+    fs: &dyn FileSystem,
+    tmp: &Path,
+    segments: &[Segment],
+) -> Result<()> {
     let (active, closed) = segments.split_last().expect("the active segment is built");
     let file = SummaryFile {
         point: active.base_offset,

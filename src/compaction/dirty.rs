@@ -100,6 +100,20 @@ pub fn scan_dirty(
     horizon: Horizon,
     options: CleanOptions,
 ) -> Result<DirtyScan> {
+    scan_dirty_bounded(fs, dir, bases, clean_point, horizon, options, None)
+}
+
+/// [`scan_dirty`] reading only the first `active_len` bytes of the active segment
+/// (a cleaner's snapshot: the map covers offsets below the snapshot's `map_end`).
+pub fn scan_dirty_bounded(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    clean_point: i64,
+    horizon: Horizon,
+    options: CleanOptions,
+    active_len: Option<u64>,
+) -> Result<DirtyScan> {
     let now = horizon.now;
     let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
     assert!(
@@ -114,9 +128,16 @@ pub fn scan_dirty(
         })
         .collect::<Result<Vec<Bytes>>>()?;
     let active_path = segment_path(dir, active_base, LOG_SUFFIX);
-    let active = fs
+    let mut active = fs
         .read_all(&active_path)
         .map_err(|e| Error::io(&active_path, e))?;
+    if let Some(len) = active_len {
+        assert!(
+            active.len() as u64 >= len,
+            "the snapshot's active bytes stay"
+        );
+        active.truncate(len as usize);
+    }
     let sources: Vec<Source<'_>> = closed_bases
         .iter()
         .zip(&closed)

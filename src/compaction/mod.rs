@@ -18,6 +18,7 @@ pub mod plan;
 pub mod planner;
 pub mod rewrite;
 pub mod scan;
+pub mod snapshot;
 pub mod source;
 pub mod view;
 
@@ -30,6 +31,9 @@ pub use cleaner::{build, build_indexed, build_with, Built, CompactOptions, Compa
 pub use dirty::CleanOptions;
 pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use planner::{Decision, Horizon};
+#[cfg(any(test, feature = "test-variants"))]
+pub use snapshot::CleanVariant;
+pub use snapshot::{CleanBuild, CleanSnapshot, Swapped};
 
 /// Compacts the log directory `dir` and installs the result (steps 1 to 6).
 /// `None` when there is no closed segment. The directory's segment files must be

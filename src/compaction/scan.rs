@@ -74,6 +74,17 @@ enum Item<'a> {
 /// hashing balances the two: when the inserting side is behind (no chunk is free),
 /// the reader hashes the chunk it holds before handing it over, instead of waiting.
 pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
+    scan_bounded(fs, dir, bases, None)
+}
+
+/// [`scan`] reading only the first `active_len` bytes of the active segment (a
+/// cleaner's snapshot: what was appended after it is left to the next pass).
+pub fn scan_bounded(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    active_len: Option<u64>,
+) -> Result<Scan> {
     let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
     let closed = closed_bases
         .iter()
@@ -83,9 +94,16 @@ pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
         })
         .collect::<Result<Vec<Bytes>>>()?;
     let active_path = segment_path(dir, active_base, LOG_SUFFIX);
-    let active = fs
+    let mut active = fs
         .read_all(&active_path)
         .map_err(|e| Error::io(&active_path, e))?;
+    if let Some(len) = active_len {
+        assert!(
+            active.len() as u64 >= len,
+            "the snapshot's active bytes stay"
+        );
+        active.truncate(len as usize);
+    }
     let mut map = OffsetMap::tracking_superseded();
     let plain = scan_into(&mut map, dir, closed_bases, &closed, active_base, &active)?;
     Ok(Scan {

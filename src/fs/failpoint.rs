@@ -110,10 +110,17 @@ pub const INSTALL_MANIFEST_SYNC_PARENT: &str = "install::manifest::sync_parent";
 pub const INSTALL_SWAP_RENAME_LIVE_BACKUP: &str = "install::swap::rename_live_backup";
 /// Before the install renames the temp directory to the live one.
 pub const INSTALL_SWAP_RENAME_TMP_LIVE: &str = "install::swap::rename_tmp_live";
-/// Before the install removes the backup directory.
-pub const INSTALL_CLEANUP_REMOVE_BACKUP: &str = "install::cleanup::remove_backup";
-/// Before the install syncs the parent directory after removing the backup.
-pub const INSTALL_CLEANUP_SYNC_PARENT_BACKUP: &str = "install::cleanup::sync_parent_backup";
+/// Before the swap hard-links a tail segment's file (`.log`, `.index`, `.timeindex`)
+/// into the temp directory (step a, under the append lock).
+pub const INSTALL_TAIL_LINK: &str = "install::tail::link";
+/// Before the swap syncs the temp directory after linking the tail (step a).
+pub const INSTALL_TAIL_SYNC_TMP: &str = "install::tail::sync_tmp";
+/// Before the install renames the backup to the trash (step e).
+pub const INSTALL_TRASH_RENAME: &str = "install::trash::rename";
+/// Before the install syncs the parent directory after the trash rename (step e).
+pub const INSTALL_TRASH_SYNC_PARENT: &str = "install::trash::sync_parent";
+/// Before the trash directory is removed, after the append lock is released (step f).
+pub const INSTALL_TRASH_REMOVE: &str = "install::trash::remove";
 /// Before the install removes the manifest (the install is complete).
 pub const INSTALL_CLEANUP_REMOVE_MANIFEST: &str = "install::cleanup::remove_manifest";
 /// Before the install syncs the parent directory after removing the manifest.
@@ -121,6 +128,8 @@ pub const INSTALL_CLEANUP_SYNC_PARENT_MANIFEST: &str = "install::cleanup::sync_p
 // --- install: recovery on open (the decision table) -------------------------
 /// Before install recovery removes a manifest temp file (an uncommitted install).
 pub const INSTALL_RECOVER_REMOVE_MANIFEST_TMP: &str = "install::recover::remove_manifest_tmp";
+/// Before install recovery removes a trash directory (never authoritative).
+pub const INSTALL_RECOVER_REMOVE_TRASH: &str = "install::recover::remove_trash";
 /// Before install recovery removes a temp directory.
 pub const INSTALL_RECOVER_REMOVE_TMP: &str = "install::recover::remove_tmp";
 /// Before install recovery renames the live directory aside to the backup (rolling forward).
@@ -186,11 +195,15 @@ pub const ALL: &[&str] = &[
     INSTALL_MANIFEST_SYNC_PARENT,
     INSTALL_SWAP_RENAME_LIVE_BACKUP,
     INSTALL_SWAP_RENAME_TMP_LIVE,
-    INSTALL_CLEANUP_REMOVE_BACKUP,
-    INSTALL_CLEANUP_SYNC_PARENT_BACKUP,
+    INSTALL_TAIL_LINK,
+    INSTALL_TAIL_SYNC_TMP,
+    INSTALL_TRASH_RENAME,
+    INSTALL_TRASH_SYNC_PARENT,
+    INSTALL_TRASH_REMOVE,
     INSTALL_CLEANUP_REMOVE_MANIFEST,
     INSTALL_CLEANUP_SYNC_PARENT_MANIFEST,
     INSTALL_RECOVER_REMOVE_MANIFEST_TMP,
+    INSTALL_RECOVER_REMOVE_TRASH,
     INSTALL_RECOVER_REMOVE_TMP,
     INSTALL_RECOVER_RENAME_LIVE_ASIDE,
     INSTALL_RECOVER_RENAME_TMP_LIVE,

@@ -5,15 +5,22 @@
 //! 1. build `D.compact-tmp`; sync every file; sync the temp dir;
 //! 2. write the manifest to `D.compact-manifest.tmp`, sync it, rename it to
 //!    `D.compact-manifest`, sync the parent: **the commit point**;
-//! 3. rename `D` -> `D.compact-bak`, sync the parent;
-//! 4. rename `D.compact-tmp` -> `D`, sync the parent;
-//! 5. remove `D.compact-bak`, sync the parent;
-//! 6. remove the manifest, sync the parent.
+//! 3. rename `D` -> `D.compact-bak`;
+//! 4. rename `D.compact-tmp` -> `D`;
+//! 5. rename `D.compact-bak` -> `D.compact-trash`, sync the parent;
+//! 6. remove the manifest, sync the parent;
+//! 7. remove `D.compact-trash` (no lock needed: a trash is never authoritative).
+//!
+//! A concurrent cleaning ([`swap`]) runs, under the log's append lock, step a
+//! ([`tail`]: hard-link the tail segments into the temp dir, sync it) and completes
+//! the manifest with them before step 2, then steps 2-6; step 7 runs after the
+//! lock is released.
 //!
 //! [`recovery::recover`] decides, on open, what a crash at any point left behind.
 //! The table and the crash window each step closes are in docs/design.md section 6.
 
 pub mod recovery;
+pub mod tail;
 pub mod validate;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +43,9 @@ pub struct InstallPaths {
     pub tmp: PathBuf,
     /// `D.compact-bak`: the old content while the swap runs.
     pub backup: PathBuf,
+    /// `D.compact-trash`: the old content once the new one is live; never
+    /// authoritative (recovery removes it in every row).
+    pub trash: PathBuf,
     /// `D.compact-manifest`: its presence commits the install.
     pub manifest: PathBuf,
     /// The manifest's temp file, renamed onto `manifest` to commit.
@@ -58,6 +68,7 @@ impl InstallPaths {
             live: live.to_path_buf(),
             tmp: parent.join(format!("{name}.compact-tmp")),
             backup: parent.join(format!("{name}.compact-bak")),
+            trash: parent.join(format!("{name}.compact-trash")),
             manifest: parent.join(format!("{name}.compact-manifest")),
             manifest_tmp: parent.join(format!("{name}.compact-manifest.tmp")),
             parent,
@@ -102,10 +113,77 @@ const CORRECT: Knobs = Knobs {
     sync_temp_entry: true,
 };
 
-/// Runs steps 2 to 6 for a built and synced `D.compact-tmp` whose content `manifest`
+/// Runs steps 2 to 7 for a built and synced `D.compact-tmp` whose content `manifest`
 /// describes. On return the new content is `D` and no sibling is left.
 pub fn install(fs: &dyn FileSystem, live: &Path, manifest: &Manifest) -> Result<()> {
-    install_steps(fs, &InstallPaths::new(live)?, manifest, CORRECT)
+    let paths = InstallPaths::new(live)?;
+    install_steps(fs, &paths, manifest, CORRECT)?;
+    Trash { paths }.remove(fs)
+}
+
+/// The old content after a finished install: `D.compact-trash`, removed by
+/// [`Trash::remove`] without the append lock (its unlinks grow with the log's
+/// segment count). Dropped without removing, the next open removes it.
+#[derive(Debug)]
+#[must_use = "remove the trash once the append lock is released"]
+pub struct Trash {
+    paths: InstallPaths,
+}
+
+impl Trash {
+    /// Step 7: removes `D.compact-trash`. No sync: a trash a power loss brings back
+    /// is removed by the next open's recovery.
+    pub fn remove(self, fs: &dyn FileSystem) -> Result<()> {
+        fail_point!(fp::INSTALL_TRASH_REMOVE);
+        fs.remove_dir_all(&self.paths.trash)
+            .map_err(|e| Error::io(&self.paths.trash, e))
+    }
+
+    /// A trash a finished install left behind (its removal failed or never ran).
+    pub fn left_over(paths: InstallPaths) -> Trash {
+        Trash { paths }
+    }
+
+    /// The trash directory's path.
+    pub fn path(&self) -> &Path {
+        &self.paths.trash
+    }
+}
+
+/// A concurrent cleaning's swap (docs/design.md section 6, steps a-e), run under the
+/// log's append lock: hard-links the tail segments (`tail_bases`, every segment at
+/// or past the snapshot's active base) into the built temp dir, completes
+/// `manifest` with their `.log` files and `next_offset`, and runs steps 2-6. The
+/// tail's files must be durable (the caller flushed under the same lock). Returns
+/// the trash to remove once the lock is released.
+/// `write_derived` writes (and syncs) the temp dir's recovery point, step b, before
+/// the temp dir's sync.
+pub fn swap(
+    fs: &dyn FileSystem,
+    live: &Path,
+    manifest: &mut Manifest,
+    tail_bases: &[i64],
+    next_offset: i64,
+    write_derived: impl FnOnce(&Path) -> Result<()>,
+) -> Result<Trash> {
+    let paths = InstallPaths::new(live)?;
+    tail::link(fs, &paths, tail_bases)?;
+    write_derived(&paths.tmp)?;
+    tail::sync_tmp(fs, &paths)?;
+    tail::complete_manifest(fs, &paths, manifest, tail_bases, next_offset)?;
+    finish(fs, &paths, manifest)
+}
+
+/// Steps 2-6 for a temp dir whose manifest is complete; the trash is the caller's.
+pub(crate) fn finish(
+    fs: &dyn FileSystem,
+    paths: &InstallPaths,
+    manifest: &Manifest,
+) -> Result<Trash> {
+    install_steps(fs, paths, manifest, CORRECT)?;
+    Ok(Trash {
+        paths: paths.clone(),
+    })
 }
 
 /// [`install`] in a chosen (possibly broken) form. Test builds only.
@@ -160,7 +238,7 @@ fn install_steps(
         fs.rename(&paths.tmp, &paths.live)
             .map_err(|e| Error::io(&paths.live, e))?;
         sync_parent(fs, paths)?;
-        fail_point!(fp::INSTALL_CLEANUP_REMOVE_BACKUP);
+        fail_point!(fp::INSTALL_TRASH_RENAME);
         fs.remove_dir_all(&paths.backup)
             .map_err(|e| Error::io(&paths.backup, e))?;
         return sync_parent(fs, paths);
@@ -234,13 +312,21 @@ fn install_publish(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
     Ok(())
 }
 
-/// Steps 5 and 6: the backup goes first, the manifest last, so as long as the
-/// backup may exist the manifest says which content is new.
+/// Steps 5 and 6: the backup becomes the trash first, the manifest goes last, so as
+/// long as the backup may exist the manifest says which content is new. A rename,
+/// not a removal: its cost does not grow with the log, so the append lock is held
+/// for a bounded time (the trash is removed after it, step 7).
 fn install_cleanup(fs: &dyn FileSystem, paths: &InstallPaths) -> Result<()> {
-    fail_point!(fp::INSTALL_CLEANUP_REMOVE_BACKUP);
-    fs.remove_dir_all(&paths.backup)
-        .map_err(|e| Error::io(&paths.backup, e))?;
-    fail_point!(fp::INSTALL_CLEANUP_SYNC_PARENT_BACKUP);
+    assert!(
+        !fs.exists(&paths.trash),
+        "a trash is left over: recover first"
+    );
+    fail_point!(fp::INSTALL_TRASH_RENAME);
+    fs.rename(&paths.backup, &paths.trash)
+        .map_err(|e| Error::io(&paths.trash, e))?;
+    // Steps 3-5 durable together while the manifest still says which content is
+    // new: from here no backup can come back, only a trash (never authoritative).
+    fail_point!(fp::INSTALL_TRASH_SYNC_PARENT);
     sync_parent(fs, paths)?;
     fail_point!(fp::INSTALL_CLEANUP_REMOVE_MANIFEST);
     fs.remove_file(&paths.manifest)

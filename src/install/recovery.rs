@@ -14,6 +14,10 @@
 //! | valid    | yes, old        | matches / not | yes    | error `Ambiguous`     | nothing |
 //! | valid    | no              | no match      | no     | error `Ambiguous`     | nothing |
 //!
+//! A `D.compact-trash` (the old content after the new one went live) is never
+//! authoritative: every row first removes it (after the first parent sync), then
+//! decides as above ignoring it.
+//!
 //! Every action is a rename or remove followed by a parent sync, and each leaves a
 //! state that is again a row of this table, so a crash during recovery is
 //! recovered by the next open (recovery is idempotent).
@@ -70,6 +74,13 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
         case: InstallCase::Clean,
         actions: Vec::new(),
     };
+    if fs.exists(&paths.trash) {
+        // Only a finished swap makes a trash, after the new content went live.
+        recover_sync_first(fs, &paths)?;
+        fail_point!(fp::INSTALL_RECOVER_REMOVE_TRASH);
+        remove_dir(fs, &paths.trash, &mut out)?;
+        recover_sync(fs, &paths)?;
+    }
     let live_exists = fs.exists(&paths.live);
     let tmp_exists = fs.exists(&paths.tmp);
     let backup_exists = fs.exists(&paths.backup);

@@ -472,6 +472,36 @@ impl Log {
         self.assert_invariants();
     }
 
+    /// The segments from `tail_base` on, as they are now (a swap's tail).
+    pub(crate) fn tail_segments(&self, tail_base: i64) -> Vec<Segment> {
+        self.segments
+            .iter()
+            .filter(|s| s.base_offset >= tail_base)
+            .cloned()
+            .collect()
+    }
+
+    /// Replaces the segments below `tail_base` with the ones a concurrent cleaning
+    /// installed (their files are live and durable: the swap returned); the tail
+    /// (every segment from `tail_base` on, linked by the swap) stays as it is.
+    pub(crate) fn adopt_cleaned(&mut self, closed: Vec<Segment>, tail_base: i64) {
+        assert!(closed.iter().all(|s| s.base_offset < tail_base));
+        let tail_at = self
+            .segments
+            .iter()
+            .position(|s| s.base_offset == tail_base)
+            .expect("the tail starts at the snapshot's active base");
+        let tail = self.segments.split_off(tail_at);
+        self.segments = closed;
+        self.segments.extend(tail);
+        // The mappings are of the old files (unlinked with the trash).
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.assert_invariants();
+    }
+
     fn assert_invariants(&self) {
         assert!(!self.segments.is_empty());
         for pair in self.segments.windows(2) {

@@ -143,6 +143,25 @@ impl States {
             .collect()
     }
 
+    /// The states an [`Op::CleanWithAppends`] at `i` passes through before its swap
+    /// commits (`spec::clean_appends_walk`), named `S{i}+a{k}`. `None` for any other
+    /// operation.
+    fn clean_walk(&self, workload: &Workload, i: usize) -> Option<Vec<(String, SpecLog)>> {
+        let op = workload.ops.get(i)?;
+        if !matches!(op, Op::CleanWithAppends { .. }) {
+            return None;
+        }
+        Some(
+            spec::clean_appends_walk(self.after(i), op)
+                .into_iter()
+                .map(|(name, log)| match name.strip_prefix("roll(") {
+                    Some(rest) => (format!("roll(S{i}{rest}"), log),
+                    None => (format!("S{i}{name}"), log),
+                })
+                .collect(),
+        )
+    }
+
     /// The view before the interrupted operation (`None`: the initial open).
     pub fn old_view(&self, interrupted: Option<usize>) -> LogView {
         spec::view(self.after(interrupted.unwrap_or(0)))
@@ -186,6 +205,13 @@ impl States {
         }
         for j in d..=i {
             out.push((format!("S{j}"), self.after(j).clone()));
+        }
+        if let Some(walk) = self.clean_walk(workload, i) {
+            // Before its commit point a concurrent cleaning is the old log plus the
+            // appends made between its build and its swap.
+            out.extend(walk);
+            out.push((format!("S{}", i + 1), self.after(i + 1).clone()));
+            return out;
         }
         let walk = self.walk(workload, i);
         if walk.is_empty() {
@@ -232,7 +258,9 @@ impl States {
         let old = self.after(i);
         let rejected = self.rejected.get(i).copied().unwrap_or(false);
         let committed = match workload.ops.get(i) {
-            Some(Op::Compact { .. } | Op::Clean { .. }) if !rejected => {
+            Some(Op::Compact { .. } | Op::Clean { .. } | Op::CleanWithAppends { .. })
+                if !rejected =>
+            {
                 facts.install_committed(&new).map(str::to_string)
             }
             Some(Op::Retain { .. }) if !rejected => facts.retention_committed(old, &new),

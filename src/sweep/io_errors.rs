@@ -454,6 +454,13 @@ pub fn states_after_error(chain: &[SpecLog], current: &SpecLog, op: &Op) -> Vec<
     let walk = spec::append_walk(current, op);
     let walked = !walk.is_empty();
     candidates.extend(walk.into_iter().map(|(_, state)| state));
+    // A concurrent cleaning that failed before its commit point: the appends it
+    // made between its build and its swap, uncleaned.
+    candidates.extend(
+        spec::clean_appends_walk(current, op)
+            .into_iter()
+            .map(|(_, state)| state),
+    );
     if !walked {
         candidates.push(done);
     }

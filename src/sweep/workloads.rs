@@ -273,6 +273,23 @@ pub fn named_workloads() -> Vec<Workload> {
             ],
         },
         Workload {
+            name: "concurrent-clean".into(),
+            description: "cleanings run as a concurrent cleaner runs them (issue 13): snapshot and build, then appends to the active segment, a roll and more appends, then the swap that hard-links the tail under the append lock, renames the backup to the trash and removes it after; a second pass cleans what the first left dirty".into(),
+            config: config(),
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (Some("b"), Some("1"), 1)]),
+                Op::Roll,
+                append(&[(Some("a"), Some("2"), 2), (Some("c"), None, 3)]),
+                Op::Roll,
+                append(&[(Some("b"), Some("2"), 4)]),
+                Op::CleanWithAppends { now: 10, delete_retention_ms: 1000, records: 3, roll: true },
+                append(&[(Some("t0"), Some("x"), 11)]),
+                Op::Roll,
+                Op::CleanWithAppends { now: 2000, delete_retention_ms: 1000, records: 2, roll: false },
+            ],
+        },
+        Workload {
             name: "append-flush".into(),
             description: "appends with flushes between, an auto-roll at a small segment size, unflushed tail at the end".into(),
             config: LogConfig {

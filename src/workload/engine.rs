@@ -30,6 +30,9 @@ pub enum Variant {
     /// `sync-scanned-only-for-new-point`).
     #[cfg(feature = "test-variants")]
     SyncScannedOnlyForNewPoint,
+    /// A concurrent cleaning's broken swap (`stale-tail-copy`, `unlocked-swap`).
+    #[cfg(feature = "test-variants")]
+    Clean(crate::compaction::CleanVariant),
 }
 
 /// Every variant name, ours first.
@@ -44,6 +47,8 @@ pub const VARIANT_NAMES: &[&str] = &[
     "clean-point-first",
     "point-on-reopen",
     "sync-scanned-only-for-new-point",
+    "stale-tail-copy",
+    "unlocked-swap",
 ];
 
 impl Variant {
@@ -68,6 +73,12 @@ impl Variant {
                 "clean-point-first" => Ok(Variant::CleanPointFirst),
                 "point-on-reopen" => Ok(Variant::PointOnReopen),
                 "sync-scanned-only-for-new-point" => Ok(Variant::SyncScannedOnlyForNewPoint),
+                "stale-tail-copy" => Ok(Variant::Clean(
+                    crate::compaction::CleanVariant::StaleTailCopy,
+                )),
+                "unlocked-swap" => Ok(Variant::Clean(
+                    crate::compaction::CleanVariant::UnlockedSwap,
+                )),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
                     VARIANT_NAMES.join(", ")
@@ -190,6 +201,72 @@ fn clean(
     }
     let _ = variant;
     log.clean(now, delete_retention_ms, segment_bytes, knobs)
+}
+
+/// The appends of an [`Op::CleanWithAppends`] between its build and its swap, then
+/// a flush.
+fn clean_appends(log: &mut Log, records: u32, roll: bool, now: i64) -> Result<()> {
+    for step in crate::workload::clean_with_appends_steps(records, roll, now) {
+        match step {
+            Some(record) => {
+                log.append(&new_records(std::slice::from_ref(&record)))?;
+            }
+            None => {
+                log.roll()?;
+            }
+        }
+    }
+    log.flush()
+}
+
+/// [`Op::CleanWithAppends`]: snapshot, build, the appends, swap (the swap in a
+/// broken form under a `test-variants` variant).
+fn clean_with_appends(
+    log: &mut Log,
+    now: i64,
+    delete_retention_ms: i64,
+    records: u32,
+    roll: bool,
+    variant: Variant,
+) -> Result<crate::compaction::CompactionReport> {
+    let knobs = log.config().clean_options();
+    let snapshot = log.clean_snapshot(now, delete_retention_ms, None, knobs)?;
+    #[cfg(feature = "test-variants")]
+    let snapshot = match variant {
+        Variant::Clean(crate::compaction::CleanVariant::StaleTailCopy) => {
+            snapshot.map(crate::compaction::CleanSnapshot::stale_tail_copy)
+        }
+        _ => snapshot,
+    };
+    let Some(snapshot) = snapshot else {
+        clean_appends(log, records, roll, now)?;
+        return Ok(crate::compaction::CompactionReport::default());
+    };
+    let build = match snapshot.build() {
+        Ok(build) => build,
+        Err(Error::InvalidArgument(reason)) => return Err(Error::InvalidArgument(reason)),
+        Err(e) => {
+            // As `Log::clean`: poisoned; the next open's recovery removes the
+            // half-built dir.
+            log.poison();
+            return Err(e);
+        }
+    };
+    #[cfg(feature = "test-variants")]
+    if let Variant::Clean(crate::compaction::CleanVariant::UnlockedSwap) = variant {
+        return log.clean_swap_unlocked(build, |log| clean_appends(log, records, roll, now));
+    }
+    let _ = variant;
+    clean_appends(log, records, roll, now)?;
+    let swapped = log.clean_swap(build)?;
+    if let Some(trash) = swapped.trash {
+        let fs = std::sync::Arc::clone(log.fs());
+        if let Err(e) = trash.remove(fs.as_ref()) {
+            log.poison();
+            return Err(e);
+        }
+    }
+    Ok(swapped.report)
 }
 
 /// Applies `op` to the engine running `variant`. Argument errors the spec also
@@ -327,6 +404,23 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 Err(e) => return Err(e),
             }
         }
+        Op::CleanWithAppends {
+            now,
+            delete_retention_ms,
+            records,
+            roll,
+        } => match clean_with_appends(log, *now, *delete_retention_ms, *records, *roll, variant) {
+            Ok(r) => OpOutcome::Compacted {
+                records_before: r.records_before,
+                records_after: r.records_after,
+                segments_before: r.segments_before,
+                segments_after: r.segments_after,
+                bytes_before: r.bytes_before,
+                bytes_after: r.bytes_after,
+            },
+            Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+            Err(e) => return Err(e),
+        },
         Op::Read { from } => match log.read(*from, usize::MAX) {
             Ok(records) => OpOutcome::Read {
                 records: records.into_iter().map(RecordView::from).collect(),

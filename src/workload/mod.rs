@@ -82,6 +82,18 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "is_zero")]
         min_compaction_lag_ms: i64,
     },
+    /// A cleaning pass (the knobs of `Log::compact`) run as a concurrent cleaner
+    /// runs it: snapshot and build, then `records` one-record appends (with a roll
+    /// after the first half when `roll`) and a flush, then the swap that links the
+    /// tail (docs/design.md section 6). Deterministic: the crash sweep stops before
+    /// every file-system call of the interleaving.
+    CleanWithAppends {
+        now: i64,
+        delete_retention_ms: i64,
+        records: u32,
+        #[serde(default)]
+        roll: bool,
+    },
     /// Read everything from `from`; compared, never changes state.
     Read {
         from: i64,
@@ -110,6 +122,7 @@ impl Op {
                 | Op::Retain { .. }
                 | Op::Compact { .. }
                 | Op::Clean { .. }
+                | Op::CleanWithAppends { .. }
         )
     }
 
@@ -125,6 +138,25 @@ impl Op {
     pub fn is_mutation(&self) -> bool {
         !matches!(self, Op::Read { .. })
     }
+}
+
+/// The appends of [`Op::CleanWithAppends`] between its build and its swap, in
+/// order: one record each (`None`: the roll after the first half).
+pub fn clean_with_appends_steps(records: u32, roll: bool, now: i64) -> Vec<Option<RecordSpec>> {
+    let record = |j: u32| {
+        Some(RecordSpec {
+            key: Some(format!("t{}", j % 2)),
+            value: Some(format!("w{j}")),
+            ts: now,
+        })
+    };
+    let half = records.div_ceil(2);
+    let mut out: Vec<Option<RecordSpec>> = (0..half).map(record).collect();
+    if roll {
+        out.push(None);
+    }
+    out.extend((half..records).map(record));
+    out
 }
 
 fn is_zero(value: &i64) -> bool {

@@ -15,6 +15,18 @@ pub fn install_codec() {
     seglog_model::spec::size::install_codec(codec_bytes);
 }
 
+/// Workload records as the spec's append input.
+fn spec_records(records: &[crate::workload::RecordSpec]) -> Vec<SpecRecordInput> {
+    records
+        .iter()
+        .map(|r| SpecRecordInput {
+            key: r.key.as_ref().map(|k| k.as_bytes().to_vec()),
+            value: r.value.as_ref().map(|v| v.as_bytes().to_vec()),
+            timestamp: r.ts,
+        })
+        .collect()
+}
+
 /// Applies `op` to the spec; a spec error is `OpOutcome::Rejected`.
 pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
     match op {
@@ -120,6 +132,36 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 Err(_) => OpOutcome::Rejected,
             }
         }
+        Op::CleanWithAppends {
+            now,
+            delete_retention_ms,
+            records,
+            roll,
+        } => {
+            // The snapshot's map ends at `next_offset`: the appends after it
+            // influence nothing in this pass, so the pass is `compact` on the log as
+            // it was, then the appends (docs/design.md section 6).
+            let Ok(s) = spec.compact(*now, *delete_retention_ms, None) else {
+                return OpOutcome::Rejected;
+            };
+            for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
+                match step {
+                    Some(record) => {
+                        spec.append(&spec_records(std::slice::from_ref(&record)))
+                            .expect("one small record fits");
+                    }
+                    None => spec.roll(),
+                }
+            }
+            OpOutcome::Compacted {
+                records_before: s.records_before,
+                records_after: s.records_after,
+                segments_before: s.segments_before,
+                segments_after: s.segments_after,
+                bytes_before: s.bytes_before,
+                bytes_after: s.bytes_after,
+            }
+        }
         Op::Read { from } => match spec.read(*from) {
             Ok(records) => OpOutcome::Read {
                 records: records.into_iter().map(RecordView::from).collect(),
@@ -180,6 +222,39 @@ pub enum WalkStep {
 /// rolled first: what a crash or an IO error during it may leave (a power loss
 /// keeps a prefix of its batches, each whole or not at all). The last is the state
 /// after `op`. Empty for an operation that appends nothing (refused, or no append).
+/// The states an [`Op::CleanWithAppends`] passes through before its swap commits:
+/// `before` uncleaned plus each of its appends (and its roll), named `+a{k}` /
+/// `roll(+a{k})`. Empty for any other operation or a rejected one.
+pub fn clean_appends_walk(before: &SpecLog, op: &Op) -> Vec<(String, SpecLog)> {
+    let Op::CleanWithAppends {
+        now, records, roll, ..
+    } = op
+    else {
+        return Vec::new();
+    };
+    let mut probe = before.clone();
+    if apply(&mut probe, op) == OpOutcome::Rejected {
+        return Vec::new();
+    }
+    let mut log = before.clone();
+    let mut out = Vec::new();
+    let mut done = 0;
+    for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
+        match step {
+            Some(record) => {
+                apply(&mut log, &Op::append(vec![record]));
+                done += 1;
+                out.push((format!("+a{done}"), log.clone()));
+            }
+            None => {
+                log.roll();
+                out.push((format!("roll(+a{done})"), log.clone()));
+            }
+        }
+    }
+    out
+}
+
 pub fn append_walk(before: &SpecLog, op: &Op) -> Vec<(WalkStep, SpecLog)> {
     let single: Vec<Op> = match op {
         Op::AppendRaw { batches } => {

@@ -613,11 +613,7 @@ const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("install::manifest::sync_temp_entry", ModelKind::Install, 3),
     ("install::manifest::sync_tmp", ModelKind::Install, 5),
     ("install::manifest::sync_parent", ModelKind::Install, 7),
-    (
-        "install::cleanup::sync_parent_backup",
-        ModelKind::Install,
-        11,
-    ),
+    ("install::trash::sync_parent", ModelKind::Install, 11),
     (
         "install::cleanup::sync_parent_manifest",
         ModelKind::Install,
