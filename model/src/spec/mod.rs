@@ -15,6 +15,7 @@ mod fetch;
 mod foreign;
 mod raw;
 mod retain;
+pub mod txn;
 pub mod size;
 #[cfg(test)]
 mod tests;
