@@ -117,8 +117,8 @@ pub mod workload;
 pub use bytes::{self, Bytes};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BatchRule, CorruptKind, Error, Result};
-pub use format::{ControlKind, Header, NewRecord, RecordBatch};
 pub use format::txn_index::AbortedTxn;
+pub use format::{ControlKind, Header, NewRecord, RecordBatch};
 pub use log::{
     AppendInfo, Fetch, Isolation, Log, LogConfig, Producer, ReadRecord, RecordRef, RecoveryReport,
 };

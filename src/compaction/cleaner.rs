@@ -23,7 +23,7 @@ use crate::segment::{BatchFacts, Segment};
 use super::dirty::{scan_dirty, CleanOptions};
 use super::output::{write_closed, ClosedRegion, Written};
 use super::planner::Horizon;
-use super::scan::{scan, Scan};
+use super::scan::{scan_with, Scan};
 use super::source::{list_segments, segment_path};
 use super::view;
 
@@ -182,11 +182,31 @@ fn build_inner(
     carried_files(fs, dir)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
-    let from_scratch = clean_point_before == log_start_offset && clean == CleanOptions::default();
+    // The transaction rules (`super::txn`): a log holding transactional batches is
+    // cleaned in full (the incremental dirty map does not apply them), nothing at
+    // or past its last stable offset cleaned.
+    let txn = super::txn::plan(
+        fs,
+        dir,
+        &bases,
+        Horizon {
+            now: options.now,
+            delete_retention_ms: options.delete_retention_ms,
+        },
+    )?;
+    let from_scratch = (clean_point_before == log_start_offset && clean == CleanOptions::default())
+        || txn.is_some();
     let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
         // Everything is dirty and the map unbounded: the full two-thread scan (no
         // key summaries: the next, incremental pass writes them).
-        (scan(fs, dir, &bases)?, i64::MAX, active_base, None, None)
+        let keep_from = txn.as_ref().map_or(i64::MAX, |t| t.last_stable_offset);
+        (
+            scan_with(fs, dir, &bases, txn.as_ref())?,
+            keep_from,
+            active_base,
+            None,
+            None,
+        )
     } else {
         let horizon = Horizon {
             now: options.now,
@@ -247,6 +267,7 @@ fn build_inner(
             keep_from,
             index_interval_bytes,
             keys,
+            txn: txn.as_ref(),
         },
     )?;
     report.segments_carried = carried_segments;

@@ -18,6 +18,7 @@ pub mod planner;
 pub mod rewrite;
 pub mod scan;
 pub mod source;
+pub mod txn;
 pub mod view;
 
 use std::path::Path;

@@ -113,7 +113,10 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<AbortedTxn>, TxnIndexProblem> {
         .chunks_exact(ENTRY_BYTES)
         .enumerate()
         .map(|(entry, e)| {
-            let version = i16::from_be_bytes([e.first().copied().unwrap_or(0), e.get(1).copied().unwrap_or(0)]);
+            let version = i16::from_be_bytes([
+                e.first().copied().unwrap_or(0),
+                e.get(1).copied().unwrap_or(0),
+            ]);
             if version != VERSION {
                 return Err(TxnIndexProblem::Version { entry, version });
             }
@@ -207,7 +210,10 @@ mod tests {
             Err(TxnIndexProblem::TornEntry { bytes: 40 })
         );
         bytes[34] = 1;
-        assert!(matches!(decode(&bytes), Err(TxnIndexProblem::Version { entry: 1, .. })));
+        assert!(matches!(
+            decode(&bytes),
+            Err(TxnIndexProblem::Version { entry: 1, .. })
+        ));
         let good = [entry(1, 0, 3), entry(2, 1, 4)];
         assert_eq!(check_entries(&good, &good), Ok(()));
         assert!(check_entries(&good[..1], &good).is_err());
@@ -215,6 +221,9 @@ mod tests {
         assert!(check_entries(&[entry(1, 0, 3), entry(2, 1, 5)], &good).is_err());
         assert!(check_entries(&[entry(1, 0, 3), entry(2, 2, 4)], &good).is_err());
         // A first offset below the rebuilt one: the rebuild started later.
-        assert_eq!(check_entries(&[entry(1, 0, 3), entry(2, 0, 4)], &good), Ok(()));
+        assert_eq!(
+            check_entries(&[entry(1, 0, 3), entry(2, 0, 4)], &good),
+            Ok(())
+        );
     }
 }

@@ -230,7 +230,12 @@ impl Log {
             for batch in fetch.batches() {
                 let batch = batch?;
                 let transactional = batch.attributes & ATTR_TRANSACTIONAL != 0;
-                seen.push((batch.producer_id, batch.base_offset, transactional, marker_of(&batch)?));
+                seen.push((
+                    batch.producer_id,
+                    batch.base_offset,
+                    transactional,
+                    marker_of(&batch)?,
+                ));
             }
             at = fetch.next_offset();
         }
@@ -390,8 +395,10 @@ impl Log {
     /// [`Log::read`] at an isolation level. `ReadCommitted` skips the records of
     /// aborted transactions and the markers, and stops at the last stable offset
     /// (records of open transactions, and everything after the first of them, are
-    /// not returned). It reads on past batches it skips wholly, so an empty result
-    /// means nothing committed is left below the last stable offset.
+    /// not returned). Like [`Log::read`] it reads whole batches, across segments,
+    /// while their total stays within `max_bytes` (at least one batch), and reads
+    /// on past batches it skips wholly, so an empty result means nothing committed
+    /// is left below the last stable offset.
     pub fn read_with(
         &self,
         from: i64,
@@ -403,11 +410,14 @@ impl Log {
         }
         let lso = self.last_stable_offset()?;
         let mut at = from;
+        let mut out = Vec::new();
+        let mut remaining = max_bytes;
         while at < lso {
-            let fetch = self.fetch_with(at, max_bytes, Isolation::ReadCommitted)?;
-            if fetch.is_empty() {
-                return Ok(Vec::new());
+            let fetch = self.fetch_with(at, remaining, Isolation::ReadCommitted)?;
+            if fetch.is_empty() || (!out.is_empty() && fetch.bytes().len() > remaining) {
+                break;
             }
+            remaining -= fetch.bytes().len().min(remaining);
             let aborted = fetch.aborted_transactions();
             let mut skipped: Vec<(i64, i64)> = Vec::new();
             for batch in fetch.batches() {
@@ -425,19 +435,21 @@ impl Log {
                 }
             }
             let bytes = fetch.bytes().clone();
-            let mut out = Vec::new();
             for record in fetch.records() {
                 let record = record?;
-                if skipped.iter().any(|&(b, l)| b <= record.offset && record.offset <= l) {
+                if skipped
+                    .iter()
+                    .any(|&(b, l)| b <= record.offset && record.offset <= l)
+                {
                     continue;
                 }
                 out.push(ReadRecord::from_ref(&bytes, record));
             }
-            if !out.is_empty() {
-                return Ok(out);
-            }
             at = fetch.next_offset();
+            if !out.is_empty() && remaining == 0 {
+                break;
+            }
         }
-        Ok(Vec::new())
+        Ok(out)
     }
 }

@@ -15,10 +15,10 @@ mod fetch;
 mod foreign;
 mod raw;
 mod retain;
-pub mod txn;
 pub mod size;
 #[cfg(test)]
 mod tests;
+pub mod txn;
 
 use serde::{Deserialize, Serialize};
 

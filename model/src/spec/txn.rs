@@ -355,14 +355,22 @@ mod tests {
     fn aborted_records_never_shadow_committed_ones() {
         let log = committed_then_aborted();
         let out = compact(&log, 6, 20, 100);
-        let offsets: Vec<i64> = out.iter().flat_map(|b| &b.records).map(|r| r.offset).collect();
+        let offsets: Vec<i64> = out
+            .iter()
+            .flat_map(|b| &b.records)
+            .map(|r| r.offset)
+            .collect();
         // Both markers stay: one ends data still there, the other is in its horizon.
         assert_eq!(offsets, vec![0, 1, 2, 5]);
         assert_eq!(read_committed(&out, 6), vec![0, 1]);
         // Later, past the horizon: the abort marker has no data left and goes; the
         // commit marker stays while its records remain.
         let later = compact(&out, 6, 1_000, 100);
-        let offsets: Vec<i64> = later.iter().flat_map(|b| &b.records).map(|r| r.offset).collect();
+        let offsets: Vec<i64> = later
+            .iter()
+            .flat_map(|b| &b.records)
+            .map(|r| r.offset)
+            .collect();
         assert_eq!(offsets, vec![0, 1, 2]);
     }
 
@@ -409,37 +417,43 @@ mod tests {
         // The open tombstone is old but kept; it does not supersede offset 0, and
         // offset 4, past the first unstable offset, does not supersede offset 1.
         let out = compact(&log, 5, 1_000, 1);
-        let offsets: Vec<i64> = out.iter().flat_map(|b| &b.records).map(|r| r.offset).collect();
+        let offsets: Vec<i64> = out
+            .iter()
+            .flat_map(|b| &b.records)
+            .map(|r| r.offset)
+            .collect();
         assert_eq!(offsets, vec![0, 1, 2, 3, 4]);
         // Once it commits, the map covers everything again.
         let mut log = log;
         log.push(marker(5, 7, Marker::Commit, 0));
         let out = compact(&log, 6, 1_000, 1);
-        let offsets: Vec<i64> = out.iter().flat_map(|b| &b.records).map(|r| r.offset).collect();
+        let offsets: Vec<i64> = out
+            .iter()
+            .flat_map(|b| &b.records)
+            .map(|r| r.offset)
+            .collect();
         assert_eq!(offsets, vec![4, 5]);
     }
 
     fn arb_log() -> impl Strategy<Value = (Vec<TxnBatch>, i64)> {
         // Ops: 0 plain, 1 txn data, 2 commit, 3 abort; producers 1..=3; keys a..c.
-        prop::collection::vec((0u8..4, 1i64..4, 0u8..3, any::<bool>()), 0..24).prop_map(
-            |ops| {
-                let mut batches = Vec::new();
-                let mut next = 0i64;
-                for (op, pid, key, tomb) in ops {
-                    let k = ["a", "b", "c"][key as usize];
-                    let v = (!tomb).then_some("v");
-                    let b = match op {
-                        0 => data(next, -1, TxnKind::Plain, &[(k, v)]),
-                        1 => data(next, pid, TxnKind::Data, &[(k, v)]),
-                        2 => marker(next, pid, Marker::Commit, next),
-                        _ => marker(next, pid, Marker::Abort, next),
-                    };
-                    next = b.last_offset + 1;
-                    batches.push(b);
-                }
-                (batches, next)
-            },
-        )
+        prop::collection::vec((0u8..4, 1i64..4, 0u8..3, any::<bool>()), 0..24).prop_map(|ops| {
+            let mut batches = Vec::new();
+            let mut next = 0i64;
+            for (op, pid, key, tomb) in ops {
+                let k = ["a", "b", "c"][key as usize];
+                let v = (!tomb).then_some("v");
+                let b = match op {
+                    0 => data(next, -1, TxnKind::Plain, &[(k, v)]),
+                    1 => data(next, pid, TxnKind::Data, &[(k, v)]),
+                    2 => marker(next, pid, Marker::Commit, next),
+                    _ => marker(next, pid, Marker::Abort, next),
+                };
+                next = b.last_offset + 1;
+                batches.push(b);
+            }
+            (batches, next)
+        })
     }
 
     proptest! {
