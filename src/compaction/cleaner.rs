@@ -336,6 +336,10 @@ fn build_inner(
         crc32c: crate::format::crc::crc32c(&clean_point_bytes),
     });
     segments.push(active);
+    if let Some(txn) = &txn {
+        let bases: Vec<i64> = segments.iter().map(|s| s.base_offset).collect();
+        super::txn::write_indexes(fs, &paths.tmp, &bases, txn)?;
+    }
     if carry_point {
         // Derived files: synced with the rest, not listed (`install::validate`).
         write_indexes(fs, &paths.tmp, &segments, &carried_bases)?;

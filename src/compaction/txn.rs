@@ -22,7 +22,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::batch::{decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_ID_OFFSET};
-use crate::format::filename::LOG_SUFFIX;
+use crate::format::filename::{self, LOG_SUFFIX, TXN_INDEX_SUFFIX};
+use crate::format::txn_index::{self, AbortedTxn};
 use crate::format::{BatchView, ControlKind};
 use crate::fs::FileSystem;
 
@@ -59,6 +60,9 @@ pub struct TxnPlan {
     pub last_stable_offset: i64,
     /// Batches removed: aborted ones of the closed region and the markers.
     pub dropped_batches: u64,
+    /// The aborted-transaction index entries of the compacted log (what a rebuild
+    /// from its batches gives: `log::txn`), in marker order.
+    pub entries: Vec<AbortedTxn>,
 }
 
 impl TxnPlan {
@@ -111,10 +115,62 @@ pub fn decide(
             plan.drop_markers.set(i);
         }
     }
-    plan.dropped_batches = (0..closed_batches.min(facts.len()))
-        .filter(|&i| plan.drops(i) && facts[i].base_offset < plan.last_stable_offset)
-        .count() as u64;
+    let lso = plan.last_stable_offset;
+    let removed: Vec<bool> = (0..facts.len())
+        .map(|i| i < closed_batches && plan.drops(i) && facts[i].base_offset < lso)
+        .collect();
+    plan.dropped_batches = removed.iter().filter(|r| **r).count() as u64;
+    // The entries of what stays (Kafka's ProducerStateManager rules, as the log
+    // keeps them): an ABORT marker ending a transaction with data left.
+    let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+    for (i, f) in facts.iter().enumerate() {
+        if !f.transactional || removed[i] {
+            continue;
+        }
+        if !f.control {
+            open.entry(f.producer_id).or_insert(f.base_offset);
+            continue;
+        }
+        let Some(first) = open.remove(&f.producer_id) else {
+            continue;
+        };
+        if f.marker == Some(ControlKind::Abort) {
+            plan.entries.push(AbortedTxn {
+                producer_id: f.producer_id,
+                first_offset: first,
+                last_offset: f.base_offset,
+                last_stable_offset: open.values().copied().min().unwrap_or(f.base_offset + 1),
+            });
+        }
+    }
     plan
+}
+
+/// Writes the `.txnindex` of every output segment (`bases` ascending, the active
+/// one last) that holds an entry of `plan` into `tmp`: derived files like the
+/// indexes, not listed in the manifest; a closed segment's synced before the
+/// commit point, the active one's not (an open checks them all against the
+/// batches before use, `log::txn`).
+pub fn write_indexes(fs: &dyn FileSystem, tmp: &Path, bases: &[i64], plan: &TxnPlan) -> Result<()> {
+    for (i, &base) in bases.iter().enumerate() {
+        let end = bases.get(i + 1).copied().unwrap_or(i64::MAX);
+        let entries: Vec<AbortedTxn> = plan
+            .entries
+            .iter()
+            .filter(|e| e.last_offset >= base && e.last_offset < end)
+            .copied()
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let path = tmp.join(filename::build(base, TXN_INDEX_SUFFIX));
+        fs.write_new(&path, &txn_index::encode(&entries))
+            .map_err(|e| Error::io(&path, e))?;
+        if i + 1 < bases.len() {
+            super::cleaner::build_sync_file(fs, &path)?;
+        }
+    }
+    Ok(())
 }
 
 /// The facts of every batch of the segments `bases` of `dir` (the last one

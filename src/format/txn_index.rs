@@ -146,7 +146,7 @@ pub fn encode(entries: &[AbortedTxn]) -> Vec<u8> {
 /// moved past the transaction's first batch) but not higher, nor past the marker;
 /// the last stable offset is not checked against the rebuild (it depends on
 /// transactions open when the marker was written, which a rebuild from a later log
-/// start cannot know), only to be above the first offset.
+/// start cannot know), only to be in `0..=last_offset + 1`.
 pub fn check_entries(found: &[AbortedTxn], expected: &[AbortedTxn]) -> Result<(), TxnIndexProblem> {
     if found.len() < expected.len() {
         return Err(TxnIndexProblem::Missing {
@@ -159,7 +159,8 @@ pub fn check_entries(found: &[AbortedTxn], expected: &[AbortedTxn]) -> Result<()
             && f.last_offset == e.last_offset
             && f.first_offset <= e.first_offset
             && f.first_offset >= 0
-            && f.last_stable_offset > f.first_offset;
+            && f.last_stable_offset >= 0
+            && f.last_stable_offset <= f.last_offset + 1;
         if !ok {
             return Err(TxnIndexProblem::Mismatch { entry });
         }
