@@ -424,3 +424,51 @@ mod random {
         }
     }
 }
+
+/// `seglog dump --isolation read_committed` on a log with a committed, an aborted
+/// and an open transaction: only the committed and plain records below the last
+/// stable offset, and the `isolation` and `last_stable_offset` fields.
+#[test]
+fn dump_takes_an_isolation_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log");
+    let (mut log, _) = Log::open(&path, LogConfig::default()).unwrap();
+    log.append_transactional(Producer::new(1, 0), &[rec("k", Some("committed"), 1)])
+        .unwrap();
+    log.append_control(ControlKind::Commit, 1, 0, 1).unwrap();
+    log.append_transactional(Producer::new(2, 0), &[rec("k", Some("aborted"), 1)])
+        .unwrap();
+    log.append_control(ControlKind::Abort, 2, 0, 1).unwrap();
+    log.append(&[rec("p", Some("plain"), 1)]).unwrap();
+    log.append_transactional(Producer::new(3, 0), &[rec("k", Some("open"), 1)])
+        .unwrap();
+    log.append(&[rec("q", Some("after-open"), 1)]).unwrap();
+    log.close().unwrap();
+    let dump = |isolation: &str| -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_seglog"))
+            .args(["dump", path.to_str().unwrap(), "--isolation", isolation])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let committed = dump("read_committed");
+    let values: Vec<&str> = committed["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["committed", "plain"]);
+    assert_eq!(committed["isolation"], "read_committed");
+    assert_eq!(committed["last_stable_offset"], 5);
+    let all = dump("read_uncommitted");
+    assert_eq!(all["records"].as_array().unwrap().len(), 7);
+    assert_eq!(all["isolation"], "read_uncommitted");
+    assert!(all.get("last_stable_offset").is_none());
+}
