@@ -175,8 +175,9 @@ pub fn write_indexes(fs: &dyn FileSystem, tmp: &Path, bases: &[i64], plan: &TxnP
 
 /// The facts of every batch of the segments `bases` of `dir` (the last one
 /// active), from their headers (a control batch's marker record is decoded, and
-/// its CRC checked); `None` when no batch is transactional (the rules change
-/// nothing). Returns the facts and how many batches the closed segments hold.
+/// its CRC checked); `None` when no data batch is transactional (then the plain
+/// seed rules apply: markers are kept, as the seed spec keeps control batches).
+/// Returns the facts and how many batches the closed segments hold.
 pub fn gather(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -214,7 +215,9 @@ pub fn gather(
             } else {
                 None
             };
-            any |= transactional;
+            // Markers alone (no transactional data) leave the plain seed rules in
+            // force: the rules apply once the log holds transactional data.
+            any |= transactional && !control;
             facts.push(TxnFacts {
                 base_offset: header.base_offset,
                 producer_id: i64::from_be_bytes(pid),

@@ -21,6 +21,9 @@
 //!   delete horizon has passed (`now - timestamp > delete_retention_ms`, the seed
 //!   policy's tombstone rule); otherwise it is kept. A transaction's records removed
 //!   in one pass thus leave its marker for a later pass, as in Kafka.
+//! - The rules apply to a log holding transactional data batches; a log whose only
+//!   transactional batches are markers is compacted by the plain seed rules (markers
+//!   pass unchanged, as `spec::compact` has them).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -254,6 +257,10 @@ pub fn compact(
     now: i64,
     delete_retention_ms: i64,
 ) -> Vec<TxnBatch> {
+    if !batches.iter().any(|b| b.kind == TxnKind::Data) {
+        // No transactional data: the plain seed rules (markers kept).
+        return compact_plain(batches, closed_end, now, delete_retention_ms);
+    }
     let next_offset = batches.last().map_or(0, |b| b.last_offset + 1);
     let lso = last_stable_offset(batches, next_offset);
     let closed_end = closed_end.min(lso);
@@ -298,6 +305,41 @@ pub fn compact(
         }
     }
     out
+}
+
+/// The seed rules without the transaction rules: markers pass unchanged.
+fn compact_plain(
+    batches: &[TxnBatch],
+    closed_end: i64,
+    now: i64,
+    delete_retention_ms: i64,
+) -> Vec<TxnBatch> {
+    let latest = latest_offsets(batches, i64::MAX);
+    batches
+        .iter()
+        .filter_map(|b| {
+            if b.base_offset >= closed_end || matches!(b.kind, TxnKind::Marker(_)) {
+                return Some(b.clone());
+            }
+            let records: Vec<TxnRec> = b
+                .records
+                .iter()
+                .filter(|r| match &r.key {
+                    None => true,
+                    Some(k) => {
+                        latest.get(k) == Some(&r.offset)
+                            && !(r.value.is_none()
+                                && now.saturating_sub(r.timestamp) > delete_retention_ms)
+                    }
+                })
+                .cloned()
+                .collect();
+            (!records.is_empty()).then(|| TxnBatch {
+                records,
+                ..b.clone()
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
