@@ -106,7 +106,7 @@ fn be_i64(bytes: &[u8], at: usize) -> i64 {
 
 /// Decodes a whole `.txnindex`.
 pub fn decode(bytes: &[u8]) -> Result<Vec<AbortedTxn>, TxnIndexProblem> {
-    if bytes.len() % ENTRY_BYTES != 0 {
+    if !bytes.len().is_multiple_of(ENTRY_BYTES) {
         return Err(TxnIndexProblem::TornEntry { bytes: bytes.len() });
     }
     bytes
