@@ -472,3 +472,66 @@ fn dump_takes_an_isolation_level() {
     assert_eq!(all["isolation"], "read_uncommitted");
     assert!(all.get("last_stable_offset").is_none());
 }
+
+/// Transactions arriving after an incremental pass (a clean point past the log
+/// start): the next pass finds them in the dirty region and applies the rules to
+/// the whole log; a log with transactional data keeps its clean point at its start.
+#[test]
+fn transactions_after_a_clean_point_are_found() {
+    let fs = Arc::new(SimFs::new());
+    let mut log = open(&fs, 1 << 20);
+    let mut spec_batches = apply(
+        &mut log,
+        &[
+            Op::Plain("k1", Some("plain")),
+            Op::Plain("k2", Some("plain")),
+            Op::Roll,
+            Op::Plain("x", Some("1")),
+        ],
+        100,
+    );
+    let first = log.compact(200, 1_000, None).unwrap();
+    assert!(
+        first.clean_point_after > log.log_start_offset(),
+        "{first:?}"
+    );
+    spec_batches.extend(apply(
+        &mut log,
+        &[
+            Op::Txn(1, "k1", Some("committed")),
+            Op::Commit(1),
+            Op::Txn(2, "k1", Some("aborted")),
+            Op::Txn(2, "k2", Some("aborted")),
+            Op::Abort(2),
+            Op::Roll,
+            Op::Plain("y", Some("1")),
+        ],
+        100,
+    ));
+    let closed_end = log.segments().last().unwrap().base_offset;
+    let second = log.compact(200, 1_000, None).unwrap();
+    assert_eq!(second.clean_point_before, first.clean_point_after);
+    assert_eq!(second.clean_point_after, log.log_start_offset());
+    let expected = spec::compact(&spec_batches, closed_end, 200, 1_000);
+    let kept: Vec<i64> = expected
+        .iter()
+        .flat_map(|b| &b.records)
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(offsets(&log.read(0, usize::MAX).unwrap()), kept);
+    let committed = log
+        .read_with(0, usize::MAX, Isolation::ReadCommitted)
+        .unwrap();
+    let k1: Vec<&[u8]> = committed
+        .iter()
+        .filter(|r| r.key.as_deref() == Some(b"k1"))
+        .map(|r| r.value.as_deref().unwrap())
+        .collect();
+    assert_eq!(k1, [b"committed".as_slice()]);
+    let k2: Vec<&[u8]> = committed
+        .iter()
+        .filter(|r| r.key.as_deref() == Some(b"k2"))
+        .map(|r| r.value.as_deref().unwrap())
+        .collect();
+    assert_eq!(k2, [b"plain".as_slice()]);
+}
