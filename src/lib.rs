@@ -119,8 +119,11 @@ pub mod workload;
 pub use bytes::{self, Bytes};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BatchRule, CorruptKind, Error, Result};
+pub use format::txn_index::AbortedTxn;
 pub use format::{ControlKind, Header, NewRecord, RecordBatch};
-pub use log::{AppendInfo, Fetch, Log, LogConfig, ReadRecord, RecordRef, RecoveryReport};
+pub use log::{
+    AppendInfo, Fetch, Isolation, Log, LogConfig, Producer, ReadRecord, RecordRef, RecoveryReport,
+};
 pub use segment::SegmentInfo;
 
 /// The Rust examples of README.md and of the crate's page (docs/crate-readme.md),

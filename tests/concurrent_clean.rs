@@ -239,3 +239,69 @@ fn broken_swaps_lose_acknowledged_records() {
         }
     }
 }
+
+/// A log with transactions cleaned concurrently: the build rewrites the closed
+/// segments' `.txnindex` under the transaction rules, and an abort appended after
+/// the snapshot (its `.txnindex` entry in the tail) comes with the tail at the swap.
+#[test]
+fn an_abort_appended_during_the_build_keeps_its_txnindex() {
+    use seglog::format::filename::{self, TXN_INDEX_SUFFIX};
+    use seglog::{ControlKind, Isolation, Producer};
+    let fs = Arc::new(SimFs::new());
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (mut log, _) = Log::open_with(dyn_fs, DIR, config()).unwrap();
+    let record = |key: &str, value: &str| {
+        [NewRecord::new(
+            Some(key.as_bytes().to_vec()),
+            Some(value.as_bytes().to_vec()),
+            1,
+        )]
+    };
+    log.append_transactional(Producer::new(7, 0), &record("a", "committed"))
+        .unwrap();
+    log.append_control(ControlKind::Commit, 7, 0, 1).unwrap();
+    log.append_transactional(Producer::new(8, 0), &record("a", "aborted-early"))
+        .unwrap();
+    log.append_control(ControlKind::Abort, 8, 0, 1).unwrap();
+    log.roll().unwrap();
+    log.append_transactional(Producer::new(7, 0), &record("b", "committed"))
+        .unwrap();
+    log.append_control(ControlKind::Commit, 7, 0, 1).unwrap();
+    log.roll().unwrap();
+    let committed = |log: &Log| -> Vec<(i64, String)> {
+        log.read_with(log.log_start_offset(), usize::MAX, Isolation::ReadCommitted)
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                (
+                    r.offset,
+                    String::from_utf8(r.value.unwrap().to_vec()).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let snapshot = log
+        .clean_snapshot(10, 1000, None, log.config().clean_options())
+        .unwrap()
+        .expect("two closed segments");
+    let tail_base = log.next_offset();
+    let build = snapshot.build().unwrap();
+    log.append_transactional(Producer::new(9, 0), &record("a", "aborted-late"))
+        .unwrap();
+    log.append_control(ControlKind::Abort, 9, 0, 1).unwrap();
+    let tail_txn_index = Path::new(DIR).join(filename::build(tail_base, TXN_INDEX_SUFFIX));
+    assert!(fs.exists(&tail_txn_index), "the abort wrote its entry");
+    let before = committed(&log);
+    log.clean_swap(build).unwrap();
+    assert!(
+        fs.exists(&tail_txn_index),
+        "the tail's .txnindex came with it"
+    );
+    assert_eq!(committed(&log), before);
+    assert_eq!(
+        before.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(),
+        ["committed", "committed"]
+    );
+    let log = reopen(&fs, log);
+    assert_eq!(committed(&log), before);
+}

@@ -38,6 +38,23 @@ impl CompactionFixture {
         keys: u64,
         partial: bool,
     ) -> Result<CompactionFixture> {
+        Self::write_with(fs, dir, keys, partial, false)
+    }
+
+    /// [`CompactionFixture::write`] with every fifth batch (20% of the records)
+    /// written by a transactional producer and followed by its ABORT marker (issue
+    /// 14's "20% of records in aborted transactions").
+    pub fn write_aborted(fs: &dyn FileSystem, dir: &Path, keys: u64) -> Result<CompactionFixture> {
+        Self::write_with(fs, dir, keys, false, true)
+    }
+
+    fn write_with(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        keys: u64,
+        partial: bool,
+        aborted: bool,
+    ) -> Result<CompactionFixture> {
         if keys < 2 {
             return Err(Error::InvalidArgument(
                 "a compaction fixture needs 2 keys or more".into(),
@@ -69,7 +86,25 @@ impl CompactionFixture {
                         NewRecord::new(Some(key), Some(value.clone()), (round * keys + k) as i64)
                     })
                     .collect();
-                writer.write(&records, false)?;
+                if aborted && chunk % 5 == 0 {
+                    let producer = i64::try_from(round * keys + chunk).unwrap_or(i64::MAX);
+                    let mut batch = RecordBatch::build(writer.next, &records);
+                    batch.attributes |= crate::format::batch::ATTR_TRANSACTIONAL;
+                    batch.producer_id = producer;
+                    batch.producer_epoch = 0;
+                    writer.write_batch(&batch)?;
+                    let marker = RecordBatch::control(
+                        writer.next,
+                        crate::format::ControlKind::Abort,
+                        producer,
+                        0,
+                        0,
+                        0,
+                    );
+                    writer.write_batch(&marker)?;
+                } else {
+                    writer.write(&records, false)?;
+                }
             }
         }
         // A small active segment.
@@ -129,8 +164,21 @@ impl<'a> SegmentWriter<'a> {
         })
     }
 
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let bytes = batch.encode();
+        self.put(&bytes, false)?;
+        self.next = batch.next_offset();
+        Ok(())
+    }
+
     fn write(&mut self, records: &[NewRecord], force_roll: bool) -> Result<()> {
         let batch = RecordBatch::build(self.next, records).encode();
+        self.put(&batch, force_roll)?;
+        self.next += records.len() as i64;
+        Ok(())
+    }
+
+    fn put(&mut self, batch: &[u8], force_roll: bool) -> Result<()> {
         if force_roll || self.segment_bytes + batch.len() as u64 > SEGMENT_BYTES {
             self.fs
                 .sync_file(&self.path)
@@ -144,10 +192,9 @@ impl<'a> SegmentWriter<'a> {
                 .map_err(|e| Error::io(&self.path, e))?;
         }
         self.fs
-            .append(&self.path, &batch)
+            .append(&self.path, batch)
             .map_err(|e| Error::io(&self.path, e))?;
         self.segment_bytes += batch.len() as u64;
-        self.next += records.len() as i64;
         Ok(())
     }
 
@@ -183,5 +230,18 @@ mod tests {
             assert_eq!(built.report.map_keys, 501);
             assert!(!fs.exists(&InstallPaths::new(&dir).unwrap().tmp));
         }
+    }
+
+    #[test]
+    fn the_aborted_fixture_loses_its_aborted_records() {
+        let fs = SimFs::new();
+        let fixture = CompactionFixture::write_aborted(&fs, Path::new("/aborted"), 1_000).unwrap();
+        let (_, built) = fixture.build(&fs).unwrap();
+        // 2 rounds of 1,000 keys in batches of 100: 4 of 20 batches aborted, and
+        // each round-1 record is superseded by its round-2 write unless that is
+        // aborted (2 of 10 round-2 batches): 200 round-1 records stay, with the 600
+        // committed round-2 records.
+        assert_eq!(built.report.records_before, 2_000 + 4);
+        assert_eq!(built.report.records_after, 800 + 4, "{:?}", built.report);
     }
 }

@@ -65,6 +65,10 @@ pub enum Suite {
     /// clustered dirt (the oldest keys: untouched segments are carried) and
     /// scattered dirt (every segment touched); `--compact-keys` keys; opt-in.
     Incremental,
+    /// Install step 1 of a compaction of the compaction fixture with 20% of its
+    /// records in aborted transactions vs copying the same files (issue 14, >= 0.5x);
+    /// opt-in.
+    CompactAborted,
 }
 
 #[derive(Debug, Args)]
@@ -130,9 +134,12 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     } else {
         args.only.clone()
     };
-    let needs_log = suites
-        .iter()
-        .any(|s| !matches!(s, Suite::Compact | Suite::Codecs | Suite::Incremental));
+    let needs_log = suites.iter().any(|s| {
+        !matches!(
+            s,
+            Suite::Compact | Suite::Codecs | Suite::Incremental | Suite::CompactAborted
+        )
+    });
     let mut extra = serde_json::Map::new();
     // The codecs suite is opt-in (`--only codecs`): it is the codec issue's.
     // The open suite writes its own directory from the same fixture.
@@ -150,6 +157,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             Suite::AppendRaw => results.extend(append_raw(&args, &root, &fixture)?),
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
+            Suite::CompactAborted => results.push(compact_aborted(&args, &root)?),
             Suite::Codecs => results.extend(codecs(&args, &root)?),
             Suite::Open => results.extend(open(&args, &root, &fixture)?),
             Suite::Cleanup => {
@@ -338,6 +346,37 @@ fn compact(args: &BenchArgs, root: &Path) -> Result<Comparison> {
         Some(COMPACTION_TARGET),
         || {
             in_new_dir(&root.join("compact-baseline"), |copy| {
+                let start = Instant::now();
+                baseline::copy_buffered(&fixture.dir, copy).map_err(|e| Error::io(copy, e))?;
+                Ok(start.elapsed())
+            })
+        },
+        || fixture.build(&fs).map(|(took, _)| took),
+    )?;
+    report(&comparison);
+    Ok(comparison)
+}
+
+/// [`compact`] of the fixture with 20% of its records in aborted transactions.
+fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Comparison> {
+    let fs = StdFs::new();
+    eprintln!(
+        "seglog bench: writing the aborted-transactions compaction fixture ({} keys)",
+        args.compact_keys
+    );
+    let fixture = CompactionFixture::write_aborted(
+        &fs,
+        &root.join("compact-aborted-log"),
+        args.compact_keys,
+    )?;
+    let comparison = bench::compare(
+        "compact_aborted/build",
+        "compact_aborted/baseline_copy",
+        args.iterations,
+        fixture.input_bytes,
+        Some(COMPACTION_TARGET),
+        || {
+            in_new_dir(&root.join("compact-aborted-baseline"), |copy| {
                 let start = Instant::now();
                 baseline::copy_buffered(&fixture.dir, copy).map_err(|e| Error::io(copy, e))?;
                 Ok(start.elapsed())

@@ -89,6 +89,29 @@ pub struct DumpArgs {
     /// First offset to print (default: the log start offset).
     #[arg(long, allow_negative_numbers = true)]
     pub from: Option<i64>,
+    /// `read_committed`: only records below the last stable offset that are not in
+    /// an aborted transaction, no markers (Kafka's consumer `isolation.level`).
+    #[arg(long, value_enum, default_value_t = IsolationArg::ReadUncommitted)]
+    pub isolation: IsolationArg,
+}
+
+/// `--isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum IsolationArg {
+    /// Every stored record, markers included.
+    ReadUncommitted,
+    /// Committed records only (see [`crate::Isolation::ReadCommitted`]).
+    ReadCommitted,
+}
+
+impl From<IsolationArg> for crate::Isolation {
+    fn from(arg: IsolationArg) -> Self {
+        match arg {
+            IsolationArg::ReadUncommitted => crate::Isolation::ReadUncommitted,
+            IsolationArg::ReadCommitted => crate::Isolation::ReadCommitted,
+        }
+    }
 }
 
 /// One record of `--batch`.
@@ -206,19 +229,25 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
         );
     }
     let mut from = args.from.unwrap_or_else(|| log.log_start_offset());
+    let isolation = crate::Isolation::from(args.isolation);
     let mut records = Vec::new();
     loop {
-        let batch = log.read(from, DUMP_READ_BYTES)?;
+        let batch = log.read_with(from, DUMP_READ_BYTES, isolation)?;
         let Some(last) = batch.last() else { break };
         from = last.offset + 1;
         records.extend(batch.iter().map(record_json));
     }
-    Ok(Outcome::Ok(json!({
+    let mut out = json!({
         "log_start_offset": log.log_start_offset(),
         "next_offset": log.next_offset(),
         "segments": log.segments(),
         "records": records,
-    })))
+        "isolation": isolation,
+    });
+    if isolation == crate::Isolation::ReadCommitted {
+        out["last_stable_offset"] = json!(log.last_stable_offset()?);
+    }
+    Ok(Outcome::Ok(out))
 }
 
 fn record_json(record: &crate::ReadRecord) -> Value {

@@ -23,7 +23,7 @@ use crate::segment::{BatchFacts, Segment};
 use super::dirty::{scan_dirty_bounded, CleanOptions};
 use super::output::{write_closed, ClosedRegion, Written};
 use super::planner::Horizon;
-use super::scan::{scan_bounded, Scan};
+use super::scan::{scan_with, Scan};
 use super::source::{list_segments, segment_path};
 use super::view;
 
@@ -242,14 +242,40 @@ fn build_inner(
     carried_files(fs, dir)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
-    let from_scratch = clean_point_before == log_start_offset && clean == CleanOptions::default();
+    // The transaction rules (`super::txn`): a log holding transactional data is
+    // cleaned in full (the incremental dirty map does not apply them), nothing at
+    // or past its last stable offset cleaned, and its clean point stays at the log
+    // start. So the segments wholly below a later clean point were cleaned by a
+    // pass that found no transactional data (appends only add at the end): only
+    // the others are read to find out.
+    let txn_horizon = Horizon {
+        now: options.now,
+        delete_retention_ms: options.delete_retention_ms,
+    };
+    let dirty_first = bases
+        .iter()
+        .rposition(|&base| base <= clean_point_before)
+        .unwrap_or(0);
+    let txn = if dirty_first == 0 || super::txn::gather(fs, dir, &bases[dirty_first..])?.is_some() {
+        super::txn::plan(fs, dir, &bases, txn_horizon)?
+    } else {
+        None
+    };
+    let from_scratch = (clean_point_before == log_start_offset && clean == CleanOptions::default())
+        || txn.is_some();
     let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
         // Everything is dirty and the map unbounded: the full two-thread scan (no
         // key summaries: the next, incremental pass writes them).
+        let keep_from = txn.as_ref().map_or(i64::MAX, |t| t.last_stable_offset);
+        let clean_point_after = if txn.is_some() {
+            log_start_offset
+        } else {
+            active_base
+        };
         (
-            scan_bounded(fs, dir, &bases, from.active_len)?,
-            i64::MAX,
-            active_base,
+            scan_with(fs, dir, &bases, from.active_len, txn.as_ref())?,
+            keep_from,
+            clean_point_after,
             None,
             None,
         )
@@ -321,6 +347,7 @@ fn build_inner(
             keep_from,
             index_interval_bytes,
             keys,
+            txn: txn.as_ref(),
         },
     )?;
     report.segments_carried = carried_segments;
@@ -391,6 +418,17 @@ fn build_inner(
         crc32c: crate::format::crc::crc32c(&clean_point_bytes),
     });
     segments.push(active);
+    if let Some(txn) = &txn {
+        let bases: Vec<i64> = segments.iter().map(|s| s.base_offset).collect();
+        // Without a copy of the active segment its `.txnindex` comes with the tail
+        // at the swap (`install::tail::link`).
+        let written = if from.copy_active {
+            bases.len()
+        } else {
+            bases.len() - 1
+        };
+        super::txn::write_indexes(fs, &paths.tmp, &bases, written, txn)?;
+    }
     if carry_point {
         // Derived files: synced with the rest, not listed (`install::validate`).
         // Without a copy of the active segment its index files come with the tail

@@ -20,6 +20,7 @@ pub mod rewrite;
 pub mod scan;
 pub mod snapshot;
 pub mod source;
+pub mod txn;
 pub mod view;
 
 use std::path::Path;

@@ -54,6 +54,8 @@ pub struct ClosedRegion<'a> {
     /// every output segment whose sources are all known gets a key summary
     /// (`.keys`). `None` (a full compaction): no summary, no carry.
     pub keys: Option<Vec<SourceKeys>>,
+    /// The transaction rules' decisions ([`super::txn`]), if any.
+    pub txn: Option<&'a super::txn::TxnPlan>,
 }
 
 /// What [`write_closed`] wrote.
@@ -123,6 +125,7 @@ pub fn write_closed(
         keep_from,
         index_interval_bytes,
         mut keys,
+        txn,
     } = region;
     if let Some(keys) = &keys {
         assert_eq!(keys.len(), bases.len());
@@ -133,6 +136,7 @@ pub fn write_closed(
         plain,
         horizon,
         keep_from,
+        txn,
     };
     let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
     let (back_tx, back_rx) = mpsc::channel::<(Compacted, Bytes)>();

@@ -11,6 +11,7 @@ use crate::fs::FileSystem;
 use super::bitmap::Bitmap;
 use super::offset_map::Superseded;
 use super::planner::{decide_latest, Decision, Horizon};
+use super::txn::TxnPlan;
 use super::view;
 use crate::format::batch::{
     ATTRIBUTES_OFFSET, CRC_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET,
@@ -202,6 +203,9 @@ pub struct Rules<'a> {
     /// Batches at or past this offset are kept as they are: the cleaning pass did
     /// not map them, or they are too young to clean ([`super::dirty`]).
     pub keep_from: i64,
+    /// The transaction rules' decisions ([`super::txn`]), when the log holds
+    /// transactional batches: the batches they remove have no ordinal.
+    pub txn: Option<&'a TxnPlan>,
 }
 
 /// Records and bytes of one source segment before and after compaction.
@@ -242,6 +246,7 @@ pub fn compact_segment(
         plain,
         horizon,
         keep_from,
+        txn,
     } = rules;
     let keep = &mut out.keep;
     let pieces = &mut out.pieces;
@@ -258,6 +263,12 @@ pub fn compact_segment(
         cursor.batch += 1;
         keep.clear();
         let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
+        if batch.header.base_offset < keep_from && txn.is_some_and(|t| t.drops(index)) {
+            // An aborted batch or a marker past its horizon with no data left: no
+            // ordinal (the scan gave it none), nothing kept.
+            counts.records_before += records as u64;
+            continue;
+        }
         if batch.header.base_offset < keep_from && batch.is_compressed() {
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.

@@ -28,6 +28,7 @@ use crate::fs::FileSystem;
 use super::bitmap::Bitmap;
 use super::offset_map::{Digest, OffsetMap, Superseded};
 use super::source::segment_path;
+use super::txn::TxnPlan;
 use super::view;
 
 /// What the map pass leaves for the rewrite pass.
@@ -74,16 +75,20 @@ enum Item<'a> {
 /// hashing balances the two: when the inserting side is behind (no chunk is free),
 /// the reader hashes the chunk it holds before handing it over, instead of waiting.
 pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
-    scan_bounded(fs, dir, bases, None)
+    scan_with(fs, dir, bases, None, None)
 }
 
-/// [`scan`] reading only the first `active_len` bytes of the active segment (a
-/// cleaner's snapshot: what was appended after it is left to the next pass).
-pub fn scan_bounded(
+/// [`scan`] reading only the first `active_len` bytes of the active segment, if
+/// given (a cleaner's snapshot: what was appended after it is left to the next
+/// pass), under the transaction rules `txn` ([`super::txn`]): the keyed records of
+/// aborted batches, and of every batch at or past the last stable offset, get no
+/// ordinal and never enter the map.
+pub fn scan_with(
     fs: &dyn FileSystem,
     dir: &Path,
     bases: &[i64],
     active_len: Option<u64>,
+    txn: Option<&TxnPlan>,
 ) -> Result<Scan> {
     let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
     let closed = closed_bases
@@ -105,7 +110,15 @@ pub fn scan_bounded(
         active.truncate(len as usize);
     }
     let mut map = OffsetMap::tracking_superseded();
-    let plain = scan_into(&mut map, dir, closed_bases, &closed, active_base, &active)?;
+    let plain = scan_into(
+        &mut map,
+        dir,
+        closed_bases,
+        &closed,
+        active_base,
+        &active,
+        txn,
+    )?;
     Ok(Scan {
         superseded: map.into_superseded(),
         closed,
@@ -122,6 +135,7 @@ fn scan_into(
     closed: &[Bytes],
     active_base: i64,
     active: &[u8],
+    txn: Option<&TxnPlan>,
 ) -> Result<Bitmap> {
     let segments: Vec<(i64, &[u8])> = closed_bases
         .iter()
@@ -153,6 +167,11 @@ fn scan_into(
                     batch_index += 1;
                     if batch.is_control() {
                         continue;
+                    }
+                    if txn.is_some_and(|t| {
+                        t.aborted.get(index) || batch.header.base_offset >= t.last_stable_offset
+                    }) {
+                        continue; // not mapped, no ordinal (the rewrite skips them too)
                     }
                     let mut is_plain = true;
                     if batch.is_compressed() {

@@ -10,6 +10,8 @@ pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 /// Suffix of a clean segment's key summary (`format::key_summary`, derived).
 pub const KEYS_SUFFIX: &str = ".keys";
+/// Suffix of a segment's aborted-transaction index (`format::txn_index`, derived).
+pub const TXN_INDEX_SUFFIX: &str = ".txnindex";
 
 /// `00000000000000000042.log` for base offset 42 and suffix `.log`.
 pub fn build(base_offset: i64, suffix: &str) -> String {
@@ -24,7 +26,15 @@ pub fn parse(name: &str) -> Option<(i64, &str)> {
     if !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    if ![LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, KEYS_SUFFIX].contains(&suffix) {
+    if ![
+        LOG_SUFFIX,
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        KEYS_SUFFIX,
+        TXN_INDEX_SUFFIX,
+    ]
+    .contains(&suffix)
+    {
         return None;
     }
     Some((digits.parse().ok()?, suffix))

@@ -29,6 +29,7 @@ pub mod produce;
 pub mod record;
 pub mod recovery_point;
 pub mod timestamp_type;
+pub mod txn_index;
 pub mod varint;
 
 use std::path::Path;

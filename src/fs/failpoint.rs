@@ -16,6 +16,10 @@
 // --- log: append, roll, flush ---------------------------------------------
 /// Before an append writes its batch to the active segment's `.log`.
 pub const LOG_APPEND_WRITE: &str = "log::append::write";
+/// Before an ABORT marker's entry is appended to the active segment's `.txnindex`.
+pub const LOG_TXN_INDEX_APPEND: &str = "log::txn_index::append";
+/// Before the transaction state pass rewrites a missing or invalid `.txnindex`.
+pub const LOG_TXN_INDEX_REWRITE: &str = "log::txn_index::rewrite";
 /// Before a roll syncs the closing segment's `.log` and indexes.
 pub const LOG_ROLL_SYNC_CLOSED: &str = "log::roll::sync_closed";
 /// Before a roll syncs the closing segment's `.index`.
@@ -151,6 +155,8 @@ pub const INSTALL_RECOVER_SYNC_PARENT_FIRST: &str = "install::recover::sync_pare
 /// `seglog failpoints` prints this list. Keep it in step with the constants.
 pub const ALL: &[&str] = &[
     LOG_APPEND_WRITE,
+    LOG_TXN_INDEX_APPEND,
+    LOG_TXN_INDEX_REWRITE,
     LOG_ROLL_SYNC_CLOSED,
     LOG_ROLL_SYNC_INDEX,
     LOG_ROLL_SYNC_TIME_INDEX,

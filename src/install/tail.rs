@@ -7,7 +7,9 @@
 
 use crate::error::{Error, Result};
 use crate::fail_point;
-use crate::format::filename::{self, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::format::filename::{
+    self, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+};
 use crate::format::manifest::{Manifest, ManifestFile};
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint as fp;
@@ -15,7 +17,8 @@ use crate::fs::FileSystem;
 
 use super::InstallPaths;
 
-/// Hard-links each tail segment's `.log` and (when present) its index files into
+/// Hard-links each tail segment's `.log` and (when present) its index files
+/// (`.index`, `.timeindex`, `.txnindex`) into
 /// the temp dir ([`sync_tmp`] makes the entries durable). The links share the
 /// inodes: the active segment's later appends land in the new `D` once the swap
 /// renamed it.
@@ -23,7 +26,12 @@ pub fn link(fs: &dyn FileSystem, paths: &InstallPaths, tail_bases: &[i64]) -> Re
     assert!(!tail_bases.is_empty(), "the tail holds the active segment");
     assert!(tail_bases.windows(2).all(|w| w[0] < w[1]));
     for &base in tail_bases {
-        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        for suffix in [
+            LOG_SUFFIX,
+            INDEX_SUFFIX,
+            TIME_INDEX_SUFFIX,
+            TXN_INDEX_SUFFIX,
+        ] {
             let name = filename::build(base, suffix);
             let from = paths.live.join(&name);
             if suffix != LOG_SUFFIX && !fs.exists(&from) {

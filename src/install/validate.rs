@@ -15,15 +15,17 @@ use crate::format::manifest::{Manifest, ManifestFile};
 use crate::fs::FileSystem;
 
 /// Files an open rebuilds or ignores when they are damaged, so validation leaves
-/// them out: a segment's `.index`, `.timeindex` and `.keys` (a key summary the
+/// them out: a segment's `.index`, `.timeindex`, `.txnindex` and `.keys` (a key summary the
 /// cleaner checks against its segment before trusting it), and the recovery point.
 pub fn is_derived(name: &str) -> bool {
-    use crate::format::filename::{self, INDEX_SUFFIX, KEYS_SUFFIX, TIME_INDEX_SUFFIX};
+    use crate::format::filename::{
+        self, INDEX_SUFFIX, KEYS_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+    };
     name == crate::format::recovery_point::RECOVERY_POINT_NAME
         || matches!(
             filename::parse(name),
             Some((_, suffix)) if suffix == INDEX_SUFFIX || suffix == TIME_INDEX_SUFFIX
-                || suffix == KEYS_SUFFIX
+                || suffix == KEYS_SUFFIX || suffix == TXN_INDEX_SUFFIX
         )
 }
 

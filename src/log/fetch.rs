@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use crate::error::Result;
+use crate::format::txn_index::AbortedTxn;
 use crate::format::{BatchView, FormatError, Header, RecordView, RecordViews};
 
 use super::read::checked_batches;
@@ -29,6 +30,9 @@ pub struct Fetch {
     /// when an iteration first reaches it (and kept: records borrow them). The
     /// fetch itself never decompresses: its bytes are the batches as stored.
     inflated: OnceLock<Vec<Inflated>>,
+    /// The aborted transactions overlapping the batches ([`Log::fetch_with`] at
+    /// `ReadCommitted`; empty otherwise).
+    aborted: Vec<AbortedTxn>,
 }
 
 /// One compressed batch of a [`Fetch`]: its position in the fetched bytes and,
@@ -115,6 +119,7 @@ impl Log {
                 bytes: view.bytes().slice(checked.start..checked.end),
                 next_offset,
                 inflated: OnceLock::new(),
+                aborted: Vec::new(),
             });
         }
         Ok(Fetch {
@@ -124,11 +129,46 @@ impl Log {
             bytes: Bytes::new(),
             next_offset: from,
             inflated: OnceLock::new(),
+            aborted: Vec::new(),
         })
     }
 }
 
 impl Fetch {
+    /// The aborted transactions overlapping the fetched batches, in marker order
+    /// (Kafka's `FetchDataInfo.abortedTransactions`): filled by [`Log::fetch_with`]
+    /// at `ReadCommitted`, empty otherwise (Kafka sends none at `read_uncommitted`).
+    pub fn aborted_transactions(&self) -> &[AbortedTxn] {
+        &self.aborted
+    }
+
+    pub(super) fn with_aborted(mut self, aborted: Vec<AbortedTxn>) -> Fetch {
+        self.aborted = aborted;
+        self
+    }
+
+    /// This fetch without the batches at or after `end` (batches never straddle a
+    /// last stable offset: it is a batch's base offset).
+    pub(super) fn truncated_at(mut self, end: i64) -> Result<Fetch> {
+        let mut at = 0usize;
+        let mut next_offset = self.from;
+        while at < self.bytes.len() {
+            let (batch, size) = BatchView::decode_crc_checked(&self.bytes[at..])
+                .map_err(|e| e.at(&self.path, self.position + at as u64))?;
+            if batch.base_offset >= end {
+                break;
+            }
+            at += size;
+            next_offset = batch.base_offset + i64::from(batch.last_offset_delta) + 1;
+        }
+        if at < self.bytes.len() {
+            self.bytes = self.bytes.slice(..at);
+            self.next_offset = next_offset.max(self.from);
+            self.inflated = OnceLock::new();
+        }
+        Ok(self)
+    }
+
     /// The batches as stored: Kafka's fetch payload.
     pub fn bytes(&self) -> &Bytes {
         &self.bytes

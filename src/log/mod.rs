@@ -19,6 +19,7 @@ mod read;
 pub mod recovery;
 pub mod report;
 pub mod trust;
+pub mod txn;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ use crate::segment::{Segment, SegmentInfo};
 
 pub use fetch::{Fetch, FetchRecords, RecordRef};
 pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
+pub use txn::{Isolation, Producer, TxnIndexRebuild};
 
 /// Largest `segment_bytes`: positions must fit the 32-bit index entries even with
 /// one oversized batch past the limit (Kafka's limit too).
@@ -232,6 +234,8 @@ pub struct Log {
     mapped: Mutex<Vec<(i64, Bytes)>>,
     /// "Now" for LogAppendTime stamps ([`LogConfig::timestamp_type`]).
     clock: Arc<dyn Clock>,
+    /// The transaction state, built at the first transactional call (`txn`).
+    txn: Mutex<Option<txn::TxnState>>,
 }
 
 impl Log {
@@ -323,6 +327,7 @@ impl Log {
             plain_scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),
             clock: Arc::new(SystemClock),
+            txn: Mutex::new(None),
         };
         log.assert_invariants();
         log
@@ -445,6 +450,8 @@ impl Log {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(base, _)| !gone.contains(base));
+        // Their `.txnindex` files went with them: build the state again when needed.
+        self.txn_forget();
         self.assert_invariants();
     }
 
@@ -469,6 +476,8 @@ impl Log {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        // The segments (and their `.txnindex` files) changed.
+        self.txn_forget();
         self.assert_invariants();
     }
 

@@ -83,6 +83,7 @@ impl Log {
         }
         result?;
         assert_eq!(self.next_offset(), next);
+        self.txn_observe_appended(base_offset)?;
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,

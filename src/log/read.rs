@@ -204,7 +204,7 @@ impl Log {
 
     /// Index in `self.segments` of the segment holding `offset` (the last one whose
     /// base offset is <= `offset`), or 0.
-    fn segment_index_for(&self, offset: i64) -> usize {
+    pub(super) fn segment_index_for(&self, offset: i64) -> usize {
         self.segments
             .partition_point(|s| s.base_offset <= offset)
             .saturating_sub(1)

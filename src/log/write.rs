@@ -118,7 +118,10 @@ impl Log {
         self.append_checked(&facts, bytes)
     }
 
-    /// Appends one transaction marker (a control batch with one record).
+    /// Appends one transaction marker (a control batch with one record, Kafka's
+    /// layout: key version 0 and type, value version 0 and coordinator epoch 0),
+    /// ending `producer_id`'s open transaction; an ABORT that ends one writes the
+    /// aborted transaction into the active segment's `.txnindex`.
     pub fn append_control(
         &mut self,
         kind: ControlKind,
@@ -132,6 +135,8 @@ impl Log {
                 "timestamp {timestamp} is below -1 (no timestamp)"
             )));
         }
+        // The transaction state must know the open transaction this marker ends.
+        self.ensure_txn_state()?;
         let batch = RecordBatch::control(
             self.next_offset(),
             kind,
@@ -140,10 +145,12 @@ impl Log {
             0,
             timestamp,
         );
-        self.append_batch(&batch)
+        let info = self.append_batch(&batch)?;
+        self.txn_observe(producer_id, info.base_offset, true, Some(kind))?;
+        Ok(info)
     }
 
-    fn append_batch(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
+    pub(super) fn append_batch(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
         batch.encode_into(&mut bytes);
@@ -412,7 +419,7 @@ impl Log {
 
 /// The checks every append makes of its records (at least one, timestamps >= -1,
 /// the encoded batch within `BATCH_BYTES_MAX`); returns the encoded size.
-fn check_records(records: &[NewRecord]) -> Result<usize> {
+pub(super) fn check_records(records: &[NewRecord]) -> Result<usize> {
     if records.is_empty() {
         return Err(Error::InvalidArgument(
             "an append needs at least one record".into(),

@@ -114,6 +114,7 @@ fn delete_prefix_remove(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Resul
         // removed by recovery below the checkpoint), never an orphan index.
         for suffix in [
             filename::KEYS_SUFFIX,
+            filename::TXN_INDEX_SUFFIX,
             filename::TIME_INDEX_SUFFIX,
             filename::INDEX_SUFFIX,
             filename::LOG_SUFFIX,

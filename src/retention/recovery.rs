@@ -74,6 +74,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
         for &base in &bases[..below] {
             for suffix in [
                 filename::KEYS_SUFFIX,
+                filename::TXN_INDEX_SUFFIX,
                 filename::TIME_INDEX_SUFFIX,
                 filename::INDEX_SUFFIX,
                 filename::LOG_SUFFIX,

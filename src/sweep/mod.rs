@@ -242,6 +242,43 @@ fn lost_point_rename(lost: &[crate::fs::sim::LostItem]) -> bool {
         .any(|item| matches!(item, crate::fs::sim::LostItem::DirOp { op, .. } if *op == rename))
 }
 
+/// Transactions (workloads with `Op::AppendTxn`): no `.txnindex` survives recovery
+/// without its segment, and the transaction state pass (the first transactional
+/// call) builds and, where a crash tore or lost one, rewrites every `.txnindex`;
+/// after it, each holds exactly the entries a second pass expects.
+fn check_txn_indexes(workload: &Workload, log: &Log, fs: &SimFs) -> Result<(), String> {
+    use crate::format::filename::{self, TXN_INDEX_SUFFIX};
+    if !workload
+        .ops
+        .iter()
+        .any(|op| matches!(op, crate::workload::Op::AppendTxn { .. }))
+    {
+        return Ok(());
+    }
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    for name in fs.list_dir(Path::new(LOG_DIR)).unwrap_or_default() {
+        if let Some((base, TXN_INDEX_SUFFIX)) = filename::parse(&name) {
+            if !bases.contains(&base) {
+                return Err(format!("an orphan {name} survived recovery"));
+            }
+        }
+    }
+    log.txn_index_rebuilds()
+        .map_err(|e| format!("the transaction state pass failed: {e}"))?;
+    // A fresh handle checks the files the first pass left.
+    let (again, _) = Log::open_read_only(Arc::new(duplicate(fs)), LOG_DIR, log.config().clone())
+        .map_err(|e| format!("reopen failed: {e}"))?;
+    let rebuilt = again
+        .txn_index_rebuilds()
+        .map_err(|e| format!("the transaction state pass failed: {e}"))?;
+    if !rebuilt.is_empty() {
+        return Err(format!(
+            "the state pass left wrong .txnindex files: {rebuilt:?}"
+        ));
+    }
+    Ok(())
+}
+
 /// Names in the log's parent and the log dir that must not survive recovery.
 pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
     let mut out = Vec::new();
@@ -339,6 +376,7 @@ pub fn check_image_with(
         ));
     }
     let view = engine::view(&log).map_err(|e| format!("read after recovery failed: {e}"))?;
+    check_txn_indexes(workload, &log, &fs)?;
     drop(log);
     if let Some(diff) = allowed.mismatch(&view) {
         return Err(format!("recovered log is not an allowed state: {diff}"));

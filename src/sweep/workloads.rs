@@ -67,6 +67,13 @@ fn append_raw(batches: &[RawBatch<'_>]) -> Op {
     }
 }
 
+/// One transactional batch of producer 1 (`Op::AppendTxn`).
+fn txn(records: &[(Option<&str>, Option<&str>, i64)]) -> Op {
+    Op::AppendTxn {
+        records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
+    }
+}
+
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 1024 * 1024,
@@ -357,6 +364,34 @@ pub fn named_workloads() -> Vec<Workload> {
                 Op::Flush,
                 append(&[(Some("h"), Some("8"), 14)]),
                 Op::Close,
+            ],
+        },
+        Workload {
+            name: "transactions".into(),
+            description: "transactional batches of producer 1 with commits and aborts across rolls (each abort appends to its segment's .txnindex), a restart, then retention deleting segments with their .txnindex: a crash anywhere loses nothing acknowledged and leaves no orphan".into(),
+            config: LogConfig {
+                segment_bytes: 300,
+                index_interval_bytes: 64,
+                ..LogConfig::default()
+            },
+            variant: "manifest".into(),
+            ops: vec![
+                txn(&[(Some("a"), Some("1"), 1), (Some("b"), Some("1"), 2)]),
+                Op::AppendControl { commit: true, ts: 3 },
+                txn(&[(Some("a"), Some("x"), 4)]),
+                append(&[(Some("p"), Some("plain"), 5)]),
+                txn(&[(Some("b"), Some("x"), 6)]),
+                Op::AppendControl { commit: false, ts: 7 },
+                Op::Roll,
+                txn(&[(Some("c"), Some("1"), 8)]),
+                Op::AppendControl { commit: false, ts: 9 },
+                Op::Flush,
+                Op::Close,
+                txn(&[(Some("d"), Some("1"), 10)]),
+                Op::AppendControl { commit: true, ts: 11 },
+                Op::Roll,
+                append(&[(Some("e"), Some("1"), 5000)]),
+                Op::Retain { now: 5000, retention_ms: Some(100), retention_bytes: None },
             ],
         },
         Workload {

@@ -316,6 +316,16 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 Err(e) => return Err(e),
             }
         }
+        Op::AppendTxn { records } => {
+            match log.append_transactional(crate::Producer::new(1, 0), &new_records(records)) {
+                Ok(info) => OpOutcome::Appended {
+                    base_offset: info.base_offset,
+                    last_offset: info.last_offset,
+                },
+                Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+                Err(e) => return Err(e),
+            }
+        }
         Op::AppendControl { commit, ts } => {
             let kind = if *commit {
                 ControlKind::Commit

@@ -42,6 +42,13 @@ pub enum Op {
     AppendRaw {
         batches: Vec<RawBatchSpec>,
     },
+    /// Append one transactional batch of producer 1 (epoch 0), the producer
+    /// `AppendControl`'s markers end (`Log::append_transactional`). The spec stores
+    /// it as a plain batch (same bytes count, same records): workloads with it
+    /// compare reads at `read_uncommitted` and do not compact.
+    AppendTxn {
+        records: Vec<RecordSpec>,
+    },
     /// Append one control batch (a COMMIT marker when `commit`, else ABORT).
     AppendControl {
         commit: bool,
@@ -130,7 +137,10 @@ impl Op {
     pub fn is_append(&self) -> bool {
         matches!(
             self,
-            Op::Append { .. } | Op::AppendRaw { .. } | Op::AppendControl { .. }
+            Op::Append { .. }
+                | Op::AppendRaw { .. }
+                | Op::AppendTxn { .. }
+                | Op::AppendControl { .. }
         )
     }
 

@@ -68,6 +68,14 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 Err(_) => OpOutcome::Rejected,
             }
         }
+        Op::AppendTxn { records } => apply(
+            spec,
+            &Op::Append {
+                records: records.clone(),
+                codec: None,
+                log_append_time: None,
+            },
+        ),
         Op::AppendControl { commit, ts } => {
             let (base_offset, last_offset) = spec.append_control(*commit, *ts);
             OpOutcome::Appended {
@@ -269,7 +277,7 @@ pub fn append_walk(before: &SpecLog, op: &Op) -> Vec<(WalkStep, SpecLog)> {
                 })
                 .collect()
         }
-        Op::Append { .. } | Op::AppendControl { .. } => vec![op.clone()],
+        Op::Append { .. } | Op::AppendTxn { .. } | Op::AppendControl { .. } => vec![op.clone()],
         _ => return Vec::new(),
     };
     let mut out = Vec::new();

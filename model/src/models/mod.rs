@@ -9,6 +9,7 @@ pub mod durability;
 pub mod install;
 pub mod log;
 pub mod retention;
+pub mod txn;
 
 /// `steps` without those whose bits are set in `mask` (bit `n`: step `n`): the
 /// protocol variants the sync ablation's judge checks.

@@ -18,6 +18,7 @@ mod retain;
 pub mod size;
 #[cfg(test)]
 mod tests;
+pub mod txn;
 
 use serde::{Deserialize, Serialize};
 
