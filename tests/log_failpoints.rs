@@ -141,6 +141,8 @@ fn crash_at_every_fail_point_recovers() {
                 // The CLI never flushes without closing; the crash sweep and the
                 // I/O-error sweep reach it through the API.
                 && **n != "log::flush::sync_log"
+                // Need transactional data: `crash_at_the_txn_index_fail_points`.
+                && !n.starts_with("log::txn_index::")
         })
         .collect();
     assert!(missed.is_empty(), "fail points never reached: {missed:?}");
@@ -190,4 +192,104 @@ fn injected_errors_exit_2_and_name_the_point() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(name));
         check_recovers(&dir, &flushed, name);
     }
+}
+
+/// The `.txnindex` fail points, crashed at through the binary: an ABORT marker's
+/// entry append (`append --control abort`), and the rewrite of a missing
+/// `.txnindex` by the first transactional call after an open. After either crash
+/// the log reopens, every flushed record reads back, `read_committed` never shows
+/// the aborted records, and once a transactional call has run again no
+/// `.txnindex` is left to rewrite.
+#[test]
+fn crash_at_the_txn_index_fail_points() {
+    use seglog::{ControlKind, Isolation, Producer};
+    let tmp = tempfile::tempdir().unwrap();
+    let aborted = |v: &str| {
+        vec![NewRecord::new(
+            Some(b"k".to_vec()),
+            Some(v.as_bytes().to_vec()),
+            3,
+        )]
+    };
+    let check = |dir: &Path, flushed: &[NewRecord], case: &str| {
+        check_recovers(dir, flushed, case);
+        let (mut log, _) = Log::open(dir, cfg()).unwrap();
+        let committed = log
+            .read_with(0, usize::MAX, Isolation::ReadCommitted)
+            .unwrap();
+        assert!(
+            committed
+                .iter()
+                .all(|r| r.value.as_deref() != Some(&b"aborted"[..])),
+            "{case}: an aborted record is visible"
+        );
+        // The next transactional call repairs what the crash left; then nothing.
+        log.append_transactional(Producer::new(9, 0), &aborted("later"))
+            .unwrap();
+        log.close().unwrap();
+        let (log, _) = Log::open(dir, cfg()).unwrap();
+        log.read_with(0, usize::MAX, Isolation::ReadCommitted)
+            .unwrap();
+        assert!(
+            log.txn_index_rebuilds().unwrap().is_empty(),
+            "{case}: still rewriting"
+        );
+    };
+
+    // The marker's entry append.
+    let dir = tmp.path().join("append");
+    let mut flushed = prepare(&dir, false);
+    let (mut log, _) = Log::open(&dir, cfg()).unwrap();
+    log.append_transactional(Producer::new(8, 0), &aborted("aborted"))
+        .unwrap();
+    log.close().unwrap();
+    flushed.extend(aborted("aborted"));
+    let d = dir.to_str().unwrap();
+    let out = seglog(
+        &["append", d, "--control", "abort", "--producer-id", "8"],
+        "log::txn_index::append=return",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("crashed at fail point log::txn_index::append"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), None, "a crash is an abort");
+    check(&dir, &flushed, "log::txn_index::append");
+
+    // The rewrite of a missing `.txnindex`.
+    let dir = tmp.path().join("rewrite");
+    let mut flushed = prepare(&dir, false);
+    let (mut log, _) = Log::open(&dir, cfg()).unwrap();
+    log.append_transactional(Producer::new(8, 0), &aborted("aborted"))
+        .unwrap();
+    log.append_control(ControlKind::Abort, 8, 0, 4).unwrap();
+    log.close().unwrap();
+    flushed.extend(aborted("aborted"));
+    let txn_indexes: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txnindex"))
+        .collect();
+    assert_eq!(txn_indexes.len(), 1, "the abort wrote one entry");
+    std::fs::remove_file(&txn_indexes[0]).unwrap();
+    let d = dir.to_str().unwrap();
+    let out = seglog(
+        &[
+            "append",
+            d,
+            "--batch",
+            "[{\"key\":\"t\",\"value\":\"v\",\"ts\":5}]",
+            "--producer-id",
+            "9",
+        ],
+        "log::txn_index::rewrite=return",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("crashed at fail point log::txn_index::rewrite"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), None, "a crash is an abort");
+    check(&dir, &flushed, "log::txn_index::rewrite");
 }

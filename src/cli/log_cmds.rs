@@ -68,18 +68,49 @@ pub struct AppendArgs {
     /// One batch: a JSON array of {"key": str|null, "value": str|null, "ts": int}.
     #[arg(
         long,
-        conflicts_with_all = ["batch_file", "raw_file"],
-        required_unless_present_any = ["batch_file", "raw_file"]
+        conflicts_with_all = ["batch_file", "raw_file", "control"],
+        required_unless_present_any = ["batch_file", "raw_file", "control"]
     )]
     pub batch: Option<String>,
     /// A file with one JSON array (one batch) per line.
-    #[arg(long, conflicts_with = "raw_file")]
+    #[arg(long, conflicts_with_all = ["raw_file", "control"])]
     pub batch_file: Option<PathBuf>,
     /// A file of producer-encoded Kafka v2 record batches, back to back (a produce
     /// request's records), appended as they are (`Log::append_batches`): all or
     /// none. Prints `base_offset`, `last_offset` and `batches`.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["control", "producer_id"])]
     pub raw_file: Option<PathBuf>,
+    /// Append the batches as transactional batches of this producer
+    /// (`Log::append_transactional`), opening its transaction; with `--control`,
+    /// the producer whose transaction the marker ends.
+    #[arg(long)]
+    pub producer_id: Option<i64>,
+    /// The producer's epoch (with `--producer-id`).
+    #[arg(long, default_value_t = 0, requires = "producer_id")]
+    pub producer_epoch: i16,
+    /// Append a COMMIT or ABORT marker ending `--producer-id`'s transaction
+    /// (`Log::append_control`, timestamp `--timestamp`) instead of records; an
+    /// ABORT adds its entry to the segment's `.txnindex`.
+    #[arg(long, value_enum, requires = "producer_id")]
+    pub control: Option<ControlArg>,
+    /// The marker's timestamp (with `--control`).
+    #[arg(
+        long,
+        default_value_t = 0,
+        requires = "control",
+        allow_negative_numbers = true
+    )]
+    pub timestamp: i64,
+}
+
+/// `--control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ControlArg {
+    /// The transaction committed.
+    Commit,
+    /// The transaction aborted.
+    Abort,
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +179,19 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
     if let Some(path) = &args.raw_file {
         return append_raw(&args.log, path);
     }
+    if let Some(control) = args.control {
+        let producer_id = args
+            .producer_id
+            .expect("clap: --control requires --producer-id");
+        let kind = match control {
+            ControlArg::Commit => crate::ControlKind::Commit,
+            ControlArg::Abort => crate::ControlKind::Abort,
+        };
+        let (mut log, _report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
+        let info = log.append_control(kind, producer_id, args.producer_epoch, args.timestamp)?;
+        log.close()?;
+        return Ok(Outcome::Ok(json!(info)));
+    }
     let batches = match (&args.batch, &args.batch_file) {
         (Some(text), _) => vec![parse_batch(text, "--batch")?],
         (None, Some(path)) => {
@@ -169,7 +213,12 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
     let (mut log, _report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
     let mut infos = Vec::with_capacity(batches.len());
     for batch in &batches {
-        infos.push(log.append(batch)?);
+        infos.push(match args.producer_id {
+            Some(id) => {
+                log.append_transactional(crate::Producer::new(id, args.producer_epoch), batch)?
+            }
+            None => log.append(batch)?,
+        });
     }
     log.close()?;
     let value = if args.batch.is_some() {
