@@ -62,6 +62,8 @@ pub struct CompactionReport {
     pub segments_carried: u64,
     /// Their bytes: what the pass neither read for its map nor wrote.
     pub bytes_carried: u64,
+    /// Keyless records the pass dropped (the `kafka` policy; 0 under `seed`).
+    pub keyless_dropped: u64,
 }
 
 /// The parameters of one compaction.
@@ -182,6 +184,16 @@ fn build_inner(
     carried_files(fs, dir)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
+    if clean.policy == super::CompactionPolicy::Kafka {
+        let inputs = super::kafka::BuildInputs {
+            paths: &paths,
+            bases: &bases,
+            clean_point_before,
+            index_interval_bytes,
+            carry_point,
+        };
+        return super::kafka::build(fs, dir, options, clean, inputs).map(Some);
+    }
     let from_scratch = clean_point_before == log_start_offset && clean == CleanOptions::default();
     let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
         // Everything is dirty and the map unbounded: the full two-thread scan (no
@@ -227,9 +239,9 @@ fn build_inner(
         .map_err(|e| Error::io(&paths.tmp, e))?;
     assert_eq!(closed_bytes.len(), closed.len());
     let Written {
-        mut files,
+        files,
         totals,
-        mut segments,
+        segments,
         carried_segments,
         carried_bytes,
         carried_bases,
@@ -256,10 +268,69 @@ fn build_inner(
     report.records_before = totals.counts.records_before;
     report.records_after = totals.counts.records_after;
     report.segments_after = files.len() as u64;
+    finish_build(
+        fs,
+        dir,
+        Tail {
+            paths: &paths,
+            active_base,
+            active_bytes: &active_bytes,
+            index_interval_bytes,
+            report,
+            mapped_end_offset,
+            files,
+            segments,
+            carried_bases,
+            clean_point_after,
+            carry_point,
+            log_start_offset,
+        },
+    )
+    .map(Some)
+}
+
+/// What the end of a build needs: the closed region is written into the temp dir.
+pub(super) struct Tail<'a> {
+    pub paths: &'a InstallPaths,
+    pub active_base: i64,
+    /// The active segment's bytes, checked by the caller's read.
+    pub active_bytes: &'a [u8],
+    pub index_interval_bytes: u64,
+    pub report: CompactionReport,
+    pub mapped_end_offset: Option<i64>,
+    /// The closed region's `.log` files as written, oldest first.
+    pub files: Vec<ManifestFile>,
+    /// The closed region's segments, closed, without pending index entries.
+    pub segments: Vec<Segment>,
+    /// Bases of closed segments hard-linked from the live directory, ascending.
+    pub carried_bases: Vec<i64>,
+    pub clean_point_after: i64,
+    pub carry_point: bool,
+    pub log_start_offset: i64,
+}
+
+/// The end of install step 1, whatever the policy: the active segment copied, the
+/// files the log does not own, the new clean point, the index files and recovery
+/// point, the temp dir synced; the manifest describing it all.
+pub(super) fn finish_build(fs: &dyn FileSystem, dir: &Path, tail: Tail<'_>) -> Result<Built> {
+    let Tail {
+        paths,
+        active_base,
+        active_bytes,
+        index_interval_bytes,
+        mut report,
+        mapped_end_offset,
+        mut files,
+        mut segments,
+        carried_bases,
+        clean_point_after,
+        carry_point,
+        log_start_offset,
+    } = tail;
     // The active segment, byte for byte, as the scan read and checked it.
     let active_source = segment_path(dir, active_base, LOG_SUFFIX);
     let mut active = Segment::empty(dir, active_base, index_interval_bytes);
-    for batch in view::batches_verified(&active_source, active_base, &active_bytes)? {
+    for batch in view::batches_verified(&active_source, active_base, active_bytes)? {
         assert!(batch.header.record_count >= 0);
         active.on_batch(&BatchFacts {
             base_offset: batch.header.base_offset,
@@ -276,13 +347,13 @@ fn build_inner(
     report.mapped_end_offset = mapped_end_offset.unwrap_or(next_offset);
     let active_name = filename::build(active_base, LOG_SUFFIX);
     let active_path = paths.tmp.join(&active_name);
-    fs.write_new(&active_path, &active_bytes)
+    fs.write_new(&active_path, active_bytes)
         .map_err(|e| Error::io(&active_path, e))?;
     build_sync_file(fs, &active_path)?;
     files.push(ManifestFile {
         name: active_name,
         bytes: active_bytes.len() as u64,
-        crc32c: crate::format::crc::crc32c(&active_bytes),
+        crc32c: crate::format::crc::crc32c(active_bytes),
     });
     // Files the log does not own (and the retention checkpoint) move with the log,
     // unchanged; index files are not copied (the next open rebuilds them).
@@ -326,7 +397,7 @@ fn build_inner(
     assert_eq!(files[0].name, filename::build(log_start_offset, LOG_SUFFIX));
     assert!(report.records_after <= report.records_before);
     files.sort();
-    Ok(Some(Built {
+    Ok(Built {
         manifest: Manifest {
             log_start_offset,
             next_offset,
@@ -334,7 +405,7 @@ fn build_inner(
         },
         report,
         segments,
-    }))
+    })
 }
 
 /// Writes every segment's `.index` and `.timeindex` into `tmp`. A closed segment's

@@ -11,10 +11,12 @@ pub mod cleaner;
 pub mod compressed;
 pub mod dirty;
 pub mod dirty_map;
+pub mod kafka;
 pub mod offset_map;
 pub mod output;
 pub mod plan;
 pub mod planner;
+pub mod policy;
 pub mod rewrite;
 pub mod scan;
 pub mod source;
@@ -29,6 +31,7 @@ pub use cleaner::{build, build_indexed, build_with, Built, CompactOptions, Compa
 pub use dirty::CleanOptions;
 pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use planner::{Decision, Horizon};
+pub use policy::CompactionPolicy;
 
 /// Compacts the log directory `dir` and installs the result (steps 1 to 6).
 /// `None` when there is no closed segment. The directory's segment files must be

@@ -83,6 +83,7 @@ fn clean(now: i64, keys: u64) -> Op {
         segment_bytes: None,
         dedupe_buffer_bytes: Some(keys * 24),
         min_compaction_lag_ms: 0,
+        policy: crate::compaction::CompactionPolicy::Seed,
     }
 }
 
@@ -96,6 +97,7 @@ fn carry_clean(now: i64, segment_bytes: Option<u64>) -> Op {
         segment_bytes,
         dedupe_buffer_bytes: Some(1000 * 24),
         min_compaction_lag_ms: 0,
+        policy: crate::compaction::CompactionPolicy::Seed,
     }
 }
 

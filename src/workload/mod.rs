@@ -81,6 +81,9 @@ pub enum Op {
         dedupe_buffer_bytes: Option<u64>,
         #[serde(default, skip_serializing_if = "is_zero")]
         min_compaction_lag_ms: i64,
+        /// The rules of the pass (absent: `seed`).
+        #[serde(default, skip_serializing_if = "is_seed")]
+        policy: crate::compaction::CompactionPolicy,
     },
     /// Read everything from `from`; compared, never changes state.
     Read {
@@ -239,6 +242,9 @@ pub enum OpOutcome {
         segments_after: u64,
         bytes_before: u64,
         bytes_after: u64,
+        /// Keyless records dropped (the `kafka` policy; absent: 0).
+        #[serde(default, skip_serializing_if = "is_zero_u64")]
+        keyless_dropped: u64,
     },
     Read {
         records: Vec<RecordView>,
@@ -259,4 +265,12 @@ pub fn new_records(records: &[RecordSpec]) -> Vec<crate::format::NewRecord> {
             )
         })
         .collect()
+}
+
+fn is_seed(policy: &crate::compaction::CompactionPolicy) -> bool {
+    *policy == crate::compaction::CompactionPolicy::Seed
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
