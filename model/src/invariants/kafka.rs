@@ -15,16 +15,18 @@ pub fn keyless_above_clean_point(before: &SpecLog, after: &SpecLog) -> Result<()
         .map(|(r, _)| r)
         .collect();
     for (rec, control) in before.records() {
-        if !control && rec.key.is_none() && rec.offset >= after.clean_point() {
-            if !kept.iter().any(|k| *k == rec) {
-                return fail(
-                    "keyless_retained",
-                    format!(
-                        "keyless record at {} lost above the clean point",
-                        rec.offset
-                    ),
-                );
-            }
+        if !control
+            && rec.key.is_none()
+            && rec.offset >= after.clean_point()
+            && !kept.contains(&rec)
+        {
+            return fail(
+                "keyless_retained",
+                format!(
+                    "keyless record at {} lost above the clean point",
+                    rec.offset
+                ),
+            );
         }
     }
     Ok(())
