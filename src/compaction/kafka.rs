@@ -468,3 +468,115 @@ pub(super) fn build(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::NewRecord;
+
+    fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> NewRecord {
+        NewRecord::new(
+            key.map(|k| k.as_bytes().to_vec()),
+            value.map(|v| v.as_bytes().to_vec()),
+            ts,
+        )
+    }
+
+    #[test]
+    fn a_kept_tombstone_stamps_its_batch_and_goes_at_the_horizon() {
+        // a=1 @0 ts 10, a=null @1 ts 20, (keyless) @2 ts 30.
+        let batch = RecordBatch::build(
+            0,
+            &[
+                rec(Some("a"), Some("1"), 10),
+                rec(Some("a"), None, 20),
+                rec(None, Some("e"), 30),
+            ],
+        );
+        let map = KafkaMap::build([&batch], None).unwrap();
+        assert_eq!(map.latest_offset, Some(2));
+        let mut keyless = 0;
+        let BatchOutcome::Rewritten(stamped) = clean_batch(&batch, &map, 1_000, 500, &mut keyless)
+        else {
+            panic!("the batch keeps its tombstone, stamped");
+        };
+        assert_eq!(keyless, 1);
+        assert_eq!(stamped.delete_horizon(), Some(1_500));
+        assert_eq!(stamped.base_timestamp, 1_500);
+        assert_eq!(stamped.records.len(), 1);
+        assert_eq!(stamped.offset_of(&stamped.records[0]), 1);
+        assert_eq!(
+            stamped.timestamp_of(&stamped.records[0]),
+            20,
+            "timestamps stay"
+        );
+        assert_eq!(stamped.last_offset(), 2, "the last offset stays");
+        assert_eq!(stamped.max_timestamp, 20);
+        // The stamped batch round-trips through its bytes.
+        let (decoded, _) = decode(&stamped.encode()).unwrap();
+        assert_eq!(decoded, stamped);
+        // Kept, unchanged, before the horizon; gone at it.
+        assert_eq!(
+            clean_batch(&stamped, &map, 1_499, 500, &mut keyless),
+            BatchOutcome::Unchanged
+        );
+        assert_eq!(
+            clean_batch(&stamped, &map, 1_500, 500, &mut keyless),
+            BatchOutcome::Dropped
+        );
+    }
+
+    #[test]
+    fn records_past_the_map_and_unmapped_keys_stay() {
+        let mapped = RecordBatch::build(0, &[rec(Some("a"), Some("2"), 0)]);
+        let map = KafkaMap::build([&mapped], None).unwrap();
+        assert!(keeps(0, Some(b"a"), false, None, &map, 0));
+        assert!(keeps(0, Some(b"b"), false, None, &map, 0), "not mapped");
+        assert!(keeps(5, None, false, None, &map, 0), "past the map");
+        assert!(!keeps(0, None, false, None, &map, 0), "keyless below it");
+        let empty = KafkaMap::default();
+        assert!(keeps(0, None, true, Some(0), &empty, 10), "nothing mapped");
+    }
+
+    #[test]
+    fn a_batch_alone_larger_than_the_map_is_rejected() {
+        let batch = RecordBatch::build(
+            0,
+            &[rec(Some("a"), Some("1"), 0), rec(Some("b"), Some("1"), 0)],
+        );
+        assert!(matches!(
+            KafkaMap::build([&batch], Some(1)),
+            Err(Error::InvalidArgument(_))
+        ));
+        let second = RecordBatch::build(2, &[rec(Some("c"), Some("1"), 0)]);
+        let map = KafkaMap::build([&batch, &second], Some(2)).unwrap();
+        assert_eq!(
+            map.latest_offset,
+            Some(1),
+            "stops before the batch that does not fit"
+        );
+    }
+
+    #[test]
+    fn grouping_is_by_source_bytes_and_offset_range() {
+        let ranges = |sizes: &[(i64, u64)], max, u| -> Vec<Range<usize>> { groups(sizes, max, u) };
+        assert_eq!(
+            ranges(&[(0, 60), (10, 40), (20, 1), (30, 0)], 100, 40),
+            vec![0..2, 2..4]
+        );
+        // A segment whose offsets would put the group past i32::MAX starts a new one;
+        // an empty one always joins.
+        let far = i64::from(i32::MAX) + 10;
+        assert_eq!(ranges(&[(0, 1), (5, 1)], 100, far), vec![0..1, 1..2]);
+        assert_eq!(ranges(&[(0, 1), (5, 0)], 100, far), vec![0..2]);
+    }
+
+    #[test]
+    fn the_lag_holds_back_the_first_uncleanable_offset() {
+        // (base, next, max ts): [0,3) ts 5, [3,6) ts 50, active at 6.
+        let closed = [(0, 3, 5), (3, 6, 50)];
+        assert_eq!(first_uncleanable(&closed, 6, 0, 60, 0), 6);
+        assert_eq!(first_uncleanable(&closed, 6, 0, 60, 20), 3);
+        assert_eq!(first_uncleanable(&closed, 6, 0, 100, 20), 6);
+    }
+}
