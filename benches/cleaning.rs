@@ -256,6 +256,7 @@ fn multi_pass(_c: &mut Criterion) {
     let knobs = CleanOptions {
         dedupe_buffer_bytes: Some(budget_keys * 24),
         min_compaction_lag_ms: 0,
+        ..CleanOptions::default()
     };
     let start = Instant::now();
     let (mut log, _) = Log::open_with(Arc::new(StdFs::new()), &bounded_dir, config()).unwrap();

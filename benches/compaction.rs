@@ -10,6 +10,8 @@
 //! * `compaction/build`: install step 1 (offset map over all segments, rewrite of
 //!   the closed region, copy of the active segment, fsync of every file), the part
 //!   that touches every byte; the renames of steps 2-6 are a handful of syscalls.
+//! * `compaction/build_kafka_policy`: the same under the `kafka` policy (a pass from
+//!   the log start: every batch decoded, kept batches copied, rewritten ones encoded).
 //! * `compaction/baseline_copy`: read every segment file with `BufReader` and write
 //!   the same bytes with `BufWriter`, then fsync: the same bytes, plain buffered IO.
 //!
@@ -73,6 +75,20 @@ fn bench(c: &mut Criterion) {
             total
         })
     });
+    let mut kafka_runs = Vec::new();
+    group.bench_function("build_kafka_policy", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (took, _) = fixture
+                    .build_with(&fs, seglog::compaction::CompactionPolicy::Kafka)
+                    .unwrap();
+                total += took;
+                kafka_runs.push(took);
+            }
+            total
+        })
+    });
     let mut baseline_runs = Vec::new();
     let out = fixture.dir.with_file_name("baseline-copy");
     group.bench_function("baseline_copy", |b| {
@@ -95,6 +111,7 @@ fn bench(c: &mut Criterion) {
         runs[runs.len() / 2]
     };
     let compaction = median(&mut compaction_runs);
+    let kafka = median(&mut kafka_runs);
     let baseline = median(&mut baseline_runs);
     let report = report.unwrap();
     // Where the time goes: the map pass alone (median of 5).
@@ -125,6 +142,12 @@ fn bench(c: &mut Criterion) {
         baseline.as_secs_f64(),
         mib / baseline.as_secs_f64(),
         baseline.as_secs_f64() / compaction.as_secs_f64()
+    );
+    println!(
+        "kafka policy median {:.3} s: {:.2}x the seed policy's speed (target >= 0.9x), {:.2}x the baseline copy",
+        kafka.as_secs_f64(),
+        compaction.as_secs_f64() / kafka.as_secs_f64(),
+        baseline.as_secs_f64() / kafka.as_secs_f64()
     );
     println!(
         "of which the map pass (map, check, parse, hash, dedup) takes {:.3} s",

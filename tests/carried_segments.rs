@@ -29,6 +29,7 @@ const SEGMENTS: usize = 6;
 const KNOBS: CleanOptions = CleanOptions {
     dedupe_buffer_bytes: Some(1 << 20),
     min_compaction_lag_ms: 0,
+    policy: seglog::compaction::CompactionPolicy::Seed,
 };
 
 fn record(key: String, value: &str, ts: i64) -> NewRecord {

@@ -107,6 +107,53 @@ fn retain_seed_example() {
 }
 
 #[test]
+fn compact_kafka_policy_example() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("log");
+    let d = dir.to_str().unwrap();
+    compaction_log(d);
+    let out = ok_json(&[
+        "compact",
+        d,
+        "--now",
+        "10",
+        "--delete-retention-ms",
+        "1000",
+        "--policy",
+        "kafka",
+    ]);
+    // The seed policy keeps 3 (the keyless record); Kafka's drops it.
+    assert_eq!(out["policy"], "kafka");
+    assert_eq!(out["records_before"], 4);
+    assert_eq!(out["records_after"], 2);
+    assert_eq!(out["keyless_dropped"], 1);
+    assert_eq!(out["clean_point_after"], 4);
+    let dump = ok_json(&["dump", d]);
+    let offsets: Vec<i64> = dump["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, vec![1, 2, 4]);
+    assert_eq!(
+        seglog(&[
+            "compact",
+            d,
+            "--now",
+            "1",
+            "--delete-retention-ms",
+            "1",
+            "--policy",
+            "nope"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+}
+
+#[test]
 fn compact_seed_example() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("log");
@@ -141,9 +188,13 @@ fn compact_seed_example() {
             "map_keys",
             "map_bytes_peak",
             "cleanable",
+            "policy",
+            "keyless_dropped",
         ],
         "exactly the contract's fields"
     );
+    assert_eq!(out["policy"], "seed");
+    assert_eq!(out["keyless_dropped"], 0);
     let dump = ok_json(&["dump", d]);
     let offsets: Vec<i64> = dump["records"]
         .as_array()

@@ -305,3 +305,46 @@ fn an_abort_appended_during_the_build_keeps_its_txnindex() {
     let log = reopen(&fs, log);
     assert_eq!(committed(&log), before);
 }
+
+/// The kafka policy's build under a snapshot: the active segment is left to the
+/// swap like the seed policy's (its appends during the build survive), and what
+/// the snapshot's closed segments held is cleaned by Kafka's rules (keyless dropped).
+#[test]
+fn a_kafka_policy_pass_takes_the_same_tail() {
+    let fs = Arc::new(SimFs::new());
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let config = LogConfig {
+        compaction_policy: seglog::compaction::CompactionPolicy::Kafka,
+        ..config()
+    };
+    let (mut log, _) = Log::open_with(dyn_fs, DIR, config).unwrap();
+    append(&mut log, "a", "1", 0);
+    log.append(&[NewRecord::new(None, Some(b"keyless".to_vec()), 1)])
+        .unwrap();
+    append(&mut log, "a", "2", 2);
+    log.roll().unwrap();
+    append(&mut log, "b", "1", 3);
+    let snapshot = log
+        .clean_snapshot(10, 1000, None, log.config().clean_options())
+        .unwrap()
+        .expect("a closed segment");
+    let build = snapshot.build().unwrap();
+    append(&mut log, "b", "2", 10);
+    log.roll().unwrap();
+    append(&mut log, "c", "1", 11);
+    let swapped = log.clean_swap(build).unwrap();
+    assert_eq!(swapped.report.keyless_dropped, 1);
+    if let Some(trash) = swapped.trash {
+        trash.remove(&*fs).unwrap();
+    }
+    let want = vec![
+        (2, "2".to_string()),
+        (3, "1".to_string()),
+        (4, "2".to_string()),
+        (5, "1".to_string()),
+    ];
+    assert_eq!(values(&log), want);
+    let log = reopen(&fs, log);
+    assert_eq!(values(&log), want);
+    assert!(siblings(&fs).is_empty(), "{:?}", siblings(&fs));
+}

@@ -74,6 +74,7 @@ fn prepare(op: Op, dir: &Path) -> SpecLog {
             segment_bytes: Some(1),
             dedupe_buffer_bytes: Some(1000 * 24),
             min_compaction_lag_ms: 0,
+            policy: seglog::compaction::CompactionPolicy::Seed,
         };
         seglog::workload::engine::apply(&mut log, &clean).unwrap();
         seglog::workload::spec::apply(&mut spec, &clean);

@@ -127,13 +127,26 @@ impl CompactionFixture {
     /// copy of the active segment, fsync of every file) into `D.compact-tmp`, which
     /// is removed afterwards; its time and the build.
     pub fn build(&self, fs: &dyn FileSystem) -> Result<(Duration, cleaner::Built)> {
+        self.build_with(fs, crate::compaction::CompactionPolicy::Seed)
+    }
+
+    /// [`CompactionFixture::build`] under `policy` (one pass from scratch, unbounded).
+    pub fn build_with(
+        &self,
+        fs: &dyn FileSystem,
+        policy: crate::compaction::CompactionPolicy,
+    ) -> Result<(Duration, cleaner::Built)> {
         let options = CompactOptions {
             now: i64::MAX / 2,
             delete_retention_ms: 0,
             segment_bytes: SEGMENT_BYTES,
         };
+        let clean = crate::compaction::CleanOptions {
+            policy,
+            ..crate::compaction::CleanOptions::default()
+        };
         let start = Instant::now();
-        let built = cleaner::build(fs, &self.dir, options)?
+        let built = cleaner::build_with(fs, &self.dir, options, clean)?
             .ok_or_else(|| Error::InvalidArgument("the fixture has nothing to compact".into()))?;
         let took = start.elapsed();
         let tmp = InstallPaths::new(&self.dir)?.tmp;

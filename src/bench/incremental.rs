@@ -90,6 +90,7 @@ impl IncrementalFixture {
         let knobs = CleanOptions {
             dedupe_buffer_bytes: Some((keys + 1_000) * 24),
             min_compaction_lag_ms: 0,
+            ..CleanOptions::default()
         };
         log.clean(NOW, DELETE_RETENTION_MS, None, knobs)?;
         if clustered {

@@ -167,5 +167,7 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         "map_keys": report.map_keys,
         "map_bytes_peak": report.map_bytes_peak,
         "cleanable": cleanable,
+        "policy": args.log.policy.name(),
+        "keyless_dropped": report.keyless_dropped,
     })))
 }

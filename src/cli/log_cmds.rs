@@ -19,6 +19,7 @@ use crate::fs::{FileSystem, StdFs};
 use crate::{Log, LogConfig, NewRecord};
 
 use super::Outcome;
+use crate::compaction::CompactionPolicy;
 
 /// Bytes asked for per read while dumping.
 const DUMP_READ_BYTES: usize = 1 << 20;
@@ -46,6 +47,11 @@ pub struct LogArgs {
     /// `max.message.bytes`).
     #[arg(long, default_value_t = LogConfig::default().max_batch_bytes)]
     pub max_batch_bytes: u64,
+    /// The rules compaction follows: seed (the default) or kafka (Kafka's cleaner:
+    /// the map stops at the active segment, keyless records go, tombstones go after
+    /// a delete horizon stamped into their batch).
+    #[arg(long, default_value_t = CompactionPolicy::Seed)]
+    pub policy: CompactionPolicy,
 }
 
 impl LogArgs {
@@ -56,6 +62,7 @@ impl LogArgs {
             compression: self.compression,
             timestamp_type: self.timestamp_type,
             max_batch_bytes: self.max_batch_bytes,
+            compaction_policy: self.policy,
             ..Default::default()
         }
     }

@@ -62,6 +62,8 @@ pub struct CompactionReport {
     pub segments_carried: u64,
     /// Their bytes: what the pass neither read for its map nor wrote.
     pub bytes_carried: u64,
+    /// Keyless records the pass dropped (the `kafka` policy; 0 under `seed`).
+    pub keyless_dropped: u64,
 }
 
 /// The parameters of one compaction.
@@ -242,6 +244,17 @@ fn build_inner(
     carried_files(fs, dir)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
+    if clean.policy == super::CompactionPolicy::Kafka {
+        let inputs = super::kafka::BuildInputs {
+            paths: &paths,
+            bases: &bases,
+            clean_point_before,
+            index_interval_bytes,
+            carry_point,
+            from,
+        };
+        return super::kafka::build(fs, dir, options, clean, inputs).map(Some);
+    }
     // The transaction rules (`super::txn`): a log holding transactional data is
     // cleaned in full (the incremental dirty map does not apply them), nothing at
     // or past its last stable offset cleaned, and its clean point stays at the log
@@ -327,9 +340,9 @@ fn build_inner(
         .map_err(|e| Error::io(&paths.tmp, e))?;
     assert_eq!(closed_bytes.len(), closed.len());
     let Written {
-        mut files,
+        files,
         totals,
-        mut segments,
+        segments,
         carried_segments,
         carried_bytes,
         carried_bases,
@@ -357,10 +370,78 @@ fn build_inner(
     report.records_before = totals.counts.records_before;
     report.records_after = totals.counts.records_after;
     report.segments_after = files.len() as u64;
+    finish_build(
+        fs,
+        dir,
+        Tail {
+            paths: &paths,
+            active_base,
+            active_bytes: &active_bytes,
+            index_interval_bytes,
+            report,
+            mapped_end_offset,
+            files,
+            segments,
+            carried_bases,
+            clean_point_after,
+            carry_point,
+            log_start_offset,
+            from,
+            txn: txn.as_ref(),
+        },
+    )
+    .map(Some)
+}
+
+/// What the end of a build needs: the closed region is written into the temp dir.
+pub(super) struct Tail<'a> {
+    pub paths: &'a InstallPaths,
+    pub active_base: i64,
+    /// The active segment's bytes, checked by the caller's read.
+    pub active_bytes: &'a [u8],
+    pub index_interval_bytes: u64,
+    pub report: CompactionReport,
+    pub mapped_end_offset: Option<i64>,
+    /// The closed region's `.log` files as written, oldest first.
+    pub files: Vec<ManifestFile>,
+    /// The closed region's segments, closed, without pending index entries.
+    pub segments: Vec<Segment>,
+    /// Bases of closed segments hard-linked from the live directory, ascending.
+    pub carried_bases: Vec<i64>,
+    pub clean_point_after: i64,
+    pub carry_point: bool,
+    pub log_start_offset: i64,
+    /// Where the build read from (a concurrent cleaning's snapshot copies no active
+    /// segment: the swap links the tail).
+    pub from: &'a BuildFrom<'a>,
+    /// The transaction rules, when the log holds transactional data.
+    pub txn: Option<&'a super::txn::TxnPlan>,
+}
+
+/// The end of install step 1, whatever the policy: the active segment copied, the
+/// files the log does not own, the new clean point, the index files and recovery
+/// point, the temp dir synced; the manifest describing it all.
+pub(super) fn finish_build(fs: &dyn FileSystem, dir: &Path, tail: Tail<'_>) -> Result<Built> {
+    let Tail {
+        paths,
+        active_base,
+        active_bytes,
+        index_interval_bytes,
+        mut report,
+        mapped_end_offset,
+        mut files,
+        mut segments,
+        carried_bases,
+        clean_point_after,
+        carry_point,
+        log_start_offset,
+        from,
+        txn,
+    } = tail;
     // The active segment, byte for byte, as the scan read and checked it.
     let active_source = segment_path(dir, active_base, LOG_SUFFIX);
     let mut active = Segment::empty(dir, active_base, index_interval_bytes);
-    for batch in view::batches_verified(&active_source, active_base, &active_bytes)? {
+    for batch in view::batches_verified(&active_source, active_base, active_bytes)? {
         assert!(batch.header.record_count >= 0);
         active.on_batch(&BatchFacts {
             base_offset: batch.header.base_offset,
@@ -378,13 +459,13 @@ fn build_inner(
     if from.copy_active {
         let active_name = filename::build(active_base, LOG_SUFFIX);
         let active_path = paths.tmp.join(&active_name);
-        fs.write_new(&active_path, &active_bytes)
+        fs.write_new(&active_path, active_bytes)
             .map_err(|e| Error::io(&active_path, e))?;
         build_sync_file(fs, &active_path)?;
         files.push(ManifestFile {
             name: active_name,
             bytes: active_bytes.len() as u64,
-            crc32c: crate::format::crc::crc32c(&active_bytes),
+            crc32c: crate::format::crc::crc32c(active_bytes),
         });
     }
     // Files the log does not own (and the retention checkpoint) move with the log,
@@ -418,7 +499,7 @@ fn build_inner(
         crc32c: crate::format::crc::crc32c(&clean_point_bytes),
     });
     segments.push(active);
-    if let Some(txn) = &txn {
+    if let Some(txn) = txn {
         let bases: Vec<i64> = segments.iter().map(|s| s.base_offset).collect();
         // Without a copy of the active segment its `.txnindex` comes with the tail
         // at the swap (`install::tail::link`).
@@ -457,7 +538,7 @@ fn build_inner(
     }
     assert!(report.records_after <= report.records_before);
     files.sort();
-    Ok(Some(Built {
+    Ok(Built {
         manifest: Manifest {
             log_start_offset,
             next_offset,
@@ -465,7 +546,7 @@ fn build_inner(
         },
         report,
         segments,
-    }))
+    })
 }
 
 /// Writes every segment's `.index` and `.timeindex` into `tmp`. A closed segment's

@@ -39,6 +39,8 @@ pub struct CleanOptions {
     /// Closed segments holding a timestamp newer than `now - min_compaction_lag_ms`
     /// (and every later one) are not cleaned; 0: no lag.
     pub min_compaction_lag_ms: i64,
+    /// The rules of the pass (`seed` by default).
+    pub policy: super::CompactionPolicy,
 }
 
 impl CleanOptions {

@@ -12,10 +12,12 @@ pub mod compressed;
 pub mod dirty;
 pub mod dirty_map;
 mod hashed;
+pub mod kafka;
 pub mod offset_map;
 pub mod output;
 pub mod plan;
 pub mod planner;
+pub mod policy;
 pub mod rewrite;
 pub mod scan;
 pub mod snapshot;
@@ -32,6 +34,7 @@ pub use cleaner::{build, build_indexed, build_with, Built, CompactOptions, Compa
 pub use dirty::CleanOptions;
 pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use planner::{Decision, Horizon};
+pub use policy::CompactionPolicy;
 #[cfg(any(test, feature = "test-variants"))]
 pub use snapshot::CleanVariant;
 pub use snapshot::{CleanBuild, CleanSnapshot, Swapped};

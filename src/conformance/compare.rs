@@ -47,6 +47,7 @@ fn spec_batch(batch: &RecordBatch) -> Batch {
         control: batch.is_control(),
         base_timestamp: batch.base_timestamp,
         max_timestamp: batch.max_timestamp,
+        delete_horizon: batch.delete_horizon(),
         records: batch
             .records
             .iter()

@@ -54,6 +54,7 @@ pub fn filling_record(
             records: vec![rec],
             codec: 0,
             log_append_time: false,
+            delete_horizon: None,
         }
         .bytes()
     };

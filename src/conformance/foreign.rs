@@ -78,6 +78,7 @@ impl ForeignBatch {
             records,
             codec: 0,
             log_append_time: false,
+            delete_horizon: None,
         }
     }
 

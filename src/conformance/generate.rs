@@ -57,6 +57,7 @@ enum Draw {
         delete_retention_ms: i64,
         keys: u64,
         min_compaction_lag_ms: i64,
+        policy: crate::compaction::CompactionPolicy,
     },
     Read {
         from: i64,
@@ -155,8 +156,8 @@ fn draw() -> impl Strategy<Value = Draw> {
             prop_oneof![3 => Just(None), 2 => (60u64..600).prop_map(Some)],
         )
             .prop_map(|(delete_retention_ms, segment_bytes)| Draw::Compact { delete_retention_ms, segment_bytes }),
-        2 => (0i64..200, 1u64..5, prop_oneof![3 => Just(0i64), 1 => 1i64..60])
-            .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms }),
+        2 => (0i64..200, 1u64..5, prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![Just(crate::compaction::CompactionPolicy::Seed), Just(crate::compaction::CompactionPolicy::Kafka)])
+            .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms, policy)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms, policy }),
         2 => prop_oneof![12 => -1i64..40, 1 => Just(i64::MIN), 1 => Just(i64::MAX)].prop_map(|from| Draw::Read { from }),
         3 => (1i64..150).prop_map(Draw::Clock),
         2 => any::<u32>().prop_map(Draw::Crash),
@@ -264,12 +265,14 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
             delete_retention_ms,
             keys,
             min_compaction_lag_ms,
+            policy,
         } => Step::Op(Op::Clean {
             now,
             delete_retention_ms,
             segment_bytes: None,
             dedupe_buffer_bytes: Some(keys * seglog_model::spec::MAP_ENTRY_BYTES),
             min_compaction_lag_ms,
+            policy,
         }),
         Draw::Read { from } => Step::Op(Op::Read { from }),
         Draw::Clock(ms) => {

@@ -61,6 +61,7 @@ pub fn open_syncs_found_bytes() -> Regression {
                 segment_bytes: None,
                 dedupe_buffer_bytes: Some(24),
                 min_compaction_lag_ms: 52,
+                policy: crate::compaction::CompactionPolicy::Seed,
             }),
             Step::Op(Op::Roll),
             Step::CrashReopen {

@@ -153,6 +153,15 @@ fn step_kind(op: &Op) -> StepKind {
         Op::Clean {
             now,
             delete_retention_ms,
+            policy: crate::compaction::CompactionPolicy::Kafka,
+            ..
+        } => StepKind::KafkaClean(Grace {
+            now: *now,
+            delete_retention_ms: *delete_retention_ms,
+        }),
+        Op::Clean {
+            now,
+            delete_retention_ms,
             ..
         } => StepKind::Clean(Grace {
             now: *now,

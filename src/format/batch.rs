@@ -78,6 +78,10 @@ pub const ATTR_COMPRESSION_MASK: i16 = 0x07;
 pub const ATTR_TRANSACTIONAL: i16 = 1 << 4;
 /// The `attributes` bit of a control batch (a transaction marker).
 pub const ATTR_CONTROL: i16 = 1 << 5;
+/// The `attributes` bit of a batch whose `baseTimestamp` is its delete horizon
+/// (Kafka's `DELETE_HORIZON_FLAG`, KIP-534): set by a `kafka`-policy cleaning that
+/// keeps a tombstone of the batch.
+pub const ATTR_DELETE_HORIZON: i16 = 1 << 6;
 
 /// "No producer" as Kafka writes it for non-idempotent producers.
 pub const NO_PRODUCER_ID: i64 = -1;
@@ -183,6 +187,11 @@ impl RecordBatch {
     /// True for a batch written by a transactional producer.
     pub fn is_transactional(&self) -> bool {
         self.attributes & ATTR_TRANSACTIONAL != 0
+    }
+
+    /// The delete horizon ([`ATTR_DELETE_HORIZON`]): `base_timestamp` when the bit is set.
+    pub fn delete_horizon(&self) -> Option<i64> {
+        (self.attributes & ATTR_DELETE_HORIZON != 0).then_some(self.base_timestamp)
     }
 
     /// The codec of the attributes; `None` for an id no codec has.

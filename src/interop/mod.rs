@@ -22,10 +22,15 @@
 //!   the same `.log` bytes (but the broker's partitionLeaderEpoch, outside the CRC)
 //!   and the same `.index` and `.timeindex` bytes.
 //!
+//! * cleaner differential ([`differential`]): seeded workloads cleaned round after
+//!   round by Kafka's own `Cleaner` and by seglog's `kafka` policy leave the same
+//!   records, clean point and segments, and each side reads the other's directory.
+//!
 //! Every case is required (the codecs and LogAppendTime since issue 12's merge); a
 //! case left out of [`REQUIRED_CASES`] would be reported `pending`, not `passed`.
 
 pub mod cases;
+pub mod differential;
 pub mod harness;
 
 use serde::Serialize;

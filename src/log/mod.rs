@@ -95,6 +95,10 @@ pub struct LogConfig {
     /// [`BATCH_BYTES_MAX`](crate::format::batch::BATCH_BYTES_MAX).
     #[cfg_attr(feature = "serde", serde(default = "default_max_batch_bytes"))]
     pub max_batch_bytes: u64,
+    /// The rules compaction follows: `seed` (default) or `kafka` (Kafka's cleaner;
+    /// docs/design.md section 1).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub compaction_policy: crate::compaction::CompactionPolicy,
 }
 
 // `validate` rejects a NaN ratio, so equality is an equivalence on valid configs.
@@ -122,6 +126,7 @@ impl Default for LogConfig {
             min_cleanable_dirty_ratio: default_min_cleanable_dirty_ratio(),
             min_compaction_lag_ms: 0,
             max_batch_bytes: default_max_batch_bytes(),
+            compaction_policy: crate::compaction::CompactionPolicy::Seed,
         }
     }
 }
@@ -169,6 +174,7 @@ impl LogConfig {
         crate::compaction::CleanOptions {
             dedupe_buffer_bytes: self.dedupe_buffer_bytes,
             min_compaction_lag_ms: self.min_compaction_lag_ms,
+            policy: self.compaction_policy,
         }
     }
 }

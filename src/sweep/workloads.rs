@@ -90,6 +90,19 @@ fn clean(now: i64, keys: u64) -> Op {
         segment_bytes: None,
         dedupe_buffer_bytes: Some(keys * 24),
         min_compaction_lag_ms: 0,
+        policy: crate::compaction::CompactionPolicy::Seed,
+    }
+}
+
+/// A `kafka`-policy cleaning pass at `now` (delete horizon: `now + 500`).
+fn kafka_clean(now: i64) -> Op {
+    Op::Clean {
+        now,
+        delete_retention_ms: 500,
+        segment_bytes: None,
+        dedupe_buffer_bytes: None,
+        min_compaction_lag_ms: 0,
+        policy: crate::compaction::CompactionPolicy::Kafka,
     }
 }
 
@@ -103,6 +116,7 @@ fn carry_clean(now: i64, segment_bytes: Option<u64>) -> Op {
         segment_bytes,
         dedupe_buffer_bytes: Some(1000 * 24),
         min_compaction_lag_ms: 0,
+        policy: crate::compaction::CompactionPolicy::Seed,
     }
 }
 
@@ -214,6 +228,26 @@ pub fn named_workloads() -> Vec<Workload> {
                 Op::Compact { now: 400, delete_retention_ms: 1000, segment_bytes: Some(150) },
                 Op::Retain { now: 1150, retention_ms: Some(1000), retention_bytes: None },
                 append_with(&[(Some("a"), Some("3"), 8)], Compression::Lz4, Some(1200)),
+            ],
+        },
+        Workload {
+            name: "kafka-policy".into(),
+            description: "two cleanings under the kafka policy: the first drops keyless records and stamps a tombstone's batch with its delete horizon (the active segment superseding nothing), the second, past the horizon, drops it".into(),
+            config: LogConfig {
+                compaction_policy: crate::compaction::CompactionPolicy::Kafka,
+                ..config()
+            },
+            variant: "manifest".into(),
+            ops: vec![
+                append(&[(Some("a"), Some("1"), 0), (None, Some("e1"), 1), (Some("b"), Some("1"), 2)]),
+                Op::Roll,
+                append(&[(Some("a"), None, 100), (Some("c"), Some("1"), 110)]),
+                Op::Roll,
+                append(&[(Some("b"), Some("2"), 200)]),
+                kafka_clean(1000),
+                Op::Roll,
+                append(&[(Some("d"), Some("1"), 300)]),
+                kafka_clean(1500),
             ],
         },
         Workload {

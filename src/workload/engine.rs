@@ -379,6 +379,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 segments_after: r.segments_after,
                 bytes_before: r.bytes_before,
                 bytes_after: r.bytes_after,
+                keyless_dropped: r.keyless_dropped,
             },
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),
@@ -389,10 +390,12 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             segment_bytes,
             dedupe_buffer_bytes,
             min_compaction_lag_ms,
+            policy,
         } => {
             let knobs = crate::compaction::CleanOptions {
                 dedupe_buffer_bytes: *dedupe_buffer_bytes,
                 min_compaction_lag_ms: *min_compaction_lag_ms,
+                policy: *policy,
             };
             match clean(
                 log,
@@ -409,6 +412,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                     segments_after: r.segments_after,
                     bytes_before: r.bytes_before,
                     bytes_after: r.bytes_after,
+                    keyless_dropped: r.keyless_dropped,
                 },
                 Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
                 Err(e) => return Err(e),
@@ -427,6 +431,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 segments_after: r.segments_after,
                 bytes_before: r.bytes_before,
                 bytes_after: r.bytes_after,
+                keyless_dropped: r.keyless_dropped,
             },
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),

@@ -88,6 +88,9 @@ pub enum Op {
         dedupe_buffer_bytes: Option<u64>,
         #[serde(default, skip_serializing_if = "is_zero")]
         min_compaction_lag_ms: i64,
+        /// The rules of the pass (absent: `seed`).
+        #[serde(default, skip_serializing_if = "is_seed")]
+        policy: crate::compaction::CompactionPolicy,
     },
     /// A cleaning pass (the knobs of `Log::compact`) run as a concurrent cleaner
     /// runs it: snapshot and build, then `records` one-record appends (with a roll
@@ -281,6 +284,9 @@ pub enum OpOutcome {
         segments_after: u64,
         bytes_before: u64,
         bytes_after: u64,
+        /// Keyless records dropped (the `kafka` policy; absent: 0).
+        #[serde(default, skip_serializing_if = "is_zero_u64")]
+        keyless_dropped: u64,
     },
     Read {
         records: Vec<RecordView>,
@@ -301,4 +307,12 @@ pub fn new_records(records: &[RecordSpec]) -> Vec<crate::format::NewRecord> {
             )
         })
         .collect()
+}
+
+fn is_seed(policy: &crate::compaction::CompactionPolicy) -> bool {
+    *policy == crate::compaction::CompactionPolicy::Seed
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }

@@ -1,6 +1,6 @@
 //! Applying workload operations to the reference spec (`seglog_model::spec::SpecLog`).
 
-use seglog_model::spec::{CleanKnobs, ReadRec, SpecLog, SpecRecordInput};
+use seglog_model::spec::{CleanKnobs, CompactionPolicy, ReadRec, SpecLog, SpecRecordInput};
 
 use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
 
@@ -114,6 +114,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 segments_after: s.segments_after,
                 bytes_before: s.bytes_before,
                 bytes_after: s.bytes_after,
+                keyless_dropped: s.keyless_dropped,
             },
             Err(_) => OpOutcome::Rejected,
         },
@@ -123,10 +124,15 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             segment_bytes,
             dedupe_buffer_bytes,
             min_compaction_lag_ms,
+            policy,
         } => {
             let knobs = CleanKnobs {
                 dedupe_buffer_bytes: *dedupe_buffer_bytes,
                 min_compaction_lag_ms: *min_compaction_lag_ms,
+                policy: match policy {
+                    crate::compaction::CompactionPolicy::Seed => CompactionPolicy::Seed,
+                    crate::compaction::CompactionPolicy::Kafka => CompactionPolicy::Kafka,
+                },
             };
             match spec.clean(*now, *delete_retention_ms, *segment_bytes, knobs) {
                 Ok(s) => OpOutcome::Compacted {
@@ -136,6 +142,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                     segments_after: s.segments_after,
                     bytes_before: s.bytes_before,
                     bytes_after: s.bytes_after,
+                    keyless_dropped: s.keyless_dropped,
                 },
                 Err(_) => OpOutcome::Rejected,
             }
@@ -168,6 +175,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 segments_after: s.segments_after,
                 bytes_before: s.bytes_before,
                 bytes_after: s.bytes_after,
+                keyless_dropped: s.keyless_dropped,
             }
         }
         Op::Read { from } => match spec.read(*from) {

@@ -336,16 +336,21 @@ pub enum StepKind {
     Compact(Grace),
     /// One cleaning pass with a bounded map or a compaction lag ([`SpecLog::clean`]).
     Clean(Grace),
+    /// One cleaning pass under the `kafka` policy ([`kafka`]'s invariants replace
+    /// `keyless_retained`, `same_latest_view` and `tombstone_grace`).
+    KafkaClean(Grace),
 }
 
 /// Every invariant that applies to `step`, all violations found.
 pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Violation> {
     let mut checks: Vec<Result<(), Violation>> = vec![
         offset_stability(before, after),
-        keyless_retained(before, after),
         control_retained(before, after),
         clean_point_sound(after),
     ];
+    if !matches!(step, StepKind::KafkaClean(_)) {
+        checks.push(keyless_retained(before, after));
+    }
     if after.log_start_offset() < before.log_start_offset() {
         checks.push(fail(
             "prefix_only_deletion",
@@ -373,6 +378,23 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
                 ));
             }
         }
+        StepKind::KafkaClean(grace) => {
+            checks.push(kafka::keyless_above_clean_point(before, after));
+            checks.push(kafka::same_latest_view_kafka(before, after, grace));
+            checks.push(kafka::tombstone_horizon(before, after, grace));
+            if after.clean_point() < before.clean_point() {
+                checks.push(fail(
+                    "clean_section_deduplicated",
+                    "a cleaning moved the clean point back".into(),
+                ));
+            }
+            if after.active() != before.active() {
+                checks.push(fail(
+                    "offset_stability",
+                    "a cleaning changed the active segment".into(),
+                ));
+            }
+        }
         StepKind::Clean(grace) => {
             checks.extend(clean_pass(before, after, grace));
             if after.active() != before.active() {
@@ -386,5 +408,6 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
     checks.into_iter().filter_map(Result::err).collect()
 }
 
+pub mod kafka;
 #[cfg(test)]
 mod tests;

@@ -126,6 +126,7 @@ fn tombstone_grace_rejects_an_early_drop_and_a_resurrection() {
                 records: vec![Rec::new(1, Some(b"b"), Some(b"x"), 10)],
                 codec: 0,
                 log_append_time: false,
+                delete_horizon: None,
             },
         );
         s[0].batches.sort();

@@ -63,6 +63,7 @@ impl CleanerModel {
         CleanKnobs {
             dedupe_buffer_bytes: Some(self.key_budget * MAP_ENTRY_BYTES),
             min_compaction_lag_ms: 0,
+            ..CleanKnobs::default()
         }
     }
 }

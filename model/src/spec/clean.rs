@@ -30,6 +30,16 @@ use super::{Batch, Rec, SpecError, SpecLog};
 /// offset), as `dedupe_buffer_bytes` counts them.
 pub const MAP_ENTRY_BYTES: u64 = 24;
 
+/// Which rules a cleaning pass follows (docs/design.md section 1): the seeds'
+/// (`seed`, the default) or Kafka's cleaner's (`kafka`, [`super::kafka`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionPolicy {
+    #[default]
+    Seed,
+    Kafka,
+}
+
 /// The cleaner's knobs that change what one pass does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CleanKnobs {
@@ -38,6 +48,9 @@ pub struct CleanKnobs {
     /// A closed segment holding a timestamp newer than `now - min_compaction_lag_ms`
     /// is not cleaned, nor any after it (0: no lag).
     pub min_compaction_lag_ms: i64,
+    /// The rules of the pass (absent in older files: `seed`).
+    #[serde(default)]
+    pub policy: CompactionPolicy,
 }
 
 impl CleanKnobs {
@@ -47,7 +60,7 @@ impl CleanKnobs {
             .map(|bytes| bytes / MAP_ENTRY_BYTES)
     }
 
-    fn validate(&self) -> Result<(), SpecError> {
+    pub(super) fn validate(&self) -> Result<(), SpecError> {
         if self.min_compaction_lag_ms < 0 {
             return Err(SpecError::InvalidArgument(format!(
                 "min_compaction_lag_ms {} < 0",
@@ -229,6 +242,9 @@ impl SpecLog {
         knobs.validate()?;
         if self.closed_segments().is_empty() {
             return Ok(CompactionSummary::default());
+        }
+        if knobs.policy == CompactionPolicy::Kafka {
+            return self.clean_kafka(now, delete_retention_ms, group_bytes_max, knobs);
         }
         let map = self.dirty_map(knobs.key_budget())?;
         let horizon = map

@@ -30,6 +30,7 @@ fn budget(keys: u64) -> CleanKnobs {
     CleanKnobs {
         dedupe_buffer_bytes: Some(keys * MAP_ENTRY_BYTES),
         min_compaction_lag_ms: 0,
+        ..CleanKnobs::default()
     }
 }
 
@@ -140,6 +141,7 @@ fn the_lag_holds_back_young_segments_and_the_clean_point() {
     let knobs = CleanKnobs {
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 6,
+        ..CleanKnobs::default()
     };
     // now 10, lag 6: a segment with a timestamp above 4 is too young: [3..6).
     assert_eq!(log.first_uncleanable_offset(10, 6), 3);

@@ -18,6 +18,13 @@ pub struct CompactionSummary {
     pub segments_after: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// Keyless records the pass dropped (the `kafka` policy; always 0 for `seed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keyless_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Latest offset of every key, over all segments (active included), keyed records of

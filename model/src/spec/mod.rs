@@ -13,6 +13,9 @@ mod compact;
 pub mod edges;
 mod fetch;
 mod foreign;
+mod kafka;
+#[cfg(test)]
+mod kafka_tests;
 mod raw;
 mod retain;
 pub mod size;
@@ -22,7 +25,7 @@ pub mod txn;
 
 use serde::{Deserialize, Serialize};
 
-pub use clean::{CleanKnobs, Cleanable, MAP_ENTRY_BYTES};
+pub use clean::{CleanKnobs, Cleanable, CompactionPolicy, MAP_ENTRY_BYTES};
 pub use compact::{
     keeps, latest_closed_tombstones, latest_offsets, tombstone_expired, CompactionSummary,
 };
@@ -85,6 +88,11 @@ pub struct Batch {
     /// it (their `timestamp`); compaction keeps it, as it keeps each record's.
     #[serde(default)]
     pub log_append_time: bool,
+    /// Kafka's delete horizon (attribute bit 6, `DELETE_HORIZON_FLAG`): set by a
+    /// `kafka`-policy cleaning that keeps a tombstone of this batch, which then has
+    /// `base_timestamp` equal to it; the tombstones go on a cleaning at or past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_horizon: Option<i64>,
 }
 
 impl Batch {
@@ -397,6 +405,7 @@ impl SpecLog {
             records: recs,
             codec,
             log_append_time: log_append_time.is_some(),
+            delete_horizon: None,
         };
         Ok(self.append_batch(batch))
     }
@@ -413,6 +422,7 @@ impl SpecLog {
             records: vec![control_record(offset, commit, timestamp)],
             codec: 0,
             log_append_time: false,
+            delete_horizon: None,
         };
         self.append_batch(batch)
     }

@@ -181,6 +181,7 @@ mod tests {
             ],
             codec: 0,
             log_append_time: false,
+            delete_horizon: None,
         };
         assert_eq!(batch_bytes(&batch), 61 + 9 + 10);
         assert_eq!(encode_records(&batch).len() as u64, 9 + 10);
@@ -201,6 +202,7 @@ mod tests {
             records: vec![first, rec],
             codec: 0,
             log_append_time: true,
+            delete_horizon: None,
         };
         // Stored deltas 0 and 100 (not 4900): 9 and 10 bytes.
         assert_eq!(batch_bytes(&batch), 61 + 9 + 10);

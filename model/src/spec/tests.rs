@@ -313,6 +313,7 @@ fn gap_log() -> SpecLog {
         records: vec![Rec::new(7, Some(b"d"), Some(b"4"), 14)],
         codec: 0,
         log_append_time: false,
+        delete_horizon: None,
     };
     assert_eq!(log.append_foreign(batch), Ok((6, 9)));
     log
@@ -375,6 +376,7 @@ fn an_append_after_a_foreign_batch_starts_after_its_gap() {
         records: vec![Rec::new(10, None, Some(b"z"), 1)],
         codec: 0,
         log_append_time: false,
+        delete_horizon: None,
     };
     assert!(matches!(
         log.append_foreign(overlapping),
