@@ -122,7 +122,11 @@ fn untouched_segments_are_linked_and_the_result_is_a_rewrite_s() {
             sim.remove_file(&path).unwrap();
         }
     });
-    assert_eq!((n, links), (0, 3), "no summary, no carry: only the tail's links");
+    assert_eq!(
+        (n, links),
+        (0, 3),
+        "no summary, no carry: only the tail's links"
+    );
     assert_eq!(logs(&carried), logs(&rewritten));
     assert_eq!(final_view(&carried), final_view(&rewritten));
     // Every output of the rewriting pass got its summary back.
