@@ -10,7 +10,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::log::Log;
 
-use super::cleaner::{build_indexed, read_clean_point, Built};
+use super::cleaner::read_clean_point;
+#[cfg(any(test, feature = "test-variants"))]
+use super::cleaner::{build_indexed, Built};
 use super::{CleanOptions, CompactOptions, CompactionReport};
 
 /// How dirty a log is (Kafka's `LogToClean`), by whole closed segments: one that
@@ -207,6 +209,7 @@ impl Log {
     /// before the build writes anything: the log stays usable.
     /// The log adopts the installed segments as the build described them (their
     /// index files and recovery point are in the new directory): no reopen, no scan.
+    #[cfg(any(test, feature = "test-variants"))]
     fn clean_finish(&mut self, result: Result<Option<Built>>) -> Result<CompactionReport> {
         let built = match result {
             Ok(Some(built)) => built,

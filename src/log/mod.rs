@@ -465,6 +465,7 @@ impl Log {
     /// live and durable: the install returned). The caller checks that the log start
     /// and the next offset did not move. Nothing is read: the build described every
     /// segment, index entries included.
+    #[cfg(any(test, feature = "test-variants"))]
     pub(crate) fn adopt_segments(&mut self, segments: Vec<Segment>) {
         let active = segments
             .last()

@@ -98,11 +98,15 @@ impl CleaningStates {
     /// point, where the install completes).
     pub fn pause(&self, name: &str, abort: bool) {
         let mut states = lock(&self.states);
+        let mut aborted = false;
         loop {
             match states.get(name).copied() {
                 Some(CleaningState::InProgress) if abort => {
                     states.insert(name.to_string(), CleaningState::Aborted);
+                    aborted = true;
                 }
+                // The aborted cleaner's `end_clean` left `Paused(1)`: that is this pause.
+                Some(CleaningState::Paused(_)) if aborted => return,
                 Some(CleaningState::InProgress | CleaningState::Aborted) => {
                     states = self.changed.wait(states).unwrap_or_else(|e| e.into_inner());
                 }
