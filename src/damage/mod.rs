@@ -158,9 +158,10 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
                 .into_iter()
                 .filter(|p| p != path)
                 .collect();
-            if role == kind::Role::Temp && !aliases.is_empty() {
-                // A carried segment's temp name: the same inode as its live or
-                // backup name, damaged (and counted) under that one.
+            if matches!(role, kind::Role::Temp | kind::Role::Parent) && !aliases.is_empty() {
+                // A carried segment's temp name, or a concurrent cleaning's tail
+                // linked into the temp dir and left in the trash: the same inode as
+                // its live or backup name, damaged (and counted) under that one.
                 continue;
             }
             let mut damages = if kind.is_log() {

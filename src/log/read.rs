@@ -108,10 +108,25 @@ impl Log {
                 taken_bytes,
                 first,
             ));
+            // The offset after the previous batch walked in this segment.
+            let mut walked_next: Option<i64> = None;
             while position < view.len() {
                 let (header, raw) = view.batch_at(position)?;
                 let batch_position = position;
                 position += header.size;
+                if let Some(previous) = walked_next.filter(|next| header.base_offset < *next) {
+                    // A damaged base offset (outside the CRC) in a segment no scan
+                    // checked: its offsets would overlap the batch before.
+                    return Err(Error::corrupt(
+                        view.path(),
+                        batch_position as u64,
+                        CorruptKind::BaseOffset {
+                            got: header.base_offset,
+                            previous: previous - 1,
+                        },
+                    ));
+                }
+                walked_next = Some(header.last_offset() + 1);
                 if header.last_offset() < from {
                     continue;
                 }
