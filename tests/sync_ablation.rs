@@ -34,7 +34,6 @@ fn every_protocol_sync_is_caught_or_proven_redundant() {
     let bad: Vec<String> = rows
         .iter()
         .filter(|r| !matches!(r.verdict, Verdict::Caught | Verdict::Redundant))
-        .filter(|r| !covered_by_the_tail_sync(r.failpoint))
         .map(|r| {
             format!(
                 "{} op {} {:?}: {} ({})",
@@ -104,7 +103,6 @@ fn every_sync_step_is_caught_or_proven_redundant() {
     let bad: Vec<String> = rows
         .iter()
         .filter(|r| !matches!(r.verdict, Verdict::Caught | Verdict::Redundant))
-        .filter(|r| !covered_by_the_tail_sync(Some(r.failpoint)))
         .map(|r| format!("{}: {} ({})", r.failpoint, r.verdict.name(), r.detail))
         .collect();
     assert!(
@@ -128,14 +126,4 @@ fn every_sync_step_is_caught_or_proven_redundant() {
         let row = rows.iter().find(|r| r.failpoint == needed).unwrap();
         assert_eq!(row.verdict, Verdict::Caught, "{needed}: {}", row.detail);
     }
-}
-
-/// The one sync the models do not judge yet: on a `Log`'s cleaning the build's
-/// temp-dir sync is followed, before the manifest commits, by the swap's step a
-/// (`install::tail::sync_tmp`, caught by the sweep: asserted above), which makes
-/// the same entries durable, so the sweep cannot catch its removal; model (b) has no
-/// tail link yet and still calls it needed (it is, for `compaction::compact_dir`,
-/// which installs without a swap). Docs/design.md section 8 and issue 13's note.
-fn covered_by_the_tail_sync(failpoint: Option<&str>) -> bool {
-    failpoint == Some("compaction::build::sync_tmp_dir")
 }

@@ -153,6 +153,9 @@ pub(super) fn run_step(fs: &mut FsState, op: InstallOp) {
             fs.carried.insert(Obj::NewDir);
             fs.data.entry(Obj::NewDir).or_default().entries_synced = false;
         }
+        LinkTail => {
+            fs.data.entry(Obj::NewDir).or_default().entries_synced = false;
+        }
         MoveCarried => {
             // Pessimism does not matter here: a process crash keeps the rename.
             fs.carried.remove(&Obj::OldDir);

@@ -17,6 +17,10 @@ pub enum InstallOp {
     BuildTempUncarried,
     /// Hard-link the carried segment into the temp dir: a new unsynced entry of it.
     LinkCarried,
+    /// A cleaning's swap, step a (issue 13): hard-link the tail (the live active
+    /// segment, appended to during the build) into the temp dir, under the append
+    /// lock: a new unsynced entry of it, whose data is the live inode's (flushed).
+    LinkTail,
     /// Rename the carried segment from `D` into the temp dir (no copy, but `D`
     /// loses it): the broken `carry-by-rename`.
     MoveCarried,
@@ -85,8 +89,13 @@ impl InstallVariant {
         let ours = vec![
             BuildTemp,
             SyncTempFiles,
+            // Redundant in ours (the swap's sync of the same dir follows before
+            // anything names it; the sync ablation and the checker agree), kept for
+            // `compaction::compact_dir`, which installs without a tail.
             SyncTempDir,
-            SyncParent, // the temp dir's entry: durable before anything names it
+            LinkTail,
+            SyncTempDir, // the tail's entries (step a), and the build's with them
+            SyncParent,  // the temp dir's entry: durable before anything names it
             WriteManifestTemp,
             SyncManifestTemp,
             RenameManifest,
@@ -112,7 +121,7 @@ impl InstallVariant {
                 let mut steps = ours;
                 let at = steps
                     .iter()
-                    .position(|s| *s == SyncTempDir)
+                    .rposition(|s| *s == SyncTempDir)
                     .expect("ours syncs the temp dir");
                 assert_eq!(steps.remove(at + 1), SyncParent);
                 steps
@@ -137,7 +146,7 @@ impl InstallVariant {
                 steps[0] = BuildTempUncarried;
                 let at = steps
                     .iter()
-                    .position(|s| *s == SyncTempDir)
+                    .rposition(|s| *s == SyncTempDir)
                     .expect("ours syncs the temp dir");
                 steps.insert(at + 1, LinkCarried);
                 steps
