@@ -372,15 +372,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             delete_retention_ms,
             segment_bytes,
         } => match compact(log, *now, *delete_retention_ms, *segment_bytes, variant) {
-            Ok(r) => OpOutcome::Compacted {
-                records_before: r.records_before,
-                records_after: r.records_after,
-                segments_before: r.segments_before,
-                segments_after: r.segments_after,
-                bytes_before: r.bytes_before,
-                bytes_after: r.bytes_after,
-                keyless_dropped: r.keyless_dropped,
-            },
+            Ok(r) => compacted(&r),
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),
         },
@@ -405,15 +397,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 knobs,
                 variant,
             ) {
-                Ok(r) => OpOutcome::Compacted {
-                    records_before: r.records_before,
-                    records_after: r.records_after,
-                    segments_before: r.segments_before,
-                    segments_after: r.segments_after,
-                    bytes_before: r.bytes_before,
-                    bytes_after: r.bytes_after,
-                    keyless_dropped: r.keyless_dropped,
-                },
+                Ok(r) => compacted(&r),
                 Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
                 Err(e) => return Err(e),
             }
@@ -424,15 +408,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             records,
             roll,
         } => match clean_with_appends(log, *now, *delete_retention_ms, *records, *roll, variant) {
-            Ok(r) => OpOutcome::Compacted {
-                records_before: r.records_before,
-                records_after: r.records_after,
-                segments_before: r.segments_before,
-                segments_after: r.segments_after,
-                bytes_before: r.bytes_before,
-                bytes_after: r.bytes_after,
-                keyless_dropped: r.keyless_dropped,
-            },
+            Ok(r) => compacted(&r),
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),
         },
@@ -520,4 +496,17 @@ pub fn view(log: &Log) -> Result<LogView> {
             .collect(),
         records,
     })
+}
+
+/// The outcome of a compaction that ran: its report's counts.
+fn compacted(r: &crate::compaction::CompactionReport) -> OpOutcome {
+    OpOutcome::Compacted {
+        records_before: r.records_before,
+        records_after: r.records_after,
+        segments_before: r.segments_before,
+        segments_after: r.segments_after,
+        bytes_before: r.bytes_before,
+        bytes_after: r.bytes_after,
+        keyless_dropped: r.keyless_dropped,
+    }
 }

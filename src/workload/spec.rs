@@ -107,15 +107,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             delete_retention_ms,
             segment_bytes,
         } => match spec.compact(*now, *delete_retention_ms, *segment_bytes) {
-            Ok(s) => OpOutcome::Compacted {
-                records_before: s.records_before,
-                records_after: s.records_after,
-                segments_before: s.segments_before,
-                segments_after: s.segments_after,
-                bytes_before: s.bytes_before,
-                bytes_after: s.bytes_after,
-                keyless_dropped: s.keyless_dropped,
-            },
+            Ok(s) => compacted(&s),
             Err(_) => OpOutcome::Rejected,
         },
         Op::Clean {
@@ -135,15 +127,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 },
             };
             match spec.clean(*now, *delete_retention_ms, *segment_bytes, knobs) {
-                Ok(s) => OpOutcome::Compacted {
-                    records_before: s.records_before,
-                    records_after: s.records_after,
-                    segments_before: s.segments_before,
-                    segments_after: s.segments_after,
-                    bytes_before: s.bytes_before,
-                    bytes_after: s.bytes_after,
-                    keyless_dropped: s.keyless_dropped,
-                },
+                Ok(s) => compacted(&s),
                 Err(_) => OpOutcome::Rejected,
             }
         }
@@ -168,15 +152,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                     None => spec.roll(),
                 }
             }
-            OpOutcome::Compacted {
-                records_before: s.records_before,
-                records_after: s.records_after,
-                segments_before: s.segments_before,
-                segments_after: s.segments_after,
-                bytes_before: s.bytes_before,
-                bytes_after: s.bytes_after,
-                keyless_dropped: s.keyless_dropped,
-            }
+            compacted(&s)
         }
         Op::Read { from } => match spec.read(*from) {
             Ok(records) => OpOutcome::Read {
@@ -322,4 +298,17 @@ pub fn extend_chain(chain: &mut Vec<SpecLog>, before: &SpecLog, op: &Op, after: 
         }
     }
     assert_eq!(chain.last(), Some(after));
+}
+
+/// The outcome of a compaction the spec ran: its summary's counts.
+fn compacted(s: &seglog_model::spec::CompactionSummary) -> OpOutcome {
+    OpOutcome::Compacted {
+        records_before: s.records_before,
+        records_after: s.records_after,
+        segments_before: s.segments_before,
+        segments_after: s.segments_after,
+        bytes_before: s.bytes_before,
+        bytes_after: s.bytes_after,
+        keyless_dropped: s.keyless_dropped,
+    }
 }
