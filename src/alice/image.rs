@@ -107,6 +107,7 @@ pub fn replay(sim: &SimFs, root: &Path, call: &SysCall) -> io::Result<()> {
             }
         }
         SysCall::Rename { from, to } => sim.rename(&map(from)?, &map(to)?),
+        SysCall::Link { from, to } => sim.hard_link(&map(from)?, &map(to)?),
         SysCall::Unlink(p) => sim.remove_file(&map(p)?),
         // rmdir removes only an empty directory: remove_dir_all of it is the same.
         SysCall::Rmdir(p) => sim.remove_dir_all(&map(p)?),

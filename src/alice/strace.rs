@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// The system calls `strace -e trace=` must list for [`parse`].
 pub const TRACED_CALLS: &str = "open,openat,creat,write,pwrite64,writev,fsync,fdatasync,\
-    rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,rmdir,ftruncate,truncate,\
-    close,dup,dup2,dup3";
+    rename,renameat,renameat2,link,linkat,unlink,unlinkat,mkdir,mkdirat,rmdir,ftruncate,\
+    truncate,close,dup,dup2,dup3";
 
 /// One file-system-changing system call, on absolute paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +35,9 @@ pub enum SysCall {
     Fsync(PathBuf),
     /// `rename`/`renameat`/`renameat2`.
     Rename { from: PathBuf, to: PathBuf },
+    /// `link`/`linkat`: a new name `to` for the file at `from` (a carried segment,
+    /// a cleaning's tail).
+    Link { from: PathBuf, to: PathBuf },
     /// `unlink`, or `unlinkat` without `AT_REMOVEDIR`.
     Unlink(PathBuf),
     /// `rmdir`, or `unlinkat` with `AT_REMOVEDIR`.
@@ -52,7 +55,7 @@ impl SysCall {
             | SysCall::Fsync(p)
             | SysCall::Unlink(p)
             | SysCall::Rmdir(p) => vec![p],
-            SysCall::Rename { from, to } => vec![from, to],
+            SysCall::Rename { from, to } | SysCall::Link { from, to } => vec![from, to],
         }
     }
 }
@@ -76,6 +79,7 @@ impl std::fmt::Display for SysCall {
             SysCall::Rename { from, to } => {
                 write!(f, "rename {} {}", from.display(), to.display())
             }
+            SysCall::Link { from, to } => write!(f, "link {} {}", from.display(), to.display()),
             SysCall::Unlink(p) => write!(f, "unlink {}", p.display()),
             SysCall::Rmdir(p) => write!(f, "rmdir {}", p.display()),
         }
@@ -263,6 +267,14 @@ pub fn parse(text: &str, root: &Path) -> Result<Vec<SysCall>, String> {
                 from: at(string(0)?, Some(0))?,
                 to: at(string(1)?, Some(2))?,
             }),
+            "link" if result == 0 => Some(SysCall::Link {
+                from: string(0)?,
+                to: string(1)?,
+            }),
+            "linkat" if result == 0 => Some(SysCall::Link {
+                from: at(string(0)?, Some(0))?,
+                to: at(string(1)?, Some(2))?,
+            }),
             "unlink" if result == 0 => Some(SysCall::Unlink(string(0)?)),
             "unlinkat" if result == 0 => {
                 let path = at(string(0)?, Some(0))?;
@@ -315,6 +327,11 @@ mod tests {
             format!("7 unlinkat(4, \"{}\", AT_REMOVEDIR) = 0", hex("d")),
             format!("7 unlinkat(4, \"{}\", 0) = -1 ENOENT (x)", hex("e")),
             format!("7 rename(\"{}\", \"{}\") = 0", hex("/r/a"), hex("/r/b")),
+            format!(
+                "7 linkat(4, \"{}\", AT_FDCWD, \"{}\", 0) = 0",
+                hex("b"),
+                hex("/r/t/b")
+            ),
             format!("7 mkdir(\"{}\", 0777) = 0", hex("/elsewhere")),
             "7 --- SIGCHLD {si_signo=SIGCHLD} ---".to_string(),
         ]
@@ -337,6 +354,10 @@ mod tests {
                 SysCall::Rename {
                     from: "/r/a".into(),
                     to: "/r/b".into()
+                },
+                SysCall::Link {
+                    from: "/r/b".into(),
+                    to: "/r/t/b".into()
                 },
             ]
         );
