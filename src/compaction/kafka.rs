@@ -4,9 +4,9 @@
 //!
 //! Pure rules first ([`first_uncleanable`], [`KafkaMap`], [`keeps`],
 //! [`clean_batch`], [`groups`]), one function per decision so that the transaction
-//! rules (aborted data, markers) plug in beside them; then [`build`], which decodes
+//! rules (aborted data, markers) plug in beside them; then `build`, which decodes
 //! the closed segments, applies the rules and writes the temp dir through the same
-//! tail as the `seed` policy ([`super::cleaner::finish_build`]).
+//! tail as the `seed` policy (`cleaner::finish_build`).
 //!
 //! This path decodes every closed batch (no bitmap, no carried segments): it is
 //! the reference-shaped implementation, not the tuned one.

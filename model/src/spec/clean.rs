@@ -31,7 +31,7 @@ use super::{Batch, Rec, SpecError, SpecLog};
 pub const MAP_ENTRY_BYTES: u64 = 24;
 
 /// Which rules a cleaning pass follows (docs/design.md section 1): the seeds'
-/// (`seed`, the default) or Kafka's cleaner's (`kafka`, [`super::kafka`]).
+/// (`seed`, the default) or Kafka's cleaner's (`kafka`, module `spec::kafka`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionPolicy {
