@@ -114,18 +114,7 @@ impl Log {
                 let (header, raw) = view.batch_at(position)?;
                 let batch_position = position;
                 position += header.size;
-                if let Some(previous) = walked_next.filter(|next| header.base_offset < *next) {
-                    // A damaged base offset (outside the CRC) in a segment no scan
-                    // checked: its offsets would overlap the batch before.
-                    return Err(Error::corrupt(
-                        view.path(),
-                        batch_position as u64,
-                        CorruptKind::BaseOffset {
-                            got: header.base_offset,
-                            previous: previous - 1,
-                        },
-                    ));
-                }
+                check_follows(&view, batch_position, &header, walked_next)?;
                 walked_next = Some(header.last_offset() + 1);
                 if header.last_offset() < from {
                     continue;
@@ -324,17 +313,7 @@ pub(super) fn checked_batches(
             break;
         }
         check_batch_crc(raw).map_err(|e| e.at(view.path(), position as u64))?;
-        if let Some(previous) = next_offset.filter(|next| header.base_offset < *next) {
-            // A damaged base offset (outside the CRC) in a segment no scan checked.
-            return Err(Error::corrupt(
-                view.path(),
-                position as u64,
-                CorruptKind::BaseOffset {
-                    got: header.base_offset,
-                    previous: previous - 1,
-                },
-            ));
-        }
+        check_follows(view, position, &header, next_offset)?;
         next_offset = Some(header.last_offset() + 1);
         position += header.size;
     }
@@ -415,6 +394,28 @@ fn push_batch_records<'a>(
         });
     }
     Ok(())
+}
+
+/// The batch at `position` of `view` must start at or after `next`, the offset
+/// after the batch walked before it in the same segment: a damaged base offset
+/// (outside the CRC) in a segment no scan checked would overlap that batch.
+fn check_follows(
+    view: &SegmentView<'_>,
+    position: usize,
+    header: &batch::BatchHeader,
+    next: Option<i64>,
+) -> Result<()> {
+    match next.filter(|next| header.base_offset < *next) {
+        Some(next) => Err(Error::corrupt(
+            view.path(),
+            position as u64,
+            CorruptKind::BaseOffset {
+                got: header.base_offset,
+                previous: next - 1,
+            },
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
