@@ -222,6 +222,7 @@ fn broken_swaps_lose_acknowledged_records() {
         delete_retention_ms: 1000,
         records: 3,
         roll: true,
+        appends_at: None,
     };
     for (variant, caught) in [
         ("manifest", false),
@@ -347,4 +348,76 @@ fn a_kafka_policy_pass_takes_the_same_tail() {
     let log = reopen(&fs, log);
     assert_eq!(values(&log), want);
     assert!(siblings(&fs).is_empty(), "{:?}", siblings(&fs));
+}
+
+/// A second pass whose snapshot's closed segments hold the keys its appends
+/// rewrite (`t0`, `t1`: `workload::clean_with_appends_steps`), run under `variant`
+/// with the appends before call `at` of its build (the deterministic interleaving
+/// of the crash sweep): whether the engine's log equals the spec's after it and
+/// after a reopen, and whether the appends ran during the build.
+fn second_pass_with_appends_at(variant: &str, at: u64) -> (bool, bool, bool) {
+    let (fs, mut log, mut expected) = prepare();
+    let variant = engine::Variant::parse(variant).unwrap();
+    let first = Op::CleanWithAppends {
+        now: 10,
+        delete_retention_ms: 1000,
+        records: 3,
+        roll: true,
+        appends_at: None,
+    };
+    for op in [first, Op::Roll] {
+        engine::apply_with(&mut log, &op, variant).unwrap();
+        spec::apply(&mut expected, &op);
+    }
+    let (_, during) =
+        engine::clean_with_appends(&mut log, 2000, 1000, 2, true, Some(at), variant).unwrap();
+    spec::apply(
+        &mut expected,
+        &Op::CleanWithAppends {
+            now: 2000,
+            delete_retention_ms: 1000,
+            records: 2,
+            roll: true,
+            appends_at: Some(at),
+        },
+    );
+    let equal = engine::view(&log).unwrap() == spec::view(&expected);
+    let log = reopen(&fs, log);
+    let equal_reopened = engine::view(&log).unwrap() == spec::view(&expected);
+    (equal, equal_reopened, during)
+}
+
+/// Every interleaving of the appender with the build, at the granularity of the
+/// build's file-system calls: the appends (a key the snapshot's segments hold
+/// rewritten, and a roll) before each call of the build leave exactly the spec's
+/// log, before and after a reopen.
+#[test]
+fn appends_before_every_call_of_the_build_give_the_spec() {
+    let mut interleavings = 0;
+    for at in 0.. {
+        let (equal, equal_reopened, during) = second_pass_with_appends_at("manifest", at);
+        assert!(equal && equal_reopened, "appends before build call {at}");
+        if !during {
+            break;
+        }
+        interleavings += 1;
+    }
+    // The build of two closed segments creates, writes and syncs several files.
+    assert!(interleavings >= 6, "only {interleavings} build calls");
+}
+
+/// `unbounded-map` (the build maps the active segment to its end as it finds it)
+/// is invisible when the appends come after the build, and caught when they come
+/// during it: the interleaving is what finds it.
+#[cfg(feature = "test-variants")]
+#[test]
+fn a_build_that_maps_past_its_snapshot_is_caught_only_by_interleaving() {
+    let (equal, _, during) = second_pass_with_appends_at("unbounded-map", u64::MAX);
+    assert!(!during);
+    assert!(equal, "appends after the build cannot show it");
+    let caught = (0..64).any(|at| {
+        let (equal, equal_reopened, during) = second_pass_with_appends_at("unbounded-map", at);
+        during && !(equal && equal_reopened)
+    });
+    assert!(caught, "no interleaving caught unbounded-map");
 }

@@ -205,6 +205,49 @@ fn appends_not_held_during_the_swap_are_caught() {
     assert_caught_from_first_concurrent_clean("unlocked-swap");
 }
 
+fn is_interleaved_clean(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::CleanWithAppends {
+            appends_at: Some(_),
+            ..
+        }
+    )
+}
+
+/// `unbounded-map`: the build maps records appended after its snapshot. Only a
+/// workload whose appends run during the build can show it (`concurrent_clean.rs`
+/// shows the after-the-build order cannot); the sweep catches it there, never
+/// before the first such cleaning, and the first violation replays.
+#[test]
+fn a_build_mapping_past_its_snapshot_is_caught() {
+    let variant = "unbounded-map";
+    let results = sweep_variant(variant, is_interleaved_clean);
+    assert!(
+        !results.is_empty(),
+        "no named workload appends during a build"
+    );
+    let total: usize = results.iter().map(|(_, v)| v.len()).sum();
+    assert!(total > 0, "the sweep found nothing wrong with {variant}");
+    for (workload, violations) in &results {
+        let first = workload
+            .ops
+            .iter()
+            .position(is_interleaved_clean)
+            .expect("filtered on it");
+        for violation in violations {
+            let at = violation.interrupted_op.unwrap_or(0);
+            assert!(
+                at >= first,
+                "{variant}: violation before the operation: {violation}"
+            );
+        }
+        if !violations.is_empty() {
+            assert_first_replays(variant, workload, violations);
+        }
+    }
+}
+
 /// The damage is done by the open inside `drop_indexes` and shows after it: every
 /// violation comes from a crash at or after the first `drop_indexes`.
 #[test]

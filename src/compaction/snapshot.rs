@@ -31,6 +31,9 @@ pub enum CleanVariant {
     /// `unlocked-swap`: appends and rolls are not held during the swap's steps
     /// (the workload runs them between the tail's links and the manifest).
     UnlockedSwap,
+    /// `unbounded-map`: the build maps the active segment to its end as it finds
+    /// it, not to the snapshot: records appended during the build enter the map.
+    UnboundedMap,
 }
 
 /// What a cleaning pass saw under the log's lock.
@@ -49,6 +52,8 @@ pub struct CleanSnapshot {
     index_interval_bytes: u64,
     /// The broken `stale-tail-copy`: copy the active segment, link no tail.
     copy_active: bool,
+    /// The broken `unbounded-map`: map the active segment to its end at build time.
+    unbounded_map: bool,
 }
 
 /// A built temp dir waiting for its swap (or its abort).
@@ -85,13 +90,20 @@ impl CleanSnapshot {
         self
     }
 
+    /// Test builds only: the broken `unbounded-map` (see [`CleanVariant`]).
+    #[cfg(any(test, feature = "test-variants"))]
+    pub fn unbounded_map(mut self) -> CleanSnapshot {
+        self.unbounded_map = true;
+        self
+    }
+
     /// Install step 1 from the snapshot, without the log: the compacted closed
     /// segments into `D.compact-tmp`. On an error the temp dir may be half built:
     /// [`CleanBuild`] is not returned, and the next open (or [`abort_dir`]) removes it.
     pub fn build(self) -> Result<CleanBuild> {
         let from = BuildFrom {
             bases: Some(&self.bases),
-            active_len: Some(self.active_len),
+            active_len: (!self.unbounded_map).then_some(self.active_len),
             copy_active: self.copy_active,
         };
         let built = build_from(
@@ -106,6 +118,19 @@ impl CleanSnapshot {
             snapshot: self,
             built,
         })
+    }
+}
+
+impl CleanSnapshot {
+    /// [`CleanSnapshot::build`] with every file-system call of the build made
+    /// through `fs` (the same files behind a wrapper: the sweep's deterministic
+    /// interleaving gate); the swap uses the log's own file system again.
+    #[cfg(feature = "suite")]
+    pub fn build_through(mut self, fs: Arc<dyn FileSystem>) -> Result<CleanBuild> {
+        let own = std::mem::replace(&mut self.fs, fs);
+        let mut built = self.build()?;
+        built.snapshot.fs = own;
+        Ok(built)
     }
 }
 
@@ -159,6 +184,7 @@ impl Log {
             knobs,
             index_interval_bytes: self.config().index_interval_bytes,
             copy_active: false,
+            unbounded_map: false,
         }))
     }
 

@@ -49,6 +49,7 @@ pub const VARIANT_NAMES: &[&str] = &[
     "sync-scanned-only-for-new-point",
     "stale-tail-copy",
     "unlocked-swap",
+    "unbounded-map",
 ];
 
 impl Variant {
@@ -78,6 +79,9 @@ impl Variant {
                 )),
                 "unlocked-swap" => Ok(Variant::Clean(
                     crate::compaction::CleanVariant::UnlockedSwap,
+                )),
+                "unbounded-map" => Ok(Variant::Clean(
+                    crate::compaction::CleanVariant::UnboundedMap,
                 )),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
@@ -220,15 +224,17 @@ fn clean_appends(log: &mut Log, records: u32, roll: bool, now: i64) -> Result<()
 }
 
 /// [`Op::CleanWithAppends`]: snapshot, build, the appends, swap (the swap in a
-/// broken form under a `test-variants` variant).
-fn clean_with_appends(
+/// broken form under a `test-variants` variant). Also says whether the appends
+/// ran during the build (`appends_at` within its calls) rather than after it.
+pub fn clean_with_appends(
     log: &mut Log,
     now: i64,
     delete_retention_ms: i64,
     records: u32,
     roll: bool,
+    appends_at: Option<u64>,
     variant: Variant,
-) -> Result<crate::compaction::CompactionReport> {
+) -> Result<(crate::compaction::CompactionReport, bool)> {
     let knobs = log.config().clean_options();
     let snapshot = log.clean_snapshot(now, delete_retention_ms, None, knobs)?;
     #[cfg(feature = "test-variants")]
@@ -236,13 +242,35 @@ fn clean_with_appends(
         Variant::Clean(crate::compaction::CleanVariant::StaleTailCopy) => {
             snapshot.map(crate::compaction::CleanSnapshot::stale_tail_copy)
         }
+        Variant::Clean(crate::compaction::CleanVariant::UnboundedMap) => {
+            snapshot.map(crate::compaction::CleanSnapshot::unbounded_map)
+        }
         _ => snapshot,
     };
     let Some(snapshot) = snapshot else {
         clean_appends(log, records, roll, now)?;
-        return Ok(crate::compaction::CompactionReport::default());
+        return Ok((crate::compaction::CompactionReport::default(), false));
     };
-    let build = match snapshot.build() {
+    // The broken `unlocked-swap` runs the appends inside its swap.
+    #[cfg(feature = "test-variants")]
+    let appends_at = match variant {
+        Variant::Clean(crate::compaction::CleanVariant::UnlockedSwap) => None,
+        _ => appends_at,
+    };
+    let (build, appended, during) = match appends_at {
+        None => (snapshot.build(), None, false),
+        Some(at) => {
+            let fs = std::sync::Arc::clone(log.fs());
+            let (build, appended, during) = crate::workload::interleave::interleave(
+                &fs,
+                at,
+                |gate| snapshot.build_through(gate),
+                || clean_appends(log, records, roll, now),
+            );
+            (build, Some(appended), during)
+        }
+    };
+    let build = match build {
         Ok(build) => build,
         Err(Error::InvalidArgument(reason)) => return Err(Error::InvalidArgument(reason)),
         Err(e) => {
@@ -254,10 +282,15 @@ fn clean_with_appends(
     };
     #[cfg(feature = "test-variants")]
     if let Variant::Clean(crate::compaction::CleanVariant::UnlockedSwap) = variant {
-        return log.clean_swap_unlocked(build, |log| clean_appends(log, records, roll, now));
+        return log
+            .clean_swap_unlocked(build, |log| clean_appends(log, records, roll, now))
+            .map(|report| (report, false));
     }
     let _ = variant;
-    clean_appends(log, records, roll, now)?;
+    match appended {
+        Some(appended) => appended?,
+        None => clean_appends(log, records, roll, now)?,
+    }
     let swapped = log.clean_swap(build)?;
     if let Some(trash) = swapped.trash {
         let fs = std::sync::Arc::clone(log.fs());
@@ -266,7 +299,7 @@ fn clean_with_appends(
             return Err(e);
         }
     }
-    Ok(swapped.report)
+    Ok((swapped.report, during))
 }
 
 /// Applies `op` to the engine running `variant`. Argument errors the spec also
@@ -407,8 +440,17 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             delete_retention_ms,
             records,
             roll,
-        } => match clean_with_appends(log, *now, *delete_retention_ms, *records, *roll, variant) {
-            Ok(r) => compacted(&r),
+            appends_at,
+        } => match clean_with_appends(
+            log,
+            *now,
+            *delete_retention_ms,
+            *records,
+            *roll,
+            *appends_at,
+            variant,
+        ) {
+            Ok((r, _)) => compacted(&r),
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),
         },

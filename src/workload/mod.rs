@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod engine;
+pub mod interleave;
 pub mod raw;
 pub mod spec;
 
@@ -103,6 +104,12 @@ pub enum Op {
         records: u32,
         #[serde(default)]
         roll: bool,
+        /// When the appends run: before the build's `appends_at`-th file-system
+        /// call, reads included (0: before it reads anything), the build on a
+        /// thread of its own waiting there ([`interleave`]); absent, or past the
+        /// build's last call: after the build, before the swap.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        appends_at: Option<u64>,
     },
     /// Read everything from `from`; compared, never changes state.
     Read {

@@ -136,6 +136,8 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             delete_retention_ms,
             records,
             roll,
+            // When the appends ran changes nothing: the map ends at the snapshot.
+            appends_at: _,
         } => {
             // The snapshot's map ends at `next_offset`: the appends after it
             // influence nothing in this pass, so the pass is `compact` on the log as

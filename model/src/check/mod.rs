@@ -105,6 +105,8 @@ pub enum Variant {
     NoCleaningLock,
     /// Concurrent: appends and rolls are not held during the swap steps a to e.
     UnlockedSwap,
+    /// Concurrent: the build maps records appended after its snapshot.
+    UnboundedMap,
 }
 
 impl Variant {
@@ -136,6 +138,7 @@ impl Variant {
             Variant::StaleTailCopy => "stale-tail-copy",
             Variant::NoCleaningLock => "no-cleaning-lock",
             Variant::UnlockedSwap => "unlocked-swap",
+            Variant::UnboundedMap => "unbounded-map",
         }
     }
 
@@ -176,6 +179,7 @@ impl Variant {
                 Variant::StaleTailCopy,
                 Variant::NoCleaningLock,
                 Variant::UnlockedSwap,
+                Variant::UnboundedMap,
             ],
         }
     }
@@ -351,6 +355,7 @@ pub(crate) fn concurrent_variant(variant: Variant) -> ConcurrentVariant {
         Variant::StaleTailCopy => ConcurrentVariant::StaleTailCopy,
         Variant::NoCleaningLock => ConcurrentVariant::NoCleaningLock,
         Variant::UnlockedSwap => ConcurrentVariant::UnlockedSwap,
+        Variant::UnboundedMap => ConcurrentVariant::UnboundedMap,
         _ => ConcurrentVariant::Ours,
     }
 }

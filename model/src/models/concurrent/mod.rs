@@ -48,6 +48,9 @@ pub enum ConcurrentVariant {
     NoCleaningLock,
     /// Appends and rolls are not held during the swap steps a to e.
     UnlockedSwap,
+    /// The build maps the active segment as it finds it, not up to the snapshot's
+    /// `map_end`: records appended during the build enter this pass's map.
+    UnboundedMap,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,11 +76,16 @@ pub struct ConcurrentModel {
 }
 
 impl ConcurrentModel {
+    /// The checked space of `variant`. `unbounded-map` needs a record of a key in a
+    /// closed segment appended during a build, which the default space (rolls only
+    /// when a segment is full, three appends) cannot reach: it gets explicit rolls
+    /// and two appends, a space where ours holds too (tests).
     pub fn new(variant: ConcurrentVariant) -> ConcurrentModel {
+        let unbounded = variant == ConcurrentVariant::UnboundedMap;
         ConcurrentModel {
             variant,
             keys: 2,
-            appends_max: 3,
+            appends_max: if unbounded { 2 } else { 3 },
             segment_records: 2,
             cleaner_threads: 1,
             cleanings_max: 1,
@@ -85,7 +93,7 @@ impl ConcurrentModel {
             reads_max: 1,
             crashes_max: 1,
             unguarded_cleaners: false,
-            explicit_rolls: false,
+            explicit_rolls: unbounded,
             history: false,
         }
     }
@@ -257,6 +265,15 @@ impl ConcurrentModel {
     /// offset below `map_end`), its files, entries and parent entry synced.
     fn build(&self, s: &mut ConcurrentState, thread: usize) {
         let snap = s.cleaners[thread].snapshot.clone().expect("a snapshot");
+        // What the map covers: the snapshot's `map_end`, or for `unbounded-map` the
+        // active segment as the build finds it.
+        let map = match self.variant {
+            ConcurrentVariant::UnboundedMap => Snapshot {
+                map_end: i64::MAX,
+                ..snap.clone()
+            },
+            _ => snap.clone(),
+        };
         let mut among: Vec<Rec> = snap
             .closed
             .iter()
@@ -272,7 +289,7 @@ impl ConcurrentModel {
             s.files[usize::from(active)]
                 .records
                 .iter()
-                .filter(|(o, _)| *o < snap.map_end),
+                .filter(|(o, _)| *o < map.map_end),
         );
         among.retain(|(o, _)| *o >= snap.log_start);
         let mut entries = Vec::new();
@@ -280,7 +297,7 @@ impl ConcurrentModel {
             let kept: Vec<Rec> = s.files[usize::from(*file)]
                 .records
                 .iter()
-                .filter(|r| r.0 >= snap.log_start && !state::superseded(r, &among, &snap))
+                .filter(|r| r.0 >= snap.log_start && !state::superseded(r, &among, &map))
                 .copied()
                 .collect();
             if !kept.is_empty() {
