@@ -68,8 +68,8 @@ fn append_op(key: &str, value: &str) -> Op {
     )])
 }
 
-/// A history where two threads append and a third reads: `(thread, op, ret)`
-/// in the order recorded, each op completing before the next starts.
+/// Whether the history of `(thread, op, ret)`, recorded
+/// in this order, each op completing before the next starts, is linearizable.
 fn sequential(ops: &[(u8, Op, Ret)]) -> bool {
     let recorder = Recorder::new(spec());
     for (thread, op, ret) in ops {
