@@ -93,6 +93,18 @@ fn quick_verify_passes_and_reports_every_stage() {
         "{kafka:#}"
     );
     assert_eq!(kafka["cases"], serde_json::json!([]));
+    // So is the shuttle `schedules` stage: no schedule claimed, none run.
+    let schedules = &stages["schedules"];
+    assert_eq!(schedules["passed"], true, "{schedules:#}");
+    assert!(
+        schedules["skipped"]
+            .as_str()
+            .unwrap()
+            .contains("quick budget"),
+        "{schedules:#}"
+    );
+    assert_eq!(schedules["schedules"], 0, "{schedules:#}");
+    assert_eq!(schedules["tests"], serde_json::json!([]));
     assert!(
         std::fs::read_dir(emit.path()).unwrap().next().is_none(),
         "nothing to emit on a pass"
@@ -142,4 +154,64 @@ fn bad_arguments_exit_2_with_one_line() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("unknown variant"));
+}
+
+/// `--shuttle-iterations` runs the `schedules` stage at any budget; a stand-in
+/// cargo (`SEGLOG_CARGO`, a shell script) reports one failing shuttle test of the
+/// second target, and the stage counts what ran, fails and names the test and the
+/// command.
+#[cfg(unix)]
+#[test]
+fn the_schedules_stage_reports_what_the_shuttle_tests_did() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("cargo");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\n\
+         for last; do :; done\n\
+         [ \"$SEGLOG_SHUTTLE_ITERATIONS\" = 3 ] || echo \"test iterations_passed ... FAILED\"\n\
+         echo \"test random_schedules_give_linearizable_histories ... ok\"\n\
+         [ \"$last\" = shuttle_partition ] && exit 0\n\
+         echo \"test pct_schedules_give_linearizable_histories ... FAILED\"\n\
+         exit 101\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SEGLOG_CARGO", &script)
+        .args([
+            "verify",
+            "--quiet",
+            "--json",
+            "-",
+            "--conformance-cases",
+            "4",
+        ])
+        .args(["--images-per-point", "4", "--recovery-crash-images", "1"])
+        .args(["--shuttle-iterations", "3"])
+        .output()
+        .expect("run seglog verify");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{report:#}");
+    let schedules = &report["stages"]["schedules"];
+    assert_eq!(schedules["passed"], false, "{schedules:#}");
+    assert_eq!(schedules["skipped"], serde_json::Value::Null);
+    assert_eq!(schedules["iterations"], 3);
+    assert_eq!(
+        schedules["schedules"], 9,
+        "three exploring tests: {schedules:#}"
+    );
+    assert_eq!(
+        schedules["failures"],
+        serde_json::json!(["shuttle_linearizability::pct_schedules_give_linearizable_histories"])
+    );
+    assert!(schedules["replay_command"]
+        .as_str()
+        .unwrap()
+        .contains("SEGLOG_SHUTTLE_ITERATIONS=3"));
+    for other in ["model", "conformance", "crash_sweep"] {
+        assert_eq!(report["stages"][other]["passed"], true, "{other}");
+    }
 }

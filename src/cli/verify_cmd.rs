@@ -84,6 +84,11 @@ pub struct VerifyArgs {
     /// tests; needs `cargo install --locked cargo-mutants`.
     #[arg(long)]
     pub mutants: bool,
+    /// Override: schedules per scheduler of the `schedules` stage (the shuttle
+    /// tests, built with `--cfg shuttle` in target/shuttle; standard 10000,
+    /// overnight 100000, quick 0: skipped).
+    #[arg(long)]
+    pub shuttle_iterations: Option<u64>,
 }
 
 impl VerifyArgs {
@@ -141,6 +146,9 @@ impl VerifyArgs {
         }
         options.shard = self.shard;
         options.mutants |= self.mutants;
+        if let Some(n) = self.shuttle_iterations {
+            options.shuttle_iterations = n;
+        }
         options.scenarios_dir = self.scenarios.clone();
         // Run from elsewhere than the checkout: use the checkout's own scenarios.
         let fs = StdFs::new();

@@ -7,13 +7,15 @@
 //! (every file-system call of the named workloads fails with EIO, ENOSPC or a short
 //! write; the engine must report it, poison, recover and lose nothing it reported
 //! durable), `damaged_data` (bit flips, truncations and zeroed ranges in every file,
-//! see `crate::damage`), `replay` (every file in crash-scenarios/), and `fuzz`
+//! see `crate::damage`), `replay` (every file in crash-scenarios/), `schedules`
+//! (the shuttle tests with more schedules; standard and overnight) and `fuzz`
 //! (overnight only).
 
 pub mod html;
 pub mod junit;
 pub mod mutants;
 mod progress;
+pub mod schedules;
 pub mod shard;
 mod stages;
 
@@ -67,6 +69,9 @@ pub struct VerifyOptions {
     /// Run the `mutants` stage (overnight): cargo-mutants over the protocol and IO
     /// modules with the quick suite's tests, reporting the survivors.
     pub mutants: bool,
+    /// Schedules per scheduler of the `schedules` stage (the shuttle tests,
+    /// `super::schedules`); 0 skips it (the quick budget).
+    pub shuttle_iterations: u64,
 }
 
 impl VerifyOptions {
@@ -99,6 +104,11 @@ impl VerifyOptions {
                 .collect(),
             shard: None,
             mutants: budget == Budget::Overnight,
+            shuttle_iterations: match budget {
+                Budget::Quick => 0,
+                Budget::Standard => 10_000,
+                Budget::Overnight => 100_000,
+            },
         }
     }
 }
@@ -217,6 +227,7 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
         stages::damaged_data(options, progress),
         stages::replay(options, progress),
         stages::kafka_interop(options, progress),
+        stages::schedules(options, progress),
     ];
     if options.fuzz_seconds > 0 {
         ordered.push(stages::fuzz(options, progress));

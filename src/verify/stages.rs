@@ -669,3 +669,58 @@ pub fn mutants(options: &VerifyOptions, progress: &mut Progress) -> StageReport 
     };
     with_units(stage_report, options, units)
 }
+
+/// The shuttle tests with the budget's schedules (standard and overnight;
+/// `super::schedules`): fails when a test fails or the build does; skipped, with
+/// the reason, at the quick budget or without a checkout and cargo.
+pub fn schedules(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
+    let started = Instant::now();
+    progress.start("schedules", 1);
+    let owned = shard(options).owns(0);
+    let report = if !owned {
+        super::schedules::SchedulesReport {
+            skipped: Some(format!("shard {} (shard 1 runs it)", shard(options))),
+            ..Default::default()
+        }
+    } else if options.shuttle_iterations == 0 {
+        super::schedules::SchedulesReport {
+            skipped: Some(
+                "quick budget (`--budget standard` or `--shuttle-iterations N` runs it)".into(),
+            ),
+            ..Default::default()
+        }
+    } else {
+        super::schedules::run(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+            options.shuttle_iterations,
+        )
+    };
+    let summary = match (&report.skipped, &report.error) {
+        (Some(reason), _) => format!("skipped: {reason}"),
+        (None, Some(error)) => format!("error: {}", error.lines().next().unwrap_or("")),
+        (None, None) => format!(
+            "{} schedules, {} tests, {} failed",
+            report.schedules,
+            report.tests.len(),
+            report.failures.len()
+        ),
+    };
+    progress.done(&summary);
+    let passed = report.passed();
+    let mut stage_report = stage(
+        "schedules",
+        started,
+        passed,
+        summary,
+        serde_json::to_value(&report).unwrap_or(Value::Null),
+    );
+    if !passed {
+        stage_report.replay_command = Some(report.command.clone());
+    }
+    let units = if owned {
+        vec!["schedules".to_string()]
+    } else {
+        Vec::new()
+    };
+    with_units(stage_report, options, units)
+}
