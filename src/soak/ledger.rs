@@ -291,9 +291,14 @@ mod tests {
         ];
         l.check_reopened("p", 0, 4, &log, &mut checks);
         assert_eq!(
+            checks.count_failed("no_unacknowledged_garbage"),
+            1,
+            "{checks:?}"
+        );
+        assert_eq!(
             checks.failures(),
-            2,
-            "garbage, and an in-flight batch neither whole nor absent: {checks:?}"
+            1,
+            "not adopted: no in-flight record survived"
         );
         let mut checks = Checks::default();
         let mut l = ledger(&mut checks);
