@@ -15,6 +15,9 @@
 //!   acknowledged offset, and every acknowledged base offset is above the ones
 //!   before (`ack_offsets_increasing`, checked as acks arrive);
 //! * `log_start_monotonic`: `log_start_offset` never goes back.
+//!
+//! After a check the ledger keeps only the records found: one gone never comes
+//! back (a resurrected one fails `no_unacknowledged_garbage`).
 
 use std::collections::BTreeMap;
 
@@ -89,8 +92,8 @@ impl PartitionLedger {
         self.next_expected = self.next_expected.max(last + 1);
     }
 
-    /// Acknowledged records so far.
-    pub fn acknowledged(&self) -> usize {
+    /// Records the ledger holds (acknowledged or adopted, and not gone).
+    pub fn tracked(&self) -> usize {
         self.known.len()
     }
 
@@ -202,8 +205,10 @@ impl PartitionLedger {
                 self.known.insert(offset, record);
             }
         }
-        // Drop what can never be read again (retention); keep the rest.
-        self.known = self.known.split_off(&log_start_offset);
+        // Keep what is there: a record gone (retention, compaction) never comes
+        // back, and should it, it is reported as garbage next time.
+        self.known
+            .retain(|offset, _| by_offset.contains_key(offset));
         self.next_expected = self.next_expected.max(next_offset);
     }
 }
@@ -250,10 +255,35 @@ mod tests {
         ];
         l.check_reopened("p", 0, 5, &log, &mut checks);
         assert_eq!(checks.failures(), 0, "{checks:?}");
-        assert_eq!(l.acknowledged(), 5, "the batch in flight was adopted");
+        assert_eq!(
+            l.tracked(),
+            4,
+            "a@0 is gone for good; the batch in flight adopted"
+        );
         // Then retention moves the start past everything but d.
         l.check_reopened("p", 4, 5, &[found(4, "d", None)], &mut checks);
         assert_eq!(checks.failures(), 0, "{checks:?}");
+        assert_eq!(l.tracked(), 1);
+    }
+
+    #[test]
+    fn a_record_compacted_away_that_comes_back_is_caught() {
+        let mut checks = Checks::default();
+        let mut l = ledger(&mut checks);
+        let log = [found(1, "b", Some("2")), found(2, "a", Some("3"))];
+        l.check_reopened("p", 0, 3, &log, &mut checks);
+        assert_eq!(checks.failures(), 0, "{checks:?}");
+        let back = [
+            found(0, "a", Some("1")),
+            found(1, "b", Some("2")),
+            found(2, "a", Some("3")),
+        ];
+        l.check_reopened("p", 0, 3, &back, &mut checks);
+        assert_eq!(
+            checks.count_failed("no_unacknowledged_garbage"),
+            1,
+            "{checks:?}"
+        );
     }
 
     #[test]
