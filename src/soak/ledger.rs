@@ -77,7 +77,7 @@ impl PartitionLedger {
         checks.record("ack_matches_intent", sized, || {
             format!("ack {base}..={last} for a batch of {} records", batch.len())
         });
-        let above = self.known.last_key_value().map_or(true, |(o, _)| base > *o)
+        let above = self.known.last_key_value().is_none_or(|(o, _)| base > *o)
             && base >= self.next_expected;
         checks.record("ack_offsets_increasing", above, || {
             format!(

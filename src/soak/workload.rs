@@ -55,7 +55,7 @@ pub struct WorkStats {
     pub retention_deletions: u64,
     pub background_errors: u64,
     /// Consumer checks: name -> (count, failures, first failure).
-    pub checks: BTreeMap<String, (u64, u64, Option<String>)>,
+    pub checks: CheckCounts,
 }
 
 /// Where events go: the parent's pipe, or memory.
@@ -123,7 +123,7 @@ pub fn partition_config(i: u32) -> PartitionConfig {
             min_cleanable_dirty_ratio: 0.3,
             ..LogConfig::default()
         },
-        cleanup_policy: if i % 2 == 0 {
+        cleanup_policy: if i.is_multiple_of(2) {
             CleanupPolicy::CompactDelete
         } else {
             CleanupPolicy::Compact
@@ -188,10 +188,13 @@ impl Rng {
 
 type Table = Arc<Mutex<HashMap<i64, Written>>>;
 
+/// Counted checks by name: (count, failures, first failure).
+pub type CheckCounts = BTreeMap<String, (u64, u64, Option<String>)>;
+
 #[derive(Debug, Default)]
 struct ConsumerChecks {
     records_read: AtomicU64,
-    checks: Mutex<BTreeMap<String, (u64, u64, Option<String>)>>,
+    checks: Mutex<CheckCounts>,
 }
 
 impl ConsumerChecks {
@@ -369,7 +372,7 @@ fn produce(
             latency_ns,
         });
         batches += 1;
-        if batches % 64 == 0 {
+        if batches.is_multiple_of(64) {
             partition.flush()?;
         }
     }
@@ -404,7 +407,7 @@ fn consume(
         for record in &records {
             checks.record(
                 "read_offsets_increasing",
-                last_read.map_or(true, |l| record.offset > l),
+                last_read.is_none_or(|l| record.offset > l),
                 || {
                     format!(
                         "{}: offset {} read after {last_read:?}",
