@@ -1,5 +1,5 @@
 //! `seglog soak`: producers, consumers, the cleaner and retention threads of a
-//! [`LogManager`](crate::manager::LogManager) on the real file system for a given
+//! `LogManager` on the real file system for a given
 //! time, and (with `kill`) a child process SIGKILLed at seeded random moments,
 //! reopened and checked against what it acknowledged, round after round
 //! (docs/design.md "The soak").
