@@ -91,6 +91,16 @@ fn a_soak_without_kill_passes_every_check() {
     // The log holds the partitions, in Kafka's layout.
     assert!(path.join("soak-0").is_dir() && path.join("soak-1").is_dir());
     assert!(!path.join("soak-2").exists());
+    // A second soak on the same directory starts from what the first left.
+    let (out, again) = soak(&[
+        path.to_str().unwrap(),
+        "--partitions",
+        "2",
+        "--seconds",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{again:#}");
+    assert_eq!(again["passed"], true);
 }
 
 #[test]

@@ -97,6 +97,15 @@ impl PartitionLedger {
         self.known.len()
     }
 
+    /// Starts from what an earlier soak left in the partition: every record found
+    /// is taken as acknowledged.
+    pub fn adopt(&mut self, log_start_offset: i64, next_offset: i64, found: &[Found]) {
+        self.known = found.iter().map(|f| (f.offset, f.record.clone())).collect();
+        self.in_flight = None;
+        self.next_expected = next_offset;
+        self.log_start_seen = log_start_offset;
+    }
+
     /// Checks the reopened partition (`found`: every record from
     /// `log_start_offset` on, ascending) and adopts what it found of the batch in
     /// flight. `partition` names the failures.

@@ -97,6 +97,12 @@ impl Soak {
     /// closes the manager cleanly. An error that stops the reopen is a failed
     /// `reopen` check.
     fn check_reopened(&mut self, dir: &Path, partitions: u32) -> bool {
+        self.reopen(dir, partitions, false)
+    }
+
+    /// [`Soak::check_reopened`], or with `baseline` (before the first round) the
+    /// ledgers start from what the directory holds.
+    fn reopen(&mut self, dir: &Path, partitions: u32, baseline: bool) -> bool {
         let result = reopen_and_read(dir, partitions);
         let ok = result.is_ok();
         self.checks.record("reopen", ok, || {
@@ -107,7 +113,11 @@ impl Soak {
         let Ok(found) = result else { return false };
         for (i, (start, next, records)) in found.into_iter().enumerate() {
             let name = format!("{}-{i}", workload::TOPIC);
-            self.ledgers[i].check_reopened(&name, start, next, &records, &mut self.checks);
+            if baseline {
+                self.ledgers[i].adopt(start, next, &records);
+            } else {
+                self.ledgers[i].check_reopened(&name, start, next, &records, &mut self.checks);
+            }
         }
         true
     }
@@ -158,7 +168,9 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
         ..Soak::default()
     };
     // The directory may hold an earlier soak's logs: start from what they hold.
-    soak.check_reopened(&options.dir, options.partitions);
+    if !soak.reopen(&options.dir, options.partitions, true) {
+        return Ok(soak.report(options, 0, 0, Duration::ZERO));
+    }
     let started = Instant::now();
     let total = Duration::from_secs_f64(options.seconds.max(0.0));
     let mut rng = Rng::new(options.seed);
@@ -213,29 +225,40 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
             break;
         }
     }
-    let records_acknowledged = soak.records_acknowledged;
-    let secs = soak.work_seconds.max(1e-9);
-    let first_failure = soak.checks.first_failure().map(str::to_string);
-    Ok(SoakReport {
-        passed: soak.checks.failures() == 0,
-        first_failure,
-        seed: options.seed,
-        partitions: options.partitions,
-        seconds: started.elapsed().as_secs_f64(),
-        kill: options.kill,
-        rounds,
-        kills,
-        records_appended: soak.records_appended,
-        records_acknowledged,
-        records_read: soak.totals.records_read,
-        append_records_per_sec: records_acknowledged as f64 / secs,
-        read_records_per_sec: soak.totals.records_read as f64 / secs,
-        append_latency: Latency::of(std::mem::take(&mut soak.latencies_ns)),
-        cleanings: soak.totals.cleanings,
-        retention_deletions: soak.totals.retention_deletions,
-        background_errors: soak.totals.background_errors,
-        checks: soak.checks,
-    })
+    Ok(soak.report(options, rounds, kills, started.elapsed()))
+}
+
+impl Soak {
+    fn report(
+        &mut self,
+        options: &SoakOptions,
+        rounds: u64,
+        kills: u64,
+        elapsed: Duration,
+    ) -> SoakReport {
+        let records_acknowledged = self.records_acknowledged;
+        let secs = self.work_seconds.max(1e-9);
+        SoakReport {
+            passed: self.checks.failures() == 0,
+            first_failure: self.checks.first_failure().map(str::to_string),
+            seed: options.seed,
+            partitions: options.partitions,
+            seconds: elapsed.as_secs_f64(),
+            kill: options.kill,
+            rounds,
+            kills,
+            records_appended: self.records_appended,
+            records_acknowledged,
+            records_read: self.totals.records_read,
+            append_records_per_sec: records_acknowledged as f64 / secs,
+            read_records_per_sec: self.totals.records_read as f64 / secs,
+            append_latency: Latency::of(std::mem::take(&mut self.latencies_ns)),
+            cleanings: self.totals.cleanings,
+            retention_deletions: self.totals.retention_deletions,
+            background_errors: self.totals.background_errors,
+            checks: self.checks.clone(),
+        }
+    }
 }
 
 /// Runs one child round: its events (in order), whether the parent killed it, and
