@@ -74,6 +74,9 @@ pub struct Iteration {
     /// User+sys CPU seconds of the process in each phase.
     pub alone_cpu_s: f64,
     pub during_clean_cpu_s: f64,
+    /// The appender thread's own CPU (user+sys, 10 ms ticks) per record appended.
+    pub alone_appender_cpu_ns_per_record: f64,
+    pub during_clean_appender_cpu_ns_per_record: f64,
 }
 
 /// The suite's report (`seglog bench --only clean-append`: `"clean_append"`).
@@ -88,6 +91,9 @@ pub struct CleanAppendReport {
     pub throughput_ratio_max: f64,
     pub throughput_target: f64,
     pub throughput_met: bool,
+    /// Median over iterations of alone / during-cleaning appender CPU per record:
+    /// the ratio with the scheduler's share taken out (a loaded machine).
+    pub appender_cpu_ratio: f64,
     /// Appends that overlapped a cleaning, every iteration pooled.
     pub latency_during_clean: Percentiles,
     /// Appends alone, every iteration pooled.
@@ -158,7 +164,16 @@ fn fill(partition: &Partition, keys: u64) -> Result<()> {
 
 /// User+sys CPU seconds of this process so far (Linux; 0 elsewhere).
 pub fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+    stat_cpu_seconds("/proc/self/stat")
+}
+
+/// User+sys CPU seconds of the calling thread so far (Linux; 0 elsewhere).
+pub fn thread_cpu_seconds() -> f64 {
+    stat_cpu_seconds("/proc/thread-self/stat")
+}
+
+fn stat_cpu_seconds(path: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(path) else {
         return 0.0;
     };
     let Some(rest) = stat.rsplit(')').next() else {
@@ -179,7 +194,8 @@ fn appender(
     batch_records: usize,
     stop: Arc<AtomicBool>,
     spans: Arc<Mutex<Vec<(Instant, Instant)>>>,
-) -> Result<()> {
+) -> Result<f64> {
+    let cpu = thread_cpu_seconds();
     let mut n = 0u64;
     while !stop.load(Ordering::SeqCst) {
         let records: Vec<NewRecord> = (0..batch_records as u64)
@@ -200,7 +216,9 @@ fn appender(
             .unwrap_or_else(|e| e.into_inner())
             .push((started, ended));
     }
-    Ok(())
+    // The appender thread's own CPU per record: what a cleaning costs the append
+    // path itself, apart from the CPU the scheduler gave other threads.
+    Ok((thread_cpu_seconds() - cpu) * 1e9 / n.max(1) as f64)
 }
 
 /// Runs an appender while `during` runs; returns the appends inside `during`'s
@@ -209,7 +227,7 @@ fn with_appender(
     partition: &Partition,
     batch_records: usize,
     during: impl FnOnce() -> Result<()>,
-) -> Result<(usize, Vec<u64>, Duration, f64)> {
+) -> Result<Phase> {
     let stop = Arc::new(AtomicBool::new(false));
     let spans = Arc::new(Mutex::new(Vec::new()));
     let handle = {
@@ -223,7 +241,7 @@ fn with_appender(
     let to = Instant::now();
     let cpu = cpu_seconds() - cpu;
     stop.store(true, Ordering::SeqCst);
-    handle
+    let appender_cpu_ns_per_record = handle
         .join()
         .map_err(|_| Error::InvalidArgument("the appender panicked".into()))??;
     result?;
@@ -234,7 +252,23 @@ fn with_appender(
         .filter(|(s, e)| *e >= from && *s <= to)
         .map(|(s, e)| u64::try_from((*e - *s).as_nanos()).unwrap_or(u64::MAX))
         .collect();
-    Ok((inside, overlapping, to - from, cpu))
+    Ok(Phase {
+        appends: inside,
+        latencies_ns: overlapping,
+        window: to - from,
+        cpu_s: cpu,
+        appender_cpu_ns_per_record,
+    })
+}
+
+/// One phase: appends inside the window, latencies of those overlapping it, the
+/// window, the process's CPU seconds in it, the appender thread's CPU per record.
+struct Phase {
+    appends: usize,
+    latencies_ns: Vec<u64>,
+    window: Duration,
+    cpu_s: f64,
+    appender_cpu_ns_per_record: f64,
 }
 
 /// Median of 50 fsyncs of a file in `dir`, each after a 4 KiB append (µs).
@@ -340,34 +374,35 @@ pub fn run(
                         "the cleaner found nothing to clean".into(),
                     ));
                 }
-                window = run.2;
+                window = run.window;
                 during = Some(run);
             }
         }
         let (alone, during) = (alone.expect("ran"), during.expect("ran"));
-        let rate = |(n, _, d, _): &(usize, Vec<u64>, Duration, f64)| {
-            (*n * batch_records) as f64 / d.as_secs_f64().max(1e-9)
-        };
+        let rate =
+            |p: &Phase| (p.appends * batch_records) as f64 / p.window.as_secs_f64().max(1e-9);
         let (alone_rate, during_rate) = (rate(&alone), rate(&during));
         runs.push(Iteration {
             alone_first,
-            cleaning_ms: during.2.as_secs_f64() * 1e3,
+            cleaning_ms: during.window.as_secs_f64() * 1e3,
             alone_records_per_sec: alone_rate,
             during_clean_records_per_sec: during_rate,
             ratio: during_rate / alone_rate.max(1e-9),
-            during_clean_p99_us: Percentiles::of(during.1.clone()).p99_us,
-            alone_cpu_s: alone.3,
-            during_clean_cpu_s: during.3,
+            during_clean_p99_us: Percentiles::of(during.latencies_ns.clone()).p99_us,
+            alone_cpu_s: alone.cpu_s,
+            during_clean_cpu_s: during.cpu_s,
+            alone_appender_cpu_ns_per_record: alone.appender_cpu_ns_per_record,
+            during_clean_appender_cpu_ns_per_record: during.appender_cpu_ns_per_record,
         });
         eprintln!(
             "seglog bench: clean-append iteration {i}: cleaning {:.0} ms, {:.0} vs {:.0} records/s alone, ratio {:.2}",
-            during.2.as_secs_f64() * 1e3,
+            during.window.as_secs_f64() * 1e3,
             during_rate,
             alone_rate,
             during_rate / alone_rate.max(1e-9)
         );
-        during_all.extend(during.1);
-        alone_all.extend(alone.1);
+        during_all.extend(during.latencies_ns);
+        alone_all.extend(alone.latencies_ns);
         manager.close()?;
         std_fs
             .remove_dir_all(&dir)
@@ -386,6 +421,14 @@ pub fn run(
         throughput_ratio_max: ratios.iter().copied().fold(0.0, f64::max),
         throughput_target: THROUGHPUT_TARGET,
         throughput_met: throughput_ratio >= THROUGHPUT_TARGET,
+        appender_cpu_ratio: median(
+            runs.iter()
+                .map(|r| {
+                    r.alone_appender_cpu_ns_per_record
+                        / r.during_clean_appender_cpu_ns_per_record.max(1e-9)
+                })
+                .collect(),
+        ),
         latency_during_clean,
         latency_alone: Percentiles::of(alone_all),
         fsync_us,
