@@ -106,6 +106,9 @@ pub mod scenario;
 pub mod segment;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
+pub mod soak;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod sweep;
 pub mod sync;
 #[cfg(feature = "suite")]

@@ -9,6 +9,8 @@
 //! * [`cleanup`]: `compact` and `retain` of an open log vs the same followed by a
 //!   full-scan open (the reopen they ended with before issue 11).
 //! * [`raw`]: producer batches appended as they came vs `BufWriter`.
+//! * [`clean_append`]: appends while the cleaner compacts the same partition vs
+//!   appends alone, and their latency vs the swap's fsync floor.
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -16,6 +18,7 @@
 //! baseline time / variant time (above 1: faster than the baseline), with the
 //! spread of the per-pair ratios beside it.
 
+pub mod clean_append;
 pub mod cleanup;
 #[cfg(feature = "compression")]
 pub mod codecs;

@@ -69,6 +69,11 @@ pub enum Suite {
     /// records in aborted transactions vs copying the same files (issue 14, >= 0.5x);
     /// opt-in.
     CompactAborted,
+    /// Appends during one cleaning of the same partition (`--compact-keys` keys
+    /// written twice) vs appends alone for as long (issue 13, >= 0.8x), and the p99
+    /// of the appends that overlapped a cleaning vs the swap's fsync floor + 2 ms;
+    /// `--iterations` fresh partitions; opt-in.
+    CleanAppend,
 }
 
 #[derive(Debug, Args)]
@@ -137,7 +142,11 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     let needs_log = suites.iter().any(|s| {
         !matches!(
             s,
-            Suite::Compact | Suite::Codecs | Suite::Incremental | Suite::CompactAborted
+            Suite::Compact
+                | Suite::Codecs
+                | Suite::Incremental
+                | Suite::CompactAborted
+                | Suite::CleanAppend
         )
     });
     let mut extra = serde_json::Map::new();
@@ -164,6 +173,18 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
                 let (comparisons, after) = cleanup(&args, &root, &fixture)?;
                 results.extend(comparisons);
                 extra.insert("cleanup_open_after_crash".into(), after);
+            }
+            Suite::CleanAppend => {
+                let report = crate::bench::clean_append::run(
+                    &root.join("clean-append"),
+                    args.compact_keys,
+                    args.batch_records,
+                    args.iterations,
+                )?;
+                let value = serde_json::to_value(&report).map_err(|e| {
+                    Error::InvalidArgument(format!("cannot print clean-append: {e}"))
+                })?;
+                extra.insert("clean_append".into(), value);
             }
             Suite::Incremental => {
                 let (comparisons, carried) = incremental(&args, &root)?;

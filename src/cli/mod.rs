@@ -14,6 +14,7 @@ pub mod damage_cmd;
 pub mod log_cmds;
 pub mod model_cmd;
 pub mod replay_cmd;
+pub mod soak_cmd;
 pub mod sweep_cmd;
 pub mod verify_cmd;
 
@@ -85,6 +86,13 @@ pub enum Command {
     /// The main job: model checks, conformance, crash sweep, scenario replay (and fuzzing
     /// overnight), with a report at a glance and `--json FILE` for machines.
     Verify(verify_cmd::VerifyArgs),
+    /// Producers, consumers, the cleaner and retention threads of a LogManager on
+    /// the real disk for --seconds; with --kill a child process is SIGKILLed at
+    /// random moments, reopened and checked against what it acknowledged.
+    Soak(soak_cmd::SoakArgs),
+    /// The soak's child process (run by `seglog soak --kill`).
+    #[command(hide = true)]
+    SoakChild(soak_cmd::SoakChildArgs),
 }
 
 /// The environment variable that turns the seam's trace on: the log commands
@@ -141,6 +149,8 @@ pub fn dispatch(command: Command) -> crate::Result<Outcome> {
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Damage(args) => damage_cmd::damage(args),
         Command::Alice(args) => alice_cmd::alice(args),
+        Command::Soak(args) => soak_cmd::soak(args),
+        Command::SoakChild(args) => soak_cmd::soak_child(args),
     }
 }
 

@@ -68,6 +68,17 @@ pub struct Cleaned {
     pub outcome: CleanOutcome,
 }
 
+/// Counts of the background work ([`LogManager::background_counts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackgroundCounts {
+    /// Cleaning passes installed.
+    pub cleanings: u64,
+    /// Segments retention deleted.
+    pub retention_deletions: u64,
+    /// Background rounds that ended in an error.
+    pub errors: u64,
+}
+
 /// Many partition logs under one root, with background cleaning and retention.
 #[derive(Debug)]
 pub struct LogManager {
@@ -89,6 +100,9 @@ struct Shared {
     /// Background rounds that ended in an error (the partition stays as the error
     /// left it: a poisoned log refuses further work until reopened).
     errors: AtomicU64,
+    /// Passes installed and segments retention deleted (see [`BackgroundCounts`]).
+    cleanings: AtomicU64,
+    retention_deletions: AtomicU64,
     /// Test builds only: the broken `no-cleaning-lock` (retention ignores the
     /// cleaning states and may delete from a partition being cleaned).
     #[cfg(feature = "test-variants")]
@@ -117,6 +131,8 @@ impl LogManager {
                 stopping: Mutex::new(false),
                 wake: Condvar::new(),
                 errors: AtomicU64::new(0),
+                cleanings: AtomicU64::new(0),
+                retention_deletions: AtomicU64::new(0),
                 #[cfg(feature = "test-variants")]
                 no_cleaning_lock: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -284,6 +300,15 @@ impl LogManager {
         self.shared.errors.load(Ordering::SeqCst)
     }
 
+    /// What the cleaner and retention rounds (threads or `run_*_once`) did so far.
+    pub fn background_counts(&self) -> BackgroundCounts {
+        BackgroundCounts {
+            cleanings: self.shared.cleanings.load(Ordering::SeqCst),
+            retention_deletions: self.shared.retention_deletions.load(Ordering::SeqCst),
+            errors: self.shared.errors.load(Ordering::SeqCst),
+        }
+    }
+
     /// Starts `cleaner_threads` cleaner threads and one retention thread.
     pub fn start(&mut self) {
         assert!(self.threads.is_empty(), "started twice");
@@ -340,7 +365,14 @@ impl Shared {
         let locked = !self.no_cleaning_lock.load(Ordering::SeqCst);
         #[cfg(not(feature = "test-variants"))]
         let locked = true;
-        retention::run(&self.all(), &self.states, self.clock.now_ms(), locked)
+        let retained = retention::run(&self.all(), &self.states, self.clock.now_ms(), locked)?;
+        let deleted: usize = retained
+            .iter()
+            .filter_map(|r| r.deleted_segments.as_ref().map(Vec::len))
+            .sum();
+        self.retention_deletions
+            .fetch_add(deleted as u64, Ordering::SeqCst);
+        Ok(retained)
     }
 
     fn clean_once(&self) -> Result<Option<Cleaned>> {
@@ -372,6 +404,9 @@ impl Shared {
         }
         let outcome = cleaner::clean_partition(&partition, &self.states, now);
         self.states.end_clean(&name);
+        if let Ok(CleanOutcome::Cleaned(_)) = &outcome {
+            self.cleanings.fetch_add(1, Ordering::SeqCst);
+        }
         Ok(Some(Cleaned {
             partition: name,
             outcome: outcome?,
