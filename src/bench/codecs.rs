@@ -1,13 +1,23 @@
 //! The codecs' benchmarks (`seglog bench --only codecs`): each engine path on
 //! compressed batches beside the codec doing its part alone, in the same run.
 //!
-//! * append with a codec vs compressing the same batches' records with the codec
-//!   alone (no log, no IO): what the log adds to the compression;
+//! * append with a codec (the appends and the flush: the fsync a durable append
+//!   needs; the open of the new log and its close are untimed, as they are not
+//!   appends) vs compressing the same batches' records with the codec alone (no
+//!   log, no IO), and vs the codec + a buffered write + fsync of the compressed
+//!   bytes ([`compress_write_fsync`]): the floor that pays the write and the
+//!   fsync too, so what is left is the log's own work;
 //! * `fetch` of a compressed log vs `fetch` of the uncompressed log of the same
 //!   records: fetch hands out stored bytes, so it must not get slower;
-//! * `read` of a compressed log vs decompressing every batch's payload alone;
+//! * `read` (owned records), [`Log::read_each`] (borrowed) and `fetch` +
+//!   `records()` of a compressed log vs decompressing every batch's payload alone;
 //! * compaction (install step 1) of a 50%-obsolete lz4 log, where every closed
-//!   batch is partly kept, vs decompressing and recompressing the same payloads.
+//!   batch is partly kept, vs decompressing and recompressing the same payloads,
+//!   and vs the same + a buffered write + fsync ([`recompress_write_fsync`]).
+//!
+//! The timed parts use [`Stopwatch`], so every row carries CPU time beside wall
+//! time. No check is skipped on either side: the engine's paths are the ones a
+//! user calls.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
