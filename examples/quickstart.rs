@@ -22,6 +22,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for record in log.read(log.log_start_offset(), 1 << 20)? {
         println!("{} {:?} {:?}", record.offset, record.key, record.value); // 1 "k1" "v2"
     }
+    // The same records borrowed, one at a time (no per-record allocation).
+    log.read_each(log.log_start_offset(), 1 << 20, |record| {
+        assert_eq!(record.offset, 1)
+    })?;
     let fetch = log.fetch(log.log_start_offset(), 1 << 20)?; // Kafka's fetch: no copy
     for record in fetch.records() {
         let record = record?; // key and value borrow the fetched (mapped) bytes

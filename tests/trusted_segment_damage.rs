@@ -47,4 +47,7 @@ fn overlapping_offsets_in_a_trusted_segment_are_corruption() {
         ),
         "{error:?}"
     );
+    // The borrowed read checks the same, and fails with the same error.
+    let each = log.read_each(0, usize::MAX, |_| {}).unwrap_err();
+    assert_eq!(each.to_string(), error.to_string());
 }

@@ -87,6 +87,8 @@ fn a_compressed_batch_in_a_trusted_segment_is_unsupported_at_read() {
         Error::Unsupported(what) => assert!(what.contains("gzip"), "{what}"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
+    let each = log.read_each(0, usize::MAX, |_| {}).unwrap_err();
+    assert_eq!(each.to_string(), err.to_string());
     drop(log);
     assert_eq!(std::fs::read(&path).unwrap(), before, "nothing truncated");
 }

@@ -59,6 +59,60 @@ pub struct Comparison {
     /// The ratio the project's issue asks for, if any, and whether the median met it.
     pub target: Option<f64>,
     pub met: Option<bool>,
+    /// Mean CPU time (user + system, every thread of the process) of the timed
+    /// parts per run, variant and baseline, and their ratio (baseline / variant,
+    /// of the totals over every timed run): beside the wall-clock figures on a
+    /// loaded machine, where waiting for a core inflates wall time but not CPU
+    /// time. `None` when a side does not time itself with a [`Stopwatch`], or
+    /// used less CPU than the clock resolves. The clock counts 10 ms ticks
+    /// (`/proc/self/stat`), so the totals over many iterations are what mean
+    /// something. The kernel's writeback after an fsync runs in its own threads
+    /// and is not counted.
+    pub cpu_mean_ms: Option<f64>,
+    pub baseline_cpu_mean_ms: Option<f64>,
+    pub cpu_ratio: Option<f64>,
+}
+
+thread_local! {
+    /// The CPU time of the last [`Stopwatch`] stopped on this thread.
+    static LAST_CPU: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
+}
+
+/// Wall-clock and process CPU time of a timed part; [`Stopwatch::stop`] returns
+/// the wall time and leaves the CPU time for [`compare`] to collect.
+#[derive(Debug)]
+pub struct Stopwatch {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl Stopwatch {
+    pub fn start() -> Self {
+        let cpu = crate::fs::baseline::process_cpu_time();
+        Stopwatch {
+            wall: Instant::now(),
+            cpu,
+        }
+    }
+
+    /// The wall time since [`Stopwatch::start`].
+    pub fn stop(self) -> Duration {
+        let wall = self.wall.elapsed();
+        let cpu = self
+            .cpu
+            .zip(crate::fs::baseline::process_cpu_time())
+            .map(|(start, end)| end.saturating_sub(start));
+        LAST_CPU.with(|last| last.set(cpu));
+        wall
+    }
+}
+
+/// Runs one side of a comparison; its wall time and the CPU time its
+/// [`Stopwatch`] measured (if it used one).
+fn run_side(side: &mut impl FnMut() -> Result<Duration>) -> Result<(Duration, Option<Duration>)> {
+    LAST_CPU.with(|last| last.set(None));
+    let wall = side()?;
+    Ok((wall, LAST_CPU.with(std::cell::Cell::take)))
 }
 
 /// Runs `baseline` and `variant` alternately `iterations` times after one untimed
@@ -80,8 +134,12 @@ pub fn compare(
     baseline()?;
     variant()?;
     let mut pairs = Vec::with_capacity(iterations);
+    let mut cpu_pairs = Vec::with_capacity(iterations);
     for _ in 0..iterations {
-        pairs.push((baseline()?, variant()?));
+        let (base_wall, base_cpu) = run_side(&mut baseline)?;
+        let (wall, cpu) = run_side(&mut variant)?;
+        pairs.push((base_wall, wall));
+        cpu_pairs.push(base_cpu.zip(cpu));
     }
     let median = |mut times: Vec<Duration>| {
         times.sort();
@@ -89,6 +147,13 @@ pub fn compare(
     };
     let base = median(pairs.iter().map(|p| p.0).collect());
     let took = median(pairs.iter().map(|p| p.1).collect());
+    let cpu: Option<Vec<(Duration, Duration)>> = cpu_pairs.into_iter().collect();
+    let cpu = cpu.and_then(|cpu| {
+        let base: Duration = cpu.iter().map(|p| p.0).sum();
+        let took: Duration = cpu.iter().map(|p| p.1).sum();
+        let runs = u32::try_from(iterations).unwrap_or(u32::MAX);
+        (!took.is_zero() && !base.is_zero()).then(|| (base / runs, took / runs, ratio(base, took)))
+    });
     let ratios: Vec<f64> = pairs.iter().map(|(b, v)| ratio(*b, *v)).collect();
     let ratio = ratio(base, took);
     Ok(Comparison {
@@ -104,6 +169,9 @@ pub fn compare(
         mib_per_s: bytes as f64 / (1024.0 * 1024.0) / took.as_secs_f64().max(1e-9),
         target,
         met: target.map(|t| ratio >= t),
+        cpu_mean_ms: cpu.map(|(_, took, _)| took.as_secs_f64() * 1e3),
+        baseline_cpu_mean_ms: cpu.map(|(base, _, _)| base.as_secs_f64() * 1e3),
+        cpu_ratio: cpu.map(|(_, _, cpu_ratio)| cpu_ratio),
     })
 }
 
@@ -113,9 +181,9 @@ fn ratio(baseline: Duration, variant: Duration) -> f64 {
 
 /// Times `run`, which must return `expected` (a count that proves it did the work).
 pub fn timed(expected: usize, run: impl FnOnce() -> Result<usize>) -> Result<Duration> {
-    let start = Instant::now();
+    let start = Stopwatch::start();
     let got = run()?;
-    let took = start.elapsed();
+    let took = start.stop();
     if got != expected {
         return Err(Error::InvalidArgument(format!(
             "a benchmark run did {got} units of work, expected {expected}"
@@ -154,5 +222,25 @@ mod tests {
         assert_eq!(comparison.met, Some(false));
         assert!((comparison.mib_per_s - 25.0).abs() < 1e-6);
         assert!(timed(3, || Ok(2)).is_err());
+        // Sides that time themselves with a Stopwatch report CPU time; the others
+        // none.
+        assert_eq!(comparison.cpu_ratio, None);
+        let timed_side = || timed(1, || Ok(1));
+        let with_cpu = compare("v", "b", 2, 1, None, timed_side, timed_side).unwrap();
+        // (Too little CPU for the clock to see is no ratio, not a zero one.)
+        assert!(with_cpu.cpu_ratio.is_none_or(|r| r > 0.0));
+        let spin = || {
+            timed(1, || {
+                let start = Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < Duration::from_millis(30) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                Ok(1)
+            })
+        };
+        let with_cpu = compare("v", "b", 3, 1, None, spin, spin).unwrap();
+        assert!(with_cpu.cpu_ratio.is_some_and(|r| r > 0.0));
+        assert!(with_cpu.cpu_mean_ms.is_some_and(|ms| ms > 0.0));
     }
 }

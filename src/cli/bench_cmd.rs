@@ -49,10 +49,12 @@ pub enum Suite {
     /// Install step 1 of a compaction (map, rewrite, fsync) vs copying the same
     /// files with `BufReader`/`BufWriter` + fsync.
     Compact,
-    /// Compressed batches: append (lz4, zstd) vs the codec alone, fetch vs the
-    /// uncompressed fetch (in time, and per byte), read (owned `ReadRecord`s, and
-    /// `fetch` + borrowed `records()`) vs decompression alone, compaction of a
-    /// half-obsolete lz4 log vs decompress + recompress.
+    /// Compressed batches: append (lz4, zstd; appends + flush, the open and close
+    /// untimed) vs the codec alone and vs the codec + a buffered write + fsync,
+    /// fetch vs the uncompressed fetch (in time, and per byte), read (owned
+    /// `ReadRecord`s, borrowed `read_each`, and `fetch` + borrowed `records()`) vs
+    /// decompression alone, compaction of a half-obsolete lz4 log vs decompress +
+    /// recompress.
     Codecs,
     /// Open after a clean close, and after a crash, vs a full-scan open of the same
     /// directory (`--records` sets its size; 9,000,000 make about 1.1 GiB).
@@ -226,6 +228,16 @@ fn report(comparison: &Comparison) {
             None => "",
         }
     );
+    if let (Some(cpu), Some(base_cpu), Some(cpu_ratio)) = (
+        comparison.cpu_mean_ms,
+        comparison.baseline_cpu_mean_ms,
+        comparison.cpu_ratio,
+    ) {
+        eprintln!(
+            "seglog bench: {:<20} {cpu:>9.1} ms cpu vs {:<22} {base_cpu:>9.1} ms cpu  ratio {cpu_ratio:.2}x (cpu, totals)",
+            "", ""
+        );
+    }
 }
 
 /// Runs `run` in the new directory `dir`, then removes it; the time `run` measured.
@@ -437,9 +449,30 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         )?;
         report(&comparison);
         results.push(comparison);
+        // The same durable appends beside the codec, a buffered write and one
+        // fsync of the compressed bytes: the floor that pays the fsync too.
+        let comparison = bench::compare(
+            &format!("append/{codec}_vs_write_fsync"),
+            &format!("codec/{codec}_compress_write_fsync"),
+            args.iterations,
+            bytes,
+            Some(CODEC_APPEND_TARGET),
+            || {
+                in_new_dir(&root.join(format!("append-{codec}-floor")), |dir| {
+                    c::compress_write_fsync(dir, codec, &records)
+                })
+            },
+            || {
+                in_new_dir(&root.join(format!("append-{codec}")), |dir| {
+                    c::append_codec(dir, fixture, codec)
+                })
+            },
+        )?;
+        report(&comparison);
+        results.push(comparison);
     }
-    // The same appends without the open of a new log and the close's fsyncs
-    // (no target: it shows what those add).
+    // The same appends without the flush (no target: it shows what the fsync
+    // adds).
     let comparison = bench::compare(
         "append/lz4_appends_only",
         "codec/lz4_compress_only",
@@ -500,6 +533,7 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     // beside decompressing every payload alone.
     for (name, run) in [
         ("read/lz4", bench::read_records as fn(&Log) -> Result<usize>),
+        ("read/lz4_each", c::read_each_records),
         ("read/lz4_fetch_records", |log: &Log| {
             bench::fetch_records(log).map(|(records, _)| records)
         }),
@@ -539,6 +573,23 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         || {
             bench::timed(closed.len(), || {
                 c::recompress_only(Compression::Lz4, &closed)
+            })
+        },
+        || half.build(&std_fs).map(|(took, _)| took),
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    // The same compaction beside the floor that also writes and fsyncs its
+    // output, as the compaction must.
+    let comparison = bench::compare(
+        "compact/lz4_vs_write_fsync",
+        "codec/lz4_recompress_write_fsync",
+        args.iterations,
+        half.input_bytes,
+        Some(CODEC_COMPACT_TARGET),
+        || {
+            in_new_dir(&root.join("compact-lz4-floor"), |dir| {
+                c::recompress_write_fsync(dir, Compression::Lz4, &closed)
             })
         },
         || half.build(&std_fs).map(|(took, _)| took),

@@ -6,6 +6,21 @@
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
+use std::time::Duration;
+
+/// The CPU time (user + system) the process has used so far, every thread's
+/// (finished ones too): fields 14 and 15 of `/proc/self/stat`, in clock ticks
+/// of 10 ms (Linux's `USER_HZ`, 100 on every architecture it reports in). `None`
+/// where there is no such file (not Linux).
+pub fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let after_name = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = after_name.split_ascii_whitespace().skip(11); // fields 3..=13
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
+}
 
 /// Writes `bytes` to a new file at `path` through `BufWriter<File>`, `chunk_bytes`
 /// per `write_all` (the batch size the engine appends), then fsyncs it.
@@ -16,6 +31,30 @@ pub fn write_buffered(path: &Path, bytes: &[u8], chunk_bytes: usize) -> io::Resu
     }
     let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
     file.sync_all()
+}
+
+/// Writes to a new file at `path` through `BufWriter<File>` what `produce` puts in
+/// a reused buffer, one `write_all` per call, until it returns false; then fsyncs
+/// it. The yardstick of a durable append whose bytes are computed (compressed) as
+/// they are written.
+pub fn write_produced(
+    path: &Path,
+    mut produce: impl FnMut(&mut Vec<u8>) -> bool,
+) -> io::Result<u64> {
+    let mut out = BufWriter::new(File::create(path)?);
+    let mut chunk = Vec::new();
+    let mut written = 0u64;
+    loop {
+        chunk.clear();
+        if !produce(&mut chunk) {
+            break;
+        }
+        out.write_all(&chunk)?;
+        written += chunk.len() as u64;
+    }
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    file.sync_all()?;
+    Ok(written)
 }
 
 /// Reads the whole file at `path` through `BufReader<File>` into `buf`, one
@@ -81,6 +120,26 @@ mod tests {
         std::fs::create_dir_all(a.parent().unwrap()).unwrap();
         write_buffered(&a, &data, 12_500).unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), data);
+        let mut chunks = data.chunks(7_000);
+        let b = tmp.path().join("b");
+        let written = write_produced(&b, |out| {
+            chunks.next().map(|c| out.extend_from_slice(c)).is_some()
+        })
+        .unwrap();
+        assert_eq!(written, data.len() as u64);
+        assert_eq!(std::fs::read(&b).unwrap(), data);
+        // CPU time only grows, and a busy loop of ~50 ms shows in it.
+        let before = process_cpu_time().unwrap();
+        let spin = std::time::Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed() < Duration::from_millis(60) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let after = process_cpu_time().unwrap();
+        assert!(
+            after >= before + Duration::from_millis(20),
+            "{before:?} -> {after:?}"
+        );
         let mut buf = vec![0u8; 4096];
         assert_eq!(read_buffered(&a, &mut buf).unwrap(), data.len());
         let copied = copy_buffered(&tmp.path().join("src"), &tmp.path().join("dst")).unwrap();
