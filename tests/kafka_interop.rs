@@ -5,7 +5,9 @@
 //! and closed as a broker closes them) opened, appended to and handed back by
 //! seglog, and the same appends done by both compared byte for byte. Records are
 //! compared field by field, and every index lookup (offset -> position, timestamp
-//! -> offset) against the other side's.
+//! -> offset) against the other side's. The cleaner differential runs plain and
+//! transactional workloads (commits, aborts, open transactions) through Kafka's own
+//! `Cleaner` and seglog's `kafka` policy.
 //!
 //! Needs `java` (17) and `mvn` on the PATH; without them the test says so and
 //! passes, unless `SEGLOG_REQUIRE_KAFKA_INTEROP=1` (CI sets it) makes that a failure.
@@ -42,6 +44,16 @@ fn kafka_and_seglog_read_each_others_directories() {
     };
     assert!(passed("seglog_to_kafka", "none"));
     assert!(passed("twin", "none"));
+    // The cleaner differential, its transactional workloads included.
+    for &seed in interop::differential::SEEDS {
+        assert!(passed("cleaner_differential", &format!("cleaner-{seed}")));
+    }
+    for &seed in interop::differential::TXN_SEEDS {
+        assert!(passed(
+            "cleaner_differential",
+            &format!("cleaner-txn-{seed}")
+        ));
+    }
     for case in interop::ALL_CASES {
         assert!(passed("kafka_to_seglog", case), "{case} did not pass");
     }

@@ -273,7 +273,7 @@ fn verify_shards_partition_every_stage_and_junit_names_failures() {
         sweep_points,
         stages["crash_sweep"]["crash_points"].as_u64().unwrap()
     );
-    assert_eq!(units(&stages["model"]).len(), 6);
+    assert_eq!(units(&stages["model"]).len(), 7);
     assert_eq!(units(&stages["conformance"]).len(), 3);
     assert_eq!(units(&stages["replay"]).len(), 2);
 

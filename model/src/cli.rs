@@ -14,7 +14,8 @@ const VARIANTS_HELP: &str = "Variants per model (the first is ours and the defau
   durability: recovery-point, recovery-point-before-flush, no-open-dir-sync,
              sync-scanned-only-for-new-point, flush-like-kafka
   cleaner:   clean-point-in-temp, clean-point-first
-  concurrent: linked-tail, stale-tail-copy, no-cleaning-lock, unlocked-swap, unbounded-map";
+  concurrent: linked-tail, stale-tail-copy, no-cleaning-lock, unlocked-swap, unbounded-map
+  txn:       txn-rules, aborted-like-committed, markers-ignore-data";
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum ModelCommand {

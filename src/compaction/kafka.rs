@@ -340,17 +340,37 @@ pub(super) fn build(
         .iter()
         .map(|s| (s.base, s.next_offset(), s.max_timestamp()))
         .collect();
-    let uncleanable = first_uncleanable(
+    // Hook: the transaction rules (`super::kafka_txn`).
+    let txn = super::kafka_txn::KafkaTxn::gather(fs, dir, inputs.bases)?;
+    let aborted = |index: usize| txn.as_ref().is_some_and(|t| t.aborted(index));
+    let mut uncleanable = first_uncleanable(
         &facts,
         active_base,
         clean_point,
         options.now,
         clean.min_compaction_lag_ms,
     );
+    if let Some(t) = &txn {
+        uncleanable = t.bound(uncleanable, inputs.bases);
+    }
+    // An aborted batch is mapped hollow: its keys stay out, the latest offset moves.
+    let hollow: Vec<Option<RecordBatch>> = sources
+        .iter()
+        .flat_map(|s| &s.batches)
+        .enumerate()
+        .map(|(i, (b, _))| {
+            aborted(i).then(|| RecordBatch {
+                records: Vec::new(),
+                ..b.clone()
+            })
+        })
+        .collect();
     let map = KafkaMap::build(
         sources
             .iter()
             .flat_map(|s| s.batches.iter().map(|(b, _)| b))
+            .zip(&hollow)
+            .map(|(b, h)| h.as_ref().unwrap_or(b))
             .filter(|b| b.base_offset >= clean_point && b.base_offset < uncleanable),
         clean.key_budget(),
     )?;
@@ -386,10 +406,21 @@ pub(super) fn build(
             });
             out.extend_from_slice(bytes);
         };
+    let first_index: Vec<usize> = sources
+        .iter()
+        .scan(0, |next, s| {
+            let first = *next;
+            *next += s.batches.len();
+            Some(first)
+        })
+        .collect();
     for group in groups(&sizes, options.segment_bytes, uncleanable) {
         let (mut bytes, mut facts) = (Vec::new(), Vec::new());
-        for source in &sources[group.clone()] {
-            for (batch, range) in &source.batches {
+        for (s, source) in sources[group.clone()].iter().enumerate() {
+            for (j, (batch, range)) in source.batches.iter().enumerate() {
+                if aborted(first_index[group.start + s] + j) {
+                    continue; // hook: aborted data goes (`super::kafka_txn`)
+                }
                 match clean_batch(
                     batch,
                     &map,
@@ -459,6 +490,24 @@ pub(super) fn build(
     report.bytes_before = sources.iter().map(|s| s.bytes.len() as u64).sum();
     report.segments_after = files.len() as u64;
     let clean_point_after = report.clean_point_after;
+    // Hook: the output's `.txnindex` files (`super::kafka_txn::entries`).
+    let txn_plan = match &txn {
+        Some(t) => {
+            let source: Vec<super::kafka_txn::DataBatch> = sources
+                .iter()
+                .flat_map(|s| &s.batches)
+                .filter(|(b, _)| !b.is_control())
+                .map(|(b, _)| (b.base_offset, b.producer_id, b.is_transactional()))
+                .collect();
+            let cleaned_end = sources.get(cleaned).map_or(active_base, |s| s.base);
+            Some(super::txn::TxnPlan {
+                entries: super::kafka_txn::entries(fs, dir, inputs.bases, cleaned_end, &source)?,
+                last_stable_offset: t.last_stable_offset,
+                ..super::txn::TxnPlan::default()
+            })
+        }
+        None => None,
+    };
     finish_build(
         fs,
         dir,
@@ -476,7 +525,7 @@ pub(super) fn build(
             carry_point: inputs.carry_point,
             log_start_offset: inputs.bases[0],
             from: inputs.from,
-            txn: None,
+            txn: txn_plan.as_ref(),
         },
     )
 }

@@ -13,6 +13,7 @@ pub mod dirty;
 pub mod dirty_map;
 mod hashed;
 pub mod kafka;
+pub mod kafka_txn;
 pub mod offset_map;
 pub mod output;
 pub mod plan;

@@ -148,26 +148,54 @@ pub fn encode(entries: &[AbortedTxn]) -> Vec<u8> {
 /// transactions open when the marker was written, which a rebuild from a later log
 /// start cannot know), only to be in `0..=last_offset + 1`.
 pub fn check_entries(found: &[AbortedTxn], expected: &[AbortedTxn]) -> Result<(), TxnIndexProblem> {
+    check_entries_kept(found, expected, &[])
+}
+
+/// [`check_entries`], also accepting, between the expected entries, an entry a
+/// cleaning kept for an ABORT marker of the segment whose transaction has no data
+/// left (Kafka's cleaner keeps the entry of an ABORT whose transaction it read a
+/// batch of in the pass that removed it). `aborts`: (producer id, offset) of every
+/// ABORT marker of the segment.
+pub fn check_entries_kept(
+    found: &[AbortedTxn],
+    expected: &[AbortedTxn],
+    aborts: &[(i64, i64)],
+) -> Result<(), TxnIndexProblem> {
     if found.len() < expected.len() {
         return Err(TxnIndexProblem::Missing {
             entries: found.len(),
             expected: expected.len(),
         });
     }
-    for (entry, (f, e)) in found.iter().zip(expected).enumerate() {
-        let ok = f.producer_id == e.producer_id
-            && f.last_offset == e.last_offset
-            && f.first_offset <= e.first_offset
-            && f.first_offset >= 0
+    let sane = |f: &AbortedTxn| {
+        f.first_offset >= 0
+            && f.first_offset <= f.last_offset
             && f.last_stable_offset >= 0
-            && f.last_stable_offset <= f.last_offset + 1;
-        if !ok {
+            && f.last_stable_offset <= f.last_offset + 1
+    };
+    let mut next = 0;
+    for (entry, f) in found.iter().enumerate() {
+        if let Some(e) = expected.get(next) {
+            if f.producer_id == e.producer_id
+                && f.last_offset == e.last_offset
+                && f.first_offset <= e.first_offset
+                && sane(f)
+            {
+                next += 1;
+                continue;
+            }
+        }
+        let kept = aborts.contains(&(f.producer_id, f.last_offset))
+            && !expected.iter().any(|e| e.last_offset == f.last_offset)
+            && sane(f);
+        if !kept {
             return Err(TxnIndexProblem::Mismatch { entry });
         }
     }
-    if found.len() > expected.len() {
-        return Err(TxnIndexProblem::Mismatch {
-            entry: expected.len(),
+    if next < expected.len() {
+        return Err(TxnIndexProblem::Missing {
+            entries: next,
+            expected: expected.len(),
         });
     }
     Ok(())
@@ -220,6 +248,20 @@ mod tests {
         assert!(check_entries(&good[..1], &good).is_err());
         assert!(check_entries(&good, &good[..1]).is_err());
         assert!(check_entries(&[entry(1, 0, 3), entry(2, 1, 5)], &good).is_err());
+        // A kept entry of an ABORT marker whose data is gone, between expected ones.
+        let kept = [entry(9, 0, 2), entry(1, 0, 3), entry(2, 1, 4)];
+        assert!(check_entries(&kept, &good).is_err());
+        assert_eq!(check_entries_kept(&kept, &good, &[(9, 2)]), Ok(()));
+        assert!(check_entries_kept(&kept, &good, &[(9, 6)]).is_err());
+        assert!(check_entries_kept(&kept, &good, &[(8, 2)]).is_err());
+        // An expected entry is never taken for a kept one.
+        assert!(check_entries_kept(&good[..1], &good, &[(2, 4)]).is_err());
+        assert!(check_entries_kept(
+            &[entry(1, 0, 3), entry(2, 1, 4), entry(2, 1, 4)],
+            &good,
+            &[(2, 4)]
+        )
+        .is_err());
         assert!(check_entries(&[entry(1, 0, 3), entry(2, 2, 4)], &good).is_err());
         // A first offset below the rebuilt one: the rebuild started later.
         assert_eq!(

@@ -476,11 +476,21 @@ pub fn run_cases(harness: &Harness, options: &InteropOptions) -> Vec<CaseReport>
         ),
         case_report("none", "twin", true, twin(harness, &work)),
     ];
-    // The cleaner differential (issue 14): every workload is required.
-    for &seed in super::differential::SEEDS {
-        let result = super::differential::run_workload(harness, &work, seed);
+    // The cleaner differential (issue 14): every workload is required, the
+    // transactional ones too.
+    let workloads = super::differential::SEEDS
+        .iter()
+        .map(|&s| (s, false))
+        .chain(super::differential::TXN_SEEDS.iter().map(|&s| (s, true)));
+    for (seed, transactions) in workloads {
+        let result = super::differential::run_workload(harness, &work, seed, transactions);
+        let name = if transactions {
+            "cleaner-txn"
+        } else {
+            "cleaner"
+        };
         let mut report = case_report(
-            &format!("cleaner-{seed}"),
+            &format!("{name}-{seed}"),
             "cleaner_differential",
             true,
             result

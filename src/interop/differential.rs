@@ -16,8 +16,9 @@
 //! keyless, 20% of keyed ones tombstones, some headers, timestamps out of order;
 //! each round appends (records land in the active segment too) and cleans with the
 //! clock 10 s further; `delete.retention.ms` 20 s, so a tombstone stamped in one
-//! round reaches its horizon exactly two rounds later (the boundary: it goes). Transactions come with the
-//! transaction work: the spec's batches gain producer and marker fields.
+//! round reaches its horizon exactly two rounds later (the boundary: it goes).
+//! [`txn_workload`] adds transactional batches of three producers and their
+//! COMMIT/ABORT markers (module `txn_view` compares what each side reads of them).
 
 use std::path::Path;
 
@@ -26,14 +27,16 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::compaction::CompactionPolicy;
-use crate::format::Header;
-use crate::{Log, LogConfig, NewRecord};
+use crate::format::{ControlKind, Header};
+use crate::{Log, LogConfig, NewRecord, Producer};
 
 use super::cases::{compare, KafkaRecord, INDEX_INTERVAL_BYTES, SEGMENT_BYTES};
 use super::harness::Harness;
 
 /// The workloads the stage runs (their seeds).
 pub const SEEDS: &[u64] = &[1, 2, 3];
+/// The transactional workloads ([`txn_workload`]) of the differential.
+pub const TXN_SEEDS: &[u64] = &[11, 12, 13];
 /// Cleanings per workload.
 pub const ROUNDS: usize = 5;
 const DELETE_RETENTION_MS: i64 = 20_000;
@@ -57,47 +60,163 @@ impl Rng {
     }
 }
 
+/// One append of a round.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Append {
+    /// A plain batch.
+    Plain(Vec<NewRecord>),
+    /// A transactional batch of `producer` (Kafka: `withTransactionalRecords`).
+    Txn {
+        producer: Producer,
+        records: Vec<NewRecord>,
+    },
+    /// A COMMIT or ABORT marker (Kafka: `withEndTransactionMarker`).
+    Marker {
+        kind: ControlKind,
+        producer_id: i64,
+        epoch: i16,
+        timestamp: i64,
+    },
+}
+
 /// One round: the batches appended, then a cleaning at `now`.
 pub struct Round {
-    pub batches: Vec<Vec<NewRecord>>,
+    pub appends: Vec<Append>,
     pub now: i64,
 }
 
-/// The rounds of workload `seed`.
+/// The transactional producers of [`txn_workload`] (ids from 1000, epoch 0).
+pub const PRODUCERS: i64 = 3;
+const PRODUCER_ID_BASE: i64 = 1000;
+
+/// The rounds of workload `seed` (plain batches only).
 pub fn workload(seed: u64) -> Vec<Round> {
+    generate(seed, false)
+}
+
+/// The rounds of workload `seed` with transactions: besides the plain batches,
+/// about a third of the appends are transactional batches of [`PRODUCERS`]
+/// producers or their COMMIT/ABORT markers (half of each kind), on the same keys as
+/// the plain records, so that aborted data overlaps committed data of the same
+/// keys; a transaction may stay open across a cleaning (and past the last round).
+pub fn txn_workload(seed: u64) -> Vec<Round> {
+    generate(seed, true)
+}
+
+fn records(rng: &mut Rng, round: usize, b: u64, start: i64) -> Vec<NewRecord> {
+    (0..1 + rng.below(4))
+        .map(|r| {
+            let key = (rng.below(100) >= 15).then(|| format!("k{}", rng.below(30)).into_bytes());
+            let value = (key.is_none() || rng.below(100) >= 20).then(|| {
+                format!("v{round}.{b}.{r}{}", "x".repeat(rng.below(20) as usize)).into_bytes()
+            });
+            let ts = start + rng.below(5_000) as i64;
+            let mut record = NewRecord::new(key, value, ts);
+            if rng.below(5) == 0 {
+                record.headers = vec![Header {
+                    key: format!("h{}", rng.below(3)),
+                    value: (rng.below(2) == 0).then(|| b"hv".to_vec()),
+                }];
+            }
+            record
+        })
+        .collect()
+}
+
+fn generate(seed: u64, transactions: bool) -> Vec<Round> {
     let mut rng = Rng(seed);
+    let mut open = [false; PRODUCERS as usize];
+    let mut sequence = [0i32; PRODUCERS as usize];
     (0..ROUNDS)
         .map(|round| {
             let start = CLOCK_START_MS + round as i64 * ROUND_MS;
-            let batches = (0..6 + rng.below(8))
+            let appends = (0..6 + rng.below(8))
                 .map(|b| {
-                    (0..1 + rng.below(4))
-                        .map(|r| {
-                            let key = (rng.below(100) >= 15)
-                                .then(|| format!("k{}", rng.below(30)).into_bytes());
-                            let value = (key.is_none() || rng.below(100) >= 20).then(|| {
-                                format!("v{round}.{b}.{r}{}", "x".repeat(rng.below(20) as usize))
-                                    .into_bytes()
-                            });
-                            let ts = start + rng.below(5_000) as i64;
-                            let mut record = NewRecord::new(key, value, ts);
-                            if rng.below(5) == 0 {
-                                record.headers = vec![Header {
-                                    key: format!("h{}", rng.below(3)),
-                                    value: (rng.below(2) == 0).then(|| b"hv".to_vec()),
-                                }];
-                            }
-                            record
-                        })
-                        .collect()
+                    if !transactions || rng.below(100) >= 35 {
+                        return Append::Plain(records(&mut rng, round, b, start));
+                    }
+                    let p = rng.below(PRODUCERS as u64) as usize;
+                    let producer_id = PRODUCER_ID_BASE + p as i64;
+                    if open[p] && rng.below(2) == 0 {
+                        open[p] = false;
+                        let kind = if rng.below(2) == 0 {
+                            ControlKind::Abort
+                        } else {
+                            ControlKind::Commit
+                        };
+                        return Append::Marker {
+                            kind,
+                            producer_id,
+                            epoch: 0,
+                            timestamp: start + rng.below(5_000) as i64,
+                        };
+                    }
+                    open[p] = true;
+                    let records = records(&mut rng, round, b, start);
+                    let producer = Producer {
+                        id: producer_id,
+                        epoch: 0,
+                        base_sequence: sequence[p],
+                    };
+                    sequence[p] += records.len() as i32;
+                    Append::Txn { producer, records }
                 })
                 .collect();
             Round {
-                batches,
+                appends,
                 now: start + 6_000,
             }
         })
         .collect()
+}
+
+fn append_json(append: &Append) -> serde_json::Value {
+    let records = |batch: &[NewRecord]| {
+        batch.iter().map(|r| json!({
+            "timestamp": r.timestamp,
+            "key": r.key.as_deref().map(b64),
+            "value": r.value.as_deref().map(b64),
+            "headers": r.headers.iter().map(|h| json!({"key": h.key, "value": h.value.as_deref().map(b64)})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>()
+    };
+    match append {
+        Append::Plain(batch) => json!(records(batch)),
+        Append::Txn {
+            producer,
+            records: batch,
+        } => json!({
+            "producer_id": producer.id,
+            "epoch": producer.epoch,
+            "sequence": producer.base_sequence,
+            "records": records(batch),
+        }),
+        Append::Marker {
+            kind,
+            producer_id,
+            epoch,
+            timestamp,
+        } => json!({
+            "marker": if *kind == ControlKind::Abort { "abort" } else { "commit" },
+            "producer_id": producer_id,
+            "epoch": epoch,
+            "timestamp": timestamp,
+        }),
+    }
+}
+
+fn append_to(log: &mut Log, append: &Append) -> crate::Result<()> {
+    match append {
+        Append::Plain(batch) => log.append(batch).map(drop),
+        Append::Txn { producer, records } => log.append_transactional(*producer, records).map(drop),
+        Append::Marker {
+            kind,
+            producer_id,
+            epoch,
+            timestamp,
+        } => log
+            .append_control(*kind, *producer_id, *epoch, *timestamp)
+            .map(drop),
+    }
 }
 
 /// What the harness's `clean` writes.
@@ -125,7 +244,7 @@ fn path_str(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Copies the segment files (`.log`, `.index`, `.timeindex`) of `from` into a fresh
+/// Copies the segment files (`.log`, `.index`, `.timeindex`, `.txnindex`) of `from` into a fresh
 /// `to`: what seglog opens of Kafka's directory (Kafka's own checkpoints and
 /// producer snapshots stay behind).
 fn copy_segments(from: &Path, to: &Path) -> Result<(), String> {
@@ -136,7 +255,7 @@ fn copy_segments(from: &Path, to: &Path) -> Result<(), String> {
     for entry in std::fs::read_dir(from).map_err(|e| e.to_string())? {
         let entry = entry.map_err(|e| e.to_string())?;
         let name = entry.file_name().to_string_lossy().to_string();
-        if [".log", ".index", ".timeindex"]
+        if [".log", ".index", ".timeindex", ".txnindex"]
             .iter()
             .any(|s| name.ends_with(s))
         {
@@ -157,28 +276,47 @@ fn first_difference(ours: &[KafkaRecord], theirs: &[KafkaRecord]) -> String {
     }
 }
 
-/// Runs workload `seed` in `work`; (records compared, lookups compared, cleanings
-/// that cleaned something).
-pub fn run_workload(harness: &Harness, work: &Path, seed: u64) -> Result<(u64, u64, u64), String> {
-    let root = work.join(format!("cleaner-{seed}"));
+/// Runs workload `seed` ([`txn_workload`] with `transactions`, else [`workload`])
+/// in `work`; (records compared, lookups compared, cleanings that cleaned
+/// something). With transactions, the transaction views (every record's producer
+/// and flags, the last stable offset, the aborted transactions from the
+/// `.txnindex` files, the `read_committed` offsets) are compared too: seglog's
+/// with Kafka's after each cleaning, seglog's of Kafka's directory, and Kafka's
+/// (`txnread`) of seglog's.
+pub fn run_workload(
+    harness: &Harness,
+    work: &Path,
+    seed: u64,
+    transactions: bool,
+) -> Result<(u64, u64, u64), String> {
+    let root = work.join(format!(
+        "cleaner-{}{seed}",
+        if transactions { "txn-" } else { "" }
+    ));
+    let rounds = if transactions {
+        txn_workload(seed)
+    } else {
+        workload(seed)
+    };
     let ours = root.join("seglog/diff-0");
     let theirs = root.join("kafka/diff-0");
     let (mut records, mut lookups, mut cleanings) = (0, 0, 0);
     let mut first_dirty = 0;
-    for (round, step) in workload(seed).into_iter().enumerate() {
+    for (round, step) in rounds.into_iter().enumerate() {
         let at = |what: String| format!("workload {seed} round {round}: {what}");
         // seglog: append, compact under the kafka policy, read back.
         let (mut log, _) =
             Log::open(&ours, config()).map_err(|e| at(format!("seglog open: {e}")))?;
-        for batch in &step.batches {
-            log.append(batch)
-                .map_err(|e| at(format!("seglog append: {e}")))?;
+        for append in &step.appends {
+            append_to(&mut log, append).map_err(|e| at(format!("seglog append: {e}")))?;
         }
         let report = log
             .compact(step.now, DELETE_RETENTION_MS, None)
             .map_err(|e| at(format!("seglog compact: {e}")))?;
         let clean_point = log.clean_point().map_err(|e| at(e.to_string()))?;
         let mine = records_of(&log)?;
+        let my_txn = super::txn_view::seglog_txn_view(&log).map_err(&at)?;
+        let next_offset = log.next_offset();
         let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
         log.close().map_err(|e| at(format!("seglog close: {e}")))?;
         // Kafka: the same appends, its own cleaner.
@@ -189,12 +327,7 @@ pub fn run_workload(harness: &Harness, work: &Path, seed: u64) -> Result<(u64, u
             "fresh": round == 0,
             "first_dirty": first_dirty,
             "now": step.now,
-            "batches": step.batches.iter().map(|batch| batch.iter().map(|r| json!({
-                "timestamp": r.timestamp,
-                "key": r.key.as_deref().map(b64),
-                "value": r.value.as_deref().map(b64),
-                "headers": r.headers.iter().map(|h| json!({"key": h.key, "value": h.value.as_deref().map(b64)})).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            "batches": step.appends.iter().map(append_json).collect::<Vec<_>>(),
         });
         let spec_path = root.join(format!("round-{round}.json"));
         let out_path = root.join(format!("round-{round}-kafka.json"));
@@ -220,6 +353,12 @@ pub fn run_workload(harness: &Harness, work: &Path, seed: u64) -> Result<(u64, u
                 first_difference(&mine, &kafka.records)
             )));
         }
+        let kafka_txn: super::txn_view::KafkaTxnView =
+            serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        if transactions {
+            super::txn_view::same(&my_txn, &kafka_txn)
+                .map_err(|e| at(format!("after the cleaning, seglog vs Kafka: {e}")))?;
+        }
         if clean_point != kafka.end_offset {
             return Err(at(format!(
                 "seglog's clean point {clean_point}, Kafka's end offset {}",
@@ -244,7 +383,36 @@ pub fn run_workload(harness: &Harness, work: &Path, seed: u64) -> Result<(u64, u
                 first_difference(&read, &kafka.records)
             )));
         }
+        if transactions {
+            let view = super::txn_view::seglog_txn_view(&log).map_err(&at)?;
+            super::txn_view::same(&view, &kafka_txn).map_err(|e| {
+                at(format!(
+                    "seglog reads Kafka's cleaned directory differently: {e}"
+                ))
+            })?;
+        }
         drop(log);
+        if transactions {
+            // Kafka reads seglog's cleaned directory, .txnindex included.
+            let out = root.join(format!("txnread-{round}.json"));
+            harness.run(&[
+                "txnread",
+                "--dir",
+                &path_str(&ours),
+                "--out",
+                &path_str(&out),
+            ])?;
+            let text = std::fs::read_to_string(&out).map_err(|e| e.to_string())?;
+            let theirs: super::txn_view::KafkaTxnView =
+                serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            super::txn_view::same_as_opened_by_kafka(&my_txn, &theirs, next_offset).map_err(
+                |e| {
+                    at(format!(
+                        "Kafka reads seglog's cleaned directory differently: {e}"
+                    ))
+                },
+            )?;
+        }
         // Kafka reads seglog's cleaned directory.
         let mut read = super::cases::kafka_read_compacted(
             harness,
@@ -279,7 +447,11 @@ mod tests {
         let again = workload(1);
         let flat = |w: &[Round]| -> Vec<NewRecord> {
             w.iter()
-                .flat_map(|r| r.batches.iter().flatten().cloned())
+                .flat_map(|r| r.appends.iter())
+                .flat_map(|a| match a {
+                    Append::Plain(records) | Append::Txn { records, .. } => records.clone(),
+                    Append::Marker { .. } => Vec::new(),
+                })
                 .collect()
         };
         assert_eq!(flat(&a), flat(&again));
@@ -293,5 +465,51 @@ mod tests {
         assert!(all.iter().any(|r| !r.headers.is_empty()), "headers");
         // The clock passes a horizon stamped two rounds earlier.
         assert!(a[3].now >= a[1].now + DELETE_RETENTION_MS);
+        assert!(a
+            .iter()
+            .flat_map(|r| &r.appends)
+            .all(|a| matches!(a, Append::Plain(_))));
+    }
+
+    #[test]
+    fn txn_workloads_hold_commits_and_aborts_over_committed_keys() {
+        for seed in TXN_SEEDS {
+            let w = txn_workload(*seed);
+            let appends: Vec<&Append> = w.iter().flat_map(|r| &r.appends).collect();
+            let markers = |kind| {
+                appends
+                    .iter()
+                    .filter(|a| matches!(a, Append::Marker { kind: k, .. } if *k == kind))
+                    .count()
+            };
+            assert!(markers(ControlKind::Commit) > 0, "seed {seed}: commits");
+            assert!(markers(ControlKind::Abort) > 0, "seed {seed}: aborts");
+            assert!(appends.iter().any(|a| matches!(a, Append::Plain(_))));
+            // Sequences run on per producer, from 0.
+            let mut next = std::collections::BTreeMap::new();
+            for a in &appends {
+                if let Append::Txn { producer, records } = a {
+                    let n = next.entry(producer.id).or_insert(0);
+                    assert_eq!(producer.base_sequence, *n);
+                    *n += records.len() as i32;
+                }
+            }
+            assert_eq!(
+                next.len(),
+                PRODUCERS as usize,
+                "seed {seed}: every producer"
+            );
+        }
+        // Without transactions the stream is the plain workload's.
+        assert_eq!(
+            workload(1)
+                .iter()
+                .map(|r| r.appends.clone())
+                .collect::<Vec<_>>(),
+            generate(1, false)
+                .iter()
+                .map(|r| r.appends.clone())
+                .collect::<Vec<_>>()
+        );
     }
 }

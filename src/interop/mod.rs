@@ -24,7 +24,9 @@
 //!
 //! * cleaner differential ([`differential`]): seeded workloads cleaned round after
 //!   round by Kafka's own `Cleaner` and by seglog's `kafka` policy leave the same
-//!   records, clean point and segments, and each side reads the other's directory.
+//!   records, clean point and segments, and each side reads the other's directory;
+//!   transactional workloads also the same markers, last stable offset, aborted
+//!   transactions (`.txnindex`) and read_committed offsets ([`txn_view`]).
 //!
 //! Every case is required (the codecs and LogAppendTime since issue 12's merge); a
 //! case left out of [`REQUIRED_CASES`] would be reported `pending`, not `passed`.
@@ -32,6 +34,7 @@
 pub mod cases;
 pub mod differential;
 pub mod harness;
+pub mod txn_view;
 
 use serde::Serialize;
 

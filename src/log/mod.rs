@@ -515,6 +515,10 @@ impl Log {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        // The cleaned segments' `.txnindex` files changed: build the state again
+        // when needed (a state kept from before the cleaning lists aborted
+        // transactions whose entries the cleaning removed).
+        self.txn_forget();
         self.assert_invariants();
     }
 

@@ -80,6 +80,8 @@ pub(super) struct TxnState {
     aborted: BTreeMap<i64, Vec<AbortedTxn>>,
     /// The rewrites the pass that built this state made.
     rebuilds: Vec<TxnIndexRebuild>,
+    /// Every ABORT marker, by segment: (producer id, offset).
+    aborts: BTreeMap<i64, Vec<(i64, i64)>>,
 }
 
 impl TxnState {
@@ -102,6 +104,12 @@ impl TxnState {
                 None
             }
             Some(kind) => {
+                if kind == ControlKind::Abort {
+                    self.aborts
+                        .entry(segment)
+                        .or_default()
+                        .push((producer_id, base_offset));
+                }
                 let first = self.ongoing.remove(&producer_id)?;
                 if kind != ControlKind::Abort {
                     return None;
@@ -289,17 +297,36 @@ impl Log {
                 .get(&segment.base_offset)
                 .map_or(&[][..], Vec::as_slice);
             let exists = self.fs.exists(&path);
+            let mut valid = None;
             let problem = if exists {
                 let bytes = self.fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-                txn_index::decode(&bytes)
-                    .and_then(|found| txn_index::check_entries(&found, expected))
-                    .err()
-                    .map(|p| p.to_string())
+                match txn_index::decode(&bytes).and_then(|found| {
+                    let aborts = state
+                        .aborts
+                        .get(&segment.base_offset)
+                        .map_or(&[][..], Vec::as_slice);
+                    txn_index::check_entries_kept(&found, expected, aborts).map(|()| found)
+                }) {
+                    Ok(found) => {
+                        valid = Some(found);
+                        None
+                    }
+                    Err(p) => Some(p.to_string()),
+                }
             } else if expected.is_empty() {
                 None
             } else {
                 Some("missing".to_string())
             };
+            if let Some(found) = valid {
+                // A valid index is used as found, as Kafka reads it: a cleaning keeps
+                // an aborted transaction's entry (its first offset) after removing the
+                // transaction's first batches (Kafka's `CleanedTransactionMetadata`).
+                if !found.is_empty() {
+                    state.aborted.insert(segment.base_offset, found);
+                }
+                continue;
+            }
             let Some(reason) = problem else { continue };
             if !self.read_only {
                 crate::fail_point!(LOG_TXN_INDEX_REWRITE);

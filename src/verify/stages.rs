@@ -89,6 +89,7 @@ pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         ModelKind::Durability,
         ModelKind::Cleaner,
         ModelKind::Concurrent,
+        ModelKind::Txn,
     ];
     progress.start("model", models.len() as u64);
     let mut reports = Vec::new();

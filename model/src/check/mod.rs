@@ -19,6 +19,7 @@ use crate::models::durability::{DurabilityModel, DurabilityVariant, SyncStep};
 use crate::models::install::{InstallModel, InstallVariant};
 use crate::models::log::{LogModel, Mutant};
 use crate::models::retention::{RetentionModel, RetentionVariant};
+use crate::models::txn::{TxnModel, TxnMutant};
 
 /// Which model to check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -39,6 +40,9 @@ pub enum ModelKind {
     /// (f) concurrent cleaning: appender, cleaner, retention and reader interleaved,
     /// with a crash anywhere and recovery.
     Concurrent,
+    /// (t) the transaction rules: plain and transactional appends of two producers,
+    /// COMMIT and ABORT markers, rolls, compactions and a clock.
+    Txn,
 }
 
 /// A protocol variant. `manifest` and `checkpoint-first` are ours; the others are
@@ -107,6 +111,13 @@ pub enum Variant {
     UnlockedSwap,
     /// Concurrent: the build maps records appended after its snapshot.
     UnboundedMap,
+    /// Txn: ours (`spec::txn`: aborted data never shadows committed data, a marker
+    /// stays while its transaction's data does).
+    TxnRules,
+    /// Txn: aborted records are compacted like committed ones (issue 14's bug).
+    AbortedLikeCommitted,
+    /// Txn: markers are removed at their horizon even while their data remains.
+    MarkersIgnoreData,
 }
 
 impl Variant {
@@ -139,6 +150,9 @@ impl Variant {
             Variant::NoCleaningLock => "no-cleaning-lock",
             Variant::UnlockedSwap => "unlocked-swap",
             Variant::UnboundedMap => "unbounded-map",
+            Variant::TxnRules => "txn-rules",
+            Variant::AbortedLikeCommitted => "aborted-like-committed",
+            Variant::MarkersIgnoreData => "markers-ignore-data",
         }
     }
 
@@ -181,6 +195,11 @@ impl Variant {
                 Variant::UnlockedSwap,
                 Variant::UnboundedMap,
             ],
+            ModelKind::Txn => &[
+                Variant::TxnRules,
+                Variant::AbortedLikeCommitted,
+                Variant::MarkersIgnoreData,
+            ],
         }
     }
 
@@ -204,6 +223,7 @@ impl Variant {
                 | Variant::FlushLikeKafka
                 | Variant::CleanPointInTemp
                 | Variant::LinkedTail
+                | Variant::TxnRules
         )
     }
 }
@@ -360,6 +380,18 @@ pub(crate) fn concurrent_variant(variant: Variant) -> ConcurrentVariant {
     }
 }
 
+fn txn_model(variant: Variant) -> TxnModel {
+    let mutant = match variant {
+        Variant::AbortedLikeCommitted => Some(TxnMutant::AbortedLikeCommitted),
+        Variant::MarkersIgnoreData => Some(TxnMutant::MarkersIgnoreData),
+        _ => None,
+    };
+    TxnModel {
+        mutant,
+        ..TxnModel::default()
+    }
+}
+
 fn retention_variant(variant: Variant) -> RetentionVariant {
     match variant {
         Variant::DeleteFirst => RetentionVariant::DeleteFirst,
@@ -400,6 +432,7 @@ pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
             ConcurrentModel::new(concurrent_variant(variant)),
             options.depth,
         ),
+        ModelKind::Txn => check_model(txn_model(variant), options.depth),
     };
     report.model = options.model;
     report.variant = variant.name();
@@ -416,6 +449,7 @@ pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
         ModelKind::Durability => serve(DurabilityModel::new(durability_variant(variant)), addr),
         ModelKind::Cleaner => serve(CleanerModel::new(cleaner_variant(variant)), addr),
         ModelKind::Concurrent => serve(ConcurrentModel::new(concurrent_variant(variant)), addr),
+        ModelKind::Txn => serve(txn_model(variant), addr),
     }
 }
 
@@ -580,7 +614,9 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
             DurabilityModel::new(DurabilityVariant::WithoutSyncs(1 << step)),
             None,
         ),
-        ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent => return None,
+        ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent | ModelKind::Txn => {
+            return None
+        }
     };
     let refuted: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
     Some(if refuted.is_empty() {

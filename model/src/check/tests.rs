@@ -13,6 +13,7 @@ fn ours_hold_every_property() {
         (ModelKind::Install, 322),
         (ModelKind::Retention, 121),
         (ModelKind::Concurrent, 21_935),
+        (ModelKind::Txn, 11_838),
     ] {
         let r = report(model, Variant::default_for(model));
         assert!(r.ok(), "{r:?}");
@@ -32,6 +33,7 @@ fn broken_variants_are_refuted_with_a_trace() {
         ModelKind::Retention,
         ModelKind::Cleaner,
         ModelKind::Concurrent,
+        ModelKind::Txn,
     ] {
         for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
             let r = report(model, *variant);
@@ -166,7 +168,7 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
             ModelKind::Durability => crate::models::durability::SyncStep::OURS
                 .iter()
                 .any(|s| *s as usize == step),
-            ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent => false,
+            ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent | ModelKind::Txn => false,
         };
         assert!(is_sync, "{name} maps to a step that is not a sync");
     }

@@ -66,6 +66,11 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *                              Kafka's own Cleaner.doClean once from S's first dirty
  *                              offset to the active segment at S's clock, close;
  *                              F: the cleaner's end offset and every record Kafka reads
+ *                              (with the transaction view of txnread)
+ * txnread --dir D --out F.json Kafka's transaction view of D (a copy opened as cleanly
+ *                              shut down): records with producer ids and flags, the
+ *                              last stable offset, collectAbortedTransactions (the
+ *                              .txnindex files) and the read_committed offsets
  * </pre>
  *
  * A case is a codec (none, gzip, snappy, lz4, zstd) or "logappendtime" (codec none,
@@ -111,6 +116,8 @@ public final class Main {
                     Integer.parseInt(flags.getOrDefault("segment-bytes", "1200")),
                     Integer.parseInt(flags.getOrDefault("index-interval-bytes", "128")));
                 case "twin" -> twin(JSON.readTree(new File(need(flags, "spec"))), new File(need(flags, "dir")));
+                case "txnread" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
+                    CleanRound.txnRead(new File(need(flags, "dir"))));
                 case "clean" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
                     CleanRound.run(JSON.readTree(new File(need(flags, "spec"))), new File(need(flags, "dir"))));
                 default -> usage("unknown command " + args[0]);
@@ -131,7 +138,7 @@ public final class Main {
     }
 
     private static void usage(String why) {
-        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F (" + why + ")");
+        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F (" + why + ")");
         System.exit(2);
     }
 
@@ -316,6 +323,8 @@ public final class Main {
         json.put("compression", batch.compressionType().name);
         json.put("producer_id", batch.producerId());
         json.put("control", batch.isControlBatch());
+        json.put("transactional", batch.isTransactional());
+        json.put("producer_epoch", batch.producerEpoch());
         json.put("key", record.hasKey() ? Base64.getEncoder().encodeToString(bytes(record.key())) : null);
         json.put("value", record.hasValue() ? Base64.getEncoder().encodeToString(bytes(record.value())) : null);
         ArrayNode headers = json.putArray("headers");
@@ -439,6 +448,11 @@ public final class Main {
 
     /** One batch of a twin or clean spec: records with base64 keys, values and headers. */
     static MemoryRecords specBatch(JsonNode batch) {
+        return MemoryRecords.withRecords(Compression.NONE, specRecords(batch));
+    }
+
+    /** The records of a spec batch. */
+    static SimpleRecord[] specRecords(JsonNode batch) {
         List<SimpleRecord> records = new ArrayList<>();
         for (JsonNode r : batch) {
             List<Header> headers = new ArrayList<>();
@@ -448,7 +462,7 @@ public final class Main {
             records.add(new SimpleRecord(r.get("timestamp").asLong(), unbase64(r.get("key")), unbase64(r.get("value")),
                 headers.toArray(new Header[0])));
         }
-        return MemoryRecords.withRecords(Compression.NONE, records.toArray(new SimpleRecord[0]));
+        return records.toArray(new SimpleRecord[0]);
     }
 
     static byte[] unbase64(JsonNode node) {

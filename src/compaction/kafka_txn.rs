@@ -1,0 +1,225 @@
+//! The transaction rules of the `kafka` policy (docs/design.md section 1, "The
+//! kafka policy and transactions"): what Kafka 4.4's cleaner does with
+//! transactional data, as a pure decision over the batch facts that
+//! [`super::txn::gather`] reads, used by [`super::kafka`] through two hooks.
+//!
+//! - The first uncleanable offset is held at the segment holding the last stable
+//!   offset (the first offset of the earliest open transaction):
+//!   `LogCleanerManager.cleanableOffsets` takes the minimum of the log's first
+//!   unstable offset, the active segment's base and the compaction-lag bound, and
+//!   `LogToClean` rounds it down to the base of the segment holding it. So nothing
+//!   of an open transaction, nor anything in or after its first segment, is mapped
+//!   or cleaned.
+//! - A data batch of an aborted transaction (its producer's ABORT marker follows it)
+//!   never enters the offset map (`buildOffsetMapForSegment` skips a batch
+//!   `CleanedTransactionMetadata.onBatchRead` calls aborted; the map's latest offset
+//!   still moves past it), and is removed from every segment the pass cleans
+//!   (`shouldDiscardBatch`). So aborted records never shadow committed ones.
+//!
+//! - The `.txnindex` of the output ([`entries`]): a segment the pass does not clean
+//!   keeps its entries as found; in a cleaned segment an aborted transaction's entry
+//!   (as found: its first offset stays) is kept while the source holds a data batch
+//!   of the transaction (Kafka's `CleanedTransactionMetadata.onControlBatchRead`
+//!   keeps the entry of an ABORT whose transaction it read a batch of in the pass).
+//!
+//! Not yet as Kafka (the cleaner differential's transactional workloads show these;
+//! `src/interop/differential.rs`): markers pass unchanged (Kafka stamps a delete
+//! horizon on a marker whose transaction has no data left and removes it after the
+//! horizon), and a producer's last data batch is removed like any other (Kafka keeps
+//! it as an empty batch, `BatchRetention.RETAIN_EMPTY`).
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::format::filename::{self, TXN_INDEX_SUFFIX};
+use crate::format::txn_index::{self, AbortedTxn};
+use crate::fs::FileSystem;
+
+use super::planner::Horizon;
+use super::txn;
+
+/// The transaction facts of one `kafka` pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaTxn {
+    /// By closed batch index (every batch of the closed segments, in offset order):
+    /// a data batch of an aborted transaction.
+    aborted: Vec<bool>,
+    /// The first offset of the earliest open transaction, or `i64::MAX`.
+    pub last_stable_offset: i64,
+}
+
+impl KafkaTxn {
+    /// The rules over `facts` (every batch of the log, active segment included, in
+    /// offset order), of which the first `closed_batches` are in closed segments.
+    pub fn decide(facts: &[txn::TxnFacts], closed_batches: usize) -> KafkaTxn {
+        // Markers' horizons play no part here: only the aborted data and the last
+        // stable offset of the shared rules are used.
+        let plan = txn::decide(
+            facts,
+            closed_batches,
+            i64::MAX,
+            Horizon {
+                now: i64::MIN,
+                delete_retention_ms: i64::MAX,
+            },
+        );
+        KafkaTxn {
+            aborted: (0..closed_batches).map(|i| plan.aborted.get(i)).collect(),
+            last_stable_offset: plan.last_stable_offset,
+        }
+    }
+
+    /// [`super::txn::gather`] then [`KafkaTxn::decide`]; `None` when the log holds
+    /// no transactional data batch (the plain rules apply).
+    pub fn gather(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Option<KafkaTxn>> {
+        Ok(txn::gather(fs, dir, bases)?
+            .map(|(facts, closed_batches)| KafkaTxn::decide(&facts, closed_batches)))
+    }
+
+    /// True if closed batch `index` is data of an aborted transaction.
+    pub fn aborted(&self, index: usize) -> bool {
+        self.aborted.get(index).copied().unwrap_or(false)
+    }
+
+    /// The first uncleanable offset held at the base of the segment holding the
+    /// last stable offset (`bases`: the segment bases, ascending).
+    pub fn bound(&self, first_uncleanable: i64, bases: &[i64]) -> i64 {
+        if self.last_stable_offset >= first_uncleanable {
+            return first_uncleanable;
+        }
+        bases
+            .iter()
+            .copied()
+            .take_while(|&b| b <= self.last_stable_offset)
+            .last()
+            .unwrap_or(first_uncleanable)
+            .min(first_uncleanable)
+    }
+}
+
+/// One data batch of the pass's source: (base offset, producer id, transactional).
+pub type DataBatch = (i64, i64, bool);
+
+/// The `.txnindex` entries of a kafka pass's output, in marker order: the live
+/// entries of every segment (`bases`, the active one last) as found, less those
+/// whose marker is below `cleaned_end` (in a segment the pass cleans) and whose
+/// transaction has no data batch in `source` (the closed segments' data batches
+/// before the pass). A missing or undecodable file gives no entries (the log's
+/// state pass rebuilds it).
+pub fn entries(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    cleaned_end: i64,
+    source: &[DataBatch],
+) -> Result<Vec<AbortedTxn>> {
+    let mut out = Vec::new();
+    for &base in bases {
+        let path = dir.join(filename::build(base, TXN_INDEX_SUFFIX));
+        if !fs.exists(&path) {
+            continue;
+        }
+        let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        let Ok(found) = txn_index::decode(&bytes) else {
+            continue;
+        };
+        out.extend(
+            found
+                .into_iter()
+                .filter(|e| keeps_entry(e, cleaned_end, source)),
+        );
+    }
+    Ok(out)
+}
+
+/// [`entries`]' rule for one entry.
+pub fn keeps_entry(entry: &AbortedTxn, cleaned_end: i64, source: &[DataBatch]) -> bool {
+    entry.last_offset >= cleaned_end
+        || source.iter().any(|&(base, pid, transactional)| {
+            transactional
+                && pid == entry.producer_id
+                && entry.first_offset <= base
+                && base < entry.last_offset
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::ControlKind;
+    use txn::TxnFacts;
+
+    fn data(base: i64, pid: i64) -> TxnFacts {
+        TxnFacts {
+            base_offset: base,
+            producer_id: pid,
+            transactional: pid >= 0,
+            marker: None,
+            control: false,
+            max_timestamp: 0,
+        }
+    }
+
+    fn marker(base: i64, pid: i64, kind: ControlKind) -> TxnFacts {
+        TxnFacts {
+            marker: Some(kind),
+            control: true,
+            transactional: true,
+            ..data(base, pid)
+        }
+    }
+
+    #[test]
+    fn aborted_data_is_marked_and_committed_or_plain_data_is_not() {
+        // 0 plain, 1 p7 data, 2 p8 data, 3 ABORT p7, 4 COMMIT p8, 5 p9 data (open).
+        let facts = [
+            data(0, -1),
+            data(1, 7),
+            data(2, 8),
+            marker(3, 7, ControlKind::Abort),
+            marker(4, 8, ControlKind::Commit),
+            data(5, 9),
+        ];
+        let t = KafkaTxn::decide(&facts, 6);
+        let aborted: Vec<bool> = (0..6).map(|i| t.aborted(i)).collect();
+        assert_eq!(aborted, [false, true, false, false, false, false]);
+        assert_eq!(t.last_stable_offset, 5);
+        // Segments at 0, 3 and 8 (active): the segment holding offset 5 starts at 3.
+        assert_eq!(t.bound(8, &[0, 3, 8]), 3);
+        assert_eq!(t.bound(3, &[0, 3, 8]), 3);
+        assert_eq!(t.bound(8, &[0, 5, 8]), 5);
+    }
+
+    #[test]
+    fn an_entry_stays_while_its_data_does_or_its_segment_is_not_cleaned() {
+        let entry = AbortedTxn {
+            producer_id: 7,
+            first_offset: 2,
+            last_offset: 10,
+            last_stable_offset: 11,
+        };
+        // A batch of the transaction (first offset moved past a removed one).
+        assert!(keeps_entry(&entry, 20, &[(5, 7, true)]));
+        // Another producer's, a plain batch, one after the marker: not its data.
+        assert!(!keeps_entry(
+            &entry,
+            20,
+            &[(5, 8, true), (6, 7, false), (12, 7, true)]
+        ));
+        // Before the first offset: an earlier transaction of the producer.
+        assert!(!keeps_entry(&entry, 20, &[(1, 7, true)]));
+        // The marker's segment is not cleaned: kept as found.
+        assert!(keeps_entry(&entry, 10, &[]));
+    }
+
+    #[test]
+    fn an_abort_in_the_active_segment_counts_and_nothing_open_bounds_nothing() {
+        // The closed region is batches 0 and 1; the ABORT (batch 2) is active.
+        let facts = [data(0, 7), data(1, -1), marker(2, 7, ControlKind::Abort)];
+        let t = KafkaTxn::decide(&facts, 2);
+        assert!(t.aborted(0));
+        assert!(!t.aborted(1));
+        assert!(!t.aborted(2), "only closed batches are indexed");
+        assert_eq!(t.bound(2, &[0, 2]), 2);
+    }
+}
