@@ -4,31 +4,43 @@
 //!
 //! Pure rules first ([`first_uncleanable`], [`KafkaMap`], [`keeps`],
 //! [`clean_batch`], [`groups`]), one function per decision so that the transaction
-//! rules (aborted data, markers) plug in beside them; then `build`, which decodes
-//! the closed segments, applies the rules and writes the temp dir through the same
-//! tail as the `seed` policy (`cleaner::finish_build`).
+//! rules (aborted data, markers) plug in beside them.
 //!
-//! This path decodes every closed batch (no bitmap, no carried segments): it is
-//! the reference-shaped implementation, not the tuned one.
+//! The pass that runs is `super::kafka_pass`: the same rules applied to the
+//! batches in place (copy, drop, or rebuild of one batch's bytes). Test builds keep
+//! here `build`, the reference-shaped pass that decodes every closed batch into a
+//! [`RecordBatch`], applies [`clean_batch`] and encodes what it rebuilt: the tuned
+//! pass must write the same bytes (`kafka_pass`'s tests check that on random logs).
 
 use std::collections::HashMap;
 use std::ops::Range;
+#[cfg(test)]
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::format::batch::{decode, ATTR_DELETE_HORIZON};
+#[cfg(test)]
+use crate::format::batch::decode;
+use crate::format::batch::ATTR_DELETE_HORIZON;
+#[cfg(test)]
 use crate::format::filename::{self, LOG_SUFFIX};
+#[cfg(test)]
 use crate::format::manifest::ManifestFile;
 use crate::format::{RecordBatch, TimestampType};
+#[cfg(test)]
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
+#[cfg(test)]
 use crate::segment::{BatchFacts, Segment};
 
+#[cfg(test)]
 use super::cleaner::{
     build_sync_file, finish_build, Built, CompactOptions, CompactionReport, Tail,
 };
+#[cfg(test)]
 use super::dirty::CleanOptions;
+#[cfg(test)]
 use super::source::segment_path;
+#[cfg(test)]
 use super::view;
 
 /// Kafka's first uncleanable offset: the active segment's base, or with a lag the
@@ -112,6 +124,26 @@ impl KafkaMap {
     }
 }
 
+/// What the record rule asks of a pass's map: the map's last offset `L` and the
+/// latest offset of a key. [`KafkaMap`] is the reference; the tuned pass
+/// (`kafka_pass`) has its own.
+pub trait LatestOffsets {
+    /// The last offset of the last batch read (`None`: nothing mapped).
+    fn latest_offset(&self) -> Option<i64>;
+    /// The latest offset mapped for `key`.
+    fn latest(&self, key: &[u8]) -> Option<i64>;
+}
+
+impl LatestOffsets for KafkaMap {
+    fn latest_offset(&self) -> Option<i64> {
+        self.latest_offset
+    }
+
+    fn latest(&self, key: &[u8]) -> Option<i64> {
+        self.latest.get(key).copied()
+    }
+}
+
 /// Kafka's `shouldRetainRecord` for a record (offset `offset`, key, tombstone or
 /// not) of a data batch with delete horizon `delete_horizon`, at `now`.
 pub fn keeps(
@@ -119,20 +151,53 @@ pub fn keeps(
     key: Option<&[u8]>,
     tombstone: bool,
     delete_horizon: Option<i64>,
-    map: &KafkaMap,
+    map: &(impl LatestOffsets + ?Sized),
     now: i64,
 ) -> bool {
-    let Some(last) = map.latest_offset else {
-        return true;
+    let rule = RecordRule {
+        latest_offset: map.latest_offset(),
+        now,
+        delete_horizon,
     };
-    if offset > last {
-        return true;
+    rule.keeps(offset, key.is_some(), tombstone, || {
+        key.and_then(|k| map.latest(k))
+            .is_none_or(|found| offset >= found)
+    })
+}
+
+/// [`keeps`] with the key's lookup left to the caller: `is_latest` answers "is
+/// this record its key's latest mapped one?" and is asked only for a keyed record
+/// at or below the map's last offset (the tuned pass answers from a bitmap).
+#[derive(Debug, Clone, Copy)]
+pub struct RecordRule {
+    /// The map's last offset `L`.
+    pub latest_offset: Option<i64>,
+    /// The time the pass runs at.
+    pub now: i64,
+    /// The batch's delete horizon.
+    pub delete_horizon: Option<i64>,
+}
+
+impl RecordRule {
+    /// Whether the record stays.
+    pub fn keeps(
+        &self,
+        offset: i64,
+        keyed: bool,
+        tombstone: bool,
+        is_latest: impl FnOnce() -> bool,
+    ) -> bool {
+        let Some(last) = self.latest_offset else {
+            return true;
+        };
+        if offset > last {
+            return true;
+        }
+        if !keyed {
+            return false; // keyless: Kafka counts it as invalid and drops it
+        }
+        is_latest() && (!tombstone || self.delete_horizon.is_none_or(|h| self.now < h))
     }
-    let Some(key) = key else {
-        return false; // keyless: Kafka counts it as invalid and drops it
-    };
-    let latest = map.latest.get(key).is_none_or(|&found| offset >= found);
-    latest && (!tombstone || delete_horizon.is_none_or(|h| now < h))
 }
 
 /// What happens to one batch of a cleaned segment.
@@ -153,7 +218,7 @@ pub enum BatchOutcome {
 /// transaction rules plug in here). Adds dropped keyless records to `keyless_dropped`.
 pub fn clean_batch(
     batch: &RecordBatch,
-    map: &KafkaMap,
+    map: &(impl LatestOffsets + ?Sized),
     now: i64,
     delete_retention_ms: i64,
     keyless_dropped: &mut u64,
@@ -267,6 +332,7 @@ pub(super) struct BuildInputs<'a> {
     pub from: &'a super::cleaner::BuildFrom<'a>,
 }
 
+#[cfg(test)]
 /// A decoded closed segment: its bytes and, per batch, the decoded batch and its
 /// byte range.
 struct Source {
@@ -275,6 +341,7 @@ struct Source {
     batches: Vec<(RecordBatch, Range<usize>)>,
 }
 
+#[cfg(test)]
 impl Source {
     fn next_offset(&self) -> i64 {
         self.batches
@@ -291,6 +358,7 @@ impl Source {
     }
 }
 
+#[cfg(test)]
 fn read_source(fs: &dyn FileSystem, dir: &Path, base: i64) -> Result<Source> {
     let path = segment_path(dir, base, LOG_SUFFIX);
     let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
@@ -307,6 +375,7 @@ fn read_source(fs: &dyn FileSystem, dir: &Path, base: i64) -> Result<Source> {
     })
 }
 
+#[cfg(test)]
 /// Install step 1 under the `kafka` policy: decodes the closed segments, maps
 /// `[clean point, first uncleanable offset)`, cleans every segment up to the map's
 /// last offset in Kafka's groups, copies the rest, and finishes as every build does.

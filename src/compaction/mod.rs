@@ -13,6 +13,7 @@ pub mod dirty;
 pub mod dirty_map;
 mod hashed;
 pub mod kafka;
+mod kafka_pass;
 pub mod offset_map;
 pub mod output;
 pub mod plan;
