@@ -786,7 +786,11 @@ mod tests {
                     );
                 }
                 (Err(want), Err(got)) => assert_eq!(got, want, "seed {seed}"),
-                _ => panic!("seed {seed}: reference {reference:?}, tuned {tuned:?}"),
+                _ => panic!(
+                    "seed {seed}: reference {:?}, tuned {:?}",
+                    reference.as_ref().err(),
+                    tuned.as_ref().err()
+                ),
             }
             compared += 1;
             match tuned {
