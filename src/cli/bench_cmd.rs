@@ -69,6 +69,10 @@ pub enum Suite {
     /// records in aborted transactions vs copying the same files (issue 14, >= 0.5x);
     /// opt-in.
     CompactAborted,
+    /// Install step 1 under the `kafka` compaction policy vs the same under the
+    /// `seed` policy, on the compaction fixture and on its partial variant (issue
+    /// 14, >= 0.9x), with each side's CPU time; opt-in.
+    CompactKafka,
 }
 
 #[derive(Debug, Args)]
@@ -137,7 +141,11 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
     let needs_log = suites.iter().any(|s| {
         !matches!(
             s,
-            Suite::Compact | Suite::Codecs | Suite::Incremental | Suite::CompactAborted
+            Suite::Compact
+                | Suite::Codecs
+                | Suite::Incremental
+                | Suite::CompactAborted
+                | Suite::CompactKafka
         )
     });
     let mut extra = serde_json::Map::new();
@@ -158,6 +166,13 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
             Suite::CompactAborted => results.push(compact_aborted(&args, &root)?),
+            Suite::CompactKafka => {
+                let (comparisons, cpu) =
+                    bench::kafka_policy::run(args.compact_keys, args.iterations, &root)?;
+                comparisons.iter().for_each(report);
+                results.extend(comparisons);
+                extra.insert("compact_kafka_cpu".into(), cpu);
+            }
             Suite::Codecs => results.extend(codecs(&args, &root)?),
             Suite::Open => results.extend(open(&args, &root, &fixture)?),
             Suite::Cleanup => {
