@@ -124,26 +124,6 @@ impl KafkaMap {
     }
 }
 
-/// What the record rule asks of a pass's map: the map's last offset `L` and the
-/// latest offset of a key. [`KafkaMap`] is the reference; the tuned pass
-/// (`kafka_pass`) has its own.
-pub trait LatestOffsets {
-    /// The last offset of the last batch read (`None`: nothing mapped).
-    fn latest_offset(&self) -> Option<i64>;
-    /// The latest offset mapped for `key`.
-    fn latest(&self, key: &[u8]) -> Option<i64>;
-}
-
-impl LatestOffsets for KafkaMap {
-    fn latest_offset(&self) -> Option<i64> {
-        self.latest_offset
-    }
-
-    fn latest(&self, key: &[u8]) -> Option<i64> {
-        self.latest.get(key).copied()
-    }
-}
-
 /// Kafka's `shouldRetainRecord` for a record (offset `offset`, key, tombstone or
 /// not) of a data batch with delete horizon `delete_horizon`, at `now`.
 pub fn keeps(
@@ -151,17 +131,17 @@ pub fn keeps(
     key: Option<&[u8]>,
     tombstone: bool,
     delete_horizon: Option<i64>,
-    map: &(impl LatestOffsets + ?Sized),
+    map: &KafkaMap,
     now: i64,
 ) -> bool {
     let rule = RecordRule {
-        latest_offset: map.latest_offset(),
+        latest_offset: map.latest_offset,
         now,
         delete_horizon,
     };
     rule.keeps(offset, key.is_some(), tombstone, || {
-        key.and_then(|k| map.latest(k))
-            .is_none_or(|found| offset >= found)
+        key.and_then(|k| map.latest.get(k))
+            .is_none_or(|&found| offset >= found)
     })
 }
 
@@ -218,7 +198,7 @@ pub enum BatchOutcome {
 /// transaction rules plug in here). Adds dropped keyless records to `keyless_dropped`.
 pub fn clean_batch(
     batch: &RecordBatch,
-    map: &(impl LatestOffsets + ?Sized),
+    map: &KafkaMap,
     now: i64,
     delete_retention_ms: i64,
     keyless_dropped: &mut u64,
@@ -227,10 +207,10 @@ pub fn clean_batch(
         return BatchOutcome::Unchanged;
     }
     let horizon = batch.delete_horizon();
-    let kept: Vec<&crate::format::Record> = batch
+    let keep: Vec<bool> = batch
         .records
         .iter()
-        .filter(|r| {
+        .map(|r| {
             let keep = keeps(
                 batch.offset_of(r),
                 r.key.as_deref(),
@@ -244,6 +224,27 @@ pub fn clean_batch(
             }
             keep
         })
+        .collect();
+    filter_batch(batch, &keep, now, delete_retention_ms)
+}
+
+/// The rest of [`clean_batch`] once each record of the data batch `batch` is
+/// decided (`keep`, one flag per record): dropped, unchanged, or rebuilt (and
+/// stamped) as Kafka's `filterTo` rebuilds it.
+pub fn filter_batch(
+    batch: &RecordBatch,
+    keep: &[bool],
+    now: i64,
+    delete_retention_ms: i64,
+) -> BatchOutcome {
+    assert_eq!(keep.len(), batch.records.len());
+    let horizon = batch.delete_horizon();
+    let kept: Vec<&crate::format::Record> = batch
+        .records
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| **k)
+        .map(|(r, _)| r)
         .collect();
     let Some(first) = kept.first() else {
         return BatchOutcome::Dropped;

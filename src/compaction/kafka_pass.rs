@@ -25,8 +25,7 @@
 //! The result is the reference pass's (`kafka::build`, test builds) byte for byte:
 //! the tests below compare the two on random logs.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -44,14 +43,14 @@ use crate::format::TimestampType;
 use crate::fs::FileSystem;
 use crate::segment::{BatchFacts, Segment};
 
-use super::bitmap::Bitmap;
 use super::cleaner::{
     build_sync_file, finish_build, Built, CompactOptions, CompactionReport, Tail,
 };
 use super::dirty::CleanOptions;
 use super::kafka::{
-    clean_batch, first_uncleanable, groups, BatchOutcome, BuildInputs, LatestOffsets, RecordRule,
+    filter_batch, first_uncleanable, groups, BatchOutcome, BuildInputs, RecordRule,
 };
+use super::offset_map::{Digest, OffsetMap, Superseded};
 use super::source::segment_path;
 use super::view;
 
@@ -150,80 +149,91 @@ fn read_source(fs: &dyn FileSystem, dir: &Path, base: i64) -> Result<Source> {
     })
 }
 
-/// The latest offset and the ordinal of a key's latest mapped record.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    offset: i64,
-    ordinal: usize,
+/// The map's answers once built: only "superseded?" by ordinal when every
+/// cleaned batch was mapped (a pass from the log start), lookups of keys too when
+/// batches below the clean point are cleaned again.
+enum Latest {
+    Superseded(Superseded),
+    Finished(OffsetMap),
 }
 
-/// Step 2's map: keys borrowed from the sources' bytes.
-struct PassMap<'a> {
-    latest: HashMap<&'a [u8], Slot>,
+/// Step 2's map: the `seed` policy's [`OffsetMap`] (24-byte entries, a 128-bit
+/// digest per key) with record ordinals as positions.
+struct PassMap {
+    latest: Latest,
+    /// Distinct keys (digests) mapped.
+    keys: usize,
+    map_bytes: usize,
+    map_bytes_peak: usize,
     /// The last offset of the last batch read (Kafka's `OffsetMap.latestOffset`).
     latest_offset: Option<i64>,
-    /// Bit `o`: the keyed record with ordinal `o` has a later record of its key.
-    superseded: Bitmap,
+    /// The pass's clean point.
+    clean_point: i64,
     /// Per source, per batch: the ordinal of its first keyed record if it was mapped.
-    first_ordinals: Vec<Vec<Option<usize>>>,
+    first_ordinals: Vec<Vec<Option<i64>>>,
 }
 
-impl LatestOffsets for PassMap<'_> {
-    fn latest_offset(&self) -> Option<i64> {
-        self.latest_offset
+impl PassMap {
+    /// Whether the keyed record with ordinal `ordinal` has a later record of its key.
+    fn is_superseded(&self, ordinal: i64) -> bool {
+        match &self.latest {
+            Latest::Superseded(bits) => bits.is_superseded(ordinal),
+            Latest::Finished(map) => map.is_superseded(ordinal),
+        }
     }
 
-    fn latest(&self, key: &[u8]) -> Option<i64> {
-        self.latest.get(key).map(|slot| slot.offset)
+    /// Whether `key` was mapped (asked of records below the clean point, whose
+    /// offsets are below every mapped one: mapped means superseded).
+    fn is_mapped(&self, key: &[u8]) -> bool {
+        match &self.latest {
+            Latest::Finished(map) => map.latest(key).is_some(),
+            Latest::Superseded(_) => unreachable!("no batch below the clean point is cleaned"),
+        }
     }
 }
 
-/// Step 2 ([`super::kafka::KafkaMap::build`]'s rules over the checked sources).
-fn map_sources<'a>(
-    sources: &'a [Source],
+/// Step 2 ([`super::kafka::KafkaMap::build`]'s rules over the checked sources):
+/// `lookups` when batches below the clean point are cleaned too.
+fn map_sources(
+    sources: &[Source],
     clean_point: i64,
     uncleanable: i64,
     key_budget: Option<u64>,
-) -> Result<PassMap<'a>> {
-    let mut map = PassMap {
-        latest: HashMap::new(),
-        latest_offset: None,
-        superseded: Bitmap::default(),
-        first_ordinals: sources
-            .iter()
-            .map(|s| vec![None; s.batches.len()])
-            .collect(),
-    };
-    let mut ordinals = 0usize;
-    let mut keyed: Vec<(&'a [u8], i64)> = Vec::new();
-    let mut fresh: Vec<&'a [u8]> = Vec::new();
+    lookups: bool,
+) -> Result<PassMap> {
+    let mut map = OffsetMap::tracking_superseded();
+    let mut first_ordinals: Vec<Vec<Option<i64>>> = sources
+        .iter()
+        .map(|s| vec![None; s.batches.len()])
+        .collect();
+    let mut latest_offset = None;
+    let mut ordinals = 0i64;
+    let mut keyed: Vec<Digest> = Vec::new();
+    // With a budget: the distinct digests so far, and a batch's new ones.
+    let mut seen: HashSet<Digest> = HashSet::new();
+    let mut fresh: Vec<Digest> = Vec::new();
     'sources: for (s, source) in sources.iter().enumerate() {
         for (b, batch) in source.batches.iter().enumerate() {
             if batch.base_offset < clean_point || batch.base_offset >= uncleanable {
                 continue;
             }
             if !batch.control {
-                let (view, records) = source.records(batch)?;
+                let (_, records) = source.records(batch)?;
                 keyed.clear();
                 for record in records {
                     let record =
                         record.map_err(|e| e.at(&source.path, batch.range.start as u64))?;
                     if let Some(key) = record.key {
-                        keyed.push((key, view.offset_of(&record)));
+                        keyed.push(map.digest(key));
                     }
                 }
                 if let Some(budget) = key_budget {
                     fresh.clear();
-                    fresh.extend(
-                        keyed
-                            .iter()
-                            .map(|&(key, _)| key)
-                            .filter(|key| !map.latest.contains_key(key)),
-                    );
+                    fresh.extend(keyed.iter().filter(|d| !seen.contains(*d)));
                     fresh.sort_unstable();
                     fresh.dedup();
-                    if (map.latest.len() + fresh.len()) as u64 > budget {
-                        if map.latest.is_empty() {
+                    if (seen.len() + fresh.len()) as u64 > budget {
+                        if seen.is_empty() {
                             return Err(Error::InvalidArgument(format!(
                                 "the offset map holds {budget} keys; batch {} alone has {}",
                                 batch.base_offset,
@@ -232,29 +242,35 @@ fn map_sources<'a>(
                         }
                         break 'sources;
                     }
+                    seen.extend(fresh.iter().copied());
                 }
-                map.first_ordinals[s][b] = Some(ordinals);
-                for &(key, offset) in &keyed {
-                    let slot = Slot {
-                        offset,
-                        ordinal: ordinals,
-                    };
+                first_ordinals[s][b] = Some(ordinals);
+                for &digest in &keyed {
+                    map.insert_digest(digest, ordinals);
                     ordinals += 1;
-                    match map.latest.entry(key) {
-                        Entry::Occupied(mut entry) => {
-                            map.superseded.set(entry.get().ordinal);
-                            entry.insert(slot);
-                        }
-                        Entry::Vacant(entry) => {
-                            entry.insert(slot);
-                        }
-                    }
                 }
             }
-            map.latest_offset = Some(batch.last_offset);
+            latest_offset = Some(batch.last_offset);
         }
     }
-    Ok(map)
+    let (latest, keys, map_bytes, map_bytes_peak) = if lookups {
+        map.finish();
+        let (keys, bytes, peak) = (map.len(), map.resident_bytes(), map.peak_bytes());
+        (Latest::Finished(map), keys, bytes, peak)
+    } else {
+        let bits = map.into_superseded();
+        let (keys, bytes, peak) = (bits.keys, bits.map_bytes, bits.map_bytes_peak);
+        (Latest::Superseded(bits), keys, bytes, peak)
+    };
+    Ok(PassMap {
+        latest,
+        keys,
+        map_bytes,
+        map_bytes_peak,
+        latest_offset,
+        clean_point,
+        first_ordinals,
+    })
 }
 
 /// Scratch of the clean step, reused from batch to batch.
@@ -279,8 +295,8 @@ enum Cleaned {
 fn clean_one<'a>(
     source: &'a Source,
     batch: &'a Batch,
-    first_ordinal: Option<usize>,
-    map: &PassMap<'a>,
+    first_ordinal: Option<i64>,
+    map: &PassMap,
     options: &CompactOptions,
     keyless_dropped: &mut u64,
     scratch: &mut Scratch<'a>,
@@ -299,34 +315,6 @@ fn clean_one<'a>(
     };
     if batch.control {
         return Ok(copied(out));
-    }
-    if batch.inflated.is_some() {
-        // Compressed: the decoded rule, and its codec, as the reference pass does.
-        let (decoded, _) =
-            decode(bytes).map_err(|e| e.at(&source.path, batch.range.start as u64))?;
-        return Ok(
-            match clean_batch(
-                &decoded,
-                map,
-                options.now,
-                options.delete_retention_ms,
-                keyless_dropped,
-            ) {
-                BatchOutcome::Dropped => Cleaned::Dropped,
-                BatchOutcome::Unchanged => copied(out),
-                BatchOutcome::Rewritten(rebuilt) => {
-                    let start = out.len();
-                    rebuilt.encode_into(out);
-                    Cleaned::Written(BatchFacts {
-                        base_offset: rebuilt.base_offset,
-                        last_offset: rebuilt.last_offset(),
-                        size_bytes: (out.len() - start) as u64,
-                        records: rebuilt.records.len() as u64,
-                        max_timestamp: rebuilt.max_timestamp,
-                    })
-                }
-            },
-        );
     }
     let (view, records) = source.records(batch)?;
     let horizon = (view.attributes & ATTR_DELETE_HORIZON != 0).then_some(view.base_timestamp);
@@ -351,11 +339,14 @@ fn clean_one<'a>(
                 // A mapped batch: its keyed records have ordinals, in order.
                 let this = *next;
                 *next += 1;
-                rule.keeps(offset, true, tombstone, || !map.superseded.get(this))
+                rule.keeps(offset, true, tombstone, || !map.is_superseded(this))
             }
             (key, _) => rule.keeps(offset, key.is_some(), tombstone, || {
-                key.and_then(|k| map.latest(k))
-                    .is_none_or(|found| offset >= found)
+                // Asked only at or below `L` of a batch the map did not read: one
+                // below the clean point, below every mapped offset, so "offset >=
+                // the map's" holds exactly when the key is not mapped.
+                assert!(batch.base_offset < map.clean_point);
+                key.is_none_or(|k| !map.is_mapped(k))
             }),
         };
         if !keeps && record.key.is_none() {
@@ -377,6 +368,29 @@ fn clean_one<'a>(
     if kept == views.len() && !stamp {
         return Ok(copied(out));
     }
+    if batch.inflated.is_some() {
+        // Compressed: rebuilt by the decoded rule and re-compressed with its codec,
+        // as the reference pass does.
+        let (decoded, _) =
+            decode(bytes).map_err(|e| e.at(&source.path, batch.range.start as u64))?;
+        return Ok(
+            match filter_batch(&decoded, keep, options.now, options.delete_retention_ms) {
+                BatchOutcome::Dropped => unreachable!("a record is kept"),
+                BatchOutcome::Unchanged => unreachable!("a record is dropped or stamped"),
+                BatchOutcome::Rewritten(rebuilt) => {
+                    let start = out.len();
+                    rebuilt.encode_into(out);
+                    Cleaned::Written(BatchFacts {
+                        base_offset: rebuilt.base_offset,
+                        last_offset: rebuilt.last_offset(),
+                        size_bytes: (out.len() - start) as u64,
+                        records: rebuilt.records.len() as u64,
+                        max_timestamp: rebuilt.max_timestamp,
+                    })
+                }
+            },
+        );
+    }
     let horizon = if stamp {
         Some(options.now.saturating_add(options.delete_retention_ms))
     } else {
@@ -385,7 +399,7 @@ fn clean_one<'a>(
     Ok(Cleaned::Written(rebuild(&view, views, keep, horizon, out)))
 }
 
-/// Kafka's rebuilt batch (what [`clean_batch`] and `RecordBatch::encode` give):
+/// Kafka's rebuilt batch (what `kafka::clean_batch` and `RecordBatch::encode` give):
 /// the source header with `horizon` stamped (attribute bit 6 and base timestamp;
 /// without one, the first kept record's stored timestamp), the kept records'
 /// max timestamp (LogAppendTime: the batch's), count, length and CRC-32C; then the
@@ -481,7 +495,20 @@ pub(super) fn build(
         options.now,
         clean.min_compaction_lag_ms,
     );
-    let map = map_sources(&sources, clean_point, uncleanable, clean.key_budget())?;
+    // Batches below the clean point are cleaned again (Kafka cleans from the log
+    // start): their keys are looked up, so the map is sorted for lookups.
+    let lookups = sources
+        .iter()
+        .flat_map(|s| s.batches.first())
+        .next()
+        .is_some_and(|b| b.base_offset < clean_point);
+    let map = map_sources(
+        &sources,
+        clean_point,
+        uncleanable,
+        clean.key_budget(),
+        lookups,
+    )?;
     let end_offset = map.latest_offset.map_or(clean_point, |last| last + 1);
     assert!(
         end_offset <= active_base,
@@ -497,7 +524,9 @@ pub(super) fn build(
         .collect();
     let mut report = CompactionReport {
         segments_before: sources.len() as u64,
-        map_keys: map.latest.len() as u64,
+        map_keys: map.keys as u64,
+        map_bytes: map.map_bytes as u64,
+        map_bytes_peak: map.map_bytes_peak as u64,
         clean_point_before: clean_point,
         clean_point_after: clean_point.max(end_offset),
         ..CompactionReport::default()
@@ -778,7 +807,13 @@ mod tests {
                         assert_eq!(name, want_name, "seed {seed}");
                         assert!(bytes == want_bytes, "seed {seed}: {name} differs");
                     }
-                    assert_eq!(got_built.report, want_built.report, "seed {seed}");
+                    // The reference's map reports no bytes; the tuned one its own.
+                    let report = CompactionReport {
+                        map_bytes: 0,
+                        map_bytes_peak: 0,
+                        ..got_built.report.clone()
+                    };
+                    assert_eq!(report, want_built.report, "seed {seed}");
                     assert_eq!(
                         format!("{:?}", got_built.manifest),
                         format!("{:?}", want_built.manifest),
@@ -836,7 +871,8 @@ mod tests {
             let bytes = batch.encode();
             let map = super::super::kafka::KafkaMap::build([&batch], None).unwrap();
             let mut keyless = 0;
-            let BatchOutcome::Rewritten(want) = clean_batch(&batch, &map, 1_000, 50, &mut keyless)
+            let BatchOutcome::Rewritten(want) =
+                super::super::kafka::clean_batch(&batch, &map, 1_000, 50, &mut keyless)
             else {
                 panic!("partly kept and stamped");
             };
