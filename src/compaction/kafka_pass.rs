@@ -720,8 +720,11 @@ mod tests {
         fs.sync_dir(dir).unwrap();
     }
 
+    /// A temp dir's files: (name, bytes), by name.
+    type Files = Vec<(String, Vec<u8>)>;
+
     /// The temp dir's files, by name.
-    fn temp_files(fs: &SimFs, paths: &InstallPaths) -> Vec<(String, Vec<u8>)> {
+    fn temp_files(fs: &SimFs, paths: &InstallPaths) -> Files {
         let mut names = fs.list_dir(&paths.tmp).unwrap();
         names.sort();
         names
@@ -741,7 +744,7 @@ mod tests {
         options: CompactOptions,
         clean: CleanOptions,
         tuned: bool,
-    ) -> std::result::Result<(Vec<(String, Vec<u8>)>, Built), String> {
+    ) -> std::result::Result<(Files, Built), String> {
         let paths = InstallPaths::new(dir).unwrap();
         let bases = list_segments(fs, dir).unwrap();
         let clean_point_before =
