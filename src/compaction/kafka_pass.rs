@@ -457,6 +457,47 @@ fn rebuild(
     }
 }
 
+/// The temp dir's segments so far.
+struct Written {
+    files: Vec<ManifestFile>,
+    segments: Vec<Segment>,
+}
+
+impl Written {
+    /// Writes and syncs one output segment `(base, bytes, facts of its batches)`.
+    fn push(
+        &mut self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        inputs: &BuildInputs<'_>,
+        report: &mut CompactionReport,
+        (base, bytes, facts): (i64, &[u8], &[BatchFacts]),
+    ) -> Result<()> {
+        let name = filename::build(base, LOG_SUFFIX);
+        let path = inputs.paths.tmp.join(&name);
+        fs.write_new(&path, bytes)
+            .map_err(|e| Error::io(&path, e))?;
+        build_sync_file(fs, &path)?;
+        let mut segment = Segment::empty(dir, base, inputs.index_interval_bytes);
+        for fact in facts {
+            segment.on_batch(fact);
+        }
+        segment.close_active();
+        segment.pending_index.clear();
+        segment.pending_time_index.clear();
+        assert_eq!(segment.bytes, bytes.len() as u64);
+        report.records_after += segment.records;
+        report.bytes_after += bytes.len() as u64;
+        self.segments.push(segment);
+        self.files.push(ManifestFile {
+            name,
+            bytes: bytes.len() as u64,
+            crc32c: crate::format::crc::crc32c(bytes),
+        });
+        Ok(())
+    }
+}
+
 /// Install step 1 under the `kafka` policy (module docs).
 pub(super) fn build(
     fs: &dyn FileSystem,
@@ -531,11 +572,20 @@ pub(super) fn build(
         clean_point_after: clean_point.max(end_offset),
         ..CompactionReport::default()
     };
-    let mut output: Vec<(i64, std::borrow::Cow<'_, [u8]>, Vec<BatchFacts>)> = Vec::new();
+    // Cleaning does no IO: the temp dir is created where the reference creates it
+    // (after the reads), and each group is written as soon as it is cleaned, from
+    // one buffer reused group after group.
+    fs.create_dir_all(&inputs.paths.tmp)
+        .map_err(|e| Error::io(&inputs.paths.tmp, e))?;
+    let mut written = Written {
+        files: Vec::new(),
+        segments: Vec::new(),
+    };
     let mut scratch = Scratch::default();
+    let mut bytes = Vec::new();
     for group in groups(&sizes, options.segment_bytes, uncleanable) {
-        let capacity = sources[group.clone()].iter().map(|s| s.bytes.len()).sum();
-        let (mut bytes, mut facts) = (Vec::with_capacity(capacity), Vec::new());
+        bytes.clear();
+        let mut facts = Vec::new();
         for s in group.clone() {
             let source = &sources[s];
             for (b, batch) in source.batches.iter().enumerate() {
@@ -554,38 +604,20 @@ pub(super) fn build(
                 }
             }
         }
-        output.push((sources[group.start].base, bytes.into(), facts));
+        let base = sources[group.start].base;
+        written.push(fs, dir, &inputs, &mut report, (base, &bytes, &facts))?;
     }
     for source in &sources[cleaned..] {
-        output.push((source.base, source.bytes[..].into(), source.facts()));
+        let facts = source.facts();
+        written.push(
+            fs,
+            dir,
+            &inputs,
+            &mut report,
+            (source.base, &source.bytes, &facts),
+        )?;
     }
-    fs.create_dir_all(&inputs.paths.tmp)
-        .map_err(|e| Error::io(&inputs.paths.tmp, e))?;
-    let mut files = Vec::new();
-    let mut segments = Vec::new();
-    for (base, bytes, facts) in output {
-        let name = filename::build(base, LOG_SUFFIX);
-        let path = inputs.paths.tmp.join(&name);
-        fs.write_new(&path, &bytes)
-            .map_err(|e| Error::io(&path, e))?;
-        build_sync_file(fs, &path)?;
-        let mut segment = Segment::empty(dir, base, inputs.index_interval_bytes);
-        for fact in &facts {
-            segment.on_batch(fact);
-        }
-        segment.close_active();
-        segment.pending_index.clear();
-        segment.pending_time_index.clear();
-        assert_eq!(segment.bytes, bytes.len() as u64);
-        report.records_after += segment.records;
-        report.bytes_after += bytes.len() as u64;
-        segments.push(segment);
-        files.push(ManifestFile {
-            name,
-            bytes: bytes.len() as u64,
-            crc32c: crate::format::crc::crc32c(&bytes),
-        });
-    }
+    let Written { files, segments } = written;
     report.records_before = sources
         .iter()
         .flat_map(|s| &s.batches)
