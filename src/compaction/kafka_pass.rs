@@ -28,6 +28,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::format::batch::{
@@ -458,9 +459,19 @@ fn rebuild(
 }
 
 /// The temp dir's segments so far.
+#[derive(Default)]
 struct Written {
     files: Vec<ManifestFile>,
     segments: Vec<Segment>,
+    records_after: u64,
+    bytes_after: u64,
+}
+
+/// What the writer thread writes next: a cleaned group `(base, bytes, facts)`, or
+/// source segment `s` as stored.
+enum Job {
+    Cleaned(i64, Vec<u8>, Vec<BatchFacts>),
+    Stored(usize),
 }
 
 impl Written {
@@ -470,7 +481,6 @@ impl Written {
         fs: &dyn FileSystem,
         dir: &Path,
         inputs: &BuildInputs<'_>,
-        report: &mut CompactionReport,
         (base, bytes, facts): (i64, &[u8], &[BatchFacts]),
     ) -> Result<()> {
         let name = filename::build(base, LOG_SUFFIX);
@@ -486,8 +496,8 @@ impl Written {
         segment.pending_index.clear();
         segment.pending_time_index.clear();
         assert_eq!(segment.bytes, bytes.len() as u64);
-        report.records_after += segment.records;
-        report.bytes_after += bytes.len() as u64;
+        self.records_after += segment.records;
+        self.bytes_after += bytes.len() as u64;
         self.segments.push(segment);
         self.files.push(ManifestFile {
             name,
@@ -573,51 +583,80 @@ pub(super) fn build(
         ..CompactionReport::default()
     };
     // Cleaning does no IO: the temp dir is created where the reference creates it
-    // (after the reads), and each group is written as soon as it is cleaned, from
-    // one buffer reused group after group.
+    // (after the reads). A writer thread writes and syncs each group, in order,
+    // while the next one is cleaned (as the seed pass's `output::write_jobs`); two
+    // buffers go back and forth.
     fs.create_dir_all(&inputs.paths.tmp)
         .map_err(|e| Error::io(&inputs.paths.tmp, e))?;
-    let mut written = Written {
-        files: Vec::new(),
-        segments: Vec::new(),
-    };
-    let mut scratch = Scratch::default();
-    let mut bytes = Vec::new();
-    for group in groups(&sizes, options.segment_bytes, uncleanable) {
-        bytes.clear();
-        let mut facts = Vec::new();
-        for s in group.clone() {
-            let source = &sources[s];
-            for (b, batch) in source.batches.iter().enumerate() {
-                match clean_one(
-                    source,
-                    batch,
-                    map.first_ordinals[s][b],
-                    &map,
-                    &options,
-                    &mut report.keyless_dropped,
-                    &mut scratch,
-                    &mut bytes,
-                )? {
-                    Cleaned::Dropped => {}
-                    Cleaned::Written(fact) => facts.push(fact),
+    let groups = groups(&sizes, options.segment_bytes, uncleanable);
+    let (written, cleaned_result) = std::thread::scope(|scope| {
+        let (to_writer, jobs) = mpsc::sync_channel::<Job>(1);
+        let (back, buffers) = mpsc::channel::<Vec<u8>>();
+        let (sources, inputs) = (&sources, &inputs);
+        let writer = scope.spawn(move || -> Result<Written> {
+            let mut written = Written::default();
+            for job in jobs {
+                match job {
+                    Job::Cleaned(base, bytes, facts) => {
+                        written.push(fs, dir, inputs, (base, &bytes, &facts))?;
+                        let _ = back.send(bytes);
+                    }
+                    Job::Stored(s) => {
+                        let source = &sources[s];
+                        let facts = source.facts();
+                        written.push(fs, dir, inputs, (source.base, &source.bytes, &facts))?;
+                    }
                 }
             }
-        }
-        let base = sources[group.start].base;
-        written.push(fs, dir, &inputs, &mut report, (base, &bytes, &facts))?;
-    }
-    for source in &sources[cleaned..] {
-        let facts = source.facts();
-        written.push(
-            fs,
-            dir,
-            &inputs,
-            &mut report,
-            (source.base, &source.bytes, &facts),
-        )?;
-    }
-    let Written { files, segments } = written;
+            Ok(written)
+        });
+        let cleaned_result = (|| -> Result<()> {
+            let mut scratch = Scratch::default();
+            for group in &groups {
+                let mut bytes = buffers.try_recv().unwrap_or_default();
+                bytes.clear();
+                let mut facts = Vec::new();
+                for s in group.clone() {
+                    let source = &sources[s];
+                    for (b, batch) in source.batches.iter().enumerate() {
+                        match clean_one(
+                            source,
+                            batch,
+                            map.first_ordinals[s][b],
+                            &map,
+                            &options,
+                            &mut report.keyless_dropped,
+                            &mut scratch,
+                            &mut bytes,
+                        )? {
+                            Cleaned::Dropped => {}
+                            Cleaned::Written(fact) => facts.push(fact),
+                        }
+                    }
+                }
+                let base = sources[group.start].base;
+                if to_writer.send(Job::Cleaned(base, bytes, facts)).is_err() {
+                    return Ok(()); // the writer stopped on an error: it reports it
+                }
+            }
+            for s in cleaned..sources.len() {
+                if to_writer.send(Job::Stored(s)).is_err() {
+                    return Ok(());
+                }
+            }
+            Ok(())
+        })();
+        drop(to_writer);
+        let written = writer.join().expect("the writer does not panic");
+        (written, cleaned_result)
+    });
+    cleaned_result?;
+    let written = written?;
+    report.records_after = written.records_after;
+    report.bytes_after = written.bytes_after;
+    let Written {
+        files, segments, ..
+    } = written;
     report.records_before = sources
         .iter()
         .flat_map(|s| &s.batches)
