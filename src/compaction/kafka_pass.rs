@@ -20,7 +20,9 @@
 //!    against the new base timestamp ([`crate::format::record::RecordView::encode_with_timestamp_delta`]).
 //!    A compressed batch goes through the decoded rule ([`super::kafka::clean_batch`]).
 //! 4. Write: Kafka's groups of the cleaned segments, then the segments past the map
-//!    as stored, through the same tail as every build (`cleaner::finish_build`).
+//!    as stored, each written and synced by a writer thread while the next group is
+//!    cleaned (the same calls in the same order as the reference), then the same
+//!    tail as every build (`cleaner::finish_build`).
 //!
 //! The result is the reference pass's (`kafka::build`, test builds) byte for byte:
 //! the tests below compare the two on random logs.
