@@ -24,6 +24,7 @@ pub mod cleanup;
 pub mod codecs;
 pub mod compaction;
 pub mod incremental;
+pub mod kafka_policy;
 pub mod log;
 pub mod open;
 pub mod raw;

@@ -76,6 +76,10 @@ pub enum Suite {
     /// of the appends that overlapped a cleaning vs the swap's fsync floor + 2 ms;
     /// `--iterations` fresh partitions; opt-in.
     CleanAppend,
+    /// Install step 1 under the `kafka` compaction policy vs the same under the
+    /// `seed` policy, on the compaction fixture and on its partial variant (issue
+    /// 14, >= 0.9x), with each side's CPU time; opt-in.
+    CompactKafka,
 }
 
 #[derive(Debug, Args)]
@@ -149,6 +153,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
                 | Suite::Incremental
                 | Suite::CompactAborted
                 | Suite::CleanAppend
+                | Suite::CompactKafka
         )
     });
     let mut extra = serde_json::Map::new();
@@ -169,6 +174,13 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
             Suite::CompactAborted => results.push(compact_aborted(&args, &root)?),
+            Suite::CompactKafka => {
+                let (comparisons, cpu) =
+                    bench::kafka_policy::run(args.compact_keys, args.iterations, &root)?;
+                comparisons.iter().for_each(report);
+                results.extend(comparisons);
+                extra.insert("compact_kafka_cpu".into(), cpu);
+            }
             Suite::Codecs => results.extend(codecs(&args, &root)?),
             Suite::Open => results.extend(open(&args, &root, &fixture)?),
             Suite::Cleanup => {

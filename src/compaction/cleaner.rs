@@ -253,7 +253,12 @@ fn build_inner(
             carry_point,
             from,
         };
-        return super::kafka::build(fs, dir, options, clean, inputs).map(Some);
+        // The transaction rules (`super::kafka_txn`) are in the decoding pass only:
+        // a log holding transactional data takes it.
+        if super::txn::gather(fs, dir, &bases)?.is_some() {
+            return super::kafka::build(fs, dir, options, clean, inputs).map(Some);
+        }
+        return super::kafka_pass::build(fs, dir, options, clean, inputs).map(Some);
     }
     // The transaction rules (`super::txn`): a log holding transactional data is
     // cleaned in full (the incremental dirty map does not apply them), nothing at

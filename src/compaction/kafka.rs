@@ -4,19 +4,23 @@
 //!
 //! Pure rules first ([`first_uncleanable`], [`KafkaMap`], [`keeps`],
 //! [`clean_batch`], [`groups`]), one function per decision so that the transaction
-//! rules (aborted data, markers) plug in beside them; then `build`, which decodes
-//! the closed segments, applies the rules and writes the temp dir through the same
-//! tail as the `seed` policy (`cleaner::finish_build`).
+//! rules (aborted data, markers) plug in beside them.
 //!
-//! This path decodes every closed batch (no bitmap, no carried segments): it is
-//! the reference-shaped implementation, not the tuned one.
+//! The pass that runs is `super::kafka_pass`: the same rules applied to the
+//! batches in place (copy, drop, or rebuild of one batch's bytes). Here is also
+//! `build`, the reference-shaped pass that decodes every closed batch into a
+//! [`RecordBatch`], applies [`clean_batch`] and encodes what it rebuilt: the tuned
+//! pass must write the same bytes (`kafka_pass`'s tests check that on random logs).
+//! `build` is also the pass that runs on a log holding transactional data: only it
+//! applies the transaction rules (`super::kafka_txn`).
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::format::batch::{decode, ATTR_DELETE_HORIZON};
+use crate::format::batch::decode;
+use crate::format::batch::ATTR_DELETE_HORIZON;
 use crate::format::filename::{self, LOG_SUFFIX};
 use crate::format::manifest::ManifestFile;
 use crate::format::{RecordBatch, TimestampType};
@@ -122,17 +126,50 @@ pub fn keeps(
     map: &KafkaMap,
     now: i64,
 ) -> bool {
-    let Some(last) = map.latest_offset else {
-        return true;
+    let rule = RecordRule {
+        latest_offset: map.latest_offset,
+        now,
+        delete_horizon,
     };
-    if offset > last {
-        return true;
+    rule.keeps(offset, key.is_some(), tombstone, || {
+        key.and_then(|k| map.latest.get(k))
+            .is_none_or(|&found| offset >= found)
+    })
+}
+
+/// [`keeps`] with the key's lookup left to the caller: `is_latest` answers "is
+/// this record its key's latest mapped one?" and is asked only for a keyed record
+/// at or below the map's last offset (the tuned pass answers from a bitmap).
+#[derive(Debug, Clone, Copy)]
+pub struct RecordRule {
+    /// The map's last offset `L`.
+    pub latest_offset: Option<i64>,
+    /// The time the pass runs at.
+    pub now: i64,
+    /// The batch's delete horizon.
+    pub delete_horizon: Option<i64>,
+}
+
+impl RecordRule {
+    /// Whether the record stays.
+    pub fn keeps(
+        &self,
+        offset: i64,
+        keyed: bool,
+        tombstone: bool,
+        is_latest: impl FnOnce() -> bool,
+    ) -> bool {
+        let Some(last) = self.latest_offset else {
+            return true;
+        };
+        if offset > last {
+            return true;
+        }
+        if !keyed {
+            return false; // keyless: Kafka counts it as invalid and drops it
+        }
+        is_latest() && (!tombstone || self.delete_horizon.is_none_or(|h| self.now < h))
     }
-    let Some(key) = key else {
-        return false; // keyless: Kafka counts it as invalid and drops it
-    };
-    let latest = map.latest.get(key).is_none_or(|&found| offset >= found);
-    latest && (!tombstone || delete_horizon.is_none_or(|h| now < h))
 }
 
 /// What happens to one batch of a cleaned segment.
@@ -162,10 +199,10 @@ pub fn clean_batch(
         return BatchOutcome::Unchanged;
     }
     let horizon = batch.delete_horizon();
-    let kept: Vec<&crate::format::Record> = batch
+    let keep: Vec<bool> = batch
         .records
         .iter()
-        .filter(|r| {
+        .map(|r| {
             let keep = keeps(
                 batch.offset_of(r),
                 r.key.as_deref(),
@@ -179,6 +216,27 @@ pub fn clean_batch(
             }
             keep
         })
+        .collect();
+    filter_batch(batch, &keep, now, delete_retention_ms)
+}
+
+/// The rest of [`clean_batch`] once each record of the data batch `batch` is
+/// decided (`keep`, one flag per record): dropped, unchanged, or rebuilt (and
+/// stamped) as Kafka's `filterTo` rebuilds it.
+pub fn filter_batch(
+    batch: &RecordBatch,
+    keep: &[bool],
+    now: i64,
+    delete_retention_ms: i64,
+) -> BatchOutcome {
+    assert_eq!(keep.len(), batch.records.len());
+    let horizon = batch.delete_horizon();
+    let kept: Vec<&crate::format::Record> = batch
+        .records
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| **k)
+        .map(|(r, _)| r)
         .collect();
     let Some(first) = kept.first() else {
         return BatchOutcome::Dropped;

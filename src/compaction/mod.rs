@@ -14,6 +14,7 @@ pub mod dirty_map;
 mod hashed;
 pub mod kafka;
 pub mod kafka_txn;
+mod kafka_pass;
 pub mod offset_map;
 pub mod output;
 pub mod plan;

@@ -86,20 +86,79 @@ impl ControlKind {
     }
 }
 
-fn bytes_len(field: &Option<Vec<u8>>) -> usize {
+fn bytes_len(field: Option<&[u8]>) -> usize {
     match field {
         None => varlong_len(-1),
         Some(b) => varlong_len(b.len() as i64) + b.len(),
     }
 }
 
-fn put_bytes(out: &mut Vec<u8>, field: &Option<Vec<u8>>) {
+fn put_bytes(out: &mut Vec<u8>, field: Option<&[u8]>) {
     match field {
         None => put_varint(out, -1),
         Some(b) => {
             put_varint(out, i32::try_from(b.len()).expect("field too large"));
             out.extend_from_slice(b);
         }
+    }
+}
+
+/// A record's fields, borrowed: the one encoder behind [`Record::encode_into`] and
+/// [`RecordView::encode_with_timestamp_delta`], so both give the same bytes.
+struct Parts<'a> {
+    attributes: i8,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+    headers: &'a [Header],
+}
+
+impl Parts<'_> {
+    fn body_len(&self) -> usize {
+        1 + varlong_len(self.timestamp_delta)
+            + varlong_len(i64::from(self.offset_delta))
+            + bytes_len(self.key)
+            + bytes_len(self.value)
+            + varlong_len(self.headers.len() as i64)
+            + self
+                .headers
+                .iter()
+                .map(|h| {
+                    varlong_len(h.key.len() as i64) + h.key.len() + bytes_len(h.value.as_deref())
+                })
+                .sum::<usize>()
+    }
+
+    fn encoded_len(&self) -> usize {
+        let body = self.body_len();
+        varlong_len(body as i64) + body
+    }
+
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        put_varint(
+            out,
+            i32::try_from(self.body_len()).expect("record too large"),
+        );
+        out.push(self.attributes as u8);
+        put_varlong(out, self.timestamp_delta);
+        put_varint(out, self.offset_delta);
+        put_bytes(out, self.key);
+        put_bytes(out, self.value);
+        put_varint(
+            out,
+            i32::try_from(self.headers.len()).expect("too many headers"),
+        );
+        for header in self.headers {
+            put_varint(
+                out,
+                i32::try_from(header.key.len()).expect("header too large"),
+            );
+            out.extend_from_slice(header.key.as_bytes());
+            put_bytes(out, header.value.as_deref());
+        }
+        debug_assert_eq!(out.len() - start, self.encoded_len());
     }
 }
 
@@ -222,50 +281,25 @@ impl Record {
         }
     }
 
-    fn body_len(&self) -> usize {
-        1 + varlong_len(self.timestamp_delta)
-            + varlong_len(i64::from(self.offset_delta))
-            + bytes_len(&self.key)
-            + bytes_len(&self.value)
-            + varlong_len(self.headers.len() as i64)
-            + self
-                .headers
-                .iter()
-                .map(|h| varlong_len(h.key.len() as i64) + h.key.len() + bytes_len(&h.value))
-                .sum::<usize>()
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            attributes: self.attributes,
+            timestamp_delta: self.timestamp_delta,
+            offset_delta: self.offset_delta,
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers: &self.headers,
+        }
     }
 
     /// Bytes this record takes, its length prefix included.
     pub fn encoded_len(&self) -> usize {
-        let body = self.body_len();
-        varlong_len(body as i64) + body
+        self.parts().encoded_len()
     }
 
     /// Appends the record's encoding (length prefix included) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        put_varint(
-            out,
-            i32::try_from(self.body_len()).expect("record too large"),
-        );
-        out.push(self.attributes as u8);
-        put_varlong(out, self.timestamp_delta);
-        put_varint(out, self.offset_delta);
-        put_bytes(out, &self.key);
-        put_bytes(out, &self.value);
-        put_varint(
-            out,
-            i32::try_from(self.headers.len()).expect("too many headers"),
-        );
-        for header in &self.headers {
-            put_varint(
-                out,
-                i32::try_from(header.key.len()).expect("header too large"),
-            );
-            out.extend_from_slice(header.key.as_bytes());
-            put_bytes(out, &header.value);
-        }
-        debug_assert_eq!(out.len() - start, self.encoded_len());
+        self.parts().encode_into(out);
     }
 
     /// Decodes one record from the front of `buf`: (record, bytes used).
@@ -356,6 +390,22 @@ impl<'a> RecordView<'a> {
             },
             outer.at,
         ))
+    }
+
+    /// Appends this record's encoding with `timestamp_delta` in place of its own:
+    /// the bytes [`Record::encode_into`] gives for the same record so changed,
+    /// without copying the key and value out first (the `kafka` compaction policy's
+    /// rebuilt batches, whose base timestamp moves).
+    pub fn encode_with_timestamp_delta(&self, timestamp_delta: i64, out: &mut Vec<u8>) {
+        Parts {
+            attributes: self.attributes,
+            timestamp_delta,
+            offset_delta: self.offset_delta,
+            key: self.key,
+            value: self.value,
+            headers: &self.headers,
+        }
+        .encode_into(out);
     }
 
     /// The owned record (copies the key and value).
