@@ -570,19 +570,56 @@ pub fn recovery_sync_dir(fs: &dyn FileSystem, dir: &Path, report: &RecoveryRepor
 /// Without it a power loss could take the whole log path away after a later flush
 /// reported everything durable (found by the I/O-error sweep: `sync_dir` of `/`
 /// failing in the first open, then a retried open, appends and a flush).
+///
+/// A relative `dir` ends at the working directory, synced as `.` once (its own
+/// ancestors are outside the log's path). `Path::new(".").parent()` is `Some("")`:
+/// mapping that back to `.` looped forever on every open of an empty log by a
+/// relative path (found by `.ci/run`'s soak; `tests::a_relative_path_ends_at_the_working_directory`).
 pub fn recovery_sync_path(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     let mut path = Some(dir);
     while let Some(here) = path {
-        let here = if here.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            here
-        };
+        let last = here.as_os_str().is_empty() || here == Path::new(".");
+        let here = if last { Path::new(".") } else { here };
         crate::fail_point!(LOG_RECOVERY_SYNC_PARENT);
         fs.sync_dir(here).map_err(|e| Error::io(here, e))?;
+        if last {
+            break;
+        }
         path = here.parent();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::sim::SimFs;
+    use std::path::PathBuf;
+
+    /// The directories phase 9b syncs, in order, for `dir`; the 16th call fails so
+    /// a loop that never ends shows as an error.
+    fn synced(dir: &str) -> Result<Vec<PathBuf>> {
+        let sim = SimFs::new();
+        // SimFs reads a relative path from its root.
+        sim.create_dir_all(Path::new("/a/b")).unwrap();
+        sim.create_dir_all(Path::new("/work/a/b")).unwrap();
+        let first = sim.mutating_ops();
+        sim.fail_nth(first + 16);
+        recovery_sync_path(&sim, Path::new(dir))?;
+        Ok(sim.syncs().into_iter().map(|(_, call)| call.path).collect())
+    }
+
+    #[test]
+    fn a_relative_path_ends_at_the_working_directory() {
+        let paths = |names: &[&str]| names.iter().map(PathBuf::from).collect::<Vec<_>>();
+        assert_eq!(synced("a/b").unwrap(), paths(&["a/b", "a", "."]));
+        assert_eq!(synced(".").unwrap(), paths(&["."]));
+        assert_eq!(synced("./a").unwrap(), paths(&["./a", "."]));
+        assert_eq!(
+            synced("/work/a/b").unwrap(),
+            paths(&["/work/a/b", "/work/a", "/work", "/"])
+        );
+    }
 }
 
 /// Creates the three (empty) files of a new segment. Not durable by itself.
