@@ -365,6 +365,31 @@ fn read_source(fs: &dyn FileSystem, dir: &Path, base: i64) -> Result<Source> {
     })
 }
 
+/// The active segment's bytes as the pass sees it (a snapshot's: its first
+/// `active_len` bytes; what was appended after it is the tail's), checked batch by
+/// batch. Both kafka passes (`build` here and `super::kafka_pass::build`) read it
+/// so before anything is written: a damaged active segment fails both alike.
+pub(super) fn active_bytes(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    active_base: i64,
+    active_len: Option<u64>,
+) -> Result<Vec<u8>> {
+    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
+    let mut active_bytes = fs
+        .read_all(&active_path)
+        .map_err(|e| Error::io(&active_path, e))?;
+    if let Some(len) = active_len {
+        assert!(
+            active_bytes.len() as u64 >= len,
+            "the snapshot's active bytes stay"
+        );
+        active_bytes.truncate(len as usize);
+    }
+    view::batches(&active_path, active_base, &active_bytes)?;
+    Ok(active_bytes)
+}
+
 /// Install step 1 under the `kafka` policy: decodes the closed segments, maps
 /// `[clean point, first uncleanable offset)`, cleans every segment up to the map's
 /// last offset in Kafka's groups, copies the rest, and finishes as every build does.
@@ -381,19 +406,7 @@ pub(super) fn build(
         .iter()
         .map(|&base| read_source(fs, dir, base))
         .collect::<Result<Vec<Source>>>()?;
-    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
-    let mut active_bytes = fs
-        .read_all(&active_path)
-        .map_err(|e| Error::io(&active_path, e))?;
-    if let Some(len) = inputs.from.active_len {
-        // A snapshot's active segment: what was appended after it is the tail's.
-        assert!(
-            active_bytes.len() as u64 >= len,
-            "the snapshot's active bytes stay"
-        );
-        active_bytes.truncate(len as usize);
-    }
-    view::batches(&active_path, active_base, &active_bytes)?;
+    let active_bytes = active_bytes(fs, dir, active_base, inputs.from.active_len)?;
     let facts: Vec<(i64, i64, i64)> = sources
         .iter()
         .map(|s| (s.base, s.next_offset(), s.max_timestamp()))

@@ -51,7 +51,7 @@ use super::cleaner::{
 };
 use super::dirty::CleanOptions;
 use super::kafka::{
-    filter_batch, first_uncleanable, groups, BatchOutcome, BuildInputs, RecordRule,
+    active_bytes, filter_batch, first_uncleanable, groups, BatchOutcome, BuildInputs, RecordRule,
 };
 use super::offset_map::{Digest, OffsetMap, Superseded};
 use super::source::segment_path;
@@ -524,19 +524,7 @@ pub(super) fn build(
         .iter()
         .map(|&base| read_source(fs, dir, base))
         .collect::<Result<Vec<Source>>>()?;
-    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
-    let mut active_bytes = fs
-        .read_all(&active_path)
-        .map_err(|e| Error::io(&active_path, e))?;
-    if let Some(len) = inputs.from.active_len {
-        // A snapshot's active segment: what was appended after it is the tail's.
-        assert!(
-            active_bytes.len() as u64 >= len,
-            "the snapshot's active bytes stay"
-        );
-        active_bytes.truncate(len as usize);
-    }
-    view::batches(&active_path, active_base, &active_bytes)?;
+    let active_bytes = active_bytes(fs, dir, active_base, inputs.from.active_len)?;
     let facts: Vec<(i64, i64, i64)> = sources
         .iter()
         .map(|s| (s.base, s.next_offset(), s.max_timestamp()))
