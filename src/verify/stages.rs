@@ -75,6 +75,34 @@ fn emit_scenario(options: &VerifyOptions, scenario: &Scenario) -> (Option<String
 }
 
 /// The model variant `name` selects for `model`, if it names one of its variants.
+/// The tail of a stage that is one unit, run by the first shard: its report, the
+/// replay command when it failed, and its unit when this shard owns it.
+fn single_unit(
+    options: &VerifyOptions,
+    name: &'static str,
+    started: Instant,
+    passed: bool,
+    summary: String,
+    details: Value,
+    replay_command: Option<String>,
+) -> StageReport {
+    let mut report = stage(name, started, passed, summary, details);
+    if !passed {
+        report.replay_command = replay_command;
+    }
+    let units = if shard(options).owns(0) {
+        vec![name.to_string()]
+    } else {
+        Vec::new()
+    };
+    with_units(report, options, units)
+}
+
+/// Why a one-unit stage is skipped on a shard other than the first.
+fn not_this_shard(options: &VerifyOptions) -> String {
+    format!("shard {} (shard 1 runs it)", shard(options))
+}
+
 fn model_variant(model: ModelKind, name: &str) -> Option<Variant> {
     let variant = <Variant as clap::ValueEnum>::from_str(name, true).ok()?;
     Variant::all(model).contains(&variant).then_some(variant)
@@ -583,7 +611,7 @@ pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageR
             skipped: Some(if owned {
                 "quick budget (`--budget standard` or `--kafka-interop` runs it)".into()
             } else {
-                format!("shard {} (shard 1 runs it)", shard(options))
+                not_this_shard(options)
             }),
             ..Default::default()
         }
@@ -611,19 +639,15 @@ pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageR
         }
     };
     progress.done(&summary);
-    let units = if owned {
-        vec!["kafka_interop".to_string()]
-    } else {
-        Vec::new()
-    };
-    let report = stage(
+    single_unit(
+        options,
         "kafka_interop",
         started,
         report.cases_failed == 0,
         summary,
         serde_json::to_value(&report).unwrap_or(Value::Null),
-    );
-    with_units(report, options, units)
+        None,
+    )
 }
 
 /// Mutation testing (overnight): cargo-mutants over `src/install`, `src/retention`,
@@ -637,7 +661,7 @@ pub fn mutants(options: &VerifyOptions, progress: &mut Progress) -> StageReport 
         super::mutants::run(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
     } else {
         super::mutants::MutantsReport {
-            skipped: Some(format!("shard {} (shard 1 runs it)", shard(options))),
+            skipped: Some(not_this_shard(options)),
             ..Default::default()
         }
     };
@@ -652,23 +676,15 @@ pub fn mutants(options: &VerifyOptions, progress: &mut Progress) -> StageReport 
         ),
     };
     progress.done(&summary);
-    let passed = report.survivors.is_empty();
-    let mut stage_report = stage(
+    single_unit(
+        options,
         "mutants",
         started,
-        passed,
+        report.survivors.is_empty(),
         summary,
         serde_json::to_value(&report).unwrap_or(Value::Null),
-    );
-    if !passed {
-        stage_report.replay_command = Some(report.command.clone());
-    }
-    let units = if owned {
-        vec!["mutants".to_string()]
-    } else {
-        Vec::new()
-    };
-    with_units(stage_report, options, units)
+        Some(report.command.clone()),
+    )
 }
 
 /// The shuttle tests with the budget's schedules (standard and overnight;
@@ -680,7 +696,7 @@ pub fn schedules(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
     let owned = shard(options).owns(0);
     let report = if !owned {
         super::schedules::SchedulesReport {
-            skipped: Some(format!("shard {} (shard 1 runs it)", shard(options))),
+            skipped: Some(not_this_shard(options)),
             ..Default::default()
         }
     } else if options.shuttle_iterations == 0 {
@@ -707,21 +723,13 @@ pub fn schedules(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
         ),
     };
     progress.done(&summary);
-    let passed = report.passed();
-    let mut stage_report = stage(
+    single_unit(
+        options,
         "schedules",
         started,
-        passed,
+        report.passed(),
         summary,
         serde_json::to_value(&report).unwrap_or(Value::Null),
-    );
-    if !passed {
-        stage_report.replay_command = Some(report.command.clone());
-    }
-    let units = if owned {
-        vec!["schedules".to_string()]
-    } else {
-        Vec::new()
-    };
-    with_units(stage_report, options, units)
+        Some(report.command.clone()),
+    )
 }
