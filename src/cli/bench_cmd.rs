@@ -291,7 +291,7 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
     let bytes = produced.bytes() as u64;
     let baseline = || {
         in_new_dir(&root.join("append-raw-baseline"), |dir| {
-            fixture.write_baseline(&dir.join("baseline.log"))
+            bench::raw::baseline_write_fsync(dir, fixture)
         })
     };
     let mut out = Vec::new();
