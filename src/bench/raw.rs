@@ -72,8 +72,8 @@ pub fn append_raw_flush(dir: &Path, produced: &ProducedFixture) -> Result<Durati
 }
 
 /// The baseline of [`append_raw_flush`]: the fixture's bytes through `BufWriter`
-/// + fsync into a new file in `dir` ([`LogFixture::write_baseline`]), timed with
-/// a [`Stopwatch`] so that the row carries both sides' CPU time.
+/// and one fsync into a new file in `dir` ([`LogFixture::write_baseline`]), timed
+/// with a [`Stopwatch`] so that the row carries both sides' CPU time.
 pub fn baseline_write_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
     let path = dir.join("baseline.log");
     let start = Stopwatch::start();

@@ -106,7 +106,7 @@ impl Output<'_> {
     }
 
     /// `n` initialized bytes at the arena's end.
-    fn arena_room<'b>(buf: &'b mut Vec<u8>, len: usize, n: usize) -> &'b mut [u8] {
+    fn arena_room(buf: &mut Vec<u8>, len: usize, n: usize) -> &mut [u8] {
         if buf.len() < len + n {
             buf.resize(len + n, 0);
         }
