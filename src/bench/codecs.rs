@@ -6,7 +6,9 @@
 //!   appends) vs compressing the same batches' records with the codec alone (no
 //!   log, no IO), and vs the codec + a buffered write + fsync of the compressed
 //!   bytes ([`compress_write_fsync`]): the floor that pays the write and the
-//!   fsync too, so what is left is the log's own work;
+//!   fsync too, so what is left is the log's own work; and (lz4) vs encoding the
+//!   records from `NewRecord`s and compressing them, no IO
+//!   ([`encode_compress_only`]);
 //! * `fetch` of a compressed log vs `fetch` of the uncompressed log of the same
 //!   records: fetch hands out stored bytes, so it must not get slower;
 //! * `read` (owned records), [`Log::read_each`] (borrowed) and `fetch` +
