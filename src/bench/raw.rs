@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::format::RecordBatch;
 use crate::log::{Log, LogConfig};
 
-use super::LogFixture;
+use super::{LogFixture, Stopwatch};
 
 /// The fixture's batches as a producer sends them: each encoded alone at base
 /// offset 0, CreateTime, uncompressed (byte for byte what the log stores, but for
@@ -61,25 +61,36 @@ pub fn append_raw_log(dir: &Path, produced: &ProducedFixture) -> Result<Duration
 /// after are not (the baseline's counterpart is `File::create` .. `sync_all`).
 pub fn append_raw_flush(dir: &Path, produced: &ProducedFixture) -> Result<Duration> {
     let (mut log, _) = Log::open(dir, config())?;
-    let start = Instant::now();
+    let start = Stopwatch::start();
     for request in &produced.requests {
         log.append_batches(request)?;
     }
     log.flush()?;
-    let took = start.elapsed();
+    let took = start.stop();
     log.close()?;
     Ok(took)
+}
+
+/// The baseline of [`append_raw_flush`]: the fixture's bytes through `BufWriter`
+/// and one fsync into a new file in `dir` ([`LogFixture::write_baseline`]), timed
+/// with a [`Stopwatch`] so that the row carries both sides' CPU time.
+pub fn baseline_write_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
+    let path = dir.join("baseline.log");
+    let start = Stopwatch::start();
+    crate::fs::baseline::write_buffered(&path, &fixture.bytes, fixture.batch_bytes())
+        .map_err(|e| crate::error::Error::io(&path, e))?;
+    Ok(start.stop())
 }
 
 /// [`append_raw_flush`] with the structured [`Log::append`] of the same records.
 pub fn append_structured_flush(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
     let (mut log, _) = Log::open(dir, config())?;
-    let start = Instant::now();
+    let start = Stopwatch::start();
     for batch in &fixture.batches {
         log.append(batch)?;
     }
     log.flush()?;
-    let took = start.elapsed();
+    let took = start.stop();
     log.close()?;
     Ok(took)
 }

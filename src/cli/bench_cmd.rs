@@ -291,7 +291,7 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
     let bytes = produced.bytes() as u64;
     let baseline = || {
         in_new_dir(&root.join("append-raw-baseline"), |dir| {
-            fixture.write_baseline(&dir.join("baseline.log"))
+            bench::raw::baseline_write_fsync(dir, fixture)
         })
     };
     let mut out = Vec::new();
@@ -483,6 +483,28 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         report(&comparison);
         results.push(comparison);
     }
+    // The same durable appends beside a floor that also encodes the records from
+    // `NewRecord`s (which `compress_only`, handed them encoded, skips), still
+    // without IO (no target: the target is against the codec alone).
+    let comparison = bench::compare(
+        "append/lz4_vs_encode_compress",
+        "codec/lz4_encode_compress_only",
+        args.iterations,
+        bytes,
+        None,
+        || {
+            bench::timed(fixture.batches.len(), || {
+                c::encode_compress_only(Compression::Lz4, fixture)
+            })
+        },
+        || {
+            in_new_dir(&root.join("append-lz4"), |dir| {
+                c::append_codec(dir, fixture, Compression::Lz4)
+            })
+        },
+    )?;
+    report(&comparison);
+    results.push(comparison);
     // The same appends without the flush (no target: it shows what the fsync
     // adds).
     let comparison = bench::compare(

@@ -202,26 +202,26 @@ impl<'a> BatchView<'a> {
             return Ok(None);
         }
         let payload = self.bytes.get(RECORDS_OFFSET..).unwrap_or_default();
-        let kind = match codec.decompress(payload, INFLATED_BYTES_MAX) {
-            Ok(inflated) => return Ok(Some(inflated)),
-            Err(CodecError::Invalid(detail)) => CorruptKind::Decompress {
-                codec: codec.name().to_string(),
-                detail,
-            },
-            Err(CodecError::TooLarge { limit_bytes }) => CorruptKind::DecompressedTooLarge {
-                codec: codec.name().to_string(),
-                limit_bytes: limit_bytes as u64,
-            },
-            Err(CodecError::Unsupported(codec)) => {
-                return Err(FormatError::Unsupported(format!(
-                    "{codec}-compressed batch (seglog built without the `compression` feature)"
-                )))
-            }
-        };
-        Err(FormatError::Corrupt {
-            position: RECORDS_OFFSET as u64,
-            kind,
-        })
+        match codec.decompress(payload, INFLATED_BYTES_MAX) {
+            Ok(inflated) => Ok(Some(inflated)),
+            Err(e) => Err(inflate_error(codec, e)),
+        }
+    }
+
+    /// [`BatchView::inflate`] into `buf`, kept between calls
+    /// ([`Compression::decompress_reusing`]): the records are `buf[..length]` for
+    /// the returned `Some(length)`; `None` (and `buf` untouched) for an
+    /// uncompressed batch. The same bytes and errors as `inflate`.
+    pub fn inflate_reusing(&self, buf: &mut Vec<u8>) -> Result<Option<usize>, FormatError> {
+        let codec = self.compression();
+        if codec == Compression::None {
+            return Ok(None);
+        }
+        let payload = self.bytes.get(RECORDS_OFFSET..).unwrap_or_default();
+        match codec.decompress_reusing(payload, INFLATED_BYTES_MAX, buf) {
+            Ok(len) => Ok(Some(len)),
+            Err(e) => Err(inflate_error(codec, e)),
+        }
     }
 
     /// The records, decoded one at a time. The batch is valid only if the iterator
@@ -282,6 +282,30 @@ impl<'a> BatchView<'a> {
                 Ok(self.records_in(scratch))
             }
         }
+    }
+}
+
+/// The error of a payload that `codec` could not decompress: corrupt at the
+/// payload's first byte ([`RECORDS_OFFSET`]), or unsupported by this build.
+fn inflate_error(codec: Compression, error: CodecError) -> FormatError {
+    let kind = match error {
+        CodecError::Invalid(detail) => CorruptKind::Decompress {
+            codec: codec.name().to_string(),
+            detail,
+        },
+        CodecError::TooLarge { limit_bytes } => CorruptKind::DecompressedTooLarge {
+            codec: codec.name().to_string(),
+            limit_bytes: limit_bytes as u64,
+        },
+        CodecError::Unsupported(codec) => {
+            return FormatError::Unsupported(format!(
+                "{codec}-compressed batch (seglog built without the `compression` feature)"
+            ))
+        }
+    };
+    FormatError::Corrupt {
+        position: RECORDS_OFFSET as u64,
+        kind,
     }
 }
 

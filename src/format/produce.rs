@@ -18,6 +18,7 @@
 
 use crate::error::BatchRule;
 
+use super::batch::RECORDS_OFFSET;
 use super::batch::{
     decode_header, ATTRIBUTES_OFFSET, ATTR_CONTROL, BASE_OFFSET_OFFSET, CRC_OFFSET, HEADER_LEN,
     MAX_TIMESTAMP_OFFSET, NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP, PARTITION_LEADER_EPOCH_OFFSET,
@@ -25,6 +26,8 @@ use super::batch::{
 use super::batch_view::BatchView;
 use super::timestamp_type::ATTR_LOG_APPEND_TIME;
 use super::FormatError;
+
+mod walk;
 
 /// One batch of a produce request that passed [`check`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,9 +73,27 @@ fn rule_of(error: FormatError) -> BatchRule {
 /// Checks every batch of `request` (one or more v2 batches back to back) by Kafka's
 /// produce-request rules; the first batch that breaks one rejects the request.
 pub fn check(request: &[u8], max_batch_bytes: usize) -> Result<Vec<ProducedBatch>, Rejection> {
+    check_walking(request, max_batch_bytes, Walk::Short)
+}
+
+/// How [`check`] walks a batch's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// [`walk::accepts`] first; the full walk only for what it does not accept.
+    Short,
+    /// Every record decoded as a [`RecordView`](super::record::RecordView) (the
+    /// reference the short walk is tested against).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the tests' reference walk"))]
+    Full,
+}
+
+fn check_walking(
+    request: &[u8],
+    max_batch_bytes: usize,
+    mode: Walk,
+) -> Result<Vec<ProducedBatch>, Rejection> {
     let mut batches = Vec::new();
     let mut position = 0;
-    let mut scratch = Vec::new();
     if request.is_empty() {
         return Err(Rejection {
             batch: 0,
@@ -82,7 +103,7 @@ pub fn check(request: &[u8], max_batch_bytes: usize) -> Result<Vec<ProducedBatch
     }
     while position < request.len() {
         let rest = request.get(position..).unwrap_or_default();
-        let batch = check_one(rest, max_batch_bytes, &mut scratch)
+        let batch = check_one(rest, max_batch_bytes, mode)
             .map(|b| ProducedBatch { position, ..b })
             .map_err(|rule| Rejection {
                 batch: batches.len(),
@@ -98,11 +119,7 @@ pub fn check(request: &[u8], max_batch_bytes: usize) -> Result<Vec<ProducedBatch
 }
 
 /// The rules for the batch at the front of `rest` (its `position` left 0).
-fn check_one(
-    rest: &[u8],
-    max_batch_bytes: usize,
-    scratch: &mut Vec<u8>,
-) -> Result<ProducedBatch, BatchRule> {
+fn check_one(rest: &[u8], max_batch_bytes: usize, mode: Walk) -> Result<ProducedBatch, BatchRule> {
     let header = decode_header(rest).map_err(rule_of)?;
     if header.size > max_batch_bytes {
         return Err(BatchRule::TooLarge {
@@ -127,8 +144,28 @@ fn check_one(
             base_sequence: view.base_sequence,
         });
     }
+    let inflated = view.inflate().map_err(rule_of)?;
+    let records = match &inflated {
+        Some(inflated) => inflated.as_slice(),
+        None => view.bytes().get(RECORDS_OFFSET..).unwrap_or_default(),
+    };
+    if mode == Walk::Short {
+        if let Some(max_record_timestamp) =
+            walk::accepts(records, view.record_count, view.base_timestamp)
+        {
+            return Ok(ProducedBatch {
+                position: 0,
+                size,
+                record_count: view.record_count,
+                max_record_timestamp,
+            });
+        }
+    }
     let mut max_record_timestamp = NO_TIMESTAMP;
-    let records = view.records_with(scratch).map_err(rule_of)?;
+    let records = match &inflated {
+        Some(inflated) => view.records_in(inflated),
+        None => view.records(),
+    };
     for (index, record) in records.enumerate() {
         let record = record.map_err(rule_of)?;
         if i64::from(record.offset_delta) != index as i64 {

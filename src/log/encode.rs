@@ -157,7 +157,7 @@ fn put_header(
 }
 
 /// Appends `records`, encoded back to back (deltas from the first's timestamp).
-fn encode_records(records: &[NewRecord], out: &mut Vec<u8>) {
+pub(crate) fn encode_records(records: &[NewRecord], out: &mut Vec<u8>) {
     let base_timestamp = records.first().map_or(0, |r| r.timestamp);
     for (i, record) in records.iter().enumerate() {
         let timestamp_delta = record.timestamp.wrapping_sub(base_timestamp);

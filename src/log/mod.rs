@@ -11,7 +11,7 @@
 //! [`Log::roll`] fsync; nothing else does, and dropping a `Log` does not flush
 //! (a dropped log behaves like a crashed process).
 
-mod encode;
+pub(crate) mod encode;
 mod fetch;
 mod index_check;
 mod raw;

@@ -114,6 +114,7 @@ impl Log {
             visit,
             visited: 0,
             last_offset: None,
+            inflated: Vec::new(),
         };
         self.read_into(from, max_bytes, &mut sink)?;
         Ok(sink.visited)
@@ -414,6 +415,9 @@ struct Visitor<F> {
     visit: F,
     visited: usize,
     last_offset: Option<i64>,
+    /// The arena compressed batches are decompressed into
+    /// ([`BatchView::inflate_reusing`]).
+    inflated: Vec<u8>,
 }
 
 impl<F: FnMut(RecordRef<'_>)> ReadSink for Visitor<F> {
@@ -428,10 +432,11 @@ impl<F: FnMut(RecordRef<'_>)> ReadSink for Visitor<F> {
     fn take_batch(&mut self, _view: &Bytes, raw: &[u8], from: i64) -> Result<(), FormatError> {
         let (batch, size) = BatchView::decode(raw)?;
         assert_eq!(size, raw.len());
-        let inflated = batch.inflate()?;
-        let records = match &inflated {
+        // A compressed batch's records are decompressed into the visitor's arena,
+        // reused batch after batch (no allocation or copy per batch).
+        let records = match batch.inflate_reusing(&mut self.inflated)? {
             None => batch.records(),
-            Some(inflated) => batch.records_in(inflated),
+            Some(len) => batch.records_in(self.inflated.get(..len).unwrap_or_default()),
         };
         let visited = &mut self.visited;
         let visit = &mut self.visit;

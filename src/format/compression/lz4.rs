@@ -79,6 +79,70 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Where [`decode`] puts the decompressed bytes.
+enum Output<'a> {
+    /// Appended to a vector (a Kafka-sized block through [`SCRATCH`]).
+    Append(&'a mut Vec<u8>),
+    /// Written in place at `buf[len..]`: `buf`'s bytes are all initialized and
+    /// stay so between calls (it grows, zeroed, and never shrinks), so a block is
+    /// decompressed straight into it, with no zeroing and no copy per block.
+    Arena { buf: &'a mut Vec<u8>, len: usize },
+}
+
+impl Output<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Output::Append(out) => out.len(),
+            Output::Arena { len, .. } => *len,
+        }
+    }
+
+    /// The bytes decompressed so far.
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Output::Append(out) => out,
+            Output::Arena { buf, len } => buf.get(..*len).unwrap_or_default(),
+        }
+    }
+
+    /// `n` initialized bytes at the arena's end.
+    fn arena_room(buf: &mut Vec<u8>, len: usize, n: usize) -> &mut [u8] {
+        if buf.len() < len + n {
+            buf.resize(len + n, 0);
+        }
+        buf.get_mut(len..len + n).expect("just resized")
+    }
+
+    /// A stored (uncompressed) block.
+    fn stored(&mut self, block: &[u8]) {
+        match self {
+            Output::Append(out) => out.extend_from_slice(block),
+            Output::Arena { buf, len } => {
+                Self::arena_room(buf, *len, block.len()).copy_from_slice(block);
+                *len += block.len();
+            }
+        }
+    }
+
+    /// An LZ4 block whose output is at most `bound_bytes`.
+    fn block(
+        &mut self,
+        block: &[u8],
+        bound_bytes: usize,
+    ) -> Result<(), lz4_flex::block::DecompressError> {
+        match self {
+            Output::Append(out) => decompress_block(block, bound_bytes, out),
+            Output::Arena { buf, len } => {
+                let target = Self::arena_room(buf, *len, bound_bytes);
+                // Stale bytes in the arena are never read: a block's matches may
+                // only reach back into what this block has written.
+                *len += lz4_flex::block::decompress_into(block, target)?;
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Decompresses one LZ4 block, whose output is at most `bound_bytes`, appending
 /// it to `out`.
 fn decompress_block(
@@ -111,6 +175,25 @@ fn decompress_block(
 }
 
 pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, CodecError> {
+    let mut out = Vec::new();
+    decode(data, limit_bytes, &mut Output::Append(&mut out))?;
+    Ok(out)
+}
+
+/// [`decompress`] into `buf` as an arena ([`Output::Arena`]): the bytes are
+/// `buf[..returned length]`, and `buf` is kept for the next call.
+pub(super) fn decompress_reusing(
+    data: &[u8],
+    limit_bytes: usize,
+    buf: &mut Vec<u8>,
+) -> Result<usize, CodecError> {
+    let mut out = Output::Arena { buf, len: 0 };
+    decode(data, limit_bytes, &mut out)?;
+    Ok(out.len())
+}
+
+/// Decodes the frame `data` into `out`, at most `limit_bytes` of output.
+fn decode(data: &[u8], limit_bytes: usize, out: &mut Output<'_>) -> Result<(), CodecError> {
     let mut rest = data;
     if take(&mut rest, 4, "magic")? != MAGIC {
         return Err(invalid("bad magic"));
@@ -129,18 +212,23 @@ pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, Cod
         code @ 4..=7 if bd & 0x8f == 0 => 1usize << (2 * code + 8),
         _ => return Err(invalid(&format!("unsupported BD {bd:#04x}"))),
     };
-    let mut hashed = descriptor.to_vec();
+    // FLG, BD and the content size if there is one: what HC hashes.
+    let mut hashed = [0u8; 10];
+    let (head, content_size) = hashed.split_at_mut(2);
+    head.copy_from_slice(descriptor);
+    let mut hashed_len = 2;
     if flg & FLG_CONTENT_SIZE != 0 {
-        hashed.extend_from_slice(take(&mut rest, 8, "content size")?);
+        content_size.copy_from_slice(take(&mut rest, 8, "content size")?);
+        hashed_len = 10;
     }
+    let hashed = hashed.get(..hashed_len).unwrap_or_default();
     let hc = take(&mut rest, 1, "header checksum")?
         .first()
         .copied()
         .unwrap_or_default();
-    if ((XxHash32::oneshot(0, &hashed) >> 8) & 0xff) as u8 != hc {
+    if ((XxHash32::oneshot(0, hashed) >> 8) & 0xff) as u8 != hc {
         return Err(invalid("header checksum mismatch"));
     }
-    let mut out = Vec::new();
     loop {
         let word = u32_le(take(&mut rest, 4, "block size")?);
         if word == 0 {
@@ -162,9 +250,9 @@ pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, Cod
             if block.len() > room {
                 return Err(CodecError::TooLarge { limit_bytes });
             }
-            out.extend_from_slice(block);
+            out.stored(block);
         } else {
-            decompress_block(block, block_bytes_max.min(room), &mut out).map_err(|e| {
+            out.block(block, block_bytes_max.min(room)).map_err(|e| {
                 // The block needs more room than the bound leaves.
                 if room < block_bytes_max {
                     CodecError::TooLarge { limit_bytes }
@@ -176,12 +264,12 @@ pub(super) fn decompress(data: &[u8], limit_bytes: usize) -> Result<Vec<u8>, Cod
     }
     if flg & FLG_CONTENT_CHECKSUM != 0 {
         let stored = u32_le(take(&mut rest, 4, "content checksum")?);
-        if XxHash32::oneshot(0, &out) != stored {
+        if XxHash32::oneshot(0, out.bytes()) != stored {
             return Err(invalid("content checksum mismatch"));
         }
     }
     if !rest.is_empty() {
         return Err(invalid(&format!("{} bytes after the end mark", rest.len())));
     }
-    Ok(out)
+    Ok(())
 }

@@ -158,6 +158,32 @@ impl Compression {
     }
 }
 
+impl Compression {
+    /// [`Compression::decompress`] into `buf`, a buffer kept between calls: the
+    /// bytes are `buf[..returned length]`; what `buf` holds beyond them is
+    /// unspecified. For lz4 (a frame of blocks) `buf` is an arena that each block is
+    /// decompressed into in place, with no allocation, zeroing or copy once it has
+    /// grown; the other codecs' streaming decoders hand over their own vector.
+    pub fn decompress_reusing(
+        self,
+        data: &[u8],
+        limit_bytes: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<usize, CodecError> {
+        let len = match self {
+            #[cfg(feature = "compression")]
+            Compression::Lz4 => lz4::decompress_reusing(data, limit_bytes, buf)?,
+            _ => {
+                *buf = self.decompress(data, limit_bytes)?;
+                buf.len()
+            }
+        };
+        assert!(len <= limit_bytes);
+        assert!(len <= buf.len());
+        Ok(len)
+    }
+}
+
 impl fmt::Display for Compression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

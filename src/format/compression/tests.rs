@@ -200,3 +200,76 @@ fn lz4_frames_of_larger_blocks_decode_in_place() {
         })
     );
 }
+
+/// `decompress_reusing`'s answer as `decompress` gives it: the bytes or the error.
+fn reusing(
+    codec: Compression,
+    data: &[u8],
+    limit: usize,
+    buf: &mut Vec<u8>,
+) -> Result<Vec<u8>, CodecError> {
+    codec
+        .decompress_reusing(data, limit, buf)
+        .map(|len| buf[..len].to_vec())
+}
+
+#[test]
+fn decompress_reusing_gives_what_decompress_gives() {
+    // One arena for everything: large frames first (its stale bytes then lie
+    // beyond every later output), then small ones, damaged ones, bombs.
+    let mut buf = Vec::new();
+    let mut frames = Vec::new();
+    for codec in Compression::ALL {
+        for len in [
+            200_000,
+            150_000,
+            0,
+            1,
+            700,
+            13_000,
+            64 * 1024,
+            64 * 1024 + 1,
+        ] {
+            let packed = codec.compress(&sample(len));
+            for cut in [
+                packed.len(),
+                packed.len() / 2,
+                packed.len().saturating_sub(1),
+            ] {
+                frames.push((codec, packed[..cut].to_vec(), 1 << 20));
+            }
+            let mut flipped = packed.clone();
+            if let Some(byte) = flipped.get_mut(len % 97 + 7) {
+                *byte ^= 0x55;
+                frames.push((codec, flipped, 1 << 20));
+            }
+            frames.push((codec, packed, len.saturating_sub(1)));
+        }
+        frames.push((codec, codec.compress(&vec![0u8; 1 << 20]), (1 << 20) - 1));
+    }
+    // The larger-block frame (BD 0x50) and a match reaching before its block.
+    let mut big_blocks = Compression::Lz4.compress(&sample(150_000));
+    big_blocks[5] = 0x50;
+    big_blocks[6] = ((twox_hash::XxHash32::oneshot(0, &big_blocks[4..6]) >> 8) & 0xff) as u8;
+    frames.push((Compression::Lz4, big_blocks, 1 << 20));
+    let reaching_back = vec![
+        0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82, 3, 0, 0, 0, 0x04, 0x01, 0x00, 0, 0, 0, 0,
+    ];
+    frames.push((Compression::Lz4, reaching_back, 1 << 20));
+    let mut oks = 0;
+    for (codec, frame, limit) in &frames {
+        let want = codec.decompress(frame, *limit);
+        oks += usize::from(want.is_ok());
+        assert_eq!(
+            reusing(*codec, frame, *limit, &mut buf),
+            want,
+            "{codec} {}",
+            frame.len()
+        );
+    }
+    assert!(
+        oks > frames.len() / 3 && oks < frames.len(),
+        "{oks} of {}",
+        frames.len()
+    );
+}
