@@ -331,13 +331,20 @@ pub(super) fn build(
     let clean_point = inputs.clean_point_before;
     // Step 1's fast checks, then the transaction facts: on any error, the
     // reference's reads one by one find its first error.
-    let prelude = (|| -> Result<_> {
-        let splits = kafka_read::split_sources(fs, dir, closed_bases)?;
-        let active_bytes = active_bytes(fs, dir, active_base, inputs.from.active_len)?;
+    // Which check fails first does not matter here (any failure takes the
+    // reference's order below): the first half of the segments is split on a
+    // second thread while this one splits the rest and reads the others.
+    let prelude = std::thread::scope(|scope| -> Result<_> {
+        let (first, second) = closed_bases.split_at(closed_bases.len() / 2);
+        let first = scope.spawn(move || kafka_read::split_sources(fs, dir, first));
+        let second = kafka_read::split_sources(fs, dir, second);
+        let active_bytes = active_bytes(fs, dir, active_base, inputs.from.active_len);
         // The transaction rules (`super::kafka_txn`, as the reference applies them).
-        let txn = super::kafka_txn::KafkaTxn::gather(fs, dir, inputs.bases)?;
-        Ok((splits, active_bytes, txn))
-    })();
+        let txn = super::kafka_txn::KafkaTxn::gather(fs, dir, inputs.bases);
+        let mut splits = first.join().expect("a split does not panic")?;
+        splits.extend(second?);
+        Ok((splits, active_bytes?, txn?))
+    });
     let (splits, active_bytes, txn) = match prelude {
         Ok(prelude) => prelude,
         Err(error) => {
@@ -429,6 +436,9 @@ pub(super) fn build(
             for group in &groups {
                 let mut bytes = buffers.try_recv().unwrap_or_default();
                 bytes.clear();
+                // The group's source bytes: what it writes at most but a few bytes of
+                // re-encoded records (no reallocation, no copy while growing).
+                bytes.reserve(group.clone().map(|s| sources[s].bytes.len()).sum());
                 let mut facts = Vec::new();
                 for s in group.clone() {
                     let source = &sources[s];
