@@ -73,10 +73,6 @@ enum Cleaned {
 }
 
 /// Step 3 for one batch of a cleaned segment: appends what stays to `out`.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the pass's state, passed down once per batch"
-)]
 fn clean_one<'a>(
     source: &'a Source,
     batch: &'a Batch,
