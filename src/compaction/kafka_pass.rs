@@ -1,20 +1,22 @@
 //! The `kafka` policy's cleaning pass as it runs (docs/design.md section 1, "The
 //! kafka pass"): the rules of [`super::kafka`] applied to the batches in place.
 //!
-//! 1. Read: every closed segment is mapped and split into CRC-checked batches
-//!    ([`view::batches`]); every batch is checked exactly as a full decode would
-//!    check it (its records walked, a compressed one inflated once and kept), so a
-//!    damaged log fails with the same error as before, but nothing is copied out.
-//! 2. Map: the data batches of `[clean point, first uncleanable offset)` in order;
-//!    keys are borrowed from the mapped bytes (no allocation per key) and every
-//!    keyed record gets an ordinal; a key seen again sets its previous ordinal's bit
-//!    in a superseded bitmap (as the `seed` policy's map does). The key budget is
-//!    applied batch by batch as in [`super::kafka::KafkaMap::build`].
-//! 3. Clean: each batch of a cleaned segment is decided record by record with
-//!    [`super::kafka::RecordRule`] (for a mapped batch "latest" is one bit of the
-//!    bitmap; a batch below the clean point looks its keys up). A batch kept whole
-//!    and not stamped is copied as stored; a batch with nothing kept is dropped; the
-//!    rest is rebuilt as Kafka's `filterTo` does: the source header with the
+//! 1. Read and 2. map, one walk of every record ([`super::kafka_read`]): every
+//!    closed segment is split into CRC-checked batches, then a second thread checks
+//!    every batch exactly as a full decode would (records walked, a compressed one
+//!    inflated once and kept), counts its keyed, keyless and tombstone records and
+//!    digests the keys of `[clean point, first uncleanable offset)`; this thread
+//!    inserts them with record ordinals as positions (a key seen again sets its
+//!    previous ordinal's bit in a superseded bitmap, as the `seed` policy's map
+//!    does), under the key budget batch by batch as [`super::kafka::KafkaMap::build`].
+//!    Any damage fails the pass with the reference's error, before anything is written.
+//! 3. Clean: a batch past the map is kept whole; a mapped batch is decided whole
+//!    from its counts and the bitmap when it can be (all keyed records superseded:
+//!    dropped; none, and no keyless record or tombstone: copied); any other batch is
+//!    decided record by record with [`super::kafka::RecordRule`] (for a mapped batch
+//!    "latest" is one bit of the bitmap; a batch below the clean point looks its keys
+//!    up). A batch kept whole and not stamped is copied as stored; a batch with
+//!    nothing kept is dropped; the rest is rebuilt as Kafka's `filterTo` does: the source header with the
 //!    new attributes (delete horizon bit), base and max timestamps, count, length
 //!    and CRC-32C, then the kept records re-encoded with their timestamp deltas
 //!    against the new base timestamp ([`crate::format::record::RecordView::encode_with_timestamp_delta`]).
