@@ -68,8 +68,8 @@ pub enum Suite {
     /// scattered dirt (every segment touched); `--compact-keys` keys; opt-in.
     Incremental,
     /// Install step 1 of a compaction of the compaction fixture with 20% of its
-    /// records in aborted transactions vs copying the same files (issue 14, >= 0.5x);
-    /// opt-in.
+    /// records in aborted transactions vs copying the same files (issue 14, >= 0.5x),
+    /// under the `seed` policy, then the `kafka` policy; opt-in.
     CompactAborted,
     /// Appends during one cleaning of the same partition (`--compact-keys` keys
     /// written twice) vs appends alone for as long (issue 13, >= 0.8x), and the p99
@@ -173,7 +173,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             Suite::AppendRaw => results.extend(append_raw(&args, &root, &fixture)?),
             Suite::Read => results.extend(read(&args, &root, &fixture)?),
             Suite::Compact => results.push(compact(&args, &root)?),
-            Suite::CompactAborted => results.push(compact_aborted(&args, &root)?),
+            Suite::CompactAborted => results.extend(compact_aborted(&args, &root)?),
             Suite::CompactKafka => {
                 let (comparisons, cpu) =
                     bench::kafka_policy::run(args.compact_keys, args.iterations, &root)?;
@@ -402,8 +402,10 @@ fn compact(args: &BenchArgs, root: &Path) -> Result<Comparison> {
     Ok(comparison)
 }
 
-/// [`compact`] of the fixture with 20% of its records in aborted transactions.
-fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Comparison> {
+/// [`compact`] of the fixture with 20% of its records in aborted transactions,
+/// under the `seed` policy, then under the `kafka` policy (each against its own
+/// copies, timed alternately in the same run).
+fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     let fs = StdFs::new();
     eprintln!(
         "seglog bench: writing the aborted-transactions compaction fixture ({} keys)",
@@ -430,7 +432,27 @@ fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Comparison> {
         || fixture.build(&fs).map(|(took, _)| took),
     )?;
     report(&comparison);
-    Ok(comparison)
+    let kafka = bench::compare(
+        "compact_aborted_kafka/build",
+        "compact_aborted_kafka/baseline_copy",
+        args.iterations,
+        fixture.input_bytes,
+        Some(COMPACTION_TARGET),
+        || {
+            in_new_dir(&root.join("compact-aborted-baseline"), |copy| {
+                let start = Instant::now();
+                baseline::copy_buffered(&fixture.dir, copy).map_err(|e| Error::io(copy, e))?;
+                Ok(start.elapsed())
+            })
+        },
+        || {
+            fixture
+                .build_with(&fs, crate::compaction::CompactionPolicy::Kafka)
+                .map(|(took, _)| took)
+        },
+    )?;
+    report(&kafka);
+    Ok(vec![comparison, kafka])
 }
 
 fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {

@@ -253,11 +253,7 @@ fn build_inner(
             carry_point,
             from,
         };
-        // The transaction rules (`super::kafka_txn`) are in the decoding pass only:
-        // a log holding transactional data takes it.
-        if super::txn::gather(fs, dir, &bases)?.is_some() {
-            return super::kafka::build(fs, dir, options, clean, inputs).map(Some);
-        }
+        // The tuned pass applies the transaction rules too (`super::kafka_txn`).
         return super::kafka_pass::build(fs, dir, options, clean, inputs).map(Some);
     }
     // The transaction rules (`super::txn`): a log holding transactional data is

@@ -11,8 +11,8 @@
 //! `build`, the reference-shaped pass that decodes every closed batch into a
 //! [`RecordBatch`], applies [`clean_batch`] and encodes what it rebuilt: the tuned
 //! pass must write the same bytes (`kafka_pass`'s tests check that on random logs).
-//! `build` is also the pass that runs on a log holding transactional data: only it
-//! applies the transaction rules (`super::kafka_txn`).
+//! Both apply the transaction rules (`super::kafka_txn`); only the tuned pass runs
+//! (`build` here is the reference of test builds).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -393,6 +393,13 @@ pub(super) fn active_bytes(
 /// Install step 1 under the `kafka` policy: decodes the closed segments, maps
 /// `[clean point, first uncleanable offset)`, cleans every segment up to the map's
 /// last offset in Kafka's groups, copies the rest, and finishes as every build does.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the reference pass: `kafka_pass`'s tests compare the pass that runs with it"
+    )
+)]
 pub(super) fn build(
     fs: &dyn FileSystem,
     dir: &Path,

@@ -14,6 +14,7 @@ pub mod dirty_map;
 mod hashed;
 pub mod kafka;
 mod kafka_pass;
+mod kafka_read;
 pub mod kafka_txn;
 pub mod offset_map;
 pub mod output;

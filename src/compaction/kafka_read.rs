@@ -1,0 +1,497 @@
+//! The kafka pass's read and map steps (docs/design.md section 1, "The kafka
+//! pass"), one walk of every record: a second thread checks every batch of the
+//! closed segments exactly as a full decode would (records walked, a compressed
+//! one inflated once and kept), counts its keyed, keyless and tombstone records,
+//! and digests the keys of the batches the map covers; this thread inserts the
+//! digests into the offset map as they come, under the key budget (the rules of
+//! [`super::kafka::KafkaMap::build`]). The two halves cost about the same, as in
+//! the `seed` pass's scan (`super::hashed`).
+//!
+//! Errors are the reference pass's, in its order: every closed segment's batches
+//! are split and CRC-checked first ([`split_sources`]); if that, the active
+//! segment's check or the transaction facts fail, [`first_error`] repeats the
+//! reference's reads one by one to find its first error. Otherwise the only errors
+//! left are record-level ones, met by the walk in log order, and a map error (key
+//! budget) counts only if every read succeeded.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use crate::error::{Error, Result};
+use crate::format::batch::{ATTR_TRANSACTIONAL, NO_TIMESTAMP};
+use crate::format::batch_view::{BatchView, RecordViews};
+use crate::format::filename::LOG_SUFFIX;
+use crate::fs::FileSystem;
+use crate::segment::BatchFacts;
+
+use super::offset_map::{Digest, Digester, OffsetMap, Superseded};
+use super::source::segment_path;
+use super::view;
+
+/// One checked batch of a closed segment.
+pub(super) struct Batch {
+    /// Its bytes in the segment.
+    pub range: Range<usize>,
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub records: usize,
+    pub max_timestamp: i64,
+    pub attributes: i16,
+    pub control: bool,
+    pub producer_id: i64,
+    /// Attribute bit 4.
+    pub transactional: bool,
+    /// Data of an aborted transaction ([`super::kafka_txn::KafkaTxn::aborted`]):
+    /// mapped hollow (no key, the map's last offset moves) and removed where cleaned.
+    pub aborted: bool,
+    /// Its records with a key, without one, and with a null value (data batches).
+    pub keyed: u32,
+    pub keyless: u32,
+    pub tombstones: u32,
+    /// The ordinal of its first keyed record if the map read it.
+    pub first_ordinal: Option<i64>,
+    /// A compressed batch's records, inflated once by the read.
+    pub inflated: Option<Vec<u8>>,
+}
+
+/// A closed segment: its mapped bytes and its checked batches.
+pub(super) struct Source {
+    pub base: i64,
+    pub path: PathBuf,
+    pub bytes: bytes::Bytes,
+    pub batches: Vec<Batch>,
+}
+
+impl Source {
+    /// The batch's header fields and its records (checked by the read).
+    pub fn records<'a>(&'a self, batch: &'a Batch) -> Result<(BatchView<'a>, RecordViews<'a>)> {
+        let (view, _) = BatchView::decode_crc_checked(&self.bytes[batch.range.clone()])
+            .map_err(|e| e.at(&self.path, batch.range.start as u64))?;
+        let records = match &batch.inflated {
+            None => view.records(),
+            Some(inflated) => view.records_in(inflated),
+        };
+        Ok((view, records))
+    }
+
+    pub fn facts(&self) -> Vec<BatchFacts> {
+        self.batches
+            .iter()
+            .map(|b| BatchFacts {
+                base_offset: b.base_offset,
+                last_offset: b.last_offset,
+                size_bytes: b.range.len() as u64,
+                records: b.records as u64,
+                max_timestamp: b.max_timestamp,
+            })
+            .collect()
+    }
+}
+
+/// A closed segment split into CRC-checked batches, its records not yet read.
+pub(super) struct Split {
+    pub base: i64,
+    pub path: PathBuf,
+    pub bytes: bytes::Bytes,
+    pub batches: Vec<SplitBatch>,
+}
+
+/// What the split reads of one batch: its header's fields.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SplitBatch {
+    pub position: usize,
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+}
+
+impl Split {
+    pub fn next_offset(&self) -> i64 {
+        self.batches.last().map_or(self.base, |b| b.last_offset + 1)
+    }
+
+    pub fn max_timestamp(&self) -> i64 {
+        self.batches
+            .iter()
+            .map(|b| b.max_timestamp)
+            .max()
+            .unwrap_or(NO_TIMESTAMP)
+    }
+}
+
+/// Maps and splits every closed segment (`bases`) into CRC-checked batches
+/// ([`view::batches`], the reference's first check of each segment).
+pub(super) fn split_sources(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Vec<Split>> {
+    bases
+        .iter()
+        .map(|&base| {
+            let path = segment_path(dir, base, LOG_SUFFIX);
+            let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
+            let batches = view::batches(&path, base, &bytes)?
+                .iter()
+                .map(|b| SplitBatch {
+                    position: b.position as usize,
+                    base_offset: b.header.base_offset,
+                    last_offset: b.last_offset(),
+                    max_timestamp: b.header.max_timestamp,
+                })
+                .collect();
+            Ok(Split {
+                base,
+                path,
+                bytes,
+                batches,
+            })
+        })
+        .collect()
+}
+
+/// Checks the batch at `position` of `bytes` (split and CRC-checked) as `decode`
+/// does, in the same order, so that the same damage gives the same error; hands
+/// every key to `on_key` when `digest` is true (data batches only).
+fn walk(
+    path: &Path,
+    bytes: &[u8],
+    split: &SplitBatch,
+    digest: bool,
+    mut on_key: impl FnMut(&[u8]),
+) -> Result<Batch> {
+    let position = split.position;
+    let at = |e: crate::format::FormatError| e.at(path, position as u64);
+    let (checked, size) = BatchView::decode_crc_checked(&bytes[position..]).map_err(at)?;
+    let inflated = checked.inflate().map_err(at)?;
+    let records = match &inflated {
+        None => checked.records(),
+        Some(inflated) => checked.records_in(inflated),
+    };
+    let control = checked.is_control();
+    let (mut keyed, mut keyless, mut tombstones) = (0u32, 0u32, 0u32);
+    for record in records {
+        let record = record.map_err(at)?;
+        match record.key {
+            Some(key) => {
+                keyed += 1;
+                if digest && !control {
+                    on_key(key);
+                }
+            }
+            None => keyless += 1,
+        }
+        tombstones += u32::from(record.value.is_none());
+    }
+    Ok(Batch {
+        range: position..position + size,
+        base_offset: checked.base_offset,
+        last_offset: split.last_offset,
+        records: checked.record_count,
+        attributes: checked.attributes,
+        max_timestamp: checked.max_timestamp,
+        control,
+        producer_id: checked.producer_id,
+        transactional: checked.attributes & ATTR_TRANSACTIONAL != 0,
+        aborted: false,
+        keyed,
+        keyless,
+        tombstones,
+        first_ordinal: None,
+        inflated,
+    })
+}
+
+/// The reference's reads one by one (every closed segment in full, then the
+/// active segment, then the transaction facts): its first error, once a faster
+/// check has failed. `Ok` only if none fails (the faster check's failure was not
+/// in the bytes: then the caller reports that).
+pub(super) fn first_error(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    active_len: Option<u64>,
+) -> Result<()> {
+    let (&active_base, closed) = bases.split_last().expect("a log has a segment");
+    for base in closed {
+        // Each segment split and walked before the next is touched.
+        let split = split_sources(fs, dir, std::slice::from_ref(base))?.remove(0);
+        for batch in &split.batches {
+            walk(&split.path, &split.bytes, batch, false, |_| {})?;
+        }
+    }
+    super::kafka::active_bytes(fs, dir, active_base, active_len)?;
+    super::kafka_txn::KafkaTxn::gather(fs, dir, bases)?;
+    Ok(())
+}
+
+/// The map's answers once built: only "superseded?" by ordinal when every
+/// cleaned batch was mapped (a pass from the log start), lookups of keys too when
+/// batches below the clean point are cleaned again.
+pub(super) enum Latest {
+    Superseded(Superseded),
+    Finished(OffsetMap),
+}
+
+/// The map step's result: the `seed` policy's [`OffsetMap`] (24-byte entries, a
+/// 128-bit digest per key) with record ordinals as positions.
+pub(super) struct PassMap {
+    pub latest: Latest,
+    /// Distinct keys (digests) mapped.
+    pub keys: usize,
+    pub map_bytes: usize,
+    pub map_bytes_peak: usize,
+    /// The last offset of the last batch read (Kafka's `OffsetMap.latestOffset`).
+    pub latest_offset: Option<i64>,
+    /// The pass's clean point.
+    pub clean_point: i64,
+}
+
+impl PassMap {
+    /// Whether the keyed record with ordinal `ordinal` has a later record of its key.
+    pub fn is_superseded(&self, ordinal: i64) -> bool {
+        match &self.latest {
+            Latest::Superseded(bits) => bits.is_superseded(ordinal),
+            Latest::Finished(map) => map.is_superseded(ordinal),
+        }
+    }
+
+    /// How many of the ordinals `ordinals` are superseded, a word at a time.
+    pub fn superseded_count(&self, ordinals: Range<i64>) -> usize {
+        match &self.latest {
+            Latest::Superseded(bits) => bits.count(ordinals),
+            Latest::Finished(map) => map.superseded_count(ordinals),
+        }
+    }
+
+    /// Whether `key` was mapped (asked of records below the clean point, whose
+    /// offsets are below every mapped one: mapped means superseded).
+    pub fn is_mapped(&self, key: &[u8]) -> bool {
+        match &self.latest {
+            Latest::Finished(map) => map.latest(key).is_some(),
+            Latest::Superseded(_) => unreachable!("no batch below the clean point is cleaned"),
+        }
+    }
+}
+
+/// What the map step needs of the pass.
+pub(super) struct MapRange {
+    pub clean_point: i64,
+    pub uncleanable: i64,
+    pub key_budget: Option<u64>,
+    /// Batches below the clean point are cleaned too: the map answers lookups.
+    pub lookups: bool,
+}
+
+impl MapRange {
+    fn covers(&self, batch_base: i64) -> bool {
+        batch_base >= self.clean_point && batch_base < self.uncleanable
+    }
+}
+
+/// The map's building state ([`super::kafka::KafkaMap::build`]'s rules).
+struct Mapper {
+    map: OffsetMap,
+    ordinals: i64,
+    latest_offset: Option<i64>,
+    /// The key budget stopped the map (no batch after it counts).
+    stopped: bool,
+    /// A first batch larger than the budget: reported if every read succeeds.
+    error: Option<Error>,
+    /// With a budget: the distinct digests so far, and a batch's new ones.
+    seen: HashSet<Digest>,
+    fresh: Vec<Digest>,
+}
+
+impl Mapper {
+    /// One batch of the range, in order, with its keys' digests (none for a
+    /// control or aborted batch).
+    fn batch(&mut self, batch: &mut Batch, digests: &[Digest], key_budget: Option<u64>) {
+        if self.stopped {
+            return;
+        }
+        if !batch.control && !batch.aborted {
+            if let Some(budget) = key_budget {
+                self.fresh.clear();
+                self.fresh
+                    .extend(digests.iter().filter(|d| !self.seen.contains(*d)));
+                self.fresh.sort_unstable();
+                self.fresh.dedup();
+                if (self.seen.len() + self.fresh.len()) as u64 > budget {
+                    if self.seen.is_empty() {
+                        self.error = Some(Error::InvalidArgument(format!(
+                            "the offset map holds {budget} keys; batch {} alone has {}",
+                            batch.base_offset,
+                            self.fresh.len()
+                        )));
+                    }
+                    self.stopped = true;
+                    return;
+                }
+                self.seen.extend(self.fresh.iter().copied());
+            }
+            batch.first_ordinal = Some(self.ordinals);
+            for &digest in digests {
+                self.map.insert_digest(digest, self.ordinals);
+                self.ordinals += 1;
+            }
+        }
+        self.latest_offset = Some(batch.last_offset);
+    }
+}
+
+/// Chunks in flight and digests a chunk holds before it is handed over.
+const CHUNKS: usize = 4;
+const CHUNK_DIGESTS: usize = 16 * 1024;
+const CHUNK_BATCHES: usize = 1024;
+
+/// What the reading thread hands over: checked batches `(source, batch, its
+/// digests in `digests`)`, in log order.
+#[derive(Default)]
+struct Chunk {
+    batches: Vec<(usize, Batch, Range<usize>)>,
+    digests: Vec<Digest>,
+}
+
+/// Steps 1 and 2: reads every batch of `splits` on a second thread (checked, as
+/// [`walk`]), `aborted` telling the closed batches of aborted transactions (by
+/// index over all of them), and maps the range on this one. Returns the sources
+/// and the map, or the first read error in log order (then a map error).
+pub(super) fn read_and_map(
+    splits: Vec<Split>,
+    aborted: &(dyn Fn(usize) -> bool + Sync),
+    range: &MapRange,
+) -> Result<(Vec<Source>, PassMap)> {
+    let mut mapper = Mapper {
+        map: OffsetMap::tracking_superseded(),
+        ordinals: 0,
+        latest_offset: None,
+        stopped: false,
+        error: None,
+        seen: HashSet::new(),
+        fresh: Vec::new(),
+    };
+    let digester = mapper.map.digester();
+    let mut sources: Vec<Source> = splits
+        .iter()
+        .map(|s| Source {
+            base: s.base,
+            path: s.path.clone(),
+            bytes: s.bytes.clone(),
+            batches: Vec::with_capacity(s.batches.len()),
+        })
+        .collect();
+    let (full_tx, full_rx) = mpsc::sync_channel::<Result<Chunk>>(CHUNKS);
+    let (empty_tx, empty_rx) = mpsc::channel::<Chunk>();
+    for _ in 0..CHUNKS {
+        empty_tx
+            .send(Chunk::default())
+            .expect("the receiver is alive");
+    }
+    let splits = &splits;
+    let read_result = std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut chunk = Chunk::default();
+            let outcome = read(splits, aborted, range, digester, &mut chunk, &mut |full| {
+                if full_tx.send(Ok(std::mem::take(full))).is_err() {
+                    return false;
+                }
+                match empty_rx.recv() {
+                    Ok(free) => {
+                        *full = free;
+                        true
+                    }
+                    Err(_) => false,
+                }
+            });
+            // What was read before an error comes first, then the error.
+            let _ = full_tx.send(Ok(chunk));
+            if let Err(error) = outcome {
+                let _ = full_tx.send(Err(error));
+            }
+        });
+        let mut result = Ok(());
+        for chunk in &full_rx {
+            let mut chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            };
+            for (s, mut batch, digests) in chunk.batches.drain(..) {
+                if range.covers(batch.base_offset) {
+                    mapper.batch(&mut batch, &chunk.digests[digests], range.key_budget);
+                }
+                sources[s].batches.push(batch);
+            }
+            chunk.digests.clear();
+            let _ = empty_tx.send(chunk);
+        }
+        drop(full_rx);
+        drop(empty_tx);
+        result
+    });
+    read_result?;
+    if let Some(error) = mapper.error {
+        return Err(error);
+    }
+    for (source, split) in sources.iter().zip(splits) {
+        assert_eq!(source.batches.len(), split.batches.len());
+    }
+    let Mapper {
+        mut map,
+        latest_offset,
+        ..
+    } = mapper;
+    let (latest, keys, map_bytes, map_bytes_peak) = if range.lookups {
+        map.finish();
+        let (keys, bytes, peak) = (map.len(), map.resident_bytes(), map.peak_bytes());
+        (Latest::Finished(map), keys, bytes, peak)
+    } else {
+        let bits = map.into_superseded();
+        let (keys, bytes, peak) = (bits.keys, bits.map_bytes, bits.map_bytes_peak);
+        (Latest::Superseded(bits), keys, bytes, peak)
+    };
+    Ok((
+        sources,
+        PassMap {
+            latest,
+            keys,
+            map_bytes,
+            map_bytes_peak,
+            latest_offset,
+            clean_point: range.clean_point,
+        },
+    ))
+}
+
+/// The reading thread: walks every batch in order, filling `chunk` and calling
+/// `hand_over` when it is full (false: the consumer stopped, so stop too).
+fn read(
+    splits: &[Split],
+    aborted: &(dyn Fn(usize) -> bool + Sync),
+    range: &MapRange,
+    digester: Digester,
+    chunk: &mut Chunk,
+    hand_over: &mut dyn FnMut(&mut Chunk) -> bool,
+) -> Result<()> {
+    let mut index = 0usize;
+    for (s, split) in splits.iter().enumerate() {
+        for split_batch in &split.batches {
+            let is_aborted = aborted(index);
+            index += 1;
+            let start = chunk.digests.len();
+            let digests = &mut chunk.digests;
+            let digest = !is_aborted && range.covers(split_batch.base_offset);
+            let mut batch = walk(&split.path, &split.bytes, split_batch, digest, |key| {
+                digests.push(digester.digest(key));
+            })?;
+            batch.aborted = is_aborted;
+            chunk.batches.push((s, batch, start..chunk.digests.len()));
+            let full = chunk.digests.len() >= CHUNK_DIGESTS || chunk.batches.len() >= CHUNK_BATCHES;
+            if full && !hand_over(chunk) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
