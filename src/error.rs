@@ -171,6 +171,16 @@ pub enum CorruptKind {
         /// The previous batch's last offset (or the segment's base offset).
         previous: i64,
     },
+    /// A batch's offsets reach `end`, where its segment's offsets end (the next
+    /// segment's base offset, or the log's next offset): its base offset, outside
+    /// the CRC, was damaged.
+    #[error("offset {offset} is at or past {end}, where the segment's offsets end")]
+    PastSegmentEnd {
+        /// The batch's last offset.
+        offset: i64,
+        /// The first offset past the segment.
+        end: i64,
+    },
     /// A zigzag varint runs past its maximum length or past the data.
     #[error("malformed varint")]
     Varint,

@@ -51,3 +51,82 @@ fn overlapping_offsets_in_a_trusted_segment_are_corruption() {
     let each = log.read_each(0, usize::MAX, |_| {}).unwrap_err();
     assert_eq!(each.to_string(), error.to_string());
 }
+
+/// Cleans a log of three segments (closed 0 and 4, active 5) after damaging the
+/// first batch's base offset of segment `segment` (0: the first file) to `base`,
+/// with every policy. The cleaning must fail with `PastSegmentEnd` naming that
+/// file and the moved batch's `last` offset, and leave every `.log` file as it was.
+fn clean_after_moving_a_batch(segment: usize, base: u8, last: i64) {
+    for policy in [
+        seglog::compaction::CompactionPolicy::Seed,
+        seglog::compaction::CompactionPolicy::Kafka,
+    ] {
+        let fs = Arc::new(SimFs::new());
+        let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+        let dir = Path::new("/log");
+        let record = |k: &str| NewRecord::new(Some(k.as_bytes().to_vec()), Some(b"v".to_vec()), 1);
+        let (mut log, _) = Log::open_with(dyn_fs.clone(), dir, LogConfig::default()).unwrap();
+        log.append(&[record("a"), record("b")]).unwrap();
+        log.append(&[record("b")]).unwrap();
+        log.append(&[record("c")]).unwrap();
+        log.roll().unwrap();
+        log.append(&[record("d")]).unwrap();
+        log.roll().unwrap();
+        log.append(&[record("c")]).unwrap();
+        log.close().unwrap();
+        let base_of = [0i64, 4, 5][segment];
+        let path = dir.join(seglog::format::filename::build(base_of, ".log"));
+        let mut bytes = fs.read_all(&path).unwrap();
+        assert_eq!(i64::from_be_bytes(bytes[..8].try_into().unwrap()), base_of);
+        bytes[7] = base;
+        fs.write_new(&path, &bytes).unwrap();
+        let logs = |fs: &SimFs| -> Vec<(String, Vec<u8>)> {
+            let mut names = fs.list_dir(dir).unwrap();
+            names.retain(|n| n.ends_with(".log"));
+            names.sort();
+            names
+                .into_iter()
+                .map(|n| (n.clone(), fs.read_all(&dir.join(&n)).unwrap()))
+                .collect()
+        };
+        let before = logs(&fs);
+        let (mut log, _) = Log::open_with(dyn_fs.clone(), dir, LogConfig::default()).unwrap();
+        let knobs = seglog::compaction::CleanOptions {
+            dedupe_buffer_bytes: None,
+            min_compaction_lag_ms: 0,
+            policy,
+        };
+        // Before the fix: a panic (the log's segment invariant after the install,
+        // an index's relative offset, or the swap's manifest check).
+        let error = log.clean(20, 1000, None, knobs).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                Error::Corrupt { path: p, kind: CorruptKind::PastSegmentEnd { offset, .. }, .. }
+                    if *p == path && *offset == last
+            ),
+            "{policy:?}: {error:?}"
+        );
+        drop(log);
+        assert_eq!(
+            logs(&fs),
+            before,
+            "{policy:?}: the failed cleaning changed a segment"
+        );
+        assert!(!fs.exists(Path::new("/log.compact-manifest")));
+    }
+}
+
+#[test]
+fn a_closed_batch_moved_into_the_next_segment_fails_the_cleaning() {
+    // Segment 4's batch `d` moved to offset 5: the active segment's base.
+    clean_after_moving_a_batch(1, 5, 5);
+    // Segment 0's first batch (`a`, `b`) moved from 0..1 to 200..201.
+    clean_after_moving_a_batch(0, 200, 201);
+}
+
+#[test]
+fn an_active_batch_moved_past_the_log_end_fails_the_cleaning() {
+    // The active segment's batch `c` moved from 5 to 200: the log assigned up to 5.
+    clean_after_moving_a_batch(2, 200, 200);
+}

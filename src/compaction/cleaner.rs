@@ -242,6 +242,7 @@ fn build_inner(
         crate::install::Trash::left_over(paths.clone()).remove(fs)?;
     }
     carried_files(fs, dir)?;
+    super::source::check_segment_ends(fs, dir, &bases)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
     if clean.policy == super::CompactionPolicy::Kafka {

@@ -82,6 +82,41 @@ pub fn decode_segment(path: &Path, base_offset: i64, bytes: &[u8]) -> Result<Vec
     Ok(batches)
 }
 
+/// Checks, from the batch headers alone, that every closed segment's batches end
+/// below the next segment's base offset (`bases`: every segment, the active one
+/// last). A base offset lies outside the CRC: a damaged one can move a batch into
+/// the next segment's offsets, which no per-segment check sees. A header that does
+/// not decode, or runs past its file, ends the walk of its segment: the pass that
+/// reads the segment reports it.
+pub fn check_segment_ends(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<()> {
+    for pair in bases.windows(2) {
+        let [base, end] = *pair else { continue };
+        let path = segment_path(dir, base, filename::LOG_SUFFIX);
+        let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
+        let mut position = 0usize;
+        while let Some(rest) = bytes.get(position..).filter(|rest| !rest.is_empty()) {
+            let Ok(header) = batch::decode_header(rest) else {
+                break;
+            };
+            if header.size > rest.len() {
+                break;
+            }
+            if header.last_offset() >= end {
+                return Err(Error::corrupt(
+                    &path,
+                    position as u64,
+                    CorruptKind::PastSegmentEnd {
+                        offset: header.last_offset(),
+                        end,
+                    },
+                ));
+            }
+            position += header.size;
+        }
+    }
+    Ok(())
+}
+
 /// Metadata of one segment from its decoded batches.
 pub fn meta_of(base_offset: i64, closed: bool, bytes: u64, batches: &[RecordBatch]) -> SegmentMeta {
     SegmentMeta {

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::compaction::{CleanOptions, CompactionPolicy};
 use crate::error::Error;
 use crate::format::{checkpoint, filename};
 use crate::fs::sim::SimFs;
@@ -130,10 +131,70 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             if !stray.is_empty() {
                 return Err(format!("directories left after recovery: {stray:?}"));
             }
-            check_second_open(case, dyn_fs, &fs, &view)?;
+            check_second_open(case, dyn_fs.clone(), &fs, &view)?;
+            check_cleanings(case, &fs)?;
             Ok(outcome)
         }
     }
+}
+
+/// A log that opened from a damaged image is cleaned, by each policy in turn (on
+/// its own copy of the image): the cleaning succeeds, or fails with a structured
+/// corruption error and changes no `.log` file. Never a panic: damage the open
+/// does not look at (a trusted segment, a base offset outside the CRC) reaches the
+/// cleaner's own checks.
+fn check_cleanings(case: &Case<'_>, fs: &SimFs) -> Result<(), String> {
+    for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
+        let image = Arc::new(sweep::duplicate(fs));
+        let dyn_fs: Arc<dyn FileSystem> = image.clone();
+        let Ok((mut log, _)) = Log::open_with(dyn_fs, LOG_DIR, case.config.clone()) else {
+            return Err(format!("{policy:?} cleaning: the image no longer opens"));
+        };
+        let logs_before = log_files(&image);
+        let knobs = CleanOptions {
+            policy,
+            ..CleanOptions::default()
+        };
+        let cleaned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            log.clean(CLEAN_NOW, 1000, None, knobs)
+        }));
+        drop(log);
+        match cleaned {
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("?");
+                return Err(format!("a {policy:?} cleaning panicked: {why}"));
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(Error::Corrupt { .. })) => {
+                if log_files(&image) != logs_before {
+                    return Err(format!(
+                        "a {policy:?} cleaning failed on the damage and changed a .log file"
+                    ));
+                }
+            }
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "a {policy:?} cleaning failed with a non-corruption error: {e}"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The clock of [`check_cleanings`]: past every workload's timestamps.
+const CLEAN_NOW: i64 = 1_000_000;
+
+/// Every `.log` file of the live directory with its bytes.
+fn log_files(fs: &SimFs) -> BTreeMap<PathBuf, Vec<u8>> {
+    fs.snapshot()
+        .into_iter()
+        .filter(|(path, _)| path.parent() == Some(Path::new(LOG_DIR)) && is_log(path))
+        .collect()
 }
 
 /// A read error after a successful open: only for damage the open was entitled not

@@ -79,7 +79,19 @@ pub fn complete_manifest(
         });
     }
     manifest.files.sort();
-    assert!(next_offset >= manifest.next_offset);
+    if next_offset < manifest.next_offset {
+        // The built segments hold offsets the log never assigned: a base offset
+        // (outside the CRC) of a segment the build read was damaged.
+        let last = tail_bases.last().copied().unwrap_or(next_offset);
+        return Err(Error::corrupt(
+            paths.live.join(filename::build(last, LOG_SUFFIX)),
+            0,
+            crate::error::CorruptKind::PastSegmentEnd {
+                offset: manifest.next_offset - 1,
+                end: next_offset,
+            },
+        ));
+    }
     manifest.next_offset = next_offset;
     Ok(())
 }
