@@ -48,6 +48,8 @@ fn spec_batch(batch: &RecordBatch) -> Batch {
         base_timestamp: batch.base_timestamp,
         max_timestamp: batch.max_timestamp,
         delete_horizon: batch.delete_horizon(),
+        producer_id: batch.producer_id,
+        transactional: batch.is_transactional(),
         records: batch
             .records
             .iter()
