@@ -4,8 +4,10 @@
 //! Draws: appends of 1-4 records over a small key space (4 keys, null keys,
 //! tombstones, timestamps around the clock, not monotonic, and the edges -1, -2, 0,
 //! `i64::MIN`, `i64::MAX`), produce requests of 1-3 producer-encoded batches
-//! (some compressed, some with a defect that refuses the request), control
-//! batches, roll, flush, retention by time and/or
+//! (some compressed, some with a defect that refuses the request), transactional
+//! batches of producer 1 and its COMMIT/ABORT markers (so transactions commit,
+//! abort or stay open across rolls, cleanings of both policies, crashes and
+//! reopens), roll, flush, retention by time and/or
 //! size (sometimes invalid or extreme, to check both sides reject or accept it),
 //! compaction (tombstone grace around the clock moves, sometimes a smaller
 //! `segment_bytes`), reads (from anywhere, `i64` extremes included), clock moves,
@@ -38,6 +40,8 @@ enum Draw {
     /// A produce request: batches of records, each with its codec and maybe a
     /// defect ([`crate::workload::Defect`]).
     AppendRaw(Vec<(Vec<Drawn>, u8, Option<crate::workload::Defect>)>),
+    /// A transactional batch of producer 1 (`Op::AppendTxn`).
+    Txn(Vec<Drawn>),
     Control {
         commit: bool,
         ts_delta: i64,
@@ -143,7 +147,8 @@ fn draw() -> impl Strategy<Value = Draw> {
         )
             .prop_map(|(records, codec, log_append_time)| Draw::Append(records, codec, log_append_time)),
         4 => prop::collection::vec(raw_batch(), 1..4).prop_map(Draw::AppendRaw),
-        1 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
+        3 => prop::collection::vec(record(), 1..4).prop_map(Draw::Txn),
+        2 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
         3 => Just(Draw::Roll),
         2 => Just(Draw::Flush),
         2 => (
@@ -238,6 +243,9 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
                     defect,
                 })
                 .collect(),
+        }),
+        Draw::Txn(records) => Step::Op(Op::AppendTxn {
+            records: records.into_iter().map(|r| record_spec(r, now)).collect(),
         }),
         Draw::Control { commit, ts_delta } => Step::Op(Op::AppendControl {
             commit,

@@ -37,6 +37,7 @@ fn generated_cases_cover_every_step_kind() {
     let has = |f: &dyn Fn(&Step) -> bool| steps.iter().any(f);
     assert!(has(&|s| matches!(s, Step::Op(Op::Append { .. }))));
     assert!(has(&|s| matches!(s, Step::Op(Op::AppendControl { .. }))));
+    assert!(has(&|s| matches!(s, Step::Op(Op::AppendTxn { .. }))));
     assert!(has(&|s| matches!(s, Step::Op(Op::Roll))));
     assert!(has(&|s| matches!(s, Step::Op(Op::Flush))));
     assert!(has(&|s| matches!(s, Step::Op(Op::Retain { .. }))));
@@ -56,6 +57,44 @@ fn generated_cases_cover_every_step_kind() {
         .collect();
     assert!(records.iter().any(|r| r.key.is_none()));
     assert!(records.iter().any(|r| r.value.is_none()));
+}
+
+/// Transactions are drawn with their ends: in 20 cases of 40 steps, transactional
+/// batches whose transaction a later COMMIT ends, others a later ABORT ends, and
+/// cleanings of both policies after an AppendTxn (counted by the step order, as
+/// if no crash lost anything).
+#[test]
+fn generated_cases_draw_committed_and_aborted_transactions() {
+    let (mut committed, mut aborted, mut cleaned_seed, mut cleaned_kafka) = (0, 0, 0, 0);
+    for seed in 0..20 {
+        let steps = case_steps(seed, 40);
+        let mut open = false;
+        let mut seen_txn = false;
+        for step in &steps {
+            match step {
+                Step::Op(Op::AppendTxn { .. }) => (open, seen_txn) = (true, true),
+                Step::Op(Op::AppendControl { commit, .. }) if open => {
+                    open = false;
+                    if *commit {
+                        committed += 1;
+                    } else {
+                        aborted += 1;
+                    }
+                }
+                Step::Op(Op::Clean { policy, .. }) if seen_txn => match policy {
+                    crate::compaction::CompactionPolicy::Seed => cleaned_seed += 1,
+                    crate::compaction::CompactionPolicy::Kafka => cleaned_kafka += 1,
+                },
+                Step::Op(Op::Compact { .. }) if seen_txn => cleaned_seed += 1,
+                _ => {}
+            }
+        }
+    }
+    let counts = (committed, aborted, cleaned_seed, cleaned_kafka);
+    assert!(
+        committed >= 5 && aborted >= 5 && cleaned_seed >= 5 && cleaned_kafka >= 5,
+        "{counts:?}"
+    );
 }
 
 #[test]
