@@ -96,3 +96,80 @@ pub fn markers_follow_data(before: &SpecLog, after: &SpecLog) -> Result<(), Viol
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{SpecRecordInput, SpecSegment};
+
+    fn rec(key: &str, value: &str) -> SpecRecordInput {
+        SpecRecordInput {
+            key: Some(key.as_bytes().to_vec()),
+            value: Some(value.as_bytes().to_vec()),
+            timestamp: 0,
+        }
+    }
+
+    /// [0: txn a=1] [1: COMMIT] [2: txn a=x] [3: ABORT] | active [4: txn b=o] (open).
+    fn log() -> SpecLog {
+        let mut log = SpecLog::new(1 << 20);
+        log.append_transactional(1, &[rec("a", "1")]).unwrap();
+        log.append_control(true, 0);
+        log.append_transactional(1, &[rec("a", "x")]).unwrap();
+        log.append_control(false, 0);
+        log.roll();
+        log.append_transactional(1, &[rec("b", "o")]).unwrap();
+        log
+    }
+
+    /// `log` without the batches at `drop` (and with the aborted batch kept).
+    fn without(log: &SpecLog, drop: &[i64]) -> SpecLog {
+        let segments: Vec<SpecSegment> = log
+            .raw_segments()
+            .iter()
+            .map(|s| SpecSegment {
+                base_offset: s.base_offset,
+                batches: s
+                    .batches
+                    .iter()
+                    .filter(|b| !drop.contains(&b.base_offset))
+                    .cloned()
+                    .collect(),
+            })
+            .collect();
+        SpecLog::from_parts(log.segment_bytes(), log.log_start_offset(), segments).unwrap()
+    }
+
+    fn broken(before: &SpecLog, after: &SpecLog) -> Vec<&'static str> {
+        [
+            same_committed_view(before, after),
+            open_retained(before, after),
+            markers_follow_data(before, after),
+        ]
+        .into_iter()
+        .filter_map(|r| r.err().map(|v| v.invariant))
+        .collect()
+    }
+
+    #[test]
+    fn a_compaction_holds_them_and_each_mutant_breaks_one() {
+        let before = log();
+        let mut after = before.clone();
+        after.compact(10, 100, None).unwrap();
+        assert_eq!(broken(&before, &after), Vec::<&str>::new());
+        assert_eq!(broken(&before, &without(&before, &[2])), Vec::<&str>::new());
+        // The bug: the committed value dropped, the aborted one kept.
+        assert_eq!(broken(&before, &without(&before, &[0])), ["committed_view"]);
+        assert_eq!(broken(&before, &without(&before, &[4])), ["open_retained"]);
+        // Without its COMMIT, a=1 reads as part of the aborted transaction.
+        assert_eq!(
+            broken(&before, &without(&before, &[1])),
+            ["committed_view", "markers_follow_data"]
+        );
+        // The ABORT marker may go once its data is gone.
+        assert_eq!(
+            broken(&before, &without(&before, &[2, 3])),
+            Vec::<&str>::new()
+        );
+    }
+}
