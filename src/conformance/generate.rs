@@ -56,10 +56,11 @@ enum Draw {
         delete_retention_ms: i64,
         segment_bytes: Option<u64>,
     },
-    /// A cleaning pass with a small offset map (`keys` keys) and maybe a lag.
+    /// A cleaning pass with a small offset map (`keys` keys; now and then
+    /// unbounded, so that a `kafka` pass reaches past aborted batches) and maybe a lag.
     Clean {
         delete_retention_ms: i64,
-        keys: u64,
+        keys: Option<u64>,
         min_compaction_lag_ms: i64,
         policy: crate::compaction::CompactionPolicy,
     },
@@ -147,8 +148,8 @@ fn draw() -> impl Strategy<Value = Draw> {
         )
             .prop_map(|(records, codec, log_append_time)| Draw::Append(records, codec, log_append_time)),
         4 => prop::collection::vec(raw_batch(), 1..4).prop_map(Draw::AppendRaw),
-        3 => prop::collection::vec(record(), 1..4).prop_map(Draw::Txn),
-        2 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
+        2 => prop::collection::vec(record(), 1..4).prop_map(Draw::Txn),
+        3 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
         3 => Just(Draw::Roll),
         2 => Just(Draw::Flush),
         2 => (
@@ -161,7 +162,7 @@ fn draw() -> impl Strategy<Value = Draw> {
             prop_oneof![3 => Just(None), 2 => (60u64..600).prop_map(Some)],
         )
             .prop_map(|(delete_retention_ms, segment_bytes)| Draw::Compact { delete_retention_ms, segment_bytes }),
-        2 => (0i64..200, 1u64..5, prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![Just(crate::compaction::CompactionPolicy::Seed), Just(crate::compaction::CompactionPolicy::Kafka)])
+        3 => (0i64..200, prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(crate::compaction::CompactionPolicy::Seed), 2 => Just(crate::compaction::CompactionPolicy::Kafka)])
             .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms, policy)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms, policy }),
         2 => prop_oneof![12 => -1i64..40, 1 => Just(i64::MIN), 1 => Just(i64::MAX)].prop_map(|from| Draw::Read { from }),
         3 => (1i64..150).prop_map(Draw::Clock),
@@ -278,7 +279,7 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
             now,
             delete_retention_ms,
             segment_bytes: None,
-            dedupe_buffer_bytes: Some(keys * seglog_model::spec::MAP_ENTRY_BYTES),
+            dedupe_buffer_bytes: keys.map(|k| k * seglog_model::spec::MAP_ENTRY_BYTES),
             min_compaction_lag_ms,
             policy,
         }),
@@ -543,7 +544,10 @@ mod tests {
     /// least 20 times. Measured when written: foreign end gaps 159, retention time
     /// edges 30, retention bytes edges 71, tombstone age edges 39, grouping edges
     /// 62, segment fills 125, timestamps -1: 68, `i64` extremes 145, below -1: 64.
-    /// (Compressed and LogAppendTime appends are counted too.)
+    /// (Compressed and LogAppendTime appends are counted too.) Since transactions
+    /// are drawn (fewer of every other draw): foreign end gaps 111, retention time
+    /// edges 21, retention bytes edges 51, tombstone age edges 32, grouping edges 60,
+    /// segment fills 96, timestamps -1: 44, `i64` extremes 88, below -1: 40.
     #[test]
     fn generated_cases_meet_every_boundary() {
         let mut hits = Hits::default();
