@@ -1,6 +1,6 @@
 //! The `kafka` policy's transaction rules (docs/design.md section 1, "The kafka
 //! policy and transactions"; engine `src/compaction/kafka_txn.rs`), plugged into
-//! the pass of [`super::kafka`] at three points. They apply when the log holds a
+//! the pass of `spec::kafka` at three points. They apply when the log holds a
 //! transactional data batch (a log whose only transactional batches are markers
 //! takes the plain kafka pass), and follow Kafka 4.4's cleaner:
 //!
@@ -18,7 +18,7 @@
 //!    Aborted records thus never shadow committed ones (the issue's bug).
 //! 3. **Clean.** In every cleaned segment (base `<= L`) an aborted data batch is
 //!    removed whole (Kafka's `shouldDiscardBatch`); every other batch follows the
-//!    plain rules of [`super::kafka`] (markers pass unchanged).
+//!    plain rules of `spec::kafka` (markers pass unchanged).
 //!
 //! Known differences from Kafka, shared with the engine: Kafka keeps a marker while
 //! its transaction has data in the cleaned region and then stamps it with a delete
