@@ -1,7 +1,9 @@
 //! The transaction rules of the `kafka` policy (docs/design.md section 1, "The
 //! kafka policy and transactions"): what Kafka 4.4's cleaner does with
 //! transactional data, as a pure decision over the batch facts that
-//! [`super::txn::gather`] reads, used by [`super::kafka`] through two hooks.
+//! [`super::txn::gather`] reads, used by [`super::kafka`] through two hooks. The
+//! spec's statement of the same rules: `model/src/spec/kafka_txn.rs` (conformance
+//! holds the engine to it).
 //!
 //! - The first uncleanable offset is held at the segment holding the last stable
 //!   offset (the first offset of the earliest open transaction):

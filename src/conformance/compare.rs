@@ -48,6 +48,8 @@ fn spec_batch(batch: &RecordBatch) -> Batch {
         base_timestamp: batch.base_timestamp,
         max_timestamp: batch.max_timestamp,
         delete_horizon: batch.delete_horizon(),
+        producer_id: batch.producer_id,
+        transactional: batch.is_transactional(),
         records: batch
             .records
             .iter()
@@ -141,7 +143,8 @@ pub fn compare(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
             engine_view.diff(&spec_view).join("; ")
         ));
     }
-    compare_reads(log, spec_log)
+    let committed = super::committed::compare_committed(log, spec_log)?;
+    Ok(compare_reads(log, spec_log)? + committed)
 }
 
 fn read_views(records: Vec<crate::ReadRecord>) -> Vec<RecordView> {

@@ -55,6 +55,8 @@ pub fn filling_record(
             codec: 0,
             log_append_time: false,
             delete_horizon: None,
+            producer_id: -1,
+            transactional: false,
         }
         .bytes()
     };

@@ -79,6 +79,8 @@ impl ForeignBatch {
             codec: 0,
             log_append_time: false,
             delete_horizon: None,
+            producer_id: -1,
+            transactional: false,
         }
     }
 

@@ -4,8 +4,10 @@
 //! Draws: appends of 1-4 records over a small key space (4 keys, null keys,
 //! tombstones, timestamps around the clock, not monotonic, and the edges -1, -2, 0,
 //! `i64::MIN`, `i64::MAX`), produce requests of 1-3 producer-encoded batches
-//! (some compressed, some with a defect that refuses the request), control
-//! batches, roll, flush, retention by time and/or
+//! (some compressed, some with a defect that refuses the request), transactional
+//! batches of producer 1 and its COMMIT/ABORT markers (so transactions commit,
+//! abort or stay open across rolls, cleanings of both policies, crashes and
+//! reopens), roll, flush, retention by time and/or
 //! size (sometimes invalid or extreme, to check both sides reject or accept it),
 //! compaction (tombstone grace around the clock moves, sometimes a smaller
 //! `segment_bytes`), reads (from anywhere, `i64` extremes included), clock moves,
@@ -38,6 +40,8 @@ enum Draw {
     /// A produce request: batches of records, each with its codec and maybe a
     /// defect ([`crate::workload::Defect`]).
     AppendRaw(Vec<(Vec<Drawn>, u8, Option<crate::workload::Defect>)>),
+    /// A transactional batch of producer 1 (`Op::AppendTxn`).
+    Txn(Vec<Drawn>),
     Control {
         commit: bool,
         ts_delta: i64,
@@ -52,10 +56,11 @@ enum Draw {
         delete_retention_ms: i64,
         segment_bytes: Option<u64>,
     },
-    /// A cleaning pass with a small offset map (`keys` keys) and maybe a lag.
+    /// A cleaning pass with a small offset map (`keys` keys; now and then
+    /// unbounded, so that a `kafka` pass reaches past aborted batches) and maybe a lag.
     Clean {
         delete_retention_ms: i64,
-        keys: u64,
+        keys: Option<u64>,
         min_compaction_lag_ms: i64,
         policy: crate::compaction::CompactionPolicy,
     },
@@ -143,7 +148,8 @@ fn draw() -> impl Strategy<Value = Draw> {
         )
             .prop_map(|(records, codec, log_append_time)| Draw::Append(records, codec, log_append_time)),
         4 => prop::collection::vec(raw_batch(), 1..4).prop_map(Draw::AppendRaw),
-        1 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
+        2 => prop::collection::vec(record(), 1..4).prop_map(Draw::Txn),
+        3 => (any::<bool>(), -20i64..20).prop_map(|(commit, ts_delta)| Draw::Control { commit, ts_delta }),
         3 => Just(Draw::Roll),
         2 => Just(Draw::Flush),
         2 => (
@@ -156,7 +162,7 @@ fn draw() -> impl Strategy<Value = Draw> {
             prop_oneof![3 => Just(None), 2 => (60u64..600).prop_map(Some)],
         )
             .prop_map(|(delete_retention_ms, segment_bytes)| Draw::Compact { delete_retention_ms, segment_bytes }),
-        2 => (0i64..200, 1u64..5, prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![Just(crate::compaction::CompactionPolicy::Seed), Just(crate::compaction::CompactionPolicy::Kafka)])
+        3 => (0i64..200, prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(crate::compaction::CompactionPolicy::Seed), 2 => Just(crate::compaction::CompactionPolicy::Kafka)])
             .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms, policy)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms, policy }),
         2 => prop_oneof![12 => -1i64..40, 1 => Just(i64::MIN), 1 => Just(i64::MAX)].prop_map(|from| Draw::Read { from }),
         3 => (1i64..150).prop_map(Draw::Clock),
@@ -239,6 +245,9 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
                 })
                 .collect(),
         }),
+        Draw::Txn(records) => Step::Op(Op::AppendTxn {
+            records: records.into_iter().map(|r| record_spec(r, now)).collect(),
+        }),
         Draw::Control { commit, ts_delta } => Step::Op(Op::AppendControl {
             commit,
             ts: (now + ts_delta).max(0),
@@ -270,7 +279,7 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
             now,
             delete_retention_ms,
             segment_bytes: None,
-            dedupe_buffer_bytes: Some(keys * seglog_model::spec::MAP_ENTRY_BYTES),
+            dedupe_buffer_bytes: keys.map(|k| k * seglog_model::spec::MAP_ENTRY_BYTES),
             min_compaction_lag_ms,
             policy,
         }),
@@ -535,7 +544,10 @@ mod tests {
     /// least 20 times. Measured when written: foreign end gaps 159, retention time
     /// edges 30, retention bytes edges 71, tombstone age edges 39, grouping edges
     /// 62, segment fills 125, timestamps -1: 68, `i64` extremes 145, below -1: 64.
-    /// (Compressed and LogAppendTime appends are counted too.)
+    /// (Compressed and LogAppendTime appends are counted too.) Since transactions
+    /// are drawn (fewer of every other draw): foreign end gaps 111, retention time
+    /// edges 21, retention bytes edges 51, tombstone age edges 32, grouping edges 60,
+    /// segment fills 96, timestamps -1: 44, `i64` extremes 88, below -1: 40.
     #[test]
     fn generated_cases_meet_every_boundary() {
         let mut hits = Hits::default();

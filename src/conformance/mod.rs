@@ -14,7 +14,8 @@
 //! * a read from every position (`log_start_offset - 1 ..= next_offset + 1`) returns
 //!   the same records or is rejected on both sides, unbounded and with a small
 //!   `max_bytes`; so do `read_raw` and every `fetch` of a fetch walk, at batch level
-//!   (which batches, their last offsets, and `Fetch::next_offset`);
+//!   (which batches, their last offsets, and `Fetch::next_offset`); and on a log
+//!   holding transactional batches `read_committed` from every position;
 //! * `seglog_model::invariants::check_step` holds between the engine's states before
 //!   and after each mutation;
 //! * after `CrashReopen` on SimFs (one of the disk images a process crash or a power
@@ -34,6 +35,7 @@
 //! [`SimFs`]: crate::fs::sim::SimFs
 
 mod batch_reads;
+mod committed;
 mod compare;
 mod edges;
 pub mod faults;

@@ -37,6 +37,7 @@ fn generated_cases_cover_every_step_kind() {
     let has = |f: &dyn Fn(&Step) -> bool| steps.iter().any(f);
     assert!(has(&|s| matches!(s, Step::Op(Op::Append { .. }))));
     assert!(has(&|s| matches!(s, Step::Op(Op::AppendControl { .. }))));
+    assert!(has(&|s| matches!(s, Step::Op(Op::AppendTxn { .. }))));
     assert!(has(&|s| matches!(s, Step::Op(Op::Roll))));
     assert!(has(&|s| matches!(s, Step::Op(Op::Flush))));
     assert!(has(&|s| matches!(s, Step::Op(Op::Retain { .. }))));
@@ -56,6 +57,79 @@ fn generated_cases_cover_every_step_kind() {
         .collect();
     assert!(records.iter().any(|r| r.key.is_none()));
     assert!(records.iter().any(|r| r.value.is_none()));
+}
+
+/// Transactions are drawn with their ends, and cleanings reach the transaction
+/// rules: in 100 cases of 40 steps, replayed on a spec shadow (as if no crash lost
+/// anything), transactional batches that a later COMMIT ends and others a later
+/// ABORT ends, and passes of each policy that remove an aborted batch or run while
+/// a transaction is open (coverage marks: the rules' code is reached). Measured
+/// when written: 42 committed, 38 aborted, aborted batches removed by 18 seed and
+/// 5 kafka passes, 114 seed and 41 kafka passes with a transaction open.
+#[test]
+fn generated_cases_draw_committed_and_aborted_transactions() {
+    #[derive(Debug, Default)]
+    struct Marks {
+        committed: u64,
+        aborted: u64,
+        /// (seed, kafka): passes that removed an aborted batch.
+        aborted_removed: [u64; 2],
+        /// (seed, kafka): passes on a log with an open transaction.
+        open_held: [u64; 2],
+    }
+    let mut marks = Marks::default();
+    for seed in 0..100 {
+        let mut log = SpecLog::new(case_config().segment_bytes);
+        let mut open = false;
+        for step in case_steps(seed, 40) {
+            let Step::Op(op) = step else { continue };
+            match &op {
+                Op::AppendTxn { .. } => open = true,
+                Op::AppendControl { commit, .. } if open => {
+                    open = false;
+                    if *commit {
+                        marks.committed += 1;
+                    } else {
+                        marks.aborted += 1;
+                    }
+                }
+                _ => {}
+            }
+            let policy = match &op {
+                Op::Clean { policy, .. } => Some(usize::from(
+                    *policy == crate::compaction::CompactionPolicy::Kafka,
+                )),
+                Op::Compact { .. } => Some(0),
+                _ => None,
+            };
+            let before = log.clone();
+            crate::workload::spec::apply(&mut log, &op);
+            let Some(policy) = policy else { continue };
+            if before.last_stable_offset() < before.next_offset() {
+                marks.open_held[policy] += 1;
+            }
+            let aborted = before
+                .kafka_txn_rules()
+                .map(|r| r.aborted)
+                .unwrap_or_default();
+            let kept: std::collections::BTreeSet<i64> =
+                log.batches().map(|b| b.base_offset).collect();
+            if aborted.iter().any(|b| !kept.contains(b)) {
+                marks.aborted_removed[policy] += 1;
+            }
+        }
+    }
+    let often = [
+        marks.committed,
+        marks.aborted,
+        marks.aborted_removed[0],
+        marks.open_held[0],
+        marks.open_held[1],
+    ];
+    assert!(often.iter().all(|n| *n >= 10), "{marks:?}");
+    // Rarer: a seed pass usually removes an aborted batch first, and a kafka pass
+    // cleans only below the segment of an open transaction.
+    assert!(marks.aborted_removed[1] >= 3, "{marks:?}");
 }
 
 #[test]

@@ -435,6 +435,9 @@ impl Log {
         if isolation == Isolation::ReadUncommitted {
             return self.read(from, max_bytes);
         }
+        // Kafka checks the range before the isolation bound: past the log end is
+        // out of range at any level (found by conformance, `read_committed`).
+        self.check_read_from(from)?;
         let lso = self.last_stable_offset()?;
         let mut at = from;
         let mut out = Vec::new();

@@ -44,9 +44,9 @@ pub enum Op {
         batches: Vec<RawBatchSpec>,
     },
     /// Append one transactional batch of producer 1 (epoch 0), the producer
-    /// `AppendControl`'s markers end (`Log::append_transactional`). The spec stores
-    /// it as a plain batch (same bytes count, same records): workloads with it
-    /// compare reads at `read_uncommitted` and do not compact.
+    /// `AppendControl`'s markers end (`Log::append_transactional`; the spec's
+    /// `SpecLog::append_transactional`): compaction of either policy applies the
+    /// transaction rules to a log holding such batches.
     AppendTxn {
         records: Vec<RecordSpec>,
     },

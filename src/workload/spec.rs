@@ -1,6 +1,8 @@
 //! Applying workload operations to the reference spec (`seglog_model::spec::SpecLog`).
 
-use seglog_model::spec::{CleanKnobs, CompactionPolicy, ReadRec, SpecLog, SpecRecordInput};
+use seglog_model::spec::{
+    CleanKnobs, CompactionPolicy, ReadRec, SpecLog, SpecRecordInput, TXN_PRODUCER_ID,
+};
 
 use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
 
@@ -68,14 +70,15 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 Err(_) => OpOutcome::Rejected,
             }
         }
-        Op::AppendTxn { records } => apply(
-            spec,
-            &Op::Append {
-                records: records.clone(),
-                codec: None,
-                log_append_time: None,
-            },
-        ),
+        Op::AppendTxn { records } => {
+            match spec.append_transactional(TXN_PRODUCER_ID, &spec_records(records)) {
+                Ok((base_offset, last_offset)) => OpOutcome::Appended {
+                    base_offset,
+                    last_offset,
+                },
+                Err(_) => OpOutcome::Rejected,
+            }
+        }
         Op::AppendControl { commit, ts } => {
             let (base_offset, last_offset) = spec.append_control(*commit, *ts);
             OpOutcome::Appended {

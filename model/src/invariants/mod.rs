@@ -343,6 +343,27 @@ pub enum StepKind {
 
 /// Every invariant that applies to `step`, all violations found.
 pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Violation> {
+    let compaction = matches!(
+        step,
+        StepKind::Compact(_) | StepKind::Clean(_) | StepKind::KafkaClean(_)
+    );
+    if compaction && before.holds_transactional_data() {
+        // The transaction rules' invariants ([`txn`]) replace the plain ones.
+        let mut checks = vec![
+            offset_stability(before, after),
+            clean_point_sound(after),
+            txn::same_committed_view(before, after),
+            txn::open_retained(before, after),
+            txn::markers_follow_data(before, after),
+        ];
+        if after.active() != before.active() {
+            checks.push(fail(
+                "offset_stability",
+                "a compaction changed the active segment".into(),
+            ));
+        }
+        return checks.into_iter().filter_map(Result::err).collect();
+    }
     let mut checks: Vec<Result<(), Violation>> = vec![
         offset_stability(before, after),
         control_retained(before, after),
@@ -411,3 +432,4 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
 pub mod kafka;
 #[cfg(test)]
 mod tests;
+pub mod txn;

@@ -127,6 +127,8 @@ fn tombstone_grace_rejects_an_early_drop_and_a_resurrection() {
                 codec: 0,
                 log_append_time: false,
                 delete_horizon: None,
+                producer_id: -1,
+                transactional: false,
             },
         );
         s[0].batches.sort();

@@ -1,5 +1,6 @@
 //! Model (a): the reference spec under every interleaving of Append (small key and value
-//! domains), AppendControl, Roll, Retain (time, size), Compact (the `seed` policy),
+//! domains), AppendTxn (a transactional batch of producer 1), AppendControl (COMMIT
+//! or ABORT of producer 1), Roll, Retain (time, size), Compact (the `seed` policy),
 //! CompactKafka (a `kafka`-policy cleaning pass) and AdvanceClock. Each
 //! transition is judged by [`crate::invariants::check_step`]; a violated invariant is
 //! recorded in the state and reported by the `always` property of the same name.
@@ -10,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 use crate::invariants::{check_step, Grace, StepKind};
-use crate::spec::{CleanKnobs, CompactionPolicy, Rec, SpecLog, SpecRecordInput, SpecSegment};
+use crate::spec::{
+    CleanKnobs, CompactionPolicy, Rec, SpecLog, SpecRecordInput, SpecSegment, TXN_PRODUCER_ID,
+};
 
 /// Bounds and parameters of the log model. The defaults give two single-record batches
 /// per segment, expiry after two clock steps, and a state space checked in seconds.
@@ -59,6 +62,8 @@ pub enum LogAction {
         key: Option<char>,
         tombstone: bool,
     },
+    /// A one-record transactional batch of producer 1 (key `a`, a value).
+    AppendTxn,
     AppendControl {
         commit: bool,
     },
@@ -87,6 +92,11 @@ pub enum Effect {
     HorizonTombstoneRemoved,
     /// A kafka pass dropped a keyless record.
     KeylessDropped,
+    /// A compaction (either policy) removed a data batch of an aborted transaction.
+    AbortedRemoved,
+    /// A compaction kept the records of an open transaction while cleaning
+    /// (something else went).
+    OpenKept,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -104,7 +114,7 @@ impl LogState {
     }
 }
 
-const APPENDS: [LogAction; 6] = [
+const APPENDS: [LogAction; 8] = [
     LogAction::Append {
         key: Some('a'),
         tombstone: false,
@@ -125,7 +135,9 @@ const APPENDS: [LogAction; 6] = [
         key: None,
         tombstone: false,
     },
+    LogAction::AppendTxn,
     LogAction::AppendControl { commit: true },
+    LogAction::AppendControl { commit: false },
 ];
 
 impl LogModel {
@@ -145,6 +157,16 @@ impl LogModel {
                 if log.raw_segments().len() > segments_before {
                     effect = Effect::AutoRolled;
                 }
+                StepKind::Append
+            }
+            LogAction::AppendTxn => {
+                let input = SpecRecordInput {
+                    key: Some(vec![b'a']),
+                    value: Some(vec![b't']),
+                    timestamp: now,
+                };
+                log.append_transactional(TXN_PRODUCER_ID, &[input])
+                    .expect("one-record append");
                 StepKind::Append
             }
             LogAction::AppendControl { commit } => {
@@ -180,7 +202,7 @@ impl LogModel {
                     delete_retention_ms: self.delete_retention_ms,
                 };
                 log = compact_as(self.mutant, &log, now, self.delete_retention_ms);
-                effect = tombstone_effect(&state.log, &log);
+                effect = txn_effect(&state.log, &log).unwrap_or(tombstone_effect(&state.log, &log));
                 StepKind::Compact(grace)
             }
             LogAction::CompactKafka => {
@@ -195,7 +217,11 @@ impl LogModel {
                 let summary = log
                     .clean(now, self.delete_retention_ms, None, knobs)
                     .expect("valid cleaning");
-                effect = kafka_effect(&state.log, &log, summary.keyless_dropped);
+                effect = txn_effect(&state.log, &log).unwrap_or(kafka_effect(
+                    &state.log,
+                    &log,
+                    summary.keyless_dropped,
+                ));
                 StepKind::KafkaClean(grace)
             }
             LogAction::AdvanceClock => StepKind::Roll,
@@ -271,6 +297,21 @@ fn tombstone_effect(before: &SpecLog, after: &SpecLog) -> Effect {
         }
     }
     effect
+}
+
+/// What a compaction did to transactional data that a `sometimes` property looks
+/// for: removed an aborted batch, or kept an open transaction's records while
+/// removing something else.
+fn txn_effect(before: &SpecLog, after: &SpecLog) -> Option<Effect> {
+    let rules = before.kafka_txn_rules()?;
+    let kept: BTreeSet<i64> = after.batches().map(|b| b.base_offset).collect();
+    if rules.aborted.iter().any(|b| !kept.contains(b)) {
+        return Some(Effect::AbortedRemoved);
+    }
+    let removed = before.batches().count() > after.batches().count()
+        || before.records().count() > after.records().count();
+    let open = rules.last_stable_offset.is_some();
+    (removed && open).then_some(Effect::OpenKept)
 }
 
 /// What a kafka pass did that a `sometimes` property looks for.
@@ -379,7 +420,16 @@ impl Model for LogModel {
             Property::<Self>::always("clean_section_deduplicated", |_, s| {
                 !s.broke("clean_section_deduplicated")
             }),
+            Property::<Self>::always("committed_view", |_, s| !s.broke("committed_view")),
+            Property::<Self>::always("open_retained", |_, s| !s.broke("open_retained")),
+            Property::<Self>::always("markers_follow_data", |_, s| {
+                !s.broke("markers_follow_data")
+            }),
             Property::<Self>::sometimes("gap_after_compaction", |_, s| has_gap(&s.log)),
+            Property::<Self>::sometimes("txn_aborted_removed", |_, s| {
+                s.effect == Effect::AbortedRemoved
+            }),
+            Property::<Self>::sometimes("txn_open_kept", |_, s| s.effect == Effect::OpenKept),
             Property::<Self>::sometimes("expired_tombstone_removed", |_, s| {
                 s.effect == Effect::ExpiredTombstoneRemoved
             }),
@@ -418,8 +468,9 @@ mod tests {
         // Pinned: a change here means the explored space changed; review before updating.
         // 55_536 before the clean point joined the spec's state (a compacted log and the
         // same log before any cleaning now differ in their clean point); 103_997 before
-        // the `kafka` policy's pass (CompactKafka, stamped delete horizons) joined.
-        assert_eq!(checker.unique_state_count(), 166_402);
+        // the `kafka` policy's pass (CompactKafka, stamped delete horizons) joined;
+        // 166_402 before transactions (AppendTxn, ABORT markers) joined.
+        assert_eq!(checker.unique_state_count(), 316_279);
     }
 
     #[test]

@@ -246,6 +246,10 @@ impl SpecLog {
         if knobs.policy == CompactionPolicy::Kafka {
             return self.clean_kafka(now, delete_retention_ms, group_bytes_max, knobs);
         }
+        if self.seed_txn_applies() {
+            // The transaction rules (`spec::txn_log`): a full pass, knobs unused.
+            return Ok(self.clean_seed_txn(now, delete_retention_ms, group_bytes_max));
+        }
         let map = self.dirty_map(knobs.key_budget())?;
         let horizon = map
             .mapped_end

@@ -76,7 +76,7 @@ pub fn keeps(
     }
 }
 
-fn compact_batch(batch: &Batch, keep: &impl Fn(&Batch, &Rec) -> bool) -> Option<Batch> {
+pub(super) fn compact_batch(batch: &Batch, keep: &impl Fn(&Batch, &Rec) -> bool) -> Option<Batch> {
     if batch.control {
         return Some(batch.clone());
     }
@@ -102,6 +102,16 @@ pub(super) fn compact_closed(
     group_bytes_max: u64,
     keep: impl Fn(&Batch, &Rec) -> bool,
 ) -> CompactionSummary {
+    compact_closed_batches(log, group_bytes_max, |b| compact_batch(b, &keep))
+}
+
+/// [`compact_closed`] with the whole batch decided by `rewrite` (`None`: the batch
+/// goes), which the transaction rules use to remove markers and aborted batches.
+pub(super) fn compact_closed_batches(
+    log: &mut SpecLog,
+    group_bytes_max: u64,
+    rewrite: impl Fn(&Batch) -> Option<Batch>,
+) -> CompactionSummary {
     let closed = log.closed_segments();
     let mut summary = CompactionSummary {
         segments_before: closed.len() as u64,
@@ -112,11 +122,7 @@ pub(super) fn compact_closed(
     let mut output: Vec<SpecSegment> = Vec::new();
     let mut group_bytes = 0;
     for source in closed {
-        let batches: Vec<Batch> = source
-            .batches
-            .iter()
-            .filter_map(|b| compact_batch(b, &keep))
-            .collect();
+        let batches: Vec<Batch> = source.batches.iter().filter_map(&rewrite).collect();
         let bytes: u64 = batches.iter().map(Batch::bytes).sum();
         match output.last_mut() {
             Some(group) if group_bytes + bytes <= group_bytes_max => {
@@ -197,6 +203,9 @@ impl SpecLog {
         }
         if self.closed_segments().is_empty() {
             return Ok(CompactionSummary::default());
+        }
+        if self.seed_txn_applies() {
+            return Ok(self.clean_seed_txn(now, delete_retention_ms, group_bytes_max));
         }
         let latest = latest_offsets(self);
         let summary = compact_closed(self, group_bytes_max, |_, r| {

@@ -11,7 +11,7 @@
 //!    record past `L` is kept; a keyless record is dropped; a keyed record is kept if
 //!    its offset is at least the map's for its key (a key not mapped: kept) and it has
 //!    a value or its batch has no delete horizon or `now` is before it. Control
-//!    batches pass unchanged (the transaction rules plug in here).
+//!    batches pass unchanged.
 //! 4. A batch with no kept record goes. A batch that keeps a tombstone and has no
 //!    delete horizon gets one: `now + delete_retention_ms`, which becomes its
 //!    `base_timestamp` (Kafka's `DELETE_HORIZON_FLAG`). A rewritten batch (records
@@ -25,10 +25,15 @@
 //!    within `i32::MAX` of the group's base). Kafka's index-size limit
 //!    (`segment.index.bytes`, 10 MiB) is not modelled (docs/design.md).
 //! 6. The clean point becomes `L + 1`.
+//!
+//! A log holding transactional data adds the transaction rules of
+//! [`super::kafka_txn`] at steps 1 (`U` held at the last stable offset's segment),
+//! 2 (an aborted batch maps no key) and 3 (an aborted batch goes).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::compact::CompactionSummary;
+use super::kafka_txn::KafkaTxnRules;
 use super::{Batch, CleanKnobs, Rec, SpecError, SpecLog, SpecSegment};
 
 /// What step 2 maps: latest offset per key, and `L`.
@@ -134,11 +139,13 @@ pub fn kafka_groups(
 }
 
 impl SpecLog {
-    /// Step 2: the map of `[clean_point, first_uncleanable)`.
+    /// Step 2: the map of `[clean_point, first_uncleanable)`; under the transaction
+    /// rules `txn` an aborted batch maps no key (the last offset moves past it).
     pub fn kafka_map(
         &self,
         first_uncleanable: i64,
         key_budget: Option<u64>,
+        txn: Option<&KafkaTxnRules>,
     ) -> Result<KafkaMap, SpecError> {
         let mut map = KafkaMap {
             latest: BTreeMap::new(),
@@ -148,7 +155,8 @@ impl SpecLog {
             .batches()
             .filter(|b| b.base_offset >= self.clean_point && b.base_offset < first_uncleanable)
         {
-            if !batch.control {
+            let aborted = txn.is_some_and(|t| t.aborted(batch.base_offset));
+            if !batch.control && !aborted {
                 let keys: BTreeSet<&Vec<u8>> = batch
                     .records
                     .iter()
@@ -186,8 +194,13 @@ impl SpecLog {
         group_bytes_max: u64,
         knobs: CleanKnobs,
     ) -> Result<CompactionSummary, SpecError> {
-        let first_uncleanable = self.first_uncleanable_offset(now, knobs.min_compaction_lag_ms);
-        let map = self.kafka_map(first_uncleanable, knobs.key_budget())?;
+        let txn = self.kafka_txn_rules();
+        let mut first_uncleanable = self.first_uncleanable_offset(now, knobs.min_compaction_lag_ms);
+        if let Some(t) = &txn {
+            let bases: Vec<i64> = self.segments.iter().map(|s| s.base_offset).collect();
+            first_uncleanable = t.bound(first_uncleanable, &bases);
+        }
+        let map = self.kafka_map(first_uncleanable, knobs.key_budget(), txn.as_ref())?;
         let closed = self.closed_segments();
         let mut summary = CompactionSummary {
             segments_before: closed.len() as u64,
@@ -212,6 +225,7 @@ impl SpecLog {
             let batches = closed[group]
                 .iter()
                 .flat_map(|s| &s.batches)
+                .filter(|b| !txn.as_ref().is_some_and(|t| t.aborted(b.base_offset)))
                 .filter_map(|b| {
                     kafka_clean_batch(
                         b,

@@ -16,12 +16,14 @@ mod foreign;
 mod kafka;
 #[cfg(test)]
 mod kafka_tests;
+pub mod kafka_txn;
 mod raw;
 mod retain;
 pub mod size;
 #[cfg(test)]
 mod tests;
 pub mod txn;
+mod txn_log;
 
 use serde::{Deserialize, Serialize};
 
@@ -93,9 +95,38 @@ pub struct Batch {
     /// `base_timestamp` equal to it; the tombstones go on a cleaning at or past it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_horizon: Option<i64>,
+    /// Kafka's producer id (-1: none, [`NO_PRODUCER_ID`]): a transactional batch's
+    /// producer, whose next marker ends its transaction ([`txn`]).
+    #[serde(default = "no_producer_id", skip_serializing_if = "is_no_producer_id")]
+    pub producer_id: i64,
+    /// Attribute bit 4: written by a transactional producer (data or marker).
+    /// A transactional data batch is what makes the transaction rules apply.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transactional: bool,
+}
+
+/// Kafka's "no producer" id, a plain batch's.
+pub const NO_PRODUCER_ID: i64 = -1;
+
+/// The producer of the workloads' transactional batches and of
+/// [`SpecLog::append_control`]'s markers (the engine's `Op::AppendTxn` /
+/// `Op::AppendControl` write producer 1, epoch 0).
+pub const TXN_PRODUCER_ID: i64 = 1;
+
+fn no_producer_id() -> i64 {
+    NO_PRODUCER_ID
+}
+
+fn is_no_producer_id(id: &i64) -> bool {
+    *id == NO_PRODUCER_ID
 }
 
 impl Batch {
+    /// True for a transactional data batch (not a marker).
+    pub fn is_transactional_data(&self) -> bool {
+        self.transactional && !self.control
+    }
+
     /// The last offset this batch covers (kept when compaction drops records).
     pub fn last_offset(&self) -> i64 {
         self.base_offset + i64::from(self.last_offset_delta)
@@ -362,6 +393,17 @@ impl SpecLog {
         codec: u8,
         log_append_time: Option<i64>,
     ) -> Result<(i64, i64), SpecError> {
+        let batch = self.data_batch(records, codec, log_append_time)?;
+        Ok(self.append_batch(batch))
+    }
+
+    /// The data batch [`SpecLog::append_with`] appends at `next_offset` (plain).
+    fn data_batch(
+        &self,
+        records: &[SpecRecordInput],
+        codec: u8,
+        log_append_time: Option<i64>,
+    ) -> Result<Batch, SpecError> {
         if codec > 4 {
             return Err(SpecError::InvalidArgument(format!("codec {codec}")));
         }
@@ -406,12 +448,47 @@ impl SpecLog {
             codec,
             log_append_time: log_append_time.is_some(),
             delete_horizon: None,
+            producer_id: NO_PRODUCER_ID,
+            transactional: false,
+        };
+        Ok(batch)
+    }
+
+    /// Appends one transactional data batch of producer `producer_id` (CreateTime,
+    /// uncompressed): it opens the producer's transaction if none is open, and the
+    /// producer's next marker ends it ([`txn`]). Returns (first offset, last offset).
+    pub fn append_transactional(
+        &mut self,
+        producer_id: i64,
+        records: &[SpecRecordInput],
+    ) -> Result<(i64, i64), SpecError> {
+        if producer_id < 0 {
+            return Err(SpecError::InvalidArgument(format!(
+                "a transactional producer needs an id >= 0, got {producer_id}"
+            )));
+        }
+        let batch = Batch {
+            producer_id,
+            transactional: true,
+            ..self.data_batch(records, 0, None)?
         };
         Ok(self.append_batch(batch))
     }
 
-    /// Appends one control batch (a COMMIT or ABORT marker): returns its offset twice.
+    /// Appends one control batch (a COMMIT or ABORT marker) of producer
+    /// [`TXN_PRODUCER_ID`]: returns its offset twice.
     pub fn append_control(&mut self, commit: bool, timestamp: i64) -> (i64, i64) {
+        self.append_control_of(TXN_PRODUCER_ID, commit, timestamp)
+    }
+
+    /// [`SpecLog::append_control`] for producer `producer_id`: the marker ends the
+    /// producer's open transaction, if any (Kafka writes markers transactional).
+    pub fn append_control_of(
+        &mut self,
+        producer_id: i64,
+        commit: bool,
+        timestamp: i64,
+    ) -> (i64, i64) {
         let offset = self.next_offset();
         let batch = Batch {
             base_offset: offset,
@@ -423,6 +500,8 @@ impl SpecLog {
             codec: 0,
             log_append_time: false,
             delete_horizon: None,
+            producer_id,
+            transactional: true,
         };
         self.append_batch(batch)
     }

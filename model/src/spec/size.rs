@@ -182,6 +182,8 @@ mod tests {
             codec: 0,
             log_append_time: false,
             delete_horizon: None,
+            producer_id: -1,
+            transactional: false,
         };
         assert_eq!(batch_bytes(&batch), 61 + 9 + 10);
         assert_eq!(encode_records(&batch).len() as u64, 9 + 10);
@@ -203,6 +205,8 @@ mod tests {
             codec: 0,
             log_append_time: true,
             delete_horizon: None,
+            producer_id: -1,
+            transactional: false,
         };
         // Stored deltas 0 and 100 (not 4900): 9 and 10 bytes.
         assert_eq!(batch_bytes(&batch), 61 + 9 + 10);

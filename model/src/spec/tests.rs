@@ -314,6 +314,8 @@ fn gap_log() -> SpecLog {
         codec: 0,
         log_append_time: false,
         delete_horizon: None,
+        producer_id: -1,
+        transactional: false,
     };
     assert_eq!(log.append_foreign(batch), Ok((6, 9)));
     log
@@ -377,6 +379,8 @@ fn an_append_after_a_foreign_batch_starts_after_its_gap() {
         codec: 0,
         log_append_time: false,
         delete_horizon: None,
+        producer_id: -1,
+        transactional: false,
     };
     assert!(matches!(
         log.append_foreign(overlapping),

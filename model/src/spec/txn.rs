@@ -220,7 +220,7 @@ pub fn latest_offsets(batches: &[TxnBatch], lso: i64) -> BTreeMap<Vec<u8>, i64> 
 
 /// For each marker batch (by index), whether a data batch of the transaction it
 /// ends is in `batches`.
-fn markers_with_data(batches: &[TxnBatch]) -> BTreeSet<usize> {
+pub fn markers_with_data(batches: &[TxnBatch]) -> BTreeSet<usize> {
     let mut open: BTreeSet<i64> = BTreeSet::new();
     let mut out = BTreeSet::new();
     for (i, b) in batches.iter().enumerate() {
