@@ -116,7 +116,10 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             let view = match engine::view(&log) {
                 Ok(view) => view,
                 Err(e) => {
-                    return check_read_error(case, &after, &report, &e).map(|()| Outcome::ReadError)
+                    check_read_error(case, &after, &report, &e)?;
+                    drop(log);
+                    check_cleanings(case, &fs)?;
+                    return Ok(Outcome::ReadError);
                 }
             };
             let lookups = check_lookups(&log, &view);
@@ -144,6 +147,9 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
 /// does not look at (a trusted segment, a base offset outside the CRC) reaches the
 /// cleaner's own checks.
 fn check_cleanings(case: &Case<'_>, fs: &SimFs) -> Result<(), String> {
+    if !cleaner_reads(case.kind) {
+        return Ok(());
+    }
     for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
         let image = Arc::new(sweep::duplicate(fs));
         let dyn_fs: Arc<dyn FileSystem> = image.clone();
@@ -184,6 +190,26 @@ fn check_cleanings(case: &Case<'_>, fs: &SimFs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Damage the cleaner can meet after a successful open: a segment file or another
+/// file the log carries (the clean point, `cleaner-offset.checkpoint`, is one),
+/// live or where recovery may bring it back from (the temp dir, the backup), or
+/// the log start checkpoint. Index files and the derived trust files are rebuilt
+/// or ignored by the open, and the cleaner reads neither.
+fn cleaner_reads(kind: FileKind) -> bool {
+    matches!(
+        kind,
+        FileKind::ClosedLog
+            | FileKind::ActiveLog
+            | FileKind::TempLog
+            | FileKind::TempOther
+            | FileKind::BackupLog
+            | FileKind::BackupOther
+            | FileKind::Checkpoint
+            | FileKind::CheckpointTmp
+            | FileKind::Other
+    )
 }
 
 /// The clock of [`check_cleanings`]: past every workload's timestamps.

@@ -106,6 +106,46 @@ fn kafka_clean(now: i64) -> Op {
     }
 }
 
+/// Transactions over the same keys, then two cleanings by `policy`: a committed
+/// transaction, an aborted one that rewrites its keys, plain appends, and one left
+/// open across the first cleaning (committed before the second).
+fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
+    let clean = |now| Op::Clean {
+        now,
+        delete_retention_ms: 500,
+        segment_bytes: None,
+        dedupe_buffer_bytes: None,
+        min_compaction_lag_ms: 0,
+        policy,
+    };
+    vec![
+        txn(&[(Some("a"), Some("1"), 1), (Some("b"), Some("1"), 2)]),
+        Op::AppendControl {
+            commit: true,
+            ts: 3,
+        },
+        txn(&[(Some("a"), Some("x"), 4), (Some("b"), None, 5)]),
+        append(&[(Some("c"), Some("1"), 6)]),
+        Op::AppendControl {
+            commit: false,
+            ts: 7,
+        },
+        Op::Roll,
+        append(&[(Some("c"), Some("2"), 8), (None, Some("k"), 9)]),
+        txn(&[(Some("d"), Some("1"), 10)]),
+        Op::Roll,
+        append(&[(Some("e"), Some("1"), 11)]),
+        clean(100),
+        Op::AppendControl {
+            commit: true,
+            ts: 12,
+        },
+        Op::Roll,
+        append(&[(Some("a"), Some("2"), 13)]),
+        clean(2000),
+    ]
+}
+
 /// An incremental cleaning pass with room for 1000 keys, grouping output segments
 /// up to `segment_bytes` (`Some(1)`: every source segment alone, so an untouched
 /// one is hard-linked).
@@ -443,6 +483,29 @@ pub fn named_workloads() -> Vec<Workload> {
                 append(&[(Some("e"), Some("1"), 5000)]),
                 Op::Retain { now: 5000, retention_ms: Some(100), retention_bytes: None },
             ],
+        },
+        Workload {
+            name: "txn-seed-clean".into(),
+            description: "seed-policy cleanings of a log holding transactions: a committed and an aborted transaction on the same keys, one left open past the first cleaning; the aborted records go and never shadow the committed ones, the open ones stay, a marker stays while its data does, each rewritten segment's .txnindex is rebuilt; a crash anywhere ends in the old or the new log".into(),
+            config: LogConfig {
+                segment_bytes: 300,
+                index_interval_bytes: 64,
+                ..LogConfig::default()
+            },
+            variant: "manifest".into(),
+            ops: txn_clean_ops(crate::compaction::CompactionPolicy::Seed),
+        },
+        Workload {
+            name: "txn-kafka-clean".into(),
+            description: "the same transactions cleaned by the kafka policy: the first cleaning stops at the open transaction (the last stable offset), aborted data is removed, committed values kept, markers kept while their data remains; the second, after the commit, cleans past it; a crash anywhere ends in the old or the new log".into(),
+            config: LogConfig {
+                segment_bytes: 300,
+                index_interval_bytes: 64,
+                compaction_policy: crate::compaction::CompactionPolicy::Kafka,
+                ..LogConfig::default()
+            },
+            variant: "manifest".into(),
+            ops: txn_clean_ops(crate::compaction::CompactionPolicy::Kafka),
         },
         Workload {
             name: "drop-indexes".into(),
