@@ -12,13 +12,23 @@ use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::{CorruptKind, Error, Log, LogConfig, NewRecord};
 
+fn record(key: &str) -> NewRecord {
+    NewRecord::new(Some(key.as_bytes().to_vec()), Some(b"v".to_vec()), 1)
+}
+
+/// A log at `/log` on `fs` with the default config.
+fn open(fs: &Arc<dyn FileSystem>) -> Log {
+    Log::open_with(fs.clone(), Path::new("/log"), LogConfig::default())
+        .unwrap()
+        .0
+}
+
 #[test]
 fn overlapping_offsets_in_a_trusted_segment_are_corruption() {
     let fs = Arc::new(SimFs::new());
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
     let dir = Path::new("/log");
-    let record = |k: &str| NewRecord::new(Some(k.as_bytes().to_vec()), Some(b"v".to_vec()), 1);
-    let (mut log, _) = Log::open_with(dyn_fs.clone(), dir, LogConfig::default()).unwrap();
+    let mut log = open(&dyn_fs);
     log.append(&[record("a"), record("b")]).unwrap();
     log.append(&[record("b")]).unwrap();
     log.roll().unwrap();
@@ -64,8 +74,7 @@ fn clean_after_moving_a_batch(segment: usize, base: u8, last: i64) {
         let fs = Arc::new(SimFs::new());
         let dyn_fs: Arc<dyn FileSystem> = fs.clone();
         let dir = Path::new("/log");
-        let record = |k: &str| NewRecord::new(Some(k.as_bytes().to_vec()), Some(b"v".to_vec()), 1);
-        let (mut log, _) = Log::open_with(dyn_fs.clone(), dir, LogConfig::default()).unwrap();
+        let mut log = open(&dyn_fs);
         log.append(&[record("a"), record("b")]).unwrap();
         log.append(&[record("b")]).unwrap();
         log.append(&[record("c")]).unwrap();
@@ -90,7 +99,7 @@ fn clean_after_moving_a_batch(segment: usize, base: u8, last: i64) {
                 .collect()
         };
         let before = logs(&fs);
-        let (mut log, _) = Log::open_with(dyn_fs.clone(), dir, LogConfig::default()).unwrap();
+        let mut log = open(&dyn_fs);
         let knobs = seglog::compaction::CleanOptions {
             dedupe_buffer_bytes: None,
             min_compaction_lag_ms: 0,

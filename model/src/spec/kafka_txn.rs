@@ -90,25 +90,14 @@ impl SpecLog {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{CleanKnobs, CompactionPolicy, SpecLog, SpecRecordInput};
-
-    fn rec(key: &str, value: Option<&str>, ts: i64) -> SpecRecordInput {
-        SpecRecordInput {
-            key: Some(key.as_bytes().to_vec()),
-            value: value.map(|v| v.as_bytes().to_vec()),
-            timestamp: ts,
-        }
-    }
+    use super::super::txn_log::tests::{offsets, rec};
+    use super::super::{CleanKnobs, CompactionPolicy, SpecLog};
 
     const KAFKA: CleanKnobs = CleanKnobs {
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
         policy: CompactionPolicy::Kafka,
     };
-
-    fn offsets(log: &SpecLog) -> Vec<i64> {
-        log.records().map(|(r, _)| r.offset).collect()
-    }
 
     fn values(log: &SpecLog) -> Vec<(i64, Option<Vec<u8>>)> {
         log.read_committed(log.log_start_offset())

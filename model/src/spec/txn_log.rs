@@ -169,10 +169,11 @@ impl SpecLog {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{CleanKnobs, SpecLog, SpecRecordInput};
 
-    fn rec(key: &str, value: Option<&str>, ts: i64) -> SpecRecordInput {
+    /// A keyed record (the spec's transaction tests share it).
+    pub(in crate::spec) fn rec(key: &str, value: Option<&str>, ts: i64) -> SpecRecordInput {
         SpecRecordInput {
             key: Some(key.as_bytes().to_vec()),
             value: value.map(|v| v.as_bytes().to_vec()),
@@ -180,7 +181,8 @@ mod tests {
         }
     }
 
-    fn offsets(log: &SpecLog) -> Vec<i64> {
+    /// The offsets the log holds.
+    pub(in crate::spec) fn offsets(log: &SpecLog) -> Vec<i64> {
         log.records().map(|(r, _)| r.offset).collect()
     }
 
