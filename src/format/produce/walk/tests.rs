@@ -188,6 +188,20 @@ fn assemble(records: &[u8], codec: Compression, count: i32, base: i64) -> Vec<u8
     batch
 }
 
+/// A record both walks take: no key, no value, timestamp delta 0.
+fn plain_record() -> Fields {
+    Fields {
+        timestamp_delta: 0,
+        offset_delta_skew: 0,
+        key: None,
+        value: None,
+        headers: Vec::new(),
+        pads: [0; 6],
+        length_skew: 0,
+        trailing: Vec::new(),
+    }
+}
+
 fn codecs() -> impl Strategy<Value = Compression> {
     let available: Vec<Compression> = Compression::ALL
         .into_iter()
@@ -217,8 +231,10 @@ proptest! {
         let batch = assemble(&bytes, codec, count, base);
         // Second in its request too, so that positions and indexes are compared.
         let mut request = Vec::new();
+        // The prefix is a fixed valid batch: built from `records[0]` with base 0,
+        // it was itself invalid whenever that record's delta went below -1.
         if prefix {
-            request = assemble(&encode_records(&records[..1]), Compression::None, 1, 0);
+            request = assemble(&encode_records(&[plain_record()]), Compression::None, 1, 0);
         }
         request.extend_from_slice(&batch);
         let short = check_walking(&request, 1 << 20, Walk::Short);
@@ -249,13 +265,9 @@ proptest! {
 fn overlong_varints_within_their_limits_pass_both_walks() {
     let record = Fields {
         timestamp_delta: 5,
-        offset_delta_skew: 0,
         key: Some(b"k".to_vec()),
-        value: None,
-        headers: Vec::new(),
         pads: [2, 3, 2, 2, 2, 2],
-        length_skew: 0,
-        trailing: Vec::new(),
+        ..plain_record()
     };
     let bytes = encode_records(std::slice::from_ref(&record));
     assert_eq!(accepts(&bytes, 1, 100), Some(105));
@@ -282,3 +294,4 @@ fn overlong_varints_within_their_limits_pass_both_walks() {
         check_walking(&batch, 1 << 20, Walk::Full)
     );
 }
+
