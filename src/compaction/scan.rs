@@ -241,7 +241,7 @@ fn scan_into(
             // The reader may be done and gone: then the chunk is just dropped.
             let _ = empty_tx.send(chunk);
         }
-        reader.join().expect("the map reader does not panic")
+        crate::panics::join_scoped(reader, "the map reader")
     })
 }
 
