@@ -99,6 +99,7 @@ pub mod install;
 pub mod interop;
 pub mod log;
 pub mod manager;
+pub mod panics;
 pub mod retention;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API

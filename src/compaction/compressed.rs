@@ -23,11 +23,13 @@ use super::planner::{decide_latest, Decision, Horizon};
 use super::view;
 
 /// A compressed batch's decompressed records, and the checked batch they belong to.
-pub struct Inflated<'a> {
+/// `R` holds the records: their own vector ([`inflate`]) or a prefix of an arena
+/// the caller reuses from batch to batch ([`inflate_in`]).
+pub struct Inflated<'a, R: AsRef<[u8]> = Vec<u8>> {
     /// The batch, checked.
     pub views: crate::format::BatchView<'a>,
     /// Its records, decompressed.
-    pub records: Vec<u8>,
+    pub records: R,
 }
 
 /// Checks the batch `batch` of `path` and decompresses its records (every check of
@@ -36,6 +38,23 @@ pub fn inflate<'a>(path: &Path, batch: &view::BatchView<'a>) -> Result<Inflated<
     let at = |e: crate::format::FormatError| e.at(path, batch.position);
     let (views, _) = crate::format::BatchView::decode_crc_checked(batch.bytes).map_err(at)?;
     let records = views.inflate().map_err(at)?.unwrap_or_default();
+    Ok(Inflated { views, records })
+}
+
+/// [`inflate`] into `arena`, a buffer the caller keeps from batch to batch (for
+/// lz4 no allocation, zeroing or copy once it has grown:
+/// [`crate::format::BatchView::inflate_reusing`]): the same records and errors.
+pub fn inflate_in<'a, 'b>(
+    path: &Path,
+    batch: &view::BatchView<'a>,
+    arena: &'b mut Vec<u8>,
+) -> Result<Inflated<'a, &'b [u8]>> {
+    let at = |e: crate::format::FormatError| e.at(path, batch.position);
+    let (views, _) = crate::format::BatchView::decode_crc_checked(batch.bytes).map_err(at)?;
+    let records = match views.inflate_reusing(arena).map_err(at)? {
+        Some(len) => arena.get(..len).expect("the arena holds the records"),
+        None => &[],
+    };
     Ok(Inflated { views, records })
 }
 
@@ -66,18 +85,19 @@ impl Decisions {
 pub fn decide_inflated(
     path: &Path,
     position: u64,
-    inflated: &Inflated<'_>,
+    inflated: &Inflated<'_, impl AsRef<[u8]>>,
     superseded: &Superseded,
     horizon: Horizon,
     ordinal: &mut i64,
     decisions: &mut Decisions,
 ) -> Result<()> {
     let batch = &inflated.views;
+    let inflated_records = inflated.records.as_ref();
     let control = batch.is_control();
     decisions.keep.clear();
     decisions.ends.clear();
     decisions.kept_max_timestamp = None;
-    let mut records = batch.records_in(&inflated.records);
+    let mut records = batch.records_in(inflated_records);
     while let Some(record) = records.next() {
         let record = record.map_err(|e| e.at(path, position))?;
         let latest = if record.key.is_some() && !control {
@@ -106,7 +126,7 @@ pub fn decide_inflated(
     }
     assert_eq!(
         decisions.ends.last().copied().unwrap_or(0),
-        inflated.records.len()
+        inflated_records.len()
     );
     Ok(())
 }
@@ -121,12 +141,13 @@ pub fn decide_inflated(
 /// batch is decompressed once (by the caller). `scratch` gathers the kept records.
 pub fn encode_kept(
     source: &[u8],
-    inflated: &Inflated<'_>,
+    inflated: &Inflated<'_, impl AsRef<[u8]>>,
     decisions: &Decisions,
     scratch: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) {
     let batch = &inflated.views;
+    let inflated_records = inflated.records.as_ref();
     assert_eq!(decisions.keep.len(), batch.record_count);
     assert_eq!(decisions.ends.len(), batch.record_count);
     assert_eq!(source.len(), batch.size());
@@ -137,11 +158,11 @@ pub fn encode_kept(
     let mut record_start = 0usize;
     for (keep, &end) in decisions.keep.iter().zip(&decisions.ends) {
         if *keep {
-            scratch.extend_from_slice(&inflated.records[record_start..end]);
+            scratch.extend_from_slice(&inflated_records[record_start..end]);
         }
         record_start = end;
     }
-    assert_eq!(record_start, inflated.records.len());
+    assert_eq!(record_start, inflated_records.len());
     // Under LogAppendTime the max timestamp is every record's: it stays.
     let max_timestamp = match batch.timestamp_type() {
         TimestampType::LogAppendTime => batch.max_timestamp,
@@ -214,6 +235,53 @@ mod tests {
                     assert_eq!(out[1..], want[..], "{codec} {log_append_time:?} {mask:b}");
                 }
             }
+        }
+    }
+
+    /// One arena for a run of batches, large ones before small ones (the arena's
+    /// stale bytes then lie past each batch's records) and an uncompressed one
+    /// among them: each batch's records are [`inflate`]'s.
+    #[test]
+    fn inflating_into_a_reused_arena_gives_each_batch_its_own_records() {
+        let path = Path::new("seg.log");
+        let codecs = [
+            Compression::Lz4,
+            Compression::None,
+            Compression::Zstd,
+            Compression::Lz4,
+            Compression::Gzip,
+            Compression::Lz4,
+        ];
+        let mut source = Vec::new();
+        let mut base = 0i64;
+        for (i, (codec, value_bytes)) in codecs
+            .iter()
+            .zip([900usize, 50, 300, 20, 5, 400])
+            .enumerate()
+        {
+            let records: Vec<NewRecord> = (0..4u8)
+                .map(|r| {
+                    let value = vec![b'a' + r + i as u8; value_bytes];
+                    NewRecord::new(Some(vec![r]), Some(value), 7)
+                })
+                .collect();
+            source.extend(
+                RecordBatch::build(base, &records)
+                    .with_compression(*codec)
+                    .encode(),
+            );
+            base += 4;
+        }
+        let batches = view::batches(path, 0, &source).unwrap();
+        assert_eq!(batches.len(), codecs.len());
+        let mut arena = Vec::new();
+        for batch in &batches {
+            let owned = inflate(path, batch).unwrap();
+            let reused = inflate_in(path, batch, &mut arena).unwrap();
+            assert_eq!(reused.records.len(), owned.records.len());
+            assert!(reused.records == &owned.records[..]);
+            assert_eq!(reused.views.base_offset, owned.views.base_offset);
+            assert_eq!(reused.records.is_empty(), !batch.is_compressed());
         }
     }
 }

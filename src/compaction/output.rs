@@ -239,9 +239,7 @@ pub fn write_closed(
         // Owns the receiving end and the way back: an error drops both, which
         // stops the helper.
         let written = write_jobs(fs, dir, tmp, job_rx, back_tx);
-        let described = describer
-            .join()
-            .expect("the describing thread does not panic");
+        let described = crate::panics::join_scoped(describer, "the describing thread");
         let (files, totals, carried) = written?;
         let mut segments = described?;
         assert_eq!(segments.len(), files.len());

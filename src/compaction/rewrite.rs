@@ -46,6 +46,8 @@ pub struct Compacted {
     decisions: super::compressed::Decisions,
     /// The kept records of one compressed batch, before compression (scratch).
     spliced: Vec<u8>,
+    /// The arena compressed batches are decompressed into, batch after batch.
+    inflated: Vec<u8>,
 }
 
 /// Where the rewrite pass is in the scan's numbering: source segments go through
@@ -253,6 +255,7 @@ pub fn compact_segment(
     let encoded = &mut out.encoded;
     let decisions = &mut out.decisions;
     let spliced = &mut out.spliced;
+    let arena = &mut out.inflated;
     pieces.clear();
     encoded.clear();
     // Views borrow this segment's bytes; one batch's worth at a time.
@@ -272,7 +275,7 @@ pub fn compact_segment(
         if batch.header.base_offset < keep_from && batch.is_compressed() {
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.
-            let inflated = super::compressed::inflate(path, batch)?;
+            let inflated = super::compressed::inflate_in(path, batch, arena)?;
             super::compressed::decide_inflated(
                 path,
                 batch.position,

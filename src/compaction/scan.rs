@@ -159,6 +159,8 @@ fn scan_into(
             let mut plain = Bitmap::default();
             let mut batch_index = 0usize;
             let mut records = Vec::new();
+            // Compressed batches are decompressed into one arena, batch after batch.
+            let mut arena = Vec::new();
             for (i, &(base, bytes)) in segments.iter().enumerate() {
                 let path = segment_path(dir, base, LOG_SUFFIX);
                 let is_active = i + 1 == segments.len();
@@ -175,10 +177,10 @@ fn scan_into(
                     }
                     let mut is_plain = true;
                     if batch.is_compressed() {
-                        // The records live in a decompressed buffer this loop
-                        // drops: hand their keys over hashed.
-                        let inflated = super::compressed::inflate(&path, &batch)?;
-                        for record in inflated.views.records_in(&inflated.records) {
+                        // The records live in the arena the next batch reuses:
+                        // hand their keys over hashed.
+                        let inflated = super::compressed::inflate_in(&path, &batch, &mut arena)?;
+                        for record in inflated.views.records_in(inflated.records) {
                             let record = record.map_err(|e| e.at(&path, batch.position))?;
                             if let Some(key) = record.key {
                                 chunk.push((Item::Digest(digester.digest(key)), ordinal));
@@ -241,7 +243,7 @@ fn scan_into(
             // The reader may be done and gone: then the chunk is just dropped.
             let _ = empty_tx.send(chunk);
         }
-        reader.join().expect("the map reader does not panic")
+        crate::panics::join_scoped(reader, "the map reader")
     })
 }
 

@@ -24,7 +24,7 @@ pub struct BatchSummary {
 }
 
 impl BatchSummary {
-    fn of_view(batch: &BatchView<'_>) -> BatchSummary {
+    pub(super) fn of_view(batch: &BatchView<'_>) -> BatchSummary {
         BatchSummary {
             base_offset: batch.base_offset,
             last_offset: batch.base_offset + i64::from(batch.last_offset_delta),
@@ -34,7 +34,7 @@ impl BatchSummary {
         }
     }
 
-    fn of_spec(batch: &Batch) -> BatchSummary {
+    pub(super) fn of_spec(batch: &Batch) -> BatchSummary {
         BatchSummary {
             base_offset: batch.base_offset,
             last_offset: batch.last_offset(),

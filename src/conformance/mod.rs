@@ -15,7 +15,9 @@
 //!   the same records or is rejected on both sides, unbounded and with a small
 //!   `max_bytes`; so do `read_raw` and every `fetch` of a fetch walk, at batch level
 //!   (which batches, their last offsets, and `Fetch::next_offset`); and on a log
-//!   holding transactional batches `read_committed` from every position;
+//!   holding transactional batches `read_committed` from every position, unbounded
+//!   and with small byte bounds, and the `read_committed` fetch with its aborted
+//!   transactions;
 //! * `seglog_model::invariants::check_step` holds between the engine's states before
 //!   and after each mutation;
 //! * after `CrashReopen` on SimFs (one of the disk images a process crash or a power

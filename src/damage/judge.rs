@@ -32,6 +32,7 @@ use crate::fs::sim::SimFs;
 use crate::fs::FileSystem;
 use crate::install::InstallCase;
 use crate::log::{Log, LogConfig, RecoveryReport};
+use crate::panics::panic_message;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::{engine, LogView};
 
@@ -141,6 +142,14 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
     }
 }
 
+/// Runs a cleaning, turning a panic (on the calling thread or re-raised from one
+/// of the cleaner's scoped threads by [`crate::panics::join_scoped`]) into a
+/// violation that carries the panic's message.
+fn catch_cleaning<T>(policy: CompactionPolicy, clean: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(clean))
+        .map_err(|panic| format!("a {policy:?} cleaning panicked: {}", panic_message(&*panic)))
+}
+
 /// A log that opened from a damaged image is cleaned, by each policy in turn (on
 /// its own copy of the image): the cleaning succeeds, or fails with a structured
 /// corruption error and changes no `.log` file. Never a panic: damage the open
@@ -161,19 +170,10 @@ fn check_cleanings(case: &Case<'_>, fs: &SimFs) -> Result<(), String> {
             policy,
             ..CleanOptions::default()
         };
-        let cleaned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            log.clean(CLEAN_NOW, 1000, None, knobs)
-        }));
+        let cleaned = catch_cleaning(policy, || log.clean(CLEAN_NOW, 1000, None, knobs));
         drop(log);
         match cleaned {
-            Err(panic) => {
-                let why = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("?");
-                return Err(format!("a {policy:?} cleaning panicked: {why}"));
-            }
+            Err(violation) => return Err(violation),
             Ok(Ok(_)) => {}
             Ok(Err(Error::Corrupt { .. })) => {
                 if log_files(&image) != logs_before {
@@ -694,4 +694,29 @@ fn changes(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8
         out.push(format!("created {}", path.display()));
     }
     out.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::panics::join_scoped;
+
+    /// A cleaner thread's panic reaches the violation with its own message, not
+    /// the join's.
+    #[test]
+    fn a_panicking_cleaner_thread_names_its_message_in_the_violation() {
+        let violation = catch_cleaning(CompactionPolicy::Kafka, || {
+            std::thread::scope(|scope| {
+                let reader = scope.spawn(|| -> u32 { panic!("batch at {} has no records", 12) });
+                join_scoped(reader, "the map reader")
+            })
+        })
+        .expect_err("the cleaning panicked");
+        assert_eq!(
+            violation,
+            "a Kafka cleaning panicked: the map reader panicked: batch at 12 has no records"
+        );
+        let fine = catch_cleaning(CompactionPolicy::Seed, || 5);
+        assert_eq!(fine, Ok(5));
+    }
 }

@@ -9,6 +9,7 @@
 mod clean;
 #[cfg(test)]
 mod clean_tests;
+mod committed;
 mod compact;
 pub mod edges;
 mod fetch;
@@ -28,6 +29,7 @@ mod txn_log;
 use serde::{Deserialize, Serialize};
 
 pub use clean::{CleanKnobs, Cleanable, CompactionPolicy, MAP_ENTRY_BYTES};
+pub use committed::{aborted_hides, CommittedFetch};
 pub use compact::{
     keeps, latest_closed_tombstones, latest_offsets, tombstone_expired, CompactionSummary,
 };
