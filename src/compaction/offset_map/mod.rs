@@ -400,7 +400,10 @@ impl OffsetMap {
                     (finish_buckets(high, &mut marks, sort), marks)
                 });
                 let low_table = finish_buckets(low, superseded, sort);
-                (low_table, other.join().expect("finishing does not panic"))
+                (
+                    low_table,
+                    crate::panics::join_scoped(other, "the map's high-half finisher"),
+                )
             });
             if let (Some(bits), Some(high)) = (superseded.as_mut(), high_marks) {
                 bits.union_with(&high);
