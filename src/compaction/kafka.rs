@@ -32,6 +32,7 @@ use super::cleaner::{
     build_sync_file, finish_build, Built, CompactOptions, CompactionReport, Tail,
 };
 use super::dirty::CleanOptions;
+use super::kafka_txn::{marker_outcome, MarkerData, MarkerOutcome};
 use super::source::segment_path;
 use super::view;
 
@@ -281,6 +282,32 @@ pub fn filter_batch(
     })
 }
 
+/// A marker stamped with delete horizon `horizon` (Kafka's `filterTo` rebuilding a
+/// batch with `containsMarkerForEmptyTxn`): attribute bit 6, `base_timestamp` the
+/// horizon, every record kept with its timestamp (delta recomputed), the max
+/// timestamp its records' (LogAppendTime: the batch's).
+pub fn stamp_batch(batch: &RecordBatch, horizon: i64) -> RecordBatch {
+    let stored = |r: &crate::format::Record| batch.base_timestamp.wrapping_add(r.timestamp_delta);
+    let max_timestamp = match batch.timestamp_type() {
+        TimestampType::LogAppendTime => batch.max_timestamp,
+        TimestampType::CreateTime => batch.records.iter().map(stored).max().unwrap_or(horizon),
+    };
+    RecordBatch {
+        attributes: batch.attributes | ATTR_DELETE_HORIZON,
+        base_timestamp: horizon,
+        max_timestamp,
+        records: batch
+            .records
+            .iter()
+            .map(|r| crate::format::Record {
+                timestamp_delta: stored(r).wrapping_sub(horizon),
+                ..r.clone()
+            })
+            .collect(),
+        ..batch.clone()
+    }
+}
+
 /// Kafka's `groupSegmentsBySize` on source segments `(base, bytes)`: the next joins
 /// the group while the bytes fit `segment_bytes` and (it is empty or its last offset,
 /// estimated as the next segment's base - 1 or `first_uncleanable - 1`, is within
@@ -492,10 +519,33 @@ pub(super) fn build(
             Some(first)
         })
         .collect();
+    // Hook: the marker rule (`super::kafka_txn::marker_outcome`).
+    let mut markers = MarkerData::default();
     for group in groups(&sizes, options.segment_bytes, uncleanable) {
         let (mut bytes, mut facts) = (Vec::new(), Vec::new());
         for (s, source) in sources[group.clone()].iter().enumerate() {
             for (j, (batch, range)) in source.batches.iter().enumerate() {
+                if batch.is_control() {
+                    let has_data = markers.on_marker(batch.producer_id);
+                    match marker_outcome(
+                        has_data,
+                        batch.delete_horizon(),
+                        options.now,
+                        options.delete_retention_ms,
+                    ) {
+                        MarkerOutcome::Kept => {
+                            push(&mut bytes, &mut facts, batch, &source.bytes[range.clone()]);
+                        }
+                        MarkerOutcome::Stamped(horizon) => {
+                            let stamped = stamp_batch(batch, horizon);
+                            let encoded = stamped.encode();
+                            push(&mut bytes, &mut facts, &stamped, &encoded);
+                        }
+                        MarkerOutcome::Removed => {}
+                    }
+                    continue;
+                }
+                markers.on_data(batch.producer_id, batch.is_transactional());
                 if aborted(first_index[group.start + s] + j) {
                     continue; // hook: aborted data goes (`super::kafka_txn`)
                 }

@@ -495,13 +495,19 @@ pub fn run_cases(harness: &Harness, options: &InteropOptions) -> Vec<CaseReport>
             true,
             result
                 .as_ref()
-                .map(|&(r, l, _)| (r, l))
+                .map(|&(r, l, _, _)| (r, l))
                 .map_err(Clone::clone),
         );
-        if let Ok((_, _, cleanings)) = result {
+        if let Ok((_, _, cleanings, markers)) = &result {
             report.detail = format!(
-                "{} rounds, {cleanings} cleanings by both Kafka's Cleaner and seglog's kafka policy",
-                super::differential::ROUNDS
+                "{} rounds, {cleanings} cleanings by both Kafka's Cleaner and seglog's kafka policy; {} markers stamped, {} removed",
+                if transactions {
+                    super::differential::TXN_ROUNDS
+                } else {
+                    super::differential::ROUNDS
+                },
+                markers.stamped,
+                markers.removed
             );
         }
         out.push(report);

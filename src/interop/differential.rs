@@ -18,7 +18,10 @@
 //! clock 10 s further; `delete.retention.ms` 20 s, so a tombstone stamped in one
 //! round reaches its horizon exactly two rounds later (the boundary: it goes).
 //! [`txn_workload`] adds transactional batches of three producers and their
-//! COMMIT/ABORT markers (module `txn_view` compares what each side reads of them).
+//! COMMIT/ABORT markers (module `txn_view` compares what each side reads of them,
+//! each batch's delete horizon included), over [`TXN_ROUNDS`] rounds: long enough
+//! for markers to be stamped once their data is gone and removed past the horizon
+//! ([`MarkerTally`]; `txn_workloads_stamp_and_remove_markers`).
 
 use std::path::Path;
 
@@ -39,6 +42,9 @@ pub const SEEDS: &[u64] = &[1, 2, 3];
 pub const TXN_SEEDS: &[u64] = &[11, 12, 13];
 /// Cleanings per workload.
 pub const ROUNDS: usize = 5;
+/// Cleanings per transactional workload: enough for a marker's data to go, the
+/// marker to be stamped by the next cleaning and removed two rounds later.
+pub const TXN_ROUNDS: usize = 10;
 const DELETE_RETENTION_MS: i64 = 20_000;
 const CLOCK_START_MS: i64 = 1_700_000_000_000;
 const ROUND_MS: i64 = 10_000;
@@ -91,7 +97,7 @@ const PRODUCER_ID_BASE: i64 = 1000;
 
 /// The rounds of workload `seed` (plain batches only).
 pub fn workload(seed: u64) -> Vec<Round> {
-    generate(seed, false)
+    generate(seed, false, ROUNDS)
 }
 
 /// The rounds of workload `seed` with transactions: besides the plain batches,
@@ -100,7 +106,7 @@ pub fn workload(seed: u64) -> Vec<Round> {
 /// the plain records, so that aborted data overlaps committed data of the same
 /// keys; a transaction may stay open across a cleaning (and past the last round).
 pub fn txn_workload(seed: u64) -> Vec<Round> {
-    generate(seed, true)
+    generate(seed, true, TXN_ROUNDS)
 }
 
 fn records(rng: &mut Rng, round: usize, b: u64, start: i64) -> Vec<NewRecord> {
@@ -123,11 +129,11 @@ fn records(rng: &mut Rng, round: usize, b: u64, start: i64) -> Vec<NewRecord> {
         .collect()
 }
 
-fn generate(seed: u64, transactions: bool) -> Vec<Round> {
+fn generate(seed: u64, transactions: bool, rounds: usize) -> Vec<Round> {
     let mut rng = Rng(seed);
     let mut open = [false; PRODUCERS as usize];
     let mut sequence = [0i32; PRODUCERS as usize];
-    (0..ROUNDS)
+    (0..rounds)
         .map(|round| {
             let start = CLOCK_START_MS + round as i64 * ROUND_MS;
             let appends = (0..6 + rng.below(8))
@@ -276,9 +282,43 @@ fn first_difference(ours: &[KafkaRecord], theirs: &[KafkaRecord]) -> String {
     }
 }
 
+/// The markers a workload's cleanings stamped with a delete horizon and removed
+/// (past it), as seglog's transaction views after each cleaning show them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MarkerTally {
+    pub stamped: u64,
+    pub removed: u64,
+    /// The markers of the last view: offset -> stamped.
+    seen: std::collections::BTreeMap<i64, bool>,
+}
+
+impl MarkerTally {
+    /// Counts what changed since the last view (`view`: after a cleaning).
+    pub fn observe(&mut self, view: &super::txn_view::KafkaTxnView) {
+        let now: std::collections::BTreeMap<i64, bool> = view
+            .records
+            .iter()
+            .filter(|r| r.control)
+            .map(|r| (r.offset, r.delete_horizon.is_some()))
+            .collect();
+        for (offset, stamped) in &self.seen {
+            match now.get(offset) {
+                None => self.removed += 1,
+                Some(true) if !stamped => self.stamped += 1,
+                Some(_) => {}
+            }
+        }
+        self.stamped += now
+            .iter()
+            .filter(|(o, s)| **s && !self.seen.contains_key(o))
+            .count() as u64;
+        self.seen = now;
+    }
+}
+
 /// Runs workload `seed` ([`txn_workload`] with `transactions`, else [`workload`])
 /// in `work`; (records compared, lookups compared, cleanings that cleaned
-/// something). With transactions, the transaction views (every record's producer
+/// something, the markers stamped and removed). With transactions, the transaction views (every record's producer
 /// and flags, the last stable offset, the aborted transactions from the
 /// `.txnindex` files, the `read_committed` offsets) are compared too: seglog's
 /// with Kafka's after each cleaning, seglog's of Kafka's directory, and Kafka's
@@ -288,7 +328,7 @@ pub fn run_workload(
     work: &Path,
     seed: u64,
     transactions: bool,
-) -> Result<(u64, u64, u64), String> {
+) -> Result<(u64, u64, u64, MarkerTally), String> {
     let root = work.join(format!(
         "cleaner-{}{seed}",
         if transactions { "txn-" } else { "" }
@@ -301,6 +341,7 @@ pub fn run_workload(
     let ours = root.join("seglog/diff-0");
     let theirs = root.join("kafka/diff-0");
     let (mut records, mut lookups, mut cleanings) = (0, 0, 0);
+    let mut markers = MarkerTally::default();
     let mut first_dirty = 0;
     for (round, step) in rounds.into_iter().enumerate() {
         let at = |what: String| format!("workload {seed} round {round}: {what}");
@@ -316,6 +357,7 @@ pub fn run_workload(
         let clean_point = log.clean_point().map_err(|e| at(e.to_string()))?;
         let mine = records_of(&log)?;
         let my_txn = super::txn_view::seglog_txn_view(&log).map_err(&at)?;
+        markers.observe(&my_txn);
         let next_offset = log.next_offset();
         let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
         log.close().map_err(|e| at(format!("seglog close: {e}")))?;
@@ -433,7 +475,26 @@ pub fn run_workload(
         records += compared;
         lookups += looked_up;
     }
-    Ok((records, lookups, cleanings))
+    Ok((records, lookups, cleanings, markers))
+}
+
+/// seglog alone on workload `seed` with transactions, in `work` (no Kafka): the
+/// markers its cleanings stamp and remove. The differential holds Kafka's cleaner
+/// to the same marker facts (control bit and delete horizon) after every round.
+pub fn seglog_markers(work: &Path, seed: u64) -> Result<MarkerTally, String> {
+    let dir = work.join(format!("markers-{seed}/diff-0"));
+    let mut markers = MarkerTally::default();
+    for step in txn_workload(seed) {
+        let (mut log, _) = Log::open(&dir, config()).map_err(|e| e.to_string())?;
+        for append in &step.appends {
+            append_to(&mut log, append).map_err(|e| e.to_string())?;
+        }
+        log.compact(step.now, DELETE_RETENTION_MS, None)
+            .map_err(|e| e.to_string())?;
+        markers.observe(&super::txn_view::seglog_txn_view(&log)?);
+        log.close().map_err(|e| e.to_string())?;
+    }
+    Ok(markers)
 }
 
 #[cfg(test)]
@@ -472,6 +533,19 @@ mod tests {
     }
 
     #[test]
+    fn txn_workloads_stamp_and_remove_markers() {
+        let work = tempfile::tempdir().unwrap();
+        let mut total = MarkerTally::default();
+        for &seed in TXN_SEEDS {
+            let t = seglog_markers(work.path(), seed).unwrap();
+            total.stamped += t.stamped;
+            total.removed += t.removed;
+        }
+        assert!(total.stamped > 0, "{total:?}");
+        assert!(total.removed > 0, "{total:?}");
+    }
+
+    #[test]
     fn txn_workloads_hold_commits_and_aborts_over_committed_keys() {
         for seed in TXN_SEEDS {
             let w = txn_workload(*seed);
@@ -506,7 +580,7 @@ mod tests {
                 .iter()
                 .map(|r| r.appends.clone())
                 .collect::<Vec<_>>(),
-            generate(1, false)
+            generate(1, false, ROUNDS)
                 .iter()
                 .map(|r| r.appends.clone())
                 .collect::<Vec<_>>()

@@ -3,8 +3,8 @@
 //! ([`super::differential::txn_workload`]).
 //!
 //! Invariants compared ([`same`]):
-//! * every stored record's batch facts: producer id, transactional and control bits
-//!   (so the surviving markers are the same);
+//! * every stored record's batch facts: producer id, transactional and control bits,
+//!   delete horizon (so the surviving markers are the same, stamped alike);
 //! * the last stable offset;
 //! * the aborted transactions over the whole log (Kafka's
 //!   `collectAbortedTransactions`, read from the `.txnindex` files; seglog's
@@ -15,7 +15,7 @@
 
 use serde::Deserialize;
 
-use crate::format::batch::ATTR_TRANSACTIONAL;
+use crate::format::batch::{ATTR_DELETE_HORIZON, ATTR_TRANSACTIONAL};
 use crate::{Isolation, Log};
 
 /// One record's batch facts.
@@ -25,6 +25,10 @@ pub struct TxnRecord {
     pub producer_id: i64,
     pub transactional: bool,
     pub control: bool,
+    /// The batch's delete horizon (attribute bit 6), if stamped: a marker's and a
+    /// tombstone batch's stamp are compared too.
+    #[serde(default)]
+    pub delete_horizon: Option<i64>,
 }
 
 /// One aborted transaction (a `.txnindex` entry).
@@ -51,7 +55,7 @@ pub struct KafkaTxnView {
 pub fn seglog_txn_view(log: &Log) -> Result<KafkaTxnView, String> {
     let err = |e: crate::Error| e.to_string();
     // Batch facts by offset range, from the stored batches.
-    let mut batches: Vec<(i64, i64, i64, bool, bool)> = Vec::new();
+    let mut batches: Vec<(i64, i64, i64, bool, bool, Option<i64>)> = Vec::new();
     let mut at = log.log_start_offset();
     while at < log.next_offset() {
         let fetch = log.fetch(at, usize::MAX).map_err(err)?;
@@ -66,6 +70,7 @@ pub fn seglog_txn_view(log: &Log) -> Result<KafkaTxnView, String> {
                 batch.producer_id,
                 batch.attributes & ATTR_TRANSACTIONAL != 0,
                 batch.is_control(),
+                (batch.attributes & ATTR_DELETE_HORIZON != 0).then_some(batch.base_timestamp),
             ));
         }
         at = fetch.next_offset();
@@ -77,7 +82,7 @@ pub fn seglog_txn_view(log: &Log) -> Result<KafkaTxnView, String> {
         let Some(last) = read.last() else { break };
         from = last.offset + 1;
         for r in &read {
-            let &(_, _, producer_id, transactional, control) = batches
+            let &(_, _, producer_id, transactional, control, delete_horizon) = batches
                 .iter()
                 .find(|b| b.0 <= r.offset && r.offset <= b.1)
                 .ok_or_else(|| format!("record {} in no batch", r.offset))?;
@@ -86,6 +91,7 @@ pub fn seglog_txn_view(log: &Log) -> Result<KafkaTxnView, String> {
                 producer_id,
                 transactional,
                 control,
+                delete_horizon,
             });
         }
     }
@@ -194,6 +200,7 @@ mod tests {
                 producer_id: 7,
                 transactional: true,
                 control: false,
+                delete_horizon: None,
             }],
             last_stable_offset: 2,
             aborted: vec![TxnAborted {
@@ -211,6 +218,9 @@ mod tests {
         assert_eq!(same(&view(), &view()), Ok(()));
         let mut other = view();
         other.records[0].control = true;
+        assert!(same(&view(), &other).unwrap_err().contains("record facts"));
+        let mut other = view();
+        other.records[0].delete_horizon = Some(5);
         assert!(same(&view(), &other).unwrap_err().contains("record facts"));
         let mut other = view();
         other.records.clear();

@@ -1,6 +1,7 @@
 //! The invariants of a `kafka`-policy cleaning pass (docs/design.md section 4), in
 //! place of the seed policy's `keyless_retained`, `same_latest_view` and
-//! `tombstone_grace`, which Kafka's rules break on purpose.
+//! `tombstone_grace`, which Kafka's rules break on purpose; `control_retained` is
+//! [`control_past_horizon`] here (Kafka removes markers past their delete horizon).
 
 use std::collections::BTreeMap;
 
@@ -104,6 +105,38 @@ pub fn tombstone_horizon(before: &SpecLog, after: &SpecLog, grace: Grace) -> Res
                     batch.base_offset, batch.delete_horizon, batch.base_timestamp
                 ),
             );
+        }
+    }
+    Ok(())
+}
+
+/// `control_retained` under the `kafka` policy: a control record still in the
+/// log's range stays unchanged unless its batch had a delete horizon at or before
+/// `now` (stamped by an earlier pass that found its transaction without data); then
+/// it may go.
+pub fn control_past_horizon(
+    before: &SpecLog,
+    after: &SpecLog,
+    grace: Grace,
+) -> Result<(), Violation> {
+    let kept: BTreeMap<i64, (&Rec, bool)> =
+        after.records().map(|(r, c)| (r.offset, (r, c))).collect();
+    for batch in before.batches().filter(|b| b.control) {
+        let expired = batch.delete_horizon.is_some_and(|h| grace.now >= h);
+        for rec in &batch.records {
+            if rec.offset < after.log_start_offset() {
+                continue;
+            }
+            match kept.get(&rec.offset) {
+                Some(found) if *found == (rec, true) => {}
+                None if expired => {}
+                _ => {
+                    return fail(
+                        "control_retained",
+                        format!("control record at {} lost or changed", rec.offset),
+                    )
+                }
+            }
         }
     }
     Ok(())

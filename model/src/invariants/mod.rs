@@ -356,6 +356,9 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
             txn::open_retained(before, after),
             txn::markers_follow_data(before, after),
         ];
+        if let StepKind::KafkaClean(grace) = step {
+            checks.push(kafka::control_past_horizon(before, after, grace));
+        }
         if after.active() != before.active() {
             checks.push(fail(
                 "offset_stability",
@@ -366,7 +369,10 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
     }
     let mut checks: Vec<Result<(), Violation>> = vec![
         offset_stability(before, after),
-        control_retained(before, after),
+        match step {
+            StepKind::KafkaClean(grace) => kafka::control_past_horizon(before, after, grace),
+            _ => control_retained(before, after),
+        },
         clean_point_sound(after),
     ];
     if !matches!(step, StepKind::KafkaClean(_)) {

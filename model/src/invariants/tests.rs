@@ -170,6 +170,39 @@ fn keyless_and_control_records_must_survive() {
 }
 
 #[test]
+fn kafka_removes_a_control_record_only_past_its_horizon() {
+    let before = sample();
+    let now = Grace { now: 500, ..GRACE };
+    let no_control = edited(&before, |s| {
+        s[1].batches.retain(|b| !b.control);
+    });
+    // Not stamped: it must stay.
+    assert!(kafka::control_past_horizon(&before, &no_control, now).is_err());
+    assert!(kafka::control_past_horizon(&before, &before, now).is_ok());
+    let stamped = |h: i64| {
+        edited(&before, |s| {
+            for b in s[1].batches.iter_mut().filter(|b| b.control) {
+                b.delete_horizon = Some(h);
+                b.base_timestamp = h;
+            }
+        })
+    };
+    // Stamped at or before now: it may go, or stay; after now: it stays.
+    assert!(kafka::control_past_horizon(&stamped(500), &no_control, now).is_ok());
+    assert!(kafka::control_past_horizon(&stamped(500), &stamped(500), now).is_ok());
+    assert!(kafka::control_past_horizon(&stamped(501), &no_control, now).is_err());
+    // A kept control record is unchanged (stamping keeps its record).
+    assert!(kafka::control_past_horizon(&before, &stamped(700), now).is_ok());
+    let moved = edited(&before, |s| {
+        for b in s[1].batches.iter_mut().filter(|b| b.control) {
+            b.records[0].timestamp += 1;
+            b.max_timestamp += 1;
+        }
+    });
+    assert!(kafka::control_past_horizon(&before, &moved, now).is_err());
+}
+
+#[test]
 fn same_latest_view_rejects_a_changed_value() {
     let before = sample();
     let after = compacted(&before, GRACE);

@@ -10,8 +10,9 @@
 //! 3. Every segment with a base at or below `L` is cleaned (from the log start): a
 //!    record past `L` is kept; a keyless record is dropped; a keyed record is kept if
 //!    its offset is at least the map's for its key (a key not mapped: kept) and it has
-//!    a value or its batch has no delete horizon or `now` is before it. Control
-//!    batches pass unchanged.
+//!    a value or its batch has no delete horizon or `now` is before it. A marker
+//!    follows [`super::kafka_txn`]'s rule 4 (kept while its transaction has data in
+//!    the pass, then stamped with a delete horizon, removed at or past it).
 //! 4. A batch with no kept record goes. A batch that keeps a tombstone and has no
 //!    delete horizon gets one: `now + delete_retention_ms`, which becomes its
 //!    `base_timestamp` (Kafka's `DELETE_HORIZON_FLAG`). A rewritten batch (records
@@ -28,12 +29,13 @@
 //!
 //! A log holding transactional data adds the transaction rules of
 //! [`super::kafka_txn`] at steps 1 (`U` held at the last stable offset's segment),
-//! 2 (an aborted batch maps no key) and 3 (an aborted batch goes).
+//! 2 (an aborted batch maps no key) and 3 (an aborted batch goes); every pass
+//! applies its marker rule (rule 4) at step 3.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::compact::CompactionSummary;
-use super::kafka_txn::KafkaTxnRules;
+use super::kafka_txn::{marker_outcome, KafkaTxnRules, MarkerData, MarkerOutcome};
 use super::{Batch, CleanKnobs, Rec, SpecError, SpecLog, SpecSegment};
 
 /// What step 2 maps: latest offset per key, and `L`.
@@ -61,7 +63,8 @@ pub fn kafka_keeps(batch: &Batch, rec: &Rec, map: &KafkaMap, now: i64) -> bool {
 }
 
 /// Step 4: the batch after cleaning, or `None` when it goes. Counts dropped keyless
-/// records into `keyless_dropped`.
+/// records into `keyless_dropped`. A control batch is returned as it is (the pass
+/// applies the marker rule, [`super::kafka_txn::marker_outcome`]).
 pub fn kafka_clean_batch(
     batch: &Batch,
     map: &KafkaMap,
@@ -220,22 +223,36 @@ impl SpecLog {
             .take_while(|s| s.base_offset < end_offset)
             .count();
         let mut output: Vec<SpecSegment> = Vec::new();
+        let mut markers = MarkerData::default();
         for group in kafka_groups(&closed[..cleaned], group_bytes_max, first_uncleanable) {
             let base_offset = closed[group.start].base_offset;
-            let batches = closed[group]
-                .iter()
-                .flat_map(|s| &s.batches)
-                .filter(|b| !txn.as_ref().is_some_and(|t| t.aborted(b.base_offset)))
-                .filter_map(|b| {
-                    kafka_clean_batch(
-                        b,
-                        &map,
-                        now,
-                        delete_retention_ms,
-                        &mut summary.keyless_dropped,
-                    )
-                })
-                .collect();
+            let mut batches = Vec::new();
+            for b in closed[group].iter().flat_map(|s| &s.batches) {
+                if b.control {
+                    let has_data = markers.on_marker(b.producer_id);
+                    match marker_outcome(has_data, b.delete_horizon, now, delete_retention_ms) {
+                        MarkerOutcome::Kept => batches.push(b.clone()),
+                        MarkerOutcome::Stamped(horizon) => batches.push(Batch {
+                            base_timestamp: horizon,
+                            delete_horizon: Some(horizon),
+                            ..b.clone()
+                        }),
+                        MarkerOutcome::Removed => {}
+                    }
+                    continue;
+                }
+                markers.on_data(b.producer_id, b.transactional);
+                if txn.as_ref().is_some_and(|t| t.aborted(b.base_offset)) {
+                    continue;
+                }
+                batches.extend(kafka_clean_batch(
+                    b,
+                    &map,
+                    now,
+                    delete_retention_ms,
+                    &mut summary.keyless_dropped,
+                ));
+            }
             output.push(SpecSegment {
                 base_offset,
                 batches,

@@ -1,8 +1,9 @@
 //! The `kafka` policy's transaction rules (docs/design.md section 1, "The kafka
 //! policy and transactions"; engine `src/compaction/kafka_txn.rs`), plugged into
-//! the pass of `spec::kafka` at three points. They apply when the log holds a
-//! transactional data batch (a log whose only transactional batches are markers
-//! takes the plain kafka pass), and follow Kafka 4.4's cleaner:
+//! the pass of `spec::kafka` at four points. Rules 1 to 3 apply when the log holds
+//! a transactional data batch (a log whose only transactional batches are markers
+//! takes the plain kafka pass); rule 4 in every kafka pass. They follow Kafka 4.4's
+//! cleaner:
 //!
 //! 1. **First uncleanable offset.** `U` is also bounded by the last stable offset
 //!    (the first offset of the earliest open transaction, [`super::txn`]): Kafka's
@@ -18,14 +19,27 @@
 //!    Aborted records thus never shadow committed ones (the issue's bug).
 //! 3. **Clean.** In every cleaned segment (base `<= L`) an aborted data batch is
 //!    removed whole (Kafka's `shouldDiscardBatch`); every other batch follows the
-//!    plain rules of `spec::kafka` (markers pass unchanged).
+//!    plain rules of `spec::kafka`, markers rule 4.
 //!
-//! Known differences from Kafka, shared with the engine: Kafka keeps a marker while
-//! its transaction has data in the cleaned region and then stamps it with a delete
-//! horizon and removes it after that (KIP-534); seglog keeps every marker. Kafka
-//! keeps a producer's last data batch as an empty batch (`RETAIN_EMPTY`: producer
-//! state); seglog removes it like any other. Neither changes a record any reader
-//! sees.
+//! 4. **Markers** (every `kafka` pass, transactional data in the log or not: Kafka's
+//!    cleaner has no plain pass). Walking the batches of the cleaned segments in
+//!    offset order, a marker's transaction *has data* when a transactional data batch
+//!    of its producer was read since that producer's previous marker
+//!    (`CleanedTransactionMetadata`: `onBatchRead` notes the producer,
+//!    `onControlBatchRead` takes the note; only what the pass reads counts, and the
+//!    pass reads from the log start, so that is every data batch before the
+//!    marker). A marker with data stays as it is, even in the pass that removes the
+//!    data. One without: with no delete horizon it is stamped with
+//!    `now + delete_retention_ms` (its `base_timestamp`, as a tombstone's batch:
+//!    `filterTo`'s `containsMarkerForEmptyTxn`, KIP-534); with a horizon it goes on a
+//!    pass at or past it (`deleteHorizonMs <= currentTime`), else stays.
+//!    [`marker_outcome`], [`MarkerData`].
+//!
+//! Known difference from Kafka, shared with the engine: Kafka keeps a producer's
+//! last batch, and the last batch of the cleaning round, as an empty batch
+//! (`RETAIN_EMPTY`: producer state, the round's last offset); seglog removes it
+//! like any other (for a marker: it goes whole where Kafka leaves an empty control
+//! batch). Neither changes a record any reader sees.
 
 use std::collections::BTreeSet;
 
@@ -63,6 +77,56 @@ impl KafkaTxnRules {
             .last()
             .unwrap_or(first_uncleanable)
             .min(first_uncleanable)
+    }
+}
+
+/// Rule 4 for one marker of a cleaned segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerOutcome {
+    /// Kept as it is.
+    Kept,
+    /// Kept, stamped with this delete horizon.
+    Stamped(i64),
+    /// Removed.
+    Removed,
+}
+
+/// Rule 4: a marker whose transaction `has_data` in the pass stays; one without is
+/// stamped (no `delete_horizon` yet) or goes at or past its horizon.
+pub fn marker_outcome(
+    has_data: bool,
+    delete_horizon: Option<i64>,
+    now: i64,
+    delete_retention_ms: i64,
+) -> MarkerOutcome {
+    if has_data {
+        return MarkerOutcome::Kept;
+    }
+    match delete_horizon {
+        None => MarkerOutcome::Stamped(now.saturating_add(delete_retention_ms)),
+        Some(horizon) if now >= horizon => MarkerOutcome::Removed,
+        Some(_) => MarkerOutcome::Kept,
+    }
+}
+
+/// Rule 4's walk (Kafka's `CleanedTransactionMetadata`): the producers with a
+/// transactional data batch read since their last marker.
+#[derive(Clone, Debug, Default)]
+pub struct MarkerData {
+    open: BTreeSet<i64>,
+}
+
+impl MarkerData {
+    /// A data batch read (aborted or not).
+    pub fn on_data(&mut self, producer_id: i64, transactional: bool) {
+        if transactional {
+            self.open.insert(producer_id);
+        }
+    }
+
+    /// A marker of `producer_id` read: true if its transaction has data.
+    pub fn on_marker(&mut self, producer_id: i64) -> bool {
+        self.open.remove(&producer_id)
     }
 }
 
@@ -175,6 +239,123 @@ mod tests {
         assert_eq!(map.latest_offset, Some(3));
         assert_eq!(map.latest.len(), 1, "only a@0: the aborted keys stay out");
         assert_eq!(map.latest.get(b"a".as_slice()), Some(&0));
+    }
+
+    /// Appends a plain record and rolls: the next pass has something to map.
+    fn dirty(log: &mut SpecLog, key: &str) {
+        log.append(&[rec(key, Some("d"), 0)]).unwrap();
+        log.roll();
+    }
+
+    fn batch_at(log: &SpecLog, offset: i64) -> Option<super::super::Batch> {
+        log.batches().find(|b| b.base_offset == offset).cloned()
+    }
+
+    #[test]
+    fn the_marker_outcome_table() {
+        use super::{marker_outcome, MarkerOutcome};
+        assert_eq!(marker_outcome(true, None, 50, 100), MarkerOutcome::Kept);
+        assert_eq!(marker_outcome(true, Some(10), 50, 100), MarkerOutcome::Kept);
+        assert_eq!(
+            marker_outcome(false, None, 50, 100),
+            MarkerOutcome::Stamped(150)
+        );
+        assert_eq!(
+            marker_outcome(false, Some(60), 59, 100),
+            MarkerOutcome::Kept
+        );
+        assert_eq!(
+            marker_outcome(false, Some(60), 60, 100),
+            MarkerOutcome::Removed
+        );
+    }
+
+    /// Rule 4 on a committed transaction: kept in the pass that removes its data,
+    /// stamped by the next, kept before the horizon, removed at it.
+    #[test]
+    fn a_marker_stays_with_its_data_then_is_stamped_then_goes_at_the_horizon() {
+        let mut log = SpecLog::new(1 << 20);
+        log.append_transactional(1, &[rec("a", Some("1"), 1)])
+            .unwrap(); // 0
+        log.append_control(true, 2); // 1
+        log.append(&[rec("a", Some("2"), 3)]).unwrap(); // 2: supersedes a@0
+        log.roll();
+        dirty(&mut log, "z"); // 3
+        log.clean(10, 100, None, KAFKA).unwrap();
+        assert_eq!(
+            offsets(&log),
+            vec![1, 2, 3],
+            "the data went, its marker stays"
+        );
+        assert_eq!(batch_at(&log, 1).unwrap().delete_horizon, None);
+        dirty(&mut log, "y"); // 4
+        log.clean(20, 100, None, KAFKA).unwrap();
+        let stamped = batch_at(&log, 1).expect("stamped, kept");
+        assert_eq!(stamped.delete_horizon, Some(120));
+        assert_eq!(stamped.base_timestamp, 120);
+        assert_eq!(
+            stamped.records[0].timestamp, 2,
+            "the record keeps its timestamp"
+        );
+        dirty(&mut log, "x"); // 5
+        log.clean(119, 100, None, KAFKA).unwrap();
+        assert_eq!(batch_at(&log, 1).unwrap().delete_horizon, Some(120));
+        dirty(&mut log, "w"); // 6
+        log.clean(120, 100, None, KAFKA).unwrap();
+        assert_eq!(batch_at(&log, 1), None, "gone at the horizon");
+        assert_eq!(offsets(&log), vec![2, 3, 4, 5, 6]);
+    }
+
+    /// Rule 4 on an aborted transaction, and per producer: producer 2's data
+    /// holds its own marker, not producer 1's.
+    #[test]
+    fn an_abort_marker_outlives_its_removed_data_by_one_pass() {
+        let mut log = SpecLog::new(1 << 20);
+        log.append_transactional(1, &[rec("a", Some("x"), 0)])
+            .unwrap(); // 0
+        log.append_transactional(2, &[rec("b", Some("1"), 0)])
+            .unwrap(); // 1
+        log.append_control(false, 0); // 2: ABORT of producer 1
+        log.append_control_of(2, true, 0); // 3: COMMIT of producer 2
+        log.roll();
+        dirty(&mut log, "z"); // 4
+        log.clean(10, 100, None, KAFKA).unwrap();
+        // The aborted data went; its marker was read after it, so it stays.
+        assert_eq!(offsets(&log), vec![1, 2, 3, 4]);
+        assert_eq!(batch_at(&log, 2).unwrap().delete_horizon, None);
+        dirty(&mut log, "y"); // 5
+        log.clean(20, 100, None, KAFKA).unwrap();
+        assert_eq!(batch_at(&log, 2).unwrap().delete_horizon, Some(120));
+        assert_eq!(batch_at(&log, 3).unwrap().delete_horizon, None, "b@1 stays");
+        dirty(&mut log, "x"); // 6
+        log.clean(200, 100, None, KAFKA).unwrap();
+        assert_eq!(batch_at(&log, 2), None, "producer 1's, past its horizon");
+        assert_eq!(batch_at(&log, 3).unwrap().delete_horizon, None);
+    }
+
+    /// A marker with no data ever (a log of markers alone) is stamped by a kafka
+    /// pass; under the seed policy it stays as it is.
+    #[test]
+    fn a_stray_marker_is_stamped_by_kafka_not_by_seed() {
+        let build = || {
+            let mut log = SpecLog::new(1 << 20);
+            log.append(&[rec("a", Some("1"), 0)]).unwrap(); // 0
+            log.append_control(false, 0); // 1
+            log.roll();
+            dirty(&mut log, "z"); // 2
+            log
+        };
+        let mut log = build();
+        assert_eq!(log.kafka_txn_rules(), None);
+        log.clean(10, 100, None, KAFKA).unwrap();
+        assert_eq!(batch_at(&log, 1).unwrap().delete_horizon, Some(110));
+        let mut log = build();
+        let seed = CleanKnobs {
+            policy: CompactionPolicy::Seed,
+            ..KAFKA
+        };
+        log.clean(10, 100, None, seed).unwrap();
+        assert_eq!(batch_at(&log, 1).unwrap().delete_horizon, None);
     }
 
     /// A log whose only transactional batches are markers takes the plain pass.

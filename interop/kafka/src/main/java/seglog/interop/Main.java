@@ -325,6 +325,11 @@ public final class Main {
         json.put("control", batch.isControlBatch());
         json.put("transactional", batch.isTransactional());
         json.put("producer_epoch", batch.producerEpoch());
+        if (batch.deleteHorizonMs().isPresent()) {
+            json.put("delete_horizon", batch.deleteHorizonMs().getAsLong());
+        } else {
+            json.putNull("delete_horizon");
+        }
         json.put("key", record.hasKey() ? Base64.getEncoder().encodeToString(bytes(record.key())) : null);
         json.put("value", record.hasValue() ? Base64.getEncoder().encodeToString(bytes(record.value())) : null);
         ArrayNode headers = json.putArray("headers");
