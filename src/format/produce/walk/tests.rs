@@ -294,4 +294,3 @@ fn overlong_varints_within_their_limits_pass_both_walks() {
         check_walking(&batch, 1 << 20, Walk::Full)
     );
 }
-
