@@ -37,6 +37,7 @@
 //! The result is the reference pass's (`kafka::build`, test builds) byte for byte:
 //! the tests below compare the two on random logs, transactional ones among them.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::mpsc;
 
@@ -71,6 +72,81 @@ struct Scratch<'a> {
     keep: Vec<bool>,
 }
 
+/// A cleaned group's bytes in output order, as written: runs of source bytes kept
+/// as stored (never copied: written straight from the mapping) and the rebuilt
+/// batches, which live in `rebuilt`. One `append_vectored` writes them.
+#[derive(Default)]
+struct GroupBytes {
+    pieces: Vec<Piece>,
+    rebuilt: Vec<u8>,
+}
+
+/// One run of a group's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// Bytes `start..end` of source segment `source`.
+    Stored {
+        source: usize,
+        start: usize,
+        end: usize,
+    },
+    /// Bytes `start..end` of [`GroupBytes::rebuilt`].
+    Rebuilt { start: usize, end: usize },
+}
+
+impl GroupBytes {
+    fn clear(&mut self) {
+        self.pieces.clear();
+        self.rebuilt.clear();
+    }
+
+    /// Appends source `source`'s bytes `range` (joined to the last run when it
+    /// follows it in the same source).
+    fn push_stored(&mut self, source: usize, range: Range<usize>) {
+        if let Some(Piece::Stored {
+            source: last, end, ..
+        }) = self.pieces.last_mut()
+        {
+            if *last == source && *end == range.start {
+                *end = range.end;
+                return;
+            }
+        }
+        self.pieces.push(Piece::Stored {
+            source,
+            start: range.start,
+            end: range.end,
+        });
+    }
+
+    /// Appends what was written to `rebuilt` from `start` on.
+    fn push_rebuilt(&mut self, start: usize) {
+        let new_end = self.rebuilt.len();
+        assert!(start <= new_end);
+        if let Some(Piece::Rebuilt { end, .. }) = self.pieces.last_mut() {
+            if *end == start {
+                *end = new_end;
+                return;
+            }
+        }
+        self.pieces.push(Piece::Rebuilt {
+            start,
+            end: new_end,
+        });
+    }
+
+    /// The runs as slices, in order.
+    fn parts<'a>(&'a self, sources: &'a [Source]) -> Vec<&'a [u8]> {
+        self.pieces
+            .iter()
+            .map(|piece| match *piece {
+                Piece::Stored { source, start, end } => &sources[source].bytes[start..end],
+                Piece::Rebuilt { start, end } => &self.rebuilt[start..end],
+            })
+            .collect()
+    }
+}
+
 /// What the clean step wrote for one source batch into a group's bytes.
 enum Cleaned {
     Dropped,
@@ -78,19 +154,24 @@ enum Cleaned {
     Written(BatchFacts),
 }
 
-/// Step 3 for one batch of a cleaned segment: appends what stays to `out`.
+/// Step 3 for one batch of source segment `s`: appends what stays to `out`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the clean step's state, passed down"
+)]
 fn clean_one<'a>(
+    s: usize,
     source: &'a Source,
     batch: &'a Batch,
     map: &PassMap,
     options: &CompactOptions,
     keyless_dropped: &mut u64,
     scratch: &mut Scratch<'a>,
-    out: &mut Vec<u8>,
+    out: &mut GroupBytes,
 ) -> Result<Cleaned> {
     let bytes = &source.bytes[batch.range.clone()];
-    let copied = |out: &mut Vec<u8>| {
-        out.extend_from_slice(bytes);
+    let copied = |out: &mut GroupBytes| {
+        out.push_stored(s, batch.range.clone());
         Cleaned::Written(BatchFacts {
             base_offset: batch.base_offset,
             last_offset: batch.last_offset,
@@ -190,12 +271,13 @@ fn clean_one<'a>(
                 BatchOutcome::Dropped => unreachable!("a record is kept"),
                 BatchOutcome::Unchanged => unreachable!("a record is dropped or stamped"),
                 BatchOutcome::Rewritten(rebuilt) => {
-                    let start = out.len();
-                    rebuilt.encode_into(out);
+                    let start = out.rebuilt.len();
+                    rebuilt.encode_into(&mut out.rebuilt);
+                    out.push_rebuilt(start);
                     Cleaned::Written(BatchFacts {
                         base_offset: rebuilt.base_offset,
                         last_offset: rebuilt.last_offset(),
-                        size_bytes: (out.len() - start) as u64,
+                        size_bytes: (out.rebuilt.len() - start) as u64,
                         records: rebuilt.records.len() as u64,
                         max_timestamp: rebuilt.max_timestamp,
                     })
@@ -208,7 +290,10 @@ fn clean_one<'a>(
     } else {
         horizon
     };
-    Ok(Cleaned::Written(rebuild(&view, views, keep, horizon, out)))
+    let start = out.rebuilt.len();
+    let facts = rebuild(&view, views, keep, horizon, &mut out.rebuilt);
+    out.push_rebuilt(start);
+    Ok(Cleaned::Written(facts))
 }
 
 /// The marker rule for a control batch of a cleaned segment whose transaction
@@ -333,24 +418,33 @@ struct Written {
 /// What the writer thread writes next: a cleaned group `(base, bytes, facts)`, or
 /// source segment `s` as stored.
 enum Job {
-    Cleaned(i64, Vec<u8>, Vec<BatchFacts>),
+    Cleaned(i64, GroupBytes, Vec<BatchFacts>),
     Stored(usize),
 }
 
 impl Written {
-    /// Writes and syncs one output segment `(base, bytes, facts of its batches)`.
+    /// Writes and syncs one output segment `(base, its bytes in parts, facts of
+    /// its batches)`: the calls of `write_new` (create, then one append of every
+    /// part), then the sync.
     fn push(
         &mut self,
         fs: &dyn FileSystem,
         dir: &Path,
         inputs: &BuildInputs<'_>,
-        (base, bytes, facts): (i64, &[u8], &[BatchFacts]),
+        (base, parts, facts): (i64, &[&[u8]], &[BatchFacts]),
     ) -> Result<()> {
         let name = filename::build(base, LOG_SUFFIX);
         let path = inputs.paths.tmp.join(&name);
-        fs.write_new(&path, bytes)
+        fs.create_file(&path).map_err(|e| Error::io(&path, e))?;
+        fs.append_vectored(&path, parts)
             .map_err(|e| Error::io(&path, e))?;
         build_sync_file(fs, &path)?;
+        let mut crc = crate::format::crc::Crc32c::new();
+        let mut len = 0usize;
+        for part in parts {
+            crc.update(part);
+            len += part.len();
+        }
         let mut segment = Segment::empty(dir, base, inputs.index_interval_bytes);
         for fact in facts {
             segment.on_batch(fact);
@@ -358,14 +452,14 @@ impl Written {
         segment.close_active();
         segment.pending_index.clear();
         segment.pending_time_index.clear();
-        assert_eq!(segment.bytes, bytes.len() as u64);
+        assert_eq!(segment.bytes, len as u64);
         self.records_after += segment.records;
-        self.bytes_after += bytes.len() as u64;
+        self.bytes_after += len as u64;
         self.segments.push(segment);
         self.files.push(ManifestFile {
             name,
-            bytes: bytes.len() as u64,
-            crc32c: crate::format::crc::crc32c(bytes),
+            bytes: len as u64,
+            crc32c: crc.finish(),
         });
         Ok(())
     }
@@ -464,20 +558,22 @@ pub(super) fn build(
     let groups = groups(&sizes, options.segment_bytes, uncleanable);
     let (written, cleaned_result) = std::thread::scope(|scope| {
         let (to_writer, jobs) = mpsc::sync_channel::<Job>(1);
-        let (back, buffers) = mpsc::channel::<Vec<u8>>();
+        let (back, buffers) = mpsc::channel::<GroupBytes>();
         let (sources, inputs) = (&sources, &inputs);
         let writer = scope.spawn(move || -> Result<Written> {
             let mut written = Written::default();
             for job in jobs {
                 match job {
                     Job::Cleaned(base, bytes, facts) => {
-                        written.push(fs, dir, inputs, (base, &bytes, &facts))?;
+                        let parts = bytes.parts(sources);
+                        written.push(fs, dir, inputs, (base, &parts, &facts))?;
                         let _ = back.send(bytes);
                     }
                     Job::Stored(s) => {
                         let source = &sources[s];
                         let facts = source.facts();
-                        written.push(fs, dir, inputs, (source.base, &source.bytes, &facts))?;
+                        let parts: [&[u8]; 1] = [&source.bytes];
+                        written.push(fs, dir, inputs, (source.base, &parts, &facts))?;
                     }
                 }
             }
@@ -490,9 +586,12 @@ pub(super) fn build(
             for group in &groups {
                 let mut bytes = buffers.try_recv().unwrap_or_default();
                 bytes.clear();
-                // The group's source bytes: what it writes at most but a few bytes of
-                // re-encoded records (no reallocation, no copy while growing).
-                bytes.reserve(group.clone().map(|s| sources[s].bytes.len()).sum());
+                // The group's source bytes: what its rebuilt batches take at most but
+                // a few bytes of re-encoded records (no reallocation, no copy while
+                // growing; pages are touched only as written).
+                bytes
+                    .rebuilt
+                    .reserve(group.clone().map(|s| sources[s].bytes.len()).sum());
                 let mut facts = Vec::new();
                 for s in group.clone() {
                     let source = &sources[s];
@@ -511,6 +610,7 @@ pub(super) fn build(
                             continue; // aborted data goes (`super::kafka_txn`)
                         }
                         match clean_one(
+                            s,
                             source,
                             batch,
                             &map,
@@ -1122,6 +1222,60 @@ mod tests {
         assert!(met.markers_removed >= 12, "{met:?}");
         assert!(met.damaged >= 16, "{met:?}");
         assert!(met.damaged_failed >= 12, "{met:?}");
+    }
+
+    /// A group's runs: adjacent bytes of one source join, a gap (a dropped batch),
+    /// another source or a rebuilt run between starts a new one; the parts are the
+    /// bytes in order.
+    #[test]
+    fn a_group_joins_only_adjacent_runs_of_one_source() {
+        let source = |bytes: &[u8]| Source {
+            base: 0,
+            path: PathBuf::new(),
+            bytes: bytes::Bytes::copy_from_slice(bytes),
+            batches: Vec::new(),
+        };
+        let sources = [source(b"0123456789"), source(b"abcdefghij")];
+        let mut group = GroupBytes::default();
+        group.push_stored(0, 0..2);
+        group.push_stored(0, 2..4); // joined
+        group.push_stored(0, 6..7); // after a gap
+        group.push_stored(1, 7..8); // another source
+        group.rebuilt.extend_from_slice(b"XY");
+        group.push_rebuilt(0);
+        group.rebuilt.extend_from_slice(b"Z");
+        group.push_rebuilt(2); // joined
+        group.push_stored(1, 8..10); // not across the rebuilt run
+        assert_eq!(
+            group.pieces,
+            vec![
+                Piece::Stored {
+                    source: 0,
+                    start: 0,
+                    end: 4
+                },
+                Piece::Stored {
+                    source: 0,
+                    start: 6,
+                    end: 7
+                },
+                Piece::Stored {
+                    source: 1,
+                    start: 7,
+                    end: 8
+                },
+                Piece::Rebuilt { start: 0, end: 3 },
+                Piece::Stored {
+                    source: 1,
+                    start: 8,
+                    end: 10
+                },
+            ]
+        );
+        assert_eq!(group.parts(&sources).concat(), b"01236hXYZij".to_vec());
+        group.clear();
+        assert!(group.pieces.is_empty());
+        assert!(group.parts(&sources).is_empty());
     }
 
     #[test]
