@@ -1,0 +1,129 @@
+//! Empty batches (a header, record count 0), as Kafka's cleaner leaves them
+//! (`BatchRetention.RETAIN_EMPTY`: a producer's last batch whose records all went,
+//! docs/design.md section 1, "The kafka policy and transactions").
+//!
+//! Invariant: an empty batch is a valid batch, never a torn tail: opening keeps it
+//! (clean or with the indexes rebuilt), `next_offset` is past its last offset,
+//! `read`/`read_with(ReadCommitted)` return no record of it and read on past it,
+//! `fetch` from inside its range returns it and moves on past it, it counts in a
+//! segment's bytes, and retention deletes the segment holding it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use seglog::format::{filename, BatchView, RecordBatch};
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::{Isolation, Log, LogConfig, NewRecord};
+
+fn record(key: &str, ts: i64) -> NewRecord {
+    NewRecord::new(Some(key.as_bytes().to_vec()), Some(b"v".to_vec()), ts)
+}
+
+/// The batch `[base, base + 1]` of producer 7 with its records removed.
+fn empty_batch(base: i64) -> RecordBatch {
+    let mut batch = RecordBatch::build(base, &[record("x", 20), record("y", 21)]);
+    batch.producer_id = 7;
+    batch.producer_epoch = 0;
+    batch.base_sequence = 0;
+    batch.records.clear();
+    batch
+}
+
+fn offsets(log: &Log, from: i64) -> Vec<i64> {
+    log.read(from, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|r| r.offset)
+        .collect()
+}
+
+fn committed(log: &Log, from: i64) -> Vec<i64> {
+    log.read_with(from, usize::MAX, Isolation::ReadCommitted)
+        .unwrap()
+        .iter()
+        .map(|r| r.offset)
+        .collect()
+}
+
+/// `(base offset, last offset, record count)` of the batches of `bytes`.
+fn batches(bytes: &[u8]) -> Vec<(i64, i64, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let (batch, size) = BatchView::decode(&bytes[at..]).unwrap();
+        out.push((
+            batch.base_offset,
+            batch.base_offset + i64::from(batch.last_offset_delta),
+            batch.record_count,
+        ));
+        at += size;
+    }
+    out
+}
+
+fn check_reads(log: &Log) {
+    assert_eq!(offsets(log, 0), vec![0, 1, 2, 5, 6]);
+    assert_eq!(offsets(log, 3), vec![5, 6]);
+    assert_eq!(committed(log, 0), vec![0, 1, 2, 5, 6]);
+    assert_eq!(committed(log, 4), vec![5, 6]);
+    for from in [3, 4] {
+        let fetch = log.fetch(from, 1).unwrap();
+        assert_eq!(batches(fetch.bytes()), vec![(3, 4, 0)], "fetch from {from}");
+        assert_eq!(fetch.next_offset(), 5, "fetch from {from}");
+        assert_eq!(
+            batches(&log.read_raw(from, 1).unwrap()),
+            vec![(3, 4, 0)],
+            "read_raw from {from}"
+        );
+    }
+    assert_eq!(log.offset_for_timestamp(20).unwrap(), Some(5));
+}
+
+#[test]
+fn an_empty_batch_is_opened_read_fetched_recovered_and_retained() {
+    let fs = Arc::new(SimFs::new());
+    let dir = Path::new("/p0");
+    let config = LogConfig {
+        segment_bytes: 1 << 20,
+        index_interval_bytes: 1,
+        ..LogConfig::default()
+    };
+    let (mut log, _) = Log::open_with(fs.clone(), dir, config.clone()).unwrap();
+    log.append(&[record("a", 10), record("b", 11), record("c", 12)])
+        .unwrap();
+    log.close().unwrap();
+    // The empty batch ends the active segment: kept, not a torn tail.
+    let empty = empty_batch(3).encode();
+    let path = dir.join(filename::build(0, filename::LOG_SUFFIX));
+    fs.append(&path, &empty).unwrap();
+    let (mut log, report) = Log::open_with(fs.clone(), dir, config.clone()).unwrap();
+    assert_eq!(report.truncated_bytes, 0, "{report:?}");
+    assert_eq!(log.next_offset(), 5);
+    assert_eq!(log.append(&[record("d", 30)]).unwrap().base_offset, 5);
+    log.roll().unwrap();
+    assert_eq!(log.append(&[record("e", 31)]).unwrap().base_offset, 6);
+    check_reads(&log);
+    let first = log.segments()[0].clone();
+    assert_eq!(first.records, 4);
+    log.close().unwrap();
+
+    // Reopened cleanly, then with every index rebuilt from the batches.
+    let (log, _) = Log::open_with(fs.clone(), dir, config.clone()).unwrap();
+    check_reads(&log);
+    assert_eq!(log.segments()[0].bytes, first.bytes);
+    log.close().unwrap();
+    for suffix in [filename::INDEX_SUFFIX, filename::TIME_INDEX_SUFFIX] {
+        fs.remove_file(&dir.join(filename::build(0, suffix)))
+            .unwrap();
+    }
+    let (mut log, report) = Log::open_with(fs.clone(), dir, config).unwrap();
+    assert_eq!(report.truncated_bytes, 0, "{report:?}");
+    check_reads(&log);
+
+    // Size retention counts the empty batch's bytes: the segment holding it goes.
+    let bytes = log.segments()[1].bytes as i64;
+    let outcome = log.retain(100, None, Some(bytes)).unwrap();
+    assert_eq!(outcome.deleted_segments, vec![0]);
+    assert_eq!(offsets(&log, 6), vec![6]);
+}
