@@ -8,6 +8,8 @@
 //! * the surviving records (offset, key, value, timestamp, headers) are identical;
 //! * Kafka's end offset (its next first dirty offset) is seglog's new clean point,
 //!   and the segment bases (Kafka's grouping) are the same;
+//! * every stored batch's header is the same (`batch_headers`), empty batches
+//!   (Kafka's `RETAIN_EMPTY`) included, which no record read shows;
 //! * seglog reads Kafka's cleaned directory (a copy of its segment files) as Kafka
 //!   does, and Kafka's classes read seglog's cleaned directory as seglog does
 //!   ([`super::cases::compare`]: records, index positions, timestamp lookups).
@@ -271,6 +273,63 @@ fn copy_segments(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// One stored batch's header, as [`batch_headers`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BatchHeader {
+    segment: i64,
+    base_offset: i64,
+    last_offset: i64,
+    record_count: usize,
+    attributes: i16,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+}
+
+/// The header of every batch of every segment of `dir`, in offset order, empty
+/// batches (record count 0, Kafka's `RETAIN_EMPTY`) included: what no record read
+/// shows.
+fn batch_headers(dir: &Path) -> Result<Vec<BatchHeader>, String> {
+    let mut bases = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let name = entry.map_err(|e| e.to_string())?.file_name();
+        let name = name.to_string_lossy();
+        if let Some(base) = name.strip_suffix(".log") {
+            bases.push(base.parse::<i64>().map_err(|e| format!("{name}: {e}"))?);
+        }
+    }
+    bases.sort_unstable();
+    let mut out = Vec::new();
+    for segment in bases {
+        let path = dir.join(crate::format::filename::build(
+            segment,
+            crate::format::filename::LOG_SUFFIX,
+        ));
+        let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+        let mut at = 0;
+        while at < bytes.len() {
+            let (b, size) = crate::format::BatchView::decode(&bytes[at..])
+                .map_err(|e| format!("{} at byte {at}: {e:?}", path.display()))?;
+            out.push(BatchHeader {
+                segment,
+                base_offset: b.base_offset,
+                last_offset: b.base_offset + i64::from(b.last_offset_delta),
+                record_count: b.record_count,
+                attributes: b.attributes,
+                base_timestamp: b.base_timestamp,
+                max_timestamp: b.max_timestamp,
+                producer_id: b.producer_id,
+                producer_epoch: b.producer_epoch,
+                base_sequence: b.base_sequence,
+            });
+            at += size;
+        }
+    }
+    Ok(out)
+}
+
 fn records_of(log: &Log) -> Result<Vec<KafkaRecord>, String> {
     super::cases::seglog_records(log)
 }
@@ -389,6 +448,24 @@ pub fn run_workload(
             cleanings += 1;
         }
         first_dirty = kafka.end_offset;
+        let (my_headers, their_headers) = (batch_headers(&ours)?, batch_headers(&theirs)?);
+        if my_headers != their_headers {
+            let first = my_headers
+                .iter()
+                .zip(&their_headers)
+                .find(|(a, b)| a != b)
+                .map_or_else(
+                    || {
+                        format!(
+                            "seglog {} batches, Kafka {}",
+                            my_headers.len(),
+                            their_headers.len()
+                        )
+                    },
+                    |(a, b)| format!("seglog {a:?}, Kafka {b:?}"),
+                );
+            return Err(at(format!("the stored batches differ: {first}")));
+        }
         if mine != kafka.records {
             return Err(at(format!(
                 "the surviving records differ: {}",
