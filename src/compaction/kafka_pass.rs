@@ -300,11 +300,12 @@ fn clean_one<'a>(
 /// `has_data` in the pass: copied, stamped (rebuilt as `kafka::stamp_batch`) or
 /// removed (`None`).
 fn clean_marker(
+    s: usize,
     source: &Source,
     batch: &Batch,
     has_data: bool,
     options: &CompactOptions,
-    out: &mut Vec<u8>,
+    out: &mut GroupBytes,
 ) -> Result<Option<BatchFacts>> {
     let bytes = &source.bytes[batch.range.clone()];
     let horizon = (batch.attributes & ATTR_DELETE_HORIZON != 0).then(|| {
@@ -314,7 +315,7 @@ fn clean_marker(
     match marker_outcome(has_data, horizon, options.now, options.delete_retention_ms) {
         MarkerOutcome::Removed => Ok(None),
         MarkerOutcome::Kept => {
-            out.extend_from_slice(bytes);
+            out.push_stored(s, batch.range.clone());
             Ok(Some(BatchFacts {
                 base_offset: batch.base_offset,
                 last_offset: batch.last_offset,
@@ -328,12 +329,13 @@ fn clean_marker(
             if batch.inflated.is_some() {
                 let (decoded, _) = decode(bytes).map_err(at)?;
                 let stamped = stamp_batch(&decoded, horizon);
-                let start = out.len();
-                stamped.encode_into(out);
+                let start = out.rebuilt.len();
+                stamped.encode_into(&mut out.rebuilt);
+                out.push_rebuilt(start);
                 return Ok(Some(BatchFacts {
                     base_offset: stamped.base_offset,
                     last_offset: stamped.last_offset(),
-                    size_bytes: (out.len() - start) as u64,
+                    size_bytes: (out.rebuilt.len() - start) as u64,
                     records: stamped.records.len() as u64,
                     max_timestamp: stamped.max_timestamp,
                 }));
@@ -343,7 +345,10 @@ fn clean_marker(
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(at)?;
             let keep = vec![true; views.len()];
-            Ok(Some(rebuild(&view, &views, &keep, Some(horizon), out)))
+            let start = out.rebuilt.len();
+            let facts = rebuild(&view, &views, &keep, Some(horizon), &mut out.rebuilt);
+            out.push_rebuilt(start);
+            Ok(Some(facts))
         }
     }
 }
@@ -599,7 +604,7 @@ pub(super) fn build(
                         if batch.control {
                             let has_data = markers.on_marker(batch.producer_id);
                             if let Some(fact) =
-                                clean_marker(source, batch, has_data, &options, &mut bytes)?
+                                clean_marker(s, source, batch, has_data, &options, &mut bytes)?
                             {
                                 facts.push(fact);
                             }
