@@ -14,17 +14,20 @@
 //! next append starts at `next_offset`.
 #![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 
 use seglog::conformance::{run_case, Backend, ForeignBatch, Step};
-use seglog::format::{filename, BatchView, RecordBatch};
+use seglog::format::{filename, RecordBatch};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::workload::{Op, RecordSpec};
 use seglog::{Log, LogConfig, NewRecord};
+use support::batches;
 
 fn rec(key: &str, value: Option<&str>, ts: i64) -> RecordSpec {
     RecordSpec {
@@ -103,22 +106,6 @@ fn foreign_batch() -> impl Strategy<Value = (u8, Vec<(u8, bool)>, Vec<bool>)> {
             prop::collection::vec(any::<bool>(), len),
         )
     })
-}
-
-/// The batches of `bytes` as `(base offset, last offset, record count)`.
-fn batches(bytes: &[u8]) -> Vec<(i64, i64, usize)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        let (batch, size) = BatchView::decode(&bytes[at..]).unwrap();
-        out.push((
-            batch.base_offset,
-            batch.base_offset + i64::from(batch.last_offset_delta),
-            batch.record_count,
-        ));
-        at += size;
-    }
-    out
 }
 
 proptest! {

@@ -10,14 +10,17 @@
 //! `fetch` from inside its range returns it and moves on past it, it counts in a
 //! segment's bytes, and retention deletes the segment holding it.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use seglog::format::batch::ATTR_TRANSACTIONAL;
-use seglog::format::{filename, BatchView, ControlKind, RecordBatch};
+use seglog::format::{filename, ControlKind, RecordBatch};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::{Isolation, Log, LogConfig, NewRecord};
+use support::batches;
 
 fn record(key: &str, ts: i64) -> NewRecord {
     NewRecord::new(Some(key.as_bytes().to_vec()), Some(b"v".to_vec()), ts)
@@ -54,22 +57,6 @@ fn committed(log: &Log, from: i64) -> Vec<i64> {
         .filter(|r| !r.control)
         .map(|r| r.offset)
         .collect()
-}
-
-/// `(base offset, last offset, record count)` of the batches of `bytes`.
-fn batches(bytes: &[u8]) -> Vec<(i64, i64, usize)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        let (batch, size) = BatchView::decode(&bytes[at..]).unwrap();
-        out.push((
-            batch.base_offset,
-            batch.base_offset + i64::from(batch.last_offset_delta),
-            batch.record_count,
-        ));
-        at += size;
-    }
-    out
 }
 
 fn check_reads(log: &Log) {
