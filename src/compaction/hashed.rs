@@ -10,13 +10,13 @@
 
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::mpsc;
 
 use crate::error::Result;
 use crate::format::batch::NO_TIMESTAMP;
 use crate::format::filename::LOG_SUFFIX;
 use crate::format::key_summary::key_hash;
 
+use super::handover;
 use super::offset_map::{Digest, Digester};
 use super::source::segment_path;
 use super::view;
@@ -63,15 +63,21 @@ pub struct Input<'a> {
     pub bytes: &'a [u8],
 }
 
-/// Chunks in flight and records a chunk holds before it is handed over: 4 x 16K
+/// Records a chunk holds before it is handed over: [`handover::CHUNKS`] x 16K
 /// records of 40 bytes, about 2.5 MiB whatever the log's size.
-const CHUNKS: usize = 4;
 const CHUNK_RECORDS: usize = 16 * 1024;
 
 #[derive(Debug, Default)]
 struct Chunk {
     items: Vec<Item>,
     records: Vec<HashedRecord>,
+}
+
+impl handover::Chunk for Chunk {
+    fn clear(&mut self) {
+        self.items.clear();
+        self.records.clear();
+    }
 }
 
 /// Reads `inputs` in order on a second thread and calls `consume` on this one with
@@ -87,76 +93,21 @@ pub fn for_each_batch(
     digester: Digester,
     mut consume: impl FnMut(&Item, &[HashedRecord]) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
-    let (full_tx, full_rx) = mpsc::sync_channel::<Result<Chunk>>(CHUNKS);
-    let (empty_tx, empty_rx) = mpsc::channel::<Chunk>();
-    for _ in 0..CHUNKS {
-        empty_tx
-            .send(Chunk::default())
-            .expect("the receiver is alive");
-    }
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut chunk = Chunk::default();
-            let outcome = read(
-                dir,
-                inputs,
-                from,
-                until,
-                digester,
-                &mut chunk,
-                &mut |full| {
-                    if full_tx.send(Ok(std::mem::take(full))).is_err() {
-                        return false;
-                    }
-                    match empty_rx.recv() {
-                        Ok(mut free) => {
-                            free.items.clear();
-                            free.records.clear();
-                            *full = free;
-                            true
-                        }
-                        Err(_) => false,
-                    }
-                },
-            );
-            // What was read before an error is consumed first, then the error (the
-            // consumer may be gone: then nothing is waiting for either).
-            let _ = full_tx.send(Ok(chunk));
-            if let Err(error) = outcome {
-                let _ = full_tx.send(Err(error));
-            }
-        });
-        let mut result = Ok(());
-        'chunks: for chunk in &full_rx {
-            let chunk = match chunk {
-                Ok(chunk) => chunk,
-                Err(error) => {
-                    result = Err(error);
-                    break;
-                }
-            };
+    handover::run(
+        |chunk, hand_over| read(dir, inputs, from, until, digester, chunk, hand_over),
+        |chunk: &mut Chunk| {
             for item in &chunk.items {
                 let records = match item {
                     Item::Batch { records, .. } => &chunk.records[records.clone()],
                     Item::Segment { .. } => &[],
                 };
-                match consume(item, records) {
-                    Ok(ControlFlow::Continue(())) => {}
-                    Ok(ControlFlow::Break(())) => break 'chunks,
-                    Err(error) => {
-                        result = Err(error);
-                        break 'chunks;
-                    }
+                if consume(item, records)?.is_break() {
+                    return Ok(ControlFlow::Break(()));
                 }
             }
-            // The reader may be done and gone: then the chunk is just dropped.
-            let _ = empty_tx.send(chunk);
-        }
-        // Dropping the receivers makes a reader still at work stop at its next hand-over.
-        drop(full_rx);
-        drop(empty_tx);
-        result
-    })
+            Ok(ControlFlow::Continue(()))
+        },
+    )
 }
 
 /// The reading stage: fills `chunk`, calling `hand_over` when it is full (false:

@@ -15,9 +15,8 @@
 //! budget) counts only if every read succeeded.
 
 use std::collections::HashSet;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::format::batch::{ATTR_TRANSACTIONAL, NO_TIMESTAMP};
@@ -26,6 +25,7 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 use crate::segment::BatchFacts;
 
+use super::handover;
 use super::offset_map::{Digest, Digester, OffsetMap, Superseded};
 use super::source::segment_path;
 use super::view;
@@ -338,8 +338,7 @@ impl Mapper {
     }
 }
 
-/// Chunks in flight and digests a chunk holds before it is handed over.
-const CHUNKS: usize = 4;
+/// Digests and batches a chunk holds before it is handed over.
 const CHUNK_DIGESTS: usize = 16 * 1024;
 const CHUNK_BATCHES: usize = 1024;
 
@@ -349,6 +348,13 @@ const CHUNK_BATCHES: usize = 1024;
 struct Chunk {
     batches: Vec<(usize, Batch, Range<usize>)>,
     digests: Vec<Digest>,
+}
+
+impl handover::Chunk for Chunk {
+    fn clear(&mut self) {
+        self.batches.clear();
+        self.digests.clear();
+    }
 }
 
 /// Steps 1 and 2: reads every batch of `splits` on a second thread (checked, as
@@ -379,58 +385,19 @@ pub(super) fn read_and_map(
             batches: Vec::with_capacity(s.batches.len()),
         })
         .collect();
-    let (full_tx, full_rx) = mpsc::sync_channel::<Result<Chunk>>(CHUNKS);
-    let (empty_tx, empty_rx) = mpsc::channel::<Chunk>();
-    for _ in 0..CHUNKS {
-        empty_tx
-            .send(Chunk::default())
-            .expect("the receiver is alive");
-    }
     let splits = &splits;
-    let read_result = std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut chunk = Chunk::default();
-            let outcome = read(splits, aborted, range, digester, &mut chunk, &mut |full| {
-                if full_tx.send(Ok(std::mem::take(full))).is_err() {
-                    return false;
-                }
-                match empty_rx.recv() {
-                    Ok(free) => {
-                        *full = free;
-                        true
-                    }
-                    Err(_) => false,
-                }
-            });
-            // What was read before an error comes first, then the error.
-            let _ = full_tx.send(Ok(chunk));
-            if let Err(error) = outcome {
-                let _ = full_tx.send(Err(error));
-            }
-        });
-        let mut result = Ok(());
-        for chunk in &full_rx {
-            let mut chunk = match chunk {
-                Ok(chunk) => chunk,
-                Err(error) => {
-                    result = Err(error);
-                    break;
-                }
-            };
+    handover::run(
+        |chunk, hand_over| read(splits, aborted, range, digester, chunk, hand_over),
+        |chunk: &mut Chunk| {
             for (s, mut batch, digests) in chunk.batches.drain(..) {
                 if range.covers(batch.base_offset) {
                     mapper.batch(&mut batch, &chunk.digests[digests], range.key_budget);
                 }
                 sources[s].batches.push(batch);
             }
-            chunk.digests.clear();
-            let _ = empty_tx.send(chunk);
-        }
-        drop(full_rx);
-        drop(empty_tx);
-        result
-    });
-    read_result?;
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
     if let Some(error) = mapper.error {
         return Err(error);
     }

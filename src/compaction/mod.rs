@@ -11,6 +11,7 @@ pub mod cleaner;
 pub mod compressed;
 pub mod dirty;
 pub mod dirty_map;
+mod handover;
 mod hashed;
 pub mod kafka;
 mod kafka_pass;
