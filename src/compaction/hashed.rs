@@ -122,6 +122,8 @@ fn read(
     hand_over: &mut dyn FnMut(&mut Chunk) -> bool,
 ) -> Result<()> {
     let mut records = Vec::new();
+    // Compressed batches' records, decompressed into one reused buffer.
+    let mut arena = Vec::new();
     for input in inputs {
         let path = segment_path(dir, input.base, LOG_SUFFIX);
         let batches = view::batches(&path, input.base, input.bytes)?;
@@ -156,8 +158,8 @@ fn read(
                     None => keyless = true,
                 };
                 if batch.is_compressed() {
-                    let inflated = super::compressed::inflate(&path, batch)?;
-                    for record in inflated.views.records_in(&inflated.records) {
+                    let inflated = super::compressed::inflate_in(&path, batch, &mut arena)?;
+                    for record in inflated.views.records_in(inflated.records) {
                         let record = record.map_err(|e| e.at(&path, batch.position))?;
                         let timestamp = inflated.views.timestamp_of(&record);
                         push(record.key, record.value.is_none(), timestamp);
