@@ -127,6 +127,7 @@ fn compact_kafka_policy_example() {
     assert_eq!(out["records_before"], 4);
     assert_eq!(out["records_after"], 2);
     assert_eq!(out["keyless_dropped"], 1);
+    assert_eq!(out["empty_batches"], 0, "no producer: nothing kept empty");
     assert_eq!(out["clean_point_after"], 4);
     let dump = ok_json(&["dump", d]);
     let offsets: Vec<i64> = dump["records"]
@@ -151,6 +152,27 @@ fn compact_kafka_policy_example() {
         .code(),
         Some(2)
     );
+    for bad in ["0", "-5"] {
+        let out = seglog(&[
+            "compact",
+            d,
+            "--now",
+            "1",
+            "--delete-retention-ms",
+            "1",
+            "--policy",
+            "kafka",
+            "--producer-id-expiration-ms",
+            bad,
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "--producer-id-expiration-ms {bad}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("producer_id_expiration_ms"), "{stderr}");
+    }
 }
 
 #[test]
@@ -190,11 +212,13 @@ fn compact_seed_example() {
             "cleanable",
             "policy",
             "keyless_dropped",
+            "empty_batches",
         ],
         "exactly the contract's fields"
     );
     assert_eq!(out["policy"], "seed");
     assert_eq!(out["keyless_dropped"], 0);
+    assert_eq!(out["empty_batches"], 0);
     let dump = ok_json(&["dump", d]);
     let offsets: Vec<i64> = dump["records"]
         .as_array()

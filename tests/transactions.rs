@@ -572,6 +572,9 @@ fn the_kafka_policy_keeps_committed_values_over_aborted_ones() {
     let config = LogConfig {
         segment_bytes: 1 << 20,
         compaction_policy: seglog::compaction::CompactionPolicy::Kafka,
+        // The producers have expired by the cleanings (their batches are 100 ms
+        // old): no batch is kept as an empty batch (tests/retain_empty.rs).
+        producer_id_expiration_ms: 50,
         ..LogConfig::default()
     };
     let mut log = Log::open_with(Arc::clone(&fs) as Arc<dyn FileSystem>, "/log", config)

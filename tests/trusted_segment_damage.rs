@@ -104,6 +104,7 @@ fn clean_after_moving_a_batch(segment: usize, base: u8, last: i64) {
             dedupe_buffer_bytes: None,
             min_compaction_lag_ms: 0,
             policy,
+            ..Default::default()
         };
         // Before the fix: a panic (the log's segment invariant after the install,
         // an index's relative offset, or the swap's manifest check).

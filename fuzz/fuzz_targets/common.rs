@@ -198,6 +198,7 @@ impl FuzzOp {
             FuzzOp::AppendControl { commit, ts } => Op::AppendControl {
                 commit: *commit,
                 ts: ts.0,
+                producer: seglog::workload::TXN_PRODUCER,
             },
             FuzzOp::Roll => Op::Roll,
             FuzzOp::Flush => Op::Flush,

@@ -70,6 +70,11 @@ pub struct CompactArgs {
     /// Do not clean closed segments holding a timestamp newer than `now - N`.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub min_compaction_lag_ms: i64,
+    /// A producer with no open transaction whose last batch is this old is no
+    /// longer active (Kafka's `producer.id.expiration.ms`): a `--policy kafka`
+    /// cleaning keeps an active producer's last batch as an empty batch.
+    #[arg(long, default_value_t = LogConfig::default().producer_id_expiration_ms, allow_negative_numbers = true)]
+    pub producer_id_expiration_ms: i64,
     /// Protocol variant (the broken ones need `--features test-variants`): the
     /// syscall crash states (`seglog alice`) run a broken install with it.
     #[arg(long, default_value = "manifest", conflicts_with = "if_dirty")]
@@ -128,6 +133,7 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         dedupe_buffer_bytes: args.dedupe_buffer_bytes,
         min_cleanable_dirty_ratio: args.min_cleanable_dirty_ratio,
         min_compaction_lag_ms: args.min_compaction_lag_ms,
+        producer_id_expiration_ms: args.producer_id_expiration_ms,
         ..args.log.config()
     };
     config.validate()?;
@@ -169,5 +175,6 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         "cleanable": cleanable,
         "policy": args.log.policy.name(),
         "keyless_dropped": report.keyless_dropped,
+        "empty_batches": report.empty_batches,
     })))
 }

@@ -64,6 +64,10 @@ pub struct CompactionReport {
     pub bytes_carried: u64,
     /// Keyless records the pass dropped (the `kafka` policy; 0 under `seed`).
     pub keyless_dropped: u64,
+    /// Empty batches (record count 0) in the segments the pass cleaned: batches
+    /// kept for an active producer's state (the `kafka` policy, Kafka's
+    /// `RETAIN_EMPTY`; 0 under `seed`).
+    pub empty_batches: u64,
 }
 
 /// The parameters of one compaction.

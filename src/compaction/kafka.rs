@@ -33,6 +33,7 @@ use super::cleaner::{
 };
 use super::dirty::CleanOptions;
 use super::kafka_txn::{marker_outcome, MarkerData, MarkerOutcome};
+use super::producers::{empty_batch, ActiveProducers};
 use super::source::segment_path;
 use super::view;
 
@@ -447,6 +448,22 @@ pub(super) fn build(
         .collect();
     // Hook: the transaction rules (`super::kafka_txn`).
     let txn = super::kafka_txn::KafkaTxn::gather(fs, dir, inputs.bases)?;
+    // Hook: the empty batches (`super::producers`, rule 5).
+    let producers = ActiveProducers::gather(
+        fs,
+        dir,
+        inputs.bases,
+        options.now,
+        clean.producer_id_expiration_ms,
+    )?;
+    let retains_empty = |batch: &RecordBatch| {
+        producers.retains_empty(
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.is_control(),
+            batch.last_offset(),
+        )
+    };
     let aborted = |index: usize| txn.as_ref().is_some_and(|t| t.aborted(index));
     let mut uncleanable = first_uncleanable(
         &facts,
@@ -519,12 +536,23 @@ pub(super) fn build(
             Some(first)
         })
         .collect();
+    let push_empty = |out: &mut Vec<u8>, facts: &mut Vec<BatchFacts>, batch: &RecordBatch| {
+        if retains_empty(batch) {
+            let empty = empty_batch(batch);
+            push(out, facts, &empty, &empty.encode());
+        }
+    };
     // Hook: the marker rule (`super::kafka_txn::marker_outcome`).
     let mut markers = MarkerData::default();
     for group in groups(&sizes, options.segment_bytes, uncleanable) {
         let (mut bytes, mut facts) = (Vec::new(), Vec::new());
         for (s, source) in sources[group.clone()].iter().enumerate() {
             for (j, (batch, range)) in source.batches.iter().enumerate() {
+                if batch.is_control() && batch.records.is_empty() {
+                    // An emptied marker (`super::producers`): ends nothing.
+                    push_empty(&mut bytes, &mut facts, batch);
+                    continue;
+                }
                 if batch.is_control() {
                     let has_data = markers.on_marker(batch.producer_id);
                     match marker_outcome(
@@ -541,13 +569,15 @@ pub(super) fn build(
                             let encoded = stamped.encode();
                             push(&mut bytes, &mut facts, &stamped, &encoded);
                         }
-                        MarkerOutcome::Removed => {}
+                        MarkerOutcome::Removed => push_empty(&mut bytes, &mut facts, batch),
                     }
                     continue;
                 }
                 markers.on_data(batch.producer_id, batch.is_transactional());
                 if aborted(first_index[group.start + s] + j) {
-                    continue; // hook: aborted data goes (`super::kafka_txn`)
+                    // Hook: aborted data goes (`super::kafka_txn`).
+                    push_empty(&mut bytes, &mut facts, batch);
+                    continue;
                 }
                 match clean_batch(
                     batch,
@@ -556,7 +586,7 @@ pub(super) fn build(
                     options.delete_retention_ms,
                     &mut report.keyless_dropped,
                 ) {
-                    BatchOutcome::Dropped => {}
+                    BatchOutcome::Dropped => push_empty(&mut bytes, &mut facts, batch),
                     BatchOutcome::Unchanged => {
                         push(&mut bytes, &mut facts, batch, &source.bytes[range.clone()]);
                     }
@@ -567,6 +597,7 @@ pub(super) fn build(
                 }
             }
         }
+        report.empty_batches += facts.iter().filter(|f| f.records == 0).count() as u64;
         output.push((sources[group.start].base, bytes, facts));
     }
     for source in &sources[cleaned..] {

@@ -41,6 +41,7 @@ pub(super) struct Batch {
     pub attributes: i16,
     pub control: bool,
     pub producer_id: i64,
+    pub producer_epoch: i16,
     /// Attribute bit 4.
     pub transactional: bool,
     /// Data of an aborted transaction ([`super::kafka_txn::KafkaTxn::aborted`]):
@@ -190,6 +191,7 @@ fn walk(
         max_timestamp: checked.max_timestamp,
         control,
         producer_id: checked.producer_id,
+        producer_epoch: checked.producer_epoch,
         transactional: checked.attributes & ATTR_TRANSACTIONAL != 0,
         aborted: false,
         keyed,

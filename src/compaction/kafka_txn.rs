@@ -33,10 +33,10 @@
 //!   batch: `filterTo`'s `containsMarkerForEmptyTxn`, KIP-534) if it has none, and
 //!   removed by a pass at or past its horizon.
 //!
-//! Not yet as Kafka (docs/design.md): a producer's last batch, and the cleaning
-//! round's last batch, are removed like any other when nothing of them stays (a
-//! marker at its horizon goes whole); Kafka keeps them as empty batches
-//! (`BatchRetention.RETAIN_EMPTY`). No reader sees a record differ.
+//! - Empty batches (`super::producers`): an active producer's last data batch, or
+//!   a marker of a producer with no data at its current epoch, stays as an empty
+//!   batch when nothing of it stays (Kafka's `BatchRetention.RETAIN_EMPTY`); an
+//!   empty marker ends nothing and stays only while that rule keeps it.
 
 use std::path::Path;
 

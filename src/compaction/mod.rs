@@ -22,6 +22,7 @@ pub mod output;
 pub mod plan;
 pub mod planner;
 pub mod policy;
+pub mod producers;
 pub mod rewrite;
 pub mod scan;
 pub mod snapshot;

@@ -14,8 +14,9 @@
 //!   marker for a later pass, as Kafka's `CleanedTransactionMetadata` does) and its
 //!   delete horizon has passed (`now - timestamp > delete_retention_ms`, the seed
 //!   policy's tombstone rule; the kafka policy stamps the horizon instead);
-//! - seglog keeps no producer sequence state, so it does not keep the producer's
-//!   last batch as an empty batch (Kafka's `isBatchLastRecordOfProducer`).
+//! - the seed policy keeps no producer's last batch as an empty batch (the kafka
+//!   policy does, `super::producers`); a control batch with no marker record (an
+//!   empty one) takes no part in the rules.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -222,6 +223,9 @@ pub fn gather(
             } else {
                 None
             };
+            // A control batch with no marker record (an empty one, Kafka's
+            // `RETAIN_EMPTY`) takes no part, as `log::txn` reads it.
+            let transactional = transactional && (marker.is_some() || !control);
             // Markers alone (no transactional data) leave the plain seed rules in
             // force: the rules apply once the log holds transactional data.
             any |= transactional && !control;

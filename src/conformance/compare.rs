@@ -49,6 +49,7 @@ fn spec_batch(batch: &RecordBatch) -> Batch {
         max_timestamp: batch.max_timestamp,
         delete_horizon: batch.delete_horizon(),
         producer_id: batch.producer_id,
+        producer_epoch: batch.producer_epoch,
         transactional: batch.is_transactional(),
         records: batch
             .records

@@ -56,6 +56,7 @@ pub fn filling_record(
             log_append_time: false,
             delete_horizon: None,
             producer_id: -1,
+            producer_epoch: -1,
             transactional: false,
         }
         .bytes()

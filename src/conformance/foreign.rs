@@ -80,6 +80,7 @@ impl ForeignBatch {
             log_append_time: false,
             delete_horizon: None,
             producer_id: -1,
+            producer_epoch: -1,
             transactional: false,
         }
     }

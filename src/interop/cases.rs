@@ -500,14 +500,16 @@ pub fn run_cases(harness: &Harness, options: &InteropOptions) -> Vec<CaseReport>
         );
         if let Ok((_, _, cleanings, markers)) = &result {
             report.detail = format!(
-                "{} rounds, {cleanings} cleanings by both Kafka's Cleaner and seglog's kafka policy; {} markers stamped, {} removed",
+                "{} rounds, {cleanings} cleanings by both Kafka's Cleaner and seglog's kafka policy; {} markers stamped, {} removed; {} batches kept empty, {} empty batches removed",
                 if transactions {
                     super::differential::TXN_ROUNDS
                 } else {
                     super::differential::ROUNDS
                 },
                 markers.stamped,
-                markers.removed
+                markers.removed,
+                markers.emptied,
+                markers.empty_removed
             );
         }
         out.push(report);

@@ -48,6 +48,11 @@ pub const ROUNDS: usize = 5;
 /// marker to be stamped by the next cleaning and removed two rounds later.
 pub const TXN_ROUNDS: usize = 10;
 const DELETE_RETENTION_MS: i64 = 20_000;
+/// Producers expire two and a half rounds after their last batch, on both sides
+/// (Kafka's `producer.id.expiration.ms`; its log opens at each round's `now`), so
+/// that a workload keeps some producers' last batches as empty batches and drops
+/// them again once they expire.
+const PRODUCER_ID_EXPIRATION_MS: i64 = 25_000;
 const CLOCK_START_MS: i64 = 1_700_000_000_000;
 const ROUND_MS: i64 = 10_000;
 
@@ -244,6 +249,7 @@ fn config() -> LogConfig {
         segment_bytes: SEGMENT_BYTES,
         index_interval_bytes: INDEX_INTERVAL_BYTES,
         compaction_policy: CompactionPolicy::Kafka,
+        producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS,
         ..LogConfig::default()
     }
 }
@@ -347,6 +353,12 @@ fn first_difference(ours: &[KafkaRecord], theirs: &[KafkaRecord]) -> String {
 pub struct MarkerTally {
     pub stamped: u64,
     pub removed: u64,
+    /// Batches kept as empty batches (Kafka's `RETAIN_EMPTY`), and empty batches
+    /// removed (their producer expired), as the stored headers show them.
+    pub emptied: u64,
+    pub empty_removed: u64,
+    /// The empty batches of the last headers: base offsets.
+    empty: std::collections::BTreeSet<i64>,
     /// The markers of the last view: offset -> stamped.
     seen: std::collections::BTreeMap<i64, bool>,
 }
@@ -372,6 +384,18 @@ impl MarkerTally {
             .filter(|(o, s)| **s && !self.seen.contains_key(o))
             .count() as u64;
         self.seen = now;
+    }
+
+    /// Counts the empty batches that came and went since the last headers.
+    fn observe_headers(&mut self, headers: &[BatchHeader]) {
+        let now: std::collections::BTreeSet<i64> = headers
+            .iter()
+            .filter(|h| h.record_count == 0)
+            .map(|h| h.base_offset)
+            .collect();
+        self.emptied += now.difference(&self.empty).count() as u64;
+        self.empty_removed += self.empty.difference(&now).count() as u64;
+        self.empty = now;
     }
 }
 
@@ -428,6 +452,7 @@ pub fn run_workload(
             "fresh": round == 0,
             "first_dirty": first_dirty,
             "now": step.now,
+            "producer_id_expiration_ms": PRODUCER_ID_EXPIRATION_MS,
             "batches": step.appends.iter().map(append_json).collect::<Vec<_>>(),
         });
         let spec_path = root.join(format!("round-{round}.json"));
@@ -449,6 +474,7 @@ pub fn run_workload(
         }
         first_dirty = kafka.end_offset;
         let (my_headers, their_headers) = (batch_headers(&ours)?, batch_headers(&theirs)?);
+        markers.observe_headers(&my_headers);
         if my_headers != their_headers {
             let first = my_headers
                 .iter()

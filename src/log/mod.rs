@@ -90,6 +90,15 @@ pub struct LogConfig {
     /// is not cleaned, nor any after it (Kafka's `min.compaction.lag.ms`); 0: no lag.
     #[cfg_attr(feature = "serde", serde(default))]
     pub min_compaction_lag_ms: i64,
+    /// A producer with no open transaction whose last batch is this old is no
+    /// longer active (Kafka's `producer.id.expiration.ms`, default one day): a
+    /// `kafka`-policy cleaning keeps an active producer's last batch as an empty
+    /// batch (docs/design.md section 1).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "default_producer_id_expiration_ms")
+    )]
+    pub producer_id_expiration_ms: i64,
     /// The largest producer batch [`Log::append_batches`] takes, log overhead
     /// included (Kafka's `max.message.bytes`, default 1048588); at most
     /// [`BATCH_BYTES_MAX`](crate::format::batch::BATCH_BYTES_MAX).
@@ -106,6 +115,10 @@ impl Eq for LogConfig {}
 
 fn default_min_cleanable_dirty_ratio() -> f64 {
     0.5
+}
+
+fn default_producer_id_expiration_ms() -> i64 {
+    crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT
 }
 
 /// Kafka's default `max.message.bytes`: 1 MiB plus the log overhead.
@@ -125,6 +138,7 @@ impl Default for LogConfig {
             dedupe_buffer_bytes: None,
             min_cleanable_dirty_ratio: default_min_cleanable_dirty_ratio(),
             min_compaction_lag_ms: 0,
+            producer_id_expiration_ms: default_producer_id_expiration_ms(),
             max_batch_bytes: default_max_batch_bytes(),
             compaction_policy: crate::compaction::CompactionPolicy::Seed,
         }
@@ -152,6 +166,12 @@ impl LogConfig {
                 self.min_cleanable_dirty_ratio
             )));
         }
+        if self.producer_id_expiration_ms <= 0 {
+            return Err(Error::InvalidArgument(format!(
+                "producer_id_expiration_ms must be > 0, got {}",
+                self.producer_id_expiration_ms
+            )));
+        }
         let batch_max = crate::format::batch::BATCH_BYTES_MAX as u64;
         let batch_min = crate::format::batch::HEADER_LEN as u64;
         if !(batch_min..=batch_max).contains(&self.max_batch_bytes) {
@@ -175,6 +195,7 @@ impl LogConfig {
             dedupe_buffer_bytes: self.dedupe_buffer_bytes,
             min_compaction_lag_ms: self.min_compaction_lag_ms,
             policy: self.compaction_policy,
+            producer_id_expiration_ms: self.producer_id_expiration_ms,
         }
     }
 }

@@ -134,6 +134,15 @@ impl TxnState {
     }
 }
 
+/// True if `batch` (with the marker `marker_of` found) counts in the transaction
+/// state: a transactional data batch or marker. A control batch with no
+/// well-formed marker record (an empty one a `kafka` cleaning left, Kafka's
+/// `RETAIN_EMPTY`) neither opens nor ends a transaction: Kafka's
+/// `ProducerAppendInfo.append` skips a control batch without a record.
+fn takes_part(batch: &BatchView<'_>, marker: Option<ControlKind>) -> bool {
+    batch.attributes & ATTR_TRANSACTIONAL != 0 && (marker.is_some() || !batch.is_control())
+}
+
 /// The marker kind of a control batch (`None` for a data batch, or a control batch
 /// whose record is not a well-formed marker, which Kafka ignores too).
 fn marker_of(batch: &BatchView<'_>) -> Result<Option<ControlKind>> {
@@ -237,12 +246,12 @@ impl Log {
             }
             for batch in fetch.batches() {
                 let batch = batch?;
-                let transactional = batch.attributes & ATTR_TRANSACTIONAL != 0;
+                let marker = marker_of(&batch)?;
                 seen.push((
                     batch.producer_id,
                     batch.base_offset,
-                    transactional,
-                    marker_of(&batch)?,
+                    takes_part(&batch, marker),
+                    marker,
                 ));
             }
             at = fetch.next_offset();
@@ -277,13 +286,12 @@ impl Log {
                 position += header.size;
                 let (batch, _) = BatchView::decode(raw)
                     .map_err(|e| e.at(view.path(), (position - header.size) as u64))?;
-                let transactional = batch.attributes & ATTR_TRANSACTIONAL != 0;
                 let marker = marker_of(&batch)?;
                 state.observe(
                     segment.base_offset,
                     batch.producer_id,
                     batch.base_offset,
-                    transactional,
+                    takes_part(&batch, marker),
                     marker,
                 );
             }

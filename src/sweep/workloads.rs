@@ -71,6 +71,7 @@ fn append_raw(batches: &[RawBatch<'_>]) -> Op {
 fn txn(records: &[(Option<&str>, Option<&str>, i64)]) -> Op {
     Op::AppendTxn {
         records: records.iter().map(|(k, v, ts)| rec(*k, *v, *ts)).collect(),
+        producer: crate::workload::TXN_PRODUCER,
     }
 }
 
@@ -91,6 +92,7 @@ fn clean(now: i64, keys: u64) -> Op {
         dedupe_buffer_bytes: Some(keys * 24),
         min_compaction_lag_ms: 0,
         policy: crate::compaction::CompactionPolicy::Seed,
+        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
@@ -103,6 +105,7 @@ fn kafka_clean(now: i64) -> Op {
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
         policy: crate::compaction::CompactionPolicy::Kafka,
+        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
@@ -117,18 +120,21 @@ fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
         policy,
+        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     };
     vec![
         txn(&[(Some("a"), Some("1"), 1), (Some("b"), Some("1"), 2)]),
         Op::AppendControl {
             commit: true,
             ts: 3,
+            producer: crate::workload::TXN_PRODUCER,
         },
         txn(&[(Some("a"), Some("x"), 4), (Some("b"), None, 5)]),
         append(&[(Some("c"), Some("1"), 6)]),
         Op::AppendControl {
             commit: false,
             ts: 7,
+            producer: crate::workload::TXN_PRODUCER,
         },
         Op::Roll,
         append(&[(Some("c"), Some("2"), 8), (None, Some("k"), 9)]),
@@ -139,6 +145,7 @@ fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
         Op::AppendControl {
             commit: true,
             ts: 12,
+            producer: crate::workload::TXN_PRODUCER,
         },
         Op::Roll,
         append(&[(Some("a"), Some("2"), 13)]),
@@ -157,6 +164,7 @@ fn carry_clean(now: i64, segment_bytes: Option<u64>) -> Op {
         dedupe_buffer_bytes: Some(1000 * 24),
         min_compaction_lag_ms: 0,
         policy: crate::compaction::CompactionPolicy::Seed,
+        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
@@ -203,7 +211,7 @@ pub fn named_workloads() -> Vec<Workload> {
                 append(&[(Some("a"), Some("1"), 0), (None, Some("e1"), 1), (Some("b"), Some("1"), 2)]),
                 Op::Roll,
                 append(&[(Some("a"), None, 100), (Some("c"), Some("1"), 110)]),
-                Op::AppendControl { commit: true, ts: 120 },
+                Op::AppendControl { commit: true, ts: 120, producer: crate::workload::TXN_PRODUCER },
                 Op::Roll,
                 append(&[(Some("b"), None, 1900), (None, Some("e2"), 1950), (Some("c"), Some("2"), 1990)]),
                 Op::Roll,
@@ -467,18 +475,18 @@ pub fn named_workloads() -> Vec<Workload> {
             variant: "manifest".into(),
             ops: vec![
                 txn(&[(Some("a"), Some("1"), 1), (Some("b"), Some("1"), 2)]),
-                Op::AppendControl { commit: true, ts: 3 },
+                Op::AppendControl { commit: true, ts: 3, producer: crate::workload::TXN_PRODUCER },
                 txn(&[(Some("a"), Some("x"), 4)]),
                 append(&[(Some("p"), Some("plain"), 5)]),
                 txn(&[(Some("b"), Some("x"), 6)]),
-                Op::AppendControl { commit: false, ts: 7 },
+                Op::AppendControl { commit: false, ts: 7, producer: crate::workload::TXN_PRODUCER },
                 Op::Roll,
                 txn(&[(Some("c"), Some("1"), 8)]),
-                Op::AppendControl { commit: false, ts: 9 },
+                Op::AppendControl { commit: false, ts: 9, producer: crate::workload::TXN_PRODUCER },
                 Op::Flush,
                 Op::Close,
                 txn(&[(Some("d"), Some("1"), 10)]),
-                Op::AppendControl { commit: true, ts: 11 },
+                Op::AppendControl { commit: true, ts: 11, producer: crate::workload::TXN_PRODUCER },
                 Op::Roll,
                 append(&[(Some("e"), Some("1"), 5000)]),
                 Op::Retain { now: 5000, retention_ms: Some(100), retention_bytes: None },

@@ -349,8 +349,10 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 Err(e) => return Err(e),
             }
         }
-        Op::AppendTxn { records } => {
-            match log.append_transactional(crate::Producer::new(1, 0), &new_records(records)) {
+        Op::AppendTxn { records, producer } => {
+            match log
+                .append_transactional(crate::Producer::new(*producer, 0), &new_records(records))
+            {
                 Ok(info) => OpOutcome::Appended {
                     base_offset: info.base_offset,
                     last_offset: info.last_offset,
@@ -359,13 +361,17 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
                 Err(e) => return Err(e),
             }
         }
-        Op::AppendControl { commit, ts } => {
+        Op::AppendControl {
+            commit,
+            ts,
+            producer,
+        } => {
             let kind = if *commit {
                 ControlKind::Commit
             } else {
                 ControlKind::Abort
             };
-            let info = log.append_control(kind, 1, 0, *ts)?;
+            let info = log.append_control(kind, *producer, 0, *ts)?;
             OpOutcome::Appended {
                 base_offset: info.base_offset,
                 last_offset: info.last_offset,
@@ -416,11 +422,13 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             dedupe_buffer_bytes,
             min_compaction_lag_ms,
             policy,
+            producer_id_expiration_ms,
         } => {
             let knobs = crate::compaction::CleanOptions {
                 dedupe_buffer_bytes: *dedupe_buffer_bytes,
                 min_compaction_lag_ms: *min_compaction_lag_ms,
                 policy: *policy,
+                producer_id_expiration_ms: *producer_id_expiration_ms,
             };
             match clean(
                 log,

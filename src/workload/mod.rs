@@ -49,11 +49,17 @@ pub enum Op {
     /// transaction rules to a log holding such batches.
     AppendTxn {
         records: Vec<RecordSpec>,
+        /// The producer (epoch 0; absent: 1).
+        #[serde(default = "txn_producer", skip_serializing_if = "is_txn_producer")]
+        producer: i64,
     },
-    /// Append one control batch (a COMMIT marker when `commit`, else ABORT).
+    /// Append one control batch (a COMMIT marker when `commit`, else ABORT) of
+    /// `producer` (epoch 0; absent: 1).
     AppendControl {
         commit: bool,
         ts: i64,
+        #[serde(default = "txn_producer", skip_serializing_if = "is_txn_producer")]
+        producer: i64,
     },
     Roll,
     Flush,
@@ -92,6 +98,12 @@ pub enum Op {
         /// The rules of the pass (absent: `seed`).
         #[serde(default, skip_serializing_if = "is_seed")]
         policy: crate::compaction::CompactionPolicy,
+        /// Kafka's `producer.id.expiration.ms` (absent: one day, its default).
+        #[serde(
+            default = "default_producer_id_expiration_ms",
+            skip_serializing_if = "is_default_producer_id_expiration_ms"
+        )]
+        producer_id_expiration_ms: i64,
     },
     /// A cleaning pass (the knobs of `Log::compact`) run as a concurrent cleaner
     /// runs it: snapshot and build, then `records` one-record appends (with a roll
@@ -322,4 +334,23 @@ fn is_seed(policy: &crate::compaction::CompactionPolicy) -> bool {
 
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
+}
+
+fn default_producer_id_expiration_ms() -> i64 {
+    crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT
+}
+
+fn is_default_producer_id_expiration_ms(ms: &i64) -> bool {
+    *ms == default_producer_id_expiration_ms()
+}
+
+/// The producer of transactional ops that name none.
+pub const TXN_PRODUCER: i64 = 1;
+
+fn txn_producer() -> i64 {
+    TXN_PRODUCER
+}
+
+fn is_txn_producer(producer: &i64) -> bool {
+    *producer == TXN_PRODUCER
 }

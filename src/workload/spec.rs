@@ -1,8 +1,6 @@
 //! Applying workload operations to the reference spec (`seglog_model::spec::SpecLog`).
 
-use seglog_model::spec::{
-    CleanKnobs, CompactionPolicy, ReadRec, SpecLog, SpecRecordInput, TXN_PRODUCER_ID,
-};
+use seglog_model::spec::{CleanKnobs, CompactionPolicy, ReadRec, SpecLog, SpecRecordInput};
 
 use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
 
@@ -70,8 +68,8 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 Err(_) => OpOutcome::Rejected,
             }
         }
-        Op::AppendTxn { records } => {
-            match spec.append_transactional(TXN_PRODUCER_ID, &spec_records(records)) {
+        Op::AppendTxn { records, producer } => {
+            match spec.append_transactional(*producer, &spec_records(records)) {
                 Ok((base_offset, last_offset)) => OpOutcome::Appended {
                     base_offset,
                     last_offset,
@@ -79,8 +77,12 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                 Err(_) => OpOutcome::Rejected,
             }
         }
-        Op::AppendControl { commit, ts } => {
-            let (base_offset, last_offset) = spec.append_control(*commit, *ts);
+        Op::AppendControl {
+            commit,
+            ts,
+            producer,
+        } => {
+            let (base_offset, last_offset) = spec.append_control_of(*producer, *commit, *ts);
             OpOutcome::Appended {
                 base_offset,
                 last_offset,
@@ -120,6 +122,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             dedupe_buffer_bytes,
             min_compaction_lag_ms,
             policy,
+            producer_id_expiration_ms,
         } => {
             let knobs = CleanKnobs {
                 dedupe_buffer_bytes: *dedupe_buffer_bytes,
@@ -128,6 +131,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
                     crate::compaction::CompactionPolicy::Seed => CompactionPolicy::Seed,
                     crate::compaction::CompactionPolicy::Kafka => CompactionPolicy::Kafka,
                 },
+                producer_id_expiration_ms: *producer_id_expiration_ms,
             };
             match spec.clean(*now, *delete_retention_ms, *segment_bytes, knobs) {
                 Ok(s) => compacted(&s),

@@ -128,6 +128,7 @@ fn tombstone_grace_rejects_an_early_drop_and_a_resurrection() {
                 log_append_time: false,
                 delete_horizon: None,
                 producer_id: -1,
+                producer_epoch: -1,
                 transactional: false,
             },
         );

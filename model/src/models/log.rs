@@ -27,6 +27,10 @@ pub struct LogModel {
     pub retention_ms: i64,
     pub retention_bytes: i64,
     pub delete_retention_ms: i64,
+    /// Kafka's `producer.id.expiration.ms` for the kafka pass (rule 5 of
+    /// `spec::kafka_txn`): within the clock's range, so producers both stay active
+    /// and expire.
+    pub producer_id_expiration_ms: i64,
     /// A deliberately wrong compaction, to show the invariants catch it.
     pub mutant: Option<Mutant>,
 }
@@ -50,6 +54,7 @@ impl Default for LogModel {
             retention_ms: 100,
             retention_bytes: 140,
             delete_retention_ms: 100,
+            producer_id_expiration_ms: 200,
             mutant: None,
         }
     }
@@ -97,6 +102,8 @@ pub enum Effect {
     /// A compaction kept the records of an open transaction while cleaning
     /// (something else went).
     OpenKept,
+    /// A kafka pass removed an empty batch: its producer had expired.
+    EmptyExpired,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -212,16 +219,15 @@ impl LogModel {
                 };
                 let knobs = CleanKnobs {
                     policy: CompactionPolicy::Kafka,
+                    producer_id_expiration_ms: self.producer_id_expiration_ms,
                     ..CleanKnobs::default()
                 };
                 let summary = log
                     .clean(now, self.delete_retention_ms, None, knobs)
                     .expect("valid cleaning");
-                effect = txn_effect(&state.log, &log).unwrap_or(kafka_effect(
-                    &state.log,
-                    &log,
-                    summary.keyless_dropped,
-                ));
+                effect = empty_effect(&state.log, &log)
+                    .or_else(|| txn_effect(&state.log, &log))
+                    .unwrap_or(kafka_effect(&state.log, &log, summary.keyless_dropped));
                 StepKind::KafkaClean(grace)
             }
             LogAction::AdvanceClock => StepKind::Roll,
@@ -312,6 +318,15 @@ fn txn_effect(before: &SpecLog, after: &SpecLog) -> Option<Effect> {
         || before.records().count() > after.records().count();
     let open = rules.last_stable_offset.is_some();
     (removed && open).then_some(Effect::OpenKept)
+}
+
+/// An empty batch (`spec::kafka_txn` rule 5) that a kafka pass removed.
+fn empty_effect(before: &SpecLog, after: &SpecLog) -> Option<Effect> {
+    let kept: BTreeSet<i64> = after.batches().map(|b| b.base_offset).collect();
+    before
+        .batches()
+        .any(|b| b.records.is_empty() && !kept.contains(&b.base_offset))
+        .then_some(Effect::EmptyExpired)
 }
 
 /// What a kafka pass did that a `sometimes` property looks for.
@@ -457,6 +472,19 @@ impl Model for LogModel {
             Property::<Self>::sometimes("kafka_keyless_dropped", |_, s| {
                 s.effect == Effect::KeylessDropped
             }),
+            Property::<Self>::sometimes("kafka_empty_batch_kept", |_, s| {
+                s.log.batches().any(|b| b.records.is_empty())
+            }),
+            Property::<Self>::sometimes("kafka_empty_batch_expired", |_, s| {
+                s.effect == Effect::EmptyExpired
+            }),
+            // Rule 5 empties only a producer's batch, and only a kafka pass does.
+            Property::<Self>::always("empty_batches_are_producer_state", |_, s| {
+                s.log
+                    .batches()
+                    .filter(|b| b.records.is_empty())
+                    .all(|b| b.producer_id >= 0)
+            }),
         ]
     }
 }
@@ -475,8 +503,9 @@ mod tests {
         // same log before any cleaning now differ in their clean point); 103_997 before
         // the `kafka` policy's pass (CompactKafka, stamped delete horizons) joined;
         // 166_402 before transactions (AppendTxn, ABORT markers) joined; 316_279
-        // before the kafka pass stamped markers' delete horizons and removed them.
-        assert_eq!(checker.unique_state_count(), 437_612);
+        // before the kafka pass stamped markers' delete horizons and removed them; 437_612
+        // before it kept an active producer's batch as an empty batch (rule 5).
+        assert_eq!(checker.unique_state_count(), 454_509);
     }
 
     #[test]

@@ -40,8 +40,15 @@ pub enum CompactionPolicy {
     Kafka,
 }
 
+/// Kafka's default `producer.id.expiration.ms`: one day.
+pub const PRODUCER_ID_EXPIRATION_MS_DEFAULT: i64 = 86_400_000;
+
+fn producer_id_expiration_ms_default() -> i64 {
+    PRODUCER_ID_EXPIRATION_MS_DEFAULT
+}
+
 /// The cleaner's knobs that change what one pass does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CleanKnobs {
     /// Cap of the offset map, 24 bytes a key; `None`: unbounded.
     pub dedupe_buffer_bytes: Option<u64>,
@@ -51,6 +58,22 @@ pub struct CleanKnobs {
     /// The rules of the pass (absent in older files: `seed`).
     #[serde(default)]
     pub policy: CompactionPolicy,
+    /// A producer with no open transaction whose last batch is this old is no
+    /// longer active (Kafka's `producer.id.expiration.ms`); a `kafka` pass keeps an
+    /// active producer's last batch as an empty batch (`spec::kafka_txn` rule 5).
+    #[serde(default = "producer_id_expiration_ms_default")]
+    pub producer_id_expiration_ms: i64,
+}
+
+impl Default for CleanKnobs {
+    fn default() -> Self {
+        CleanKnobs {
+            dedupe_buffer_bytes: None,
+            min_compaction_lag_ms: 0,
+            policy: CompactionPolicy::Seed,
+            producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        }
+    }
 }
 
 impl CleanKnobs {
@@ -65,6 +88,12 @@ impl CleanKnobs {
             return Err(SpecError::InvalidArgument(format!(
                 "min_compaction_lag_ms {} < 0",
                 self.min_compaction_lag_ms
+            )));
+        }
+        if self.producer_id_expiration_ms <= 0 {
+            return Err(SpecError::InvalidArgument(format!(
+                "producer_id_expiration_ms {} <= 0",
+                self.producer_id_expiration_ms
             )));
         }
         if self.key_budget() == Some(0) {

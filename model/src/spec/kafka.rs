@@ -13,7 +13,8 @@
 //!    a value or its batch has no delete horizon or `now` is before it. A marker
 //!    follows [`super::kafka_txn`]'s rule 4 (kept while its transaction has data in
 //!    the pass, then stamped with a delete horizon, removed at or past it).
-//! 4. A batch with no kept record goes. A batch that keeps a tombstone and has no
+//! 4. A batch with no kept record goes, unless it keeps an active producer's state
+//!    ([`super::kafka_txn`] rule 5): then its empty batch stays. A batch that keeps a tombstone and has no
 //!    delete horizon gets one: `now + delete_retention_ms`, which becomes its
 //!    `base_timestamp` (Kafka's `DELETE_HORIZON_FLAG`). A rewritten batch (records
 //!    dropped, or stamped) keeps its base offset, last offset delta, codec and
@@ -35,7 +36,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::compact::CompactionSummary;
-use super::kafka_txn::{marker_outcome, KafkaTxnRules, MarkerData, MarkerOutcome};
+use super::kafka_txn::{empty_batch, marker_outcome, KafkaTxnRules, MarkerData, MarkerOutcome};
 use super::{Batch, CleanKnobs, Rec, SpecError, SpecLog, SpecSegment};
 
 /// What step 2 maps: latest offset per key, and `L`.
@@ -224,10 +225,22 @@ impl SpecLog {
             .count();
         let mut output: Vec<SpecSegment> = Vec::new();
         let mut markers = MarkerData::default();
+        let producers = self.active_producers(now, knobs.producer_id_expiration_ms);
+        let empty = |b: &Batch, batches: &mut Vec<Batch>| {
+            if producers.retains_empty(b) {
+                batches.push(empty_batch(b));
+            }
+        };
         for group in kafka_groups(&closed[..cleaned], group_bytes_max, first_uncleanable) {
             let base_offset = closed[group.start].base_offset;
             let mut batches = Vec::new();
             for b in closed[group].iter().flat_map(|s| &s.batches) {
+                if b.control && b.records.is_empty() {
+                    // An emptied marker (rule 5): ends nothing, and stays only as
+                    // it was kept (Kafka's `onControlBatchRead` of an empty batch).
+                    empty(b, &mut batches);
+                    continue;
+                }
                 if b.control {
                     let has_data = markers.on_marker(b.producer_id);
                     match marker_outcome(has_data, b.delete_horizon, now, delete_retention_ms) {
@@ -237,21 +250,25 @@ impl SpecLog {
                             delete_horizon: Some(horizon),
                             ..b.clone()
                         }),
-                        MarkerOutcome::Removed => {}
+                        MarkerOutcome::Removed => empty(b, &mut batches),
                     }
                     continue;
                 }
                 markers.on_data(b.producer_id, b.transactional);
                 if txn.as_ref().is_some_and(|t| t.aborted(b.base_offset)) {
+                    empty(b, &mut batches);
                     continue;
                 }
-                batches.extend(kafka_clean_batch(
+                match kafka_clean_batch(
                     b,
                     &map,
                     now,
                     delete_retention_ms,
                     &mut summary.keyless_dropped,
-                ));
+                ) {
+                    Some(kept) => batches.push(kept),
+                    None => empty(b, &mut batches),
+                }
             }
             output.push(SpecSegment {
                 base_offset,

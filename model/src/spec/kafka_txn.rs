@@ -35,16 +35,35 @@
 //!    pass at or past it (`deleteHorizonMs <= currentTime`), else stays.
 //!    [`marker_outcome`], [`MarkerData`].
 //!
-//! Known difference from Kafka, shared with the engine: Kafka keeps a producer's
-//! last batch, and the last batch of the cleaning round, as an empty batch
-//! (`RETAIN_EMPTY`: producer state, the round's last offset); seglog removes it
-//! like any other (for a marker: it goes whole where Kafka leaves an empty control
-//! batch). Neither changes a record any reader sees.
+//! 5. **Empty batches** (every `kafka` pass; Kafka's `BatchRetention.RETAIN_EMPTY`
+//!    in `Cleaner.cleanInto`'s `checkBatchRetention`). A batch of an *active*
+//!    producer that keeps its producer's state is kept as an empty batch (header
+//!    only: record count 0, base timestamp -1, its max timestamp, no delete horizon,
+//!    uncompressed, every other field as stored) when nothing of it stays (aborted
+//!    data, every record dropped, a marker at its horizon). That batch is the
+//!    producer's last data batch (its last offset is the producer's last data
+//!    offset), or, for a producer with no data batch at its current epoch, any of
+//!    its markers at that epoch. [`ActiveProducers`] reads the producers from the
+//!    whole log (active segment included), as Kafka's `lastRecordsOfActiveProducers`
+//!    holds them: a producer's epoch, last timestamp (its last batch's max
+//!    timestamp) and open transaction are its last batch's; its last data offset is
+//!    that of its last data batch at its current epoch (an epoch change clears it,
+//!    `ProducerStateEntry.maybeUpdateProducerEpoch`). A producer is active unless it
+//!    has no open transaction and `now - last_timestamp >= producer_id_expiration_ms`
+//!    (`ProducerStateManager.isProducerExpired`).
+//!
+//! Known differences from Kafka, shared with the engine: seglog keeps no producer
+//! snapshot, so the producer facts are read from the batches as stored. Kafka's
+//! come from appends: a producer whose last data batch a cleaning shrank (its max
+//! timestamp is then the kept records') or retention deleted (Kafka still knows its
+//! offset and keeps none of its markers) may be judged differently. Kafka 4.4 also
+//! keeps the batch ending at the high watermark as an empty batch; a cleaned
+//! segment never holds it while the active segment holds the log end.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::txn::{self, Outcome};
-use super::SpecLog;
+use super::{Batch, SpecLog, NO_TIMESTAMP};
 
 /// The transaction facts of one `kafka` pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,7 +149,91 @@ impl MarkerData {
     }
 }
 
+/// One producer's state as Kafka's `ProducerStateEntry` holds it (rule 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerFacts {
+    /// The epoch of its last batch.
+    pub epoch: i16,
+    /// The last offset of its last data batch at `epoch`.
+    pub last_data_offset: Option<i64>,
+    /// Its last batch's max timestamp.
+    pub last_timestamp: i64,
+    /// Its last batch is transactional data (no marker after it).
+    pub open_transaction: bool,
+}
+
+/// Rule 5's producers: the active ones (Kafka's `lastRecordsOfActiveProducers`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ActiveProducers {
+    producers: BTreeMap<i64, ProducerFacts>,
+}
+
+impl ActiveProducers {
+    /// The producers of `batches` (offset order, the whole log) still active at
+    /// `now`.
+    pub fn of<'a>(
+        batches: impl IntoIterator<Item = &'a Batch>,
+        now: i64,
+        producer_id_expiration_ms: i64,
+    ) -> Self {
+        let mut producers: BTreeMap<i64, ProducerFacts> = BTreeMap::new();
+        for b in batches.into_iter().filter(|b| b.producer_id >= 0) {
+            let facts = producers.entry(b.producer_id).or_insert(ProducerFacts {
+                epoch: b.producer_epoch,
+                last_data_offset: None,
+                last_timestamp: b.max_timestamp,
+                open_transaction: false,
+            });
+            if facts.epoch != b.producer_epoch {
+                facts.epoch = b.producer_epoch;
+                facts.last_data_offset = None;
+            }
+            if !b.control {
+                facts.last_data_offset = Some(b.last_offset());
+            }
+            facts.last_timestamp = b.max_timestamp;
+            facts.open_transaction = !b.control && b.transactional;
+        }
+        producers.retain(|_, f| {
+            f.open_transaction || now.saturating_sub(f.last_timestamp) < producer_id_expiration_ms
+        });
+        ActiveProducers { producers }
+    }
+
+    /// The facts of active producer `producer_id`.
+    pub fn get(&self, producer_id: i64) -> Option<&ProducerFacts> {
+        self.producers.get(&producer_id)
+    }
+
+    /// Rule 5: `batch` is kept as an empty batch when nothing of it stays.
+    pub fn retains_empty(&self, batch: &Batch) -> bool {
+        let Some(facts) = self.producers.get(&batch.producer_id) else {
+            return false;
+        };
+        match facts.last_data_offset {
+            Some(offset) => batch.last_offset() == offset,
+            None => batch.control && batch.producer_epoch == facts.epoch,
+        }
+    }
+}
+
+/// Rule 5's empty batch of `batch` (Kafka's `DefaultRecordBatch.writeEmptyHeader`).
+pub fn empty_batch(batch: &Batch) -> Batch {
+    Batch {
+        base_timestamp: NO_TIMESTAMP,
+        records: Vec::new(),
+        codec: 0,
+        delete_horizon: None,
+        ..batch.clone()
+    }
+}
+
 impl SpecLog {
+    /// Rule 5's producers of this log at `now`.
+    pub fn active_producers(&self, now: i64, producer_id_expiration_ms: i64) -> ActiveProducers {
+        ActiveProducers::of(self.batches(), now, producer_id_expiration_ms)
+    }
+
     /// The rules of a `kafka` pass, or `None` when the log holds no transactional
     /// data batch (the plain pass).
     pub fn kafka_txn_rules(&self) -> Option<KafkaTxnRules> {
@@ -161,6 +264,14 @@ mod tests {
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
         policy: CompactionPolicy::Kafka,
+        // Rule 4's tests: every producer is expired by the time of the pass that
+        // matters (rule 5 then keeps no empty batch); rule 5's use `ACTIVE`.
+        producer_id_expiration_ms: 5,
+    };
+
+    const ACTIVE: CleanKnobs = CleanKnobs {
+        producer_id_expiration_ms: super::super::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        ..KAFKA
     };
 
     fn values(log: &SpecLog) -> Vec<(i64, Option<Vec<u8>>)> {
@@ -365,5 +476,162 @@ mod tests {
         log.append(&[rec("a", Some("1"), 0)]).unwrap();
         log.append_control(false, 0);
         assert_eq!(log.kafka_txn_rules(), None);
+    }
+
+    /// Rule 5: an active producer's last data batch, emptied by the pass, stays as
+    /// an empty batch (and so holds its marker: the pass reads data before it);
+    /// once the producer expires the batch goes and the marker follows rule 4.
+    #[test]
+    fn an_active_producers_last_data_batch_stays_as_an_empty_batch() {
+        let mut log = SpecLog::new(1 << 20);
+        log.append_transactional(1, &[rec("a", Some("1"), 1)])
+            .unwrap(); // 0
+        log.append_transactional(1, &[rec("b", Some("1"), 2)])
+            .unwrap(); // 1
+        log.append_control(true, 3); // 2
+        log.append(&[rec("a", Some("2"), 4), rec("b", Some("2"), 4)])
+            .unwrap(); // 3, 4
+        log.roll();
+        dirty(&mut log, "z"); // 5
+        log.clean(10, 100, None, ACTIVE).unwrap();
+        assert_eq!(
+            batch_at(&log, 0),
+            None,
+            "not the producer's last data batch"
+        );
+        let empty = batch_at(&log, 1).expect("the producer's last data batch");
+        assert_eq!(empty, super::empty_batch(&empty));
+        assert_eq!(
+            (
+                empty.records.len(),
+                empty.base_timestamp,
+                empty.max_timestamp
+            ),
+            (0, -1, 2)
+        );
+        assert!(empty.transactional);
+        assert_eq!((empty.producer_id, empty.producer_epoch), (1, 0));
+        dirty(&mut log, "y"); // 6
+        log.clean(20, 100, None, ACTIVE).unwrap();
+        assert_eq!(batch_at(&log, 1), Some(empty.clone()), "empty, and stable");
+        assert_eq!(
+            batch_at(&log, 2).unwrap().delete_horizon,
+            None,
+            "the empty batch is data its marker reads"
+        );
+        let expired = CleanKnobs {
+            producer_id_expiration_ms: 17,
+            ..ACTIVE
+        };
+        dirty(&mut log, "x"); // 7
+        log.clean(20, 100, None, expired).unwrap();
+        assert_eq!(
+            batch_at(&log, 1),
+            None,
+            "the producer expired (20 - 3 >= 17)"
+        );
+        dirty(&mut log, "w"); // 8
+        log.clean(30, 100, None, expired).unwrap();
+        assert_eq!(batch_at(&log, 2).unwrap().delete_horizon, Some(130));
+    }
+
+    /// Rule 5 keeps an aborted batch of an active producer as an empty batch,
+    /// which the ABORT marker then counts as its data.
+    #[test]
+    fn an_active_producers_aborted_last_batch_stays_empty_and_holds_its_marker() {
+        let mut log = SpecLog::new(1 << 20);
+        log.append_transactional(1, &[rec("a", Some("x"), 5)])
+            .unwrap(); // 0
+        log.append_control(false, 6); // 1
+        log.roll();
+        dirty(&mut log, "z"); // 2
+        log.clean(10, 100, None, ACTIVE).unwrap();
+        log.clean(10, 100, None, ACTIVE).unwrap();
+        let empty = batch_at(&log, 0).expect("kept empty");
+        assert!(empty.records.is_empty());
+        assert_eq!(empty.max_timestamp, 5);
+        assert_eq!(batch_at(&log, 1).unwrap().delete_horizon, None);
+        assert_eq!(values(&log), vec![(2, Some(b"d".to_vec()))]);
+    }
+
+    /// Rule 5 for a producer with no data batch at its current epoch: its markers
+    /// at that epoch stay as empty control batches at their horizon; a marker of an
+    /// older epoch goes whole.
+    #[test]
+    fn a_producer_without_data_keeps_its_current_epochs_markers_empty() {
+        let mut log = SpecLog::new(1 << 20);
+        log.append_control_of(2, false, 1); // 0
+        log.append_control_of(2, false, 2); // 1
+        log.append_control_of(2, false, 3); // 2
+        for batch in &mut log.segments[0].batches {
+            batch.producer_epoch = if batch.base_offset == 0 { 0 } else { 1 };
+        }
+        log.roll();
+        dirty(&mut log, "z"); // 3
+        log.clean(10, 100, None, ACTIVE).unwrap(); // stamps at 110
+        dirty(&mut log, "y"); // 4
+        log.clean(110, 100, None, ACTIVE).unwrap();
+        assert_eq!(batch_at(&log, 0), None, "epoch 0 is not the current epoch");
+        for offset in [1, 2] {
+            let b = batch_at(&log, offset).expect("kept empty");
+            assert!(b.control && b.records.is_empty() && b.delete_horizon.is_none());
+        }
+    }
+
+    #[test]
+    fn active_producers_follow_kafkas_producer_state() {
+        use super::super::Batch;
+        let batch = |offset: i64, pid: i64, epoch: i16, control: bool, ts: i64| Batch {
+            base_offset: offset,
+            last_offset_delta: 0,
+            control,
+            base_timestamp: ts,
+            max_timestamp: ts,
+            records: Vec::new(),
+            codec: 0,
+            log_append_time: false,
+            delete_horizon: None,
+            producer_id: pid,
+            transactional: pid != 3,
+            producer_epoch: epoch,
+        };
+        let log = [
+            batch(0, 1, 0, false, 10), // 1: data, then its marker
+            batch(1, 1, 0, true, 20),
+            batch(2, 2, 0, false, 10), // 2: data, then a marker at a new epoch
+            batch(3, 2, 1, true, 30),
+            batch(4, 3, 0, false, 1), // 3: idempotent, old
+            batch(5, 4, 0, false, 1), // 4: an open transaction, old
+            batch(6, -1, -1, false, 1),
+        ];
+        let active = super::ActiveProducers::of(&log, 40, 25);
+        let facts = |pid| active.get(pid).copied();
+        assert_eq!(facts(1).unwrap().last_data_offset, Some(0));
+        assert_eq!(facts(1).unwrap().last_timestamp, 20);
+        assert_eq!(
+            facts(2).unwrap().last_data_offset,
+            None,
+            "an epoch change clears it"
+        );
+        assert_eq!(facts(2).unwrap().epoch, 1);
+        assert_eq!(facts(3), None, "40 - 1 >= 25");
+        assert!(
+            facts(4).unwrap().open_transaction,
+            "never expires while open"
+        );
+        assert_eq!(facts(-1), None);
+        assert!(super::ActiveProducers::of(&log, 44, 25).get(1).is_some());
+        assert!(
+            super::ActiveProducers::of(&log, 45, 25).get(1).is_none(),
+            "45 - 20 >= 25"
+        );
+        assert!(active.retains_empty(&log[0]));
+        assert!(
+            !active.retains_empty(&log[1]),
+            "a marker of a producer with data"
+        );
+        assert!(active.retains_empty(&log[3]));
+        assert!(!active.retains_empty(&log[2]), "data of an older epoch");
+        assert!(!active.retains_empty(&log[6]));
     }
 }

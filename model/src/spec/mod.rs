@@ -28,7 +28,9 @@ mod txn_log;
 
 use serde::{Deserialize, Serialize};
 
-pub use clean::{CleanKnobs, Cleanable, CompactionPolicy, MAP_ENTRY_BYTES};
+pub use clean::{
+    CleanKnobs, Cleanable, CompactionPolicy, MAP_ENTRY_BYTES, PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+};
 pub use committed::{aborted_hides, CommittedFetch};
 pub use compact::{
     keeps, latest_closed_tombstones, latest_offsets, tombstone_expired, CompactionSummary,
@@ -105,6 +107,26 @@ pub struct Batch {
     /// A transactional data batch is what makes the transaction rules apply.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub transactional: bool,
+    /// Kafka's producer epoch (-1, [`NO_PRODUCER_EPOCH`], for a plain batch; the
+    /// spec's transactional appends and markers write epoch 0). A `kafka` pass keeps
+    /// a marker of a producer with no data batch at its current epoch as an empty
+    /// batch ([`kafka_txn::ActiveProducers`]).
+    #[serde(
+        default = "no_producer_epoch",
+        skip_serializing_if = "is_no_producer_epoch"
+    )]
+    pub producer_epoch: i16,
+}
+
+/// Kafka's "no epoch", a plain batch's.
+pub const NO_PRODUCER_EPOCH: i16 = -1;
+
+fn no_producer_epoch() -> i16 {
+    NO_PRODUCER_EPOCH
+}
+
+fn is_no_producer_epoch(epoch: &i16) -> bool {
+    *epoch == NO_PRODUCER_EPOCH
 }
 
 /// Kafka's "no producer" id, a plain batch's.
@@ -452,6 +474,7 @@ impl SpecLog {
             delete_horizon: None,
             producer_id: NO_PRODUCER_ID,
             transactional: false,
+            producer_epoch: NO_PRODUCER_EPOCH,
         };
         Ok(batch)
     }
@@ -472,6 +495,7 @@ impl SpecLog {
         let batch = Batch {
             producer_id,
             transactional: true,
+            producer_epoch: 0,
             ..self.data_batch(records, 0, None)?
         };
         Ok(self.append_batch(batch))
@@ -504,6 +528,7 @@ impl SpecLog {
             delete_horizon: None,
             producer_id,
             transactional: true,
+            producer_epoch: 0,
         };
         self.append_batch(batch)
     }
@@ -605,11 +630,13 @@ fn check_batch(batch: &Batch, next_min: i64) -> Result<(), String> {
             batch.base_offset
         ));
     }
-    if batch.last_offset_delta < 0 || batch.records.is_empty() {
-        return Err(format!(
-            "batch {} is empty or has a negative delta",
-            batch.base_offset
-        ));
+    if batch.last_offset_delta < 0 {
+        return Err(format!("batch {} has a negative delta", batch.base_offset));
+    }
+    // An empty batch (record count 0) is what a `kafka` pass leaves of a batch
+    // that keeps its producer's state (`kafka_txn` rule 5).
+    if batch.records.is_empty() {
+        return Ok(());
     }
     if batch.control && batch.records.len() != 1 {
         return Err(format!(

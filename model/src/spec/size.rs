@@ -183,6 +183,7 @@ mod tests {
             log_append_time: false,
             delete_horizon: None,
             producer_id: -1,
+            producer_epoch: -1,
             transactional: false,
         };
         assert_eq!(batch_bytes(&batch), 61 + 9 + 10);
@@ -206,6 +207,7 @@ mod tests {
             log_append_time: true,
             delete_horizon: None,
             producer_id: -1,
+            producer_epoch: -1,
             transactional: false,
         };
         // Stored deltas 0 and 100 (not 4900): 9 and 10 bytes.

@@ -315,6 +315,7 @@ fn gap_log() -> SpecLog {
         log_append_time: false,
         delete_horizon: None,
         producer_id: -1,
+        producer_epoch: -1,
         transactional: false,
     };
     assert_eq!(log.append_foreign(batch), Ok((6, 9)));
@@ -380,6 +381,7 @@ fn an_append_after_a_foreign_batch_starts_after_its_gap() {
         log_append_time: false,
         delete_horizon: None,
         producer_id: -1,
+        producer_epoch: -1,
         transactional: false,
     };
     assert!(matches!(

@@ -249,8 +249,8 @@ pub fn marker_expired(timestamp: i64, now: i64, delete_retention_ms: i64) -> boo
 /// cleaned, the others stay as they are; the latest-offset map covers all batches
 /// below the last stable offset (all of them when no transaction is open, the seed
 /// policy's rule). A batch left with no record is
-/// removed (seglog keeps no producer sequence state, so Kafka's "retain the
-/// producer's last batch, empty" is not needed; see docs/design.md).
+/// removed; an empty batch (a kafka pass's, rule 5 of `kafka_txn`) has none to
+/// drop and is kept, unless it is aborted data.
 pub fn compact(
     batches: &[TxnBatch],
     closed_end: i64,
@@ -297,7 +297,9 @@ pub fn compact(
                 .cloned()
                 .collect(),
         };
-        if !records.is_empty() {
+        // An empty batch (a kafka pass's) has no record to drop: kept, unless it
+        // is aborted data, which goes whole.
+        if !records.is_empty() || (b.records.is_empty() && *o != Outcome::Aborted) {
             out.push(TxnBatch {
                 records,
                 ..b.clone()
@@ -334,7 +336,7 @@ fn compact_plain(
                 })
                 .cloned()
                 .collect();
-            (!records.is_empty()).then(|| TxnBatch {
+            (!records.is_empty() || b.records.is_empty()).then(|| TxnBatch {
                 records,
                 ..b.clone()
             })

@@ -32,6 +32,9 @@ impl Batch {
     /// control batch (its record's key says COMMIT or ABORT).
     pub fn txn_kind(&self) -> TxnKind {
         match (self.control, self.transactional) {
+            // An empty control batch (a marker a kafka pass emptied, rule 5 of
+            // `kafka_txn`) takes no part: Kafka's producer state skips it.
+            (true, true) if self.records.is_empty() => TxnKind::Plain,
             (true, true) => {
                 let commit = self
                     .records

@@ -38,8 +38,10 @@ import org.apache.kafka.storage.internals.utils.Throttler;
  *
  * <p>Spec: {@code segment_bytes}, {@code index_interval_bytes},
  * {@code delete_retention_ms}, {@code fresh} (no log yet), {@code first_dirty} (the
- * previous round's end offset, or the log start), {@code now} (the cleaning's clock)
- * and {@code batches} (appended with {@code appendAsLeader} first). The first
+ * previous round's end offset, or the log start), {@code now} (the cleaning's clock,
+ * and the log's: it opens at {@code now}, so its producer state expires what Kafka
+ * would at that time), {@code producer_id_expiration_ms} (absent: a day) and
+ * {@code batches} (appended with {@code appendAsLeader} first). The first
  * uncleanable offset is the active segment's base (no compaction lag). The high
  * watermark is set to the log end, as a broker whose replicas caught up has it.
  *
@@ -76,7 +78,12 @@ final class CleanRound {
     static ObjectNode run(JsonNode spec, File dir) throws Exception {
         ObjectNode out = Main.JSON_MAPPER().createObjectNode();
         boolean fresh = spec.get("fresh").asBoolean();
-        try (Main.Broker broker = new Main.Broker(dir, config(spec), !fresh)) {
+        // The log opens at the cleaning's clock, so that it expires the producers
+        // Kafka would at that time (producer.id.expiration.ms, at load).
+        long now = spec.get("now").asLong();
+        int expiration = spec.has("producer_id_expiration_ms")
+            ? spec.get("producer_id_expiration_ms").asInt() : Main.PRODUCER_ID_EXPIRATION_MS;
+        try (Main.Broker broker = new Main.Broker(dir, config(spec), !fresh, new Main.FixedTime(now), expiration)) {
             UnifiedLog log = broker.log;
             for (JsonNode batch : spec.get("batches")) {
                 append(log, batch);
@@ -92,7 +99,7 @@ final class CleanRound {
             if (firstDirty < firstUncleanable) {
                 Cleaner cleaner = new Cleaner(0, new SkimpyOffsetMap(16 << 20), 1 << 20, 1 << 20, 0.9,
                     new Throttler(Double.MAX_VALUE, 300, "cleaner-io", "bytes", Time.SYSTEM), Time.SYSTEM, tp -> { });
-                Map.Entry<Long, CleanerStats> result = cleaner.doClean(cleanable, spec.get("now").asLong());
+                Map.Entry<Long, CleanerStats> result = cleaner.doClean(cleanable, now);
                 endOffset = result.getKey();
             }
             out.put("first_uncleanable_offset", firstUncleanable);

@@ -167,15 +167,51 @@ public final class Main {
         return new LogConfig(props);
     }
 
+    /** Kafka's default {@code producer.id.expiration.ms}: one day. */
+    static final int PRODUCER_ID_EXPIRATION_MS = 86400000;
+
+    /**
+     * A clock standing at a fixed wall time (a workload's {@code now}), so that what
+     * the log does by the clock (producer expiration at load) follows the workload's
+     * timestamps; durations still run on the monotonic clock.
+     */
+    static final class FixedTime implements Time {
+        private final long millis;
+
+        FixedTime(long millis) {
+            this.millis = millis;
+        }
+
+        @Override
+        public long milliseconds() {
+            return millis;
+        }
+
+        @Override
+        public long nanoseconds() {
+            return System.nanoTime();
+        }
+
+        @Override
+        public void sleep(long ms) {
+            Time.SYSTEM.sleep(ms);
+        }
+    }
+
     /** A broker's log manager opening a partition; {@code clean}: .kafka_cleanshutdown was found. */
     static final class Broker implements AutoCloseable {
         final KafkaScheduler scheduler = new KafkaScheduler(1, true, "interop-");
         final UnifiedLog log;
 
         Broker(File dir, LogConfig config, boolean clean) throws IOException {
+            this(dir, config, clean, Time.SYSTEM, PRODUCER_ID_EXPIRATION_MS);
+        }
+
+        /** Opened at {@code time} with producers expiring after {@code producerIdExpirationMs}. */
+        Broker(File dir, LogConfig config, boolean clean, Time time, int producerIdExpirationMs) throws IOException {
             scheduler.startup();
-            log = UnifiedLog.create(dir, config, 0L, 0L, scheduler, new BrokerTopicStats(), Time.SYSTEM,
-                300000, new ProducerStateManagerConfig(86400000, false), 600000,
+            log = UnifiedLog.create(dir, config, 0L, 0L, scheduler, new BrokerTopicStats(), time,
+                300000, new ProducerStateManagerConfig(producerIdExpirationMs, false), 600000,
                 new LogDirFailureChannel(1), clean, Optional.<Uuid>empty());
         }
 
