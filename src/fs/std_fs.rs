@@ -84,8 +84,21 @@ impl FileSystem for StdFs {
             return self.append(path, one);
         }
         let file = self.handle(path)?;
-        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-        let mut rest = &mut slices[..];
+        // A few parts (a raw append's header and records) need no allocation.
+        let mut few = [IoSlice::new(&[]); 8];
+        let mut many: Vec<IoSlice<'_>>;
+        let mut rest: &mut [IoSlice<'_>] = match few.get_mut(..parts.len()) {
+            Some(slices) => {
+                for (slice, part) in slices.iter_mut().zip(parts) {
+                    *slice = IoSlice::new(part);
+                }
+                slices
+            }
+            None => {
+                many = parts.iter().map(|p| IoSlice::new(p)).collect();
+                &mut many
+            }
+        };
         // Drops leading empty parts (a `writev` of only those would return 0).
         IoSlice::advance_slices(&mut rest, 0);
         while !rest.is_empty() {
