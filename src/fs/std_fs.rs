@@ -232,13 +232,21 @@ mod tests {
         sim.create_dir_all(dir.path()).unwrap();
         let path = dir.path().join("v");
         // More parts than one `writev` takes (IOV_MAX is 1024 on Linux), empty ones
-        // among them, first and last included.
+        // among them, first and last included; and as few as fit the iovecs on the
+        // stack (8), and one more.
         let owned: Vec<Vec<u8>> = (0..3000u32)
             .map(|i| vec![(i % 251) as u8; (i % 7) as usize])
             .collect();
         let parts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         assert!(parts.len() > 1024);
-        for parts in [&parts[..], &parts[1..2], &parts[..1], &parts[..0]] {
+        for parts in [
+            &parts[..],
+            &parts[1..2],
+            &parts[..1],
+            &parts[..0],
+            &parts[..8],
+            &parts[5..14],
+        ] {
             fs.write_new(&path, b"head:").unwrap();
             fs.append_vectored(&path, parts).unwrap();
             sim.write_new(&path, b"head:").unwrap();
