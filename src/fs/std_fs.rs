@@ -14,14 +14,24 @@ use super::FileSystem;
 /// [`FileSystem::map`] memory-maps files unless built with [`StdFs::without_mmap`].
 #[derive(Debug)]
 pub struct StdFs {
-    handles: Mutex<HashMap<PathBuf, Arc<File>>>,
+    handles: Mutex<Handles>,
     mmap: bool,
+}
+
+/// The cached handles.
+#[derive(Debug, Default)]
+struct Handles {
+    by_path: HashMap<PathBuf, Arc<File>>,
+    /// The handle returned last (also in `by_path`), matched by its path's bytes:
+    /// a run of appends asks for the same file each time, and this spares hashing
+    /// its path (`Path`'s hash walks the components) on every call.
+    last: Option<(PathBuf, Arc<File>)>,
 }
 
 impl Default for StdFs {
     fn default() -> Self {
         StdFs {
-            handles: Mutex::new(HashMap::new()),
+            handles: Mutex::new(Handles::default()),
             mmap: true,
         }
     }
@@ -45,17 +55,35 @@ impl StdFs {
 
     fn handle(&self, path: &Path) -> io::Result<Arc<File>> {
         let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(file) = handles.get(path) {
-            return Ok(Arc::clone(file));
+        if let Some((last, file)) = &handles.last {
+            if last.as_os_str() == path.as_os_str() {
+                return Ok(Arc::clone(file));
+            }
         }
-        let file = Arc::new(OpenOptions::new().read(true).append(true).open(path)?);
-        handles.insert(path.to_path_buf(), Arc::clone(&file));
+        let file = match handles.by_path.get(path) {
+            Some(file) => Arc::clone(file),
+            None => {
+                let file = Arc::new(OpenOptions::new().read(true).append(true).open(path)?);
+                handles
+                    .by_path
+                    .insert(path.to_path_buf(), Arc::clone(&file));
+                file
+            }
+        };
+        handles.last = Some((path.to_path_buf(), Arc::clone(&file)));
         Ok(file)
     }
 
     fn forget(&self, path: &Path) {
         let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        handles.retain(|cached, _| !cached.starts_with(path));
+        handles
+            .by_path
+            .retain(|cached, _| !cached.starts_with(path));
+        if let Some((last, _)) = &handles.last {
+            if last.starts_with(path) {
+                handles.last = None;
+            }
+        }
     }
 }
 
