@@ -76,6 +76,17 @@ pub fn check(request: &[u8], max_batch_bytes: usize) -> Result<Vec<ProducedBatch
     check_walking(request, max_batch_bytes, Walk::Short)
 }
 
+/// [`check`] into `batches`, cleared first, so that a caller that keeps the vector
+/// between requests (the log's raw append) allocates nothing per request. After a
+/// rejection it holds the batches before the rejected one.
+pub fn check_into(
+    request: &[u8],
+    max_batch_bytes: usize,
+    batches: &mut Vec<ProducedBatch>,
+) -> Result<(), Rejection> {
+    check_walking_into(request, max_batch_bytes, Walk::Short, batches)
+}
+
 /// How [`check`] walks a batch's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Walk {
@@ -93,6 +104,17 @@ fn check_walking(
     mode: Walk,
 ) -> Result<Vec<ProducedBatch>, Rejection> {
     let mut batches = Vec::new();
+    check_walking_into(request, max_batch_bytes, mode, &mut batches)?;
+    Ok(batches)
+}
+
+fn check_walking_into(
+    request: &[u8],
+    max_batch_bytes: usize,
+    mode: Walk,
+    batches: &mut Vec<ProducedBatch>,
+) -> Result<(), Rejection> {
+    batches.clear();
     let mut position = 0;
     if request.is_empty() {
         return Err(Rejection {
@@ -115,7 +137,7 @@ fn check_walking(
         batches.push(batch);
     }
     assert_eq!(position, request.len());
-    Ok(batches)
+    Ok(())
 }
 
 /// The rules for the batch at the front of `rest` (its `position` left 0).

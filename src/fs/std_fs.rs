@@ -14,14 +14,24 @@ use super::FileSystem;
 /// [`FileSystem::map`] memory-maps files unless built with [`StdFs::without_mmap`].
 #[derive(Debug)]
 pub struct StdFs {
-    handles: Mutex<HashMap<PathBuf, Arc<File>>>,
+    handles: Mutex<Handles>,
     mmap: bool,
+}
+
+/// The cached handles.
+#[derive(Debug, Default)]
+struct Handles {
+    by_path: HashMap<PathBuf, Arc<File>>,
+    /// The handle returned last (also in `by_path`), matched by its path's bytes:
+    /// a run of appends asks for the same file each time, and this spares hashing
+    /// its path (`Path`'s hash walks the components) on every call.
+    last: Option<(PathBuf, Arc<File>)>,
 }
 
 impl Default for StdFs {
     fn default() -> Self {
         StdFs {
-            handles: Mutex::new(HashMap::new()),
+            handles: Mutex::new(Handles::default()),
             mmap: true,
         }
     }
@@ -45,17 +55,35 @@ impl StdFs {
 
     fn handle(&self, path: &Path) -> io::Result<Arc<File>> {
         let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(file) = handles.get(path) {
-            return Ok(Arc::clone(file));
+        if let Some((last, file)) = &handles.last {
+            if last.as_os_str() == path.as_os_str() {
+                return Ok(Arc::clone(file));
+            }
         }
-        let file = Arc::new(OpenOptions::new().read(true).append(true).open(path)?);
-        handles.insert(path.to_path_buf(), Arc::clone(&file));
+        let file = match handles.by_path.get(path) {
+            Some(file) => Arc::clone(file),
+            None => {
+                let file = Arc::new(OpenOptions::new().read(true).append(true).open(path)?);
+                handles
+                    .by_path
+                    .insert(path.to_path_buf(), Arc::clone(&file));
+                file
+            }
+        };
+        handles.last = Some((path.to_path_buf(), Arc::clone(&file)));
         Ok(file)
     }
 
     fn forget(&self, path: &Path) {
         let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        handles.retain(|cached, _| !cached.starts_with(path));
+        handles
+            .by_path
+            .retain(|cached, _| !cached.starts_with(path));
+        if let Some((last, _)) = &handles.last {
+            if last.starts_with(path) {
+                handles.last = None;
+            }
+        }
     }
 }
 
@@ -84,8 +112,21 @@ impl FileSystem for StdFs {
             return self.append(path, one);
         }
         let file = self.handle(path)?;
-        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-        let mut rest = &mut slices[..];
+        // A few parts (a raw append's header and records) need no allocation.
+        let mut few = [IoSlice::new(&[]); 8];
+        let mut many: Vec<IoSlice<'_>>;
+        let mut rest: &mut [IoSlice<'_>] = match few.get_mut(..parts.len()) {
+            Some(slices) => {
+                for (slice, part) in slices.iter_mut().zip(parts) {
+                    *slice = IoSlice::new(part);
+                }
+                slices
+            }
+            None => {
+                many = parts.iter().map(|p| IoSlice::new(p)).collect();
+                &mut many
+            }
+        };
         // Drops leading empty parts (a `writev` of only those would return 0).
         IoSlice::advance_slices(&mut rest, 0);
         while !rest.is_empty() {
@@ -219,13 +260,21 @@ mod tests {
         sim.create_dir_all(dir.path()).unwrap();
         let path = dir.path().join("v");
         // More parts than one `writev` takes (IOV_MAX is 1024 on Linux), empty ones
-        // among them, first and last included.
+        // among them, first and last included; and as few as fit the iovecs on the
+        // stack (8), and one more.
         let owned: Vec<Vec<u8>> = (0..3000u32)
             .map(|i| vec![(i % 251) as u8; (i % 7) as usize])
             .collect();
         let parts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         assert!(parts.len() > 1024);
-        for parts in [&parts[..], &parts[1..2], &parts[..1], &parts[..0]] {
+        for parts in [
+            &parts[..],
+            &parts[1..2],
+            &parts[..1],
+            &parts[..0],
+            &parts[..8],
+            &parts[5..14],
+        ] {
             fs.write_new(&path, b"head:").unwrap();
             fs.append_vectored(&path, parts).unwrap();
             sim.write_new(&path, b"head:").unwrap();

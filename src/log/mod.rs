@@ -256,6 +256,9 @@ pub struct Log {
     scratch: Vec<u8>,
     /// Reused buffer of a compressed batch's records before compression.
     plain_scratch: Vec<u8>,
+    /// Reused lists of a raw append's checked batches and of their facts.
+    produced_scratch: Vec<crate::format::produce::ProducedBatch>,
+    facts_scratch: Vec<crate::segment::BatchFacts>,
     /// Recently read segments' bytes as [`FileSystem::map`] returned them, by base
     /// offset, the most recently read last (see `Log::segment_view`).
     mapped: Mutex<Vec<(i64, Bytes)>>,
@@ -352,6 +355,8 @@ impl Log {
             roll_variant: RollVariant::Ours,
             scratch: Vec::new(),
             plain_scratch: Vec::new(),
+            produced_scratch: Vec::new(),
+            facts_scratch: Vec::new(),
             mapped: Mutex::new(Vec::new()),
             clock: Arc::new(SystemClock),
             txn: Mutex::new(None),

@@ -31,7 +31,14 @@ impl Log {
     pub fn append_batches(&mut self, bytes: &[u8]) -> Result<AppendInfo> {
         self.check_writable()?;
         let max_batch_bytes = usize::try_from(self.config.max_batch_bytes).unwrap_or(usize::MAX);
-        let batches = produce::check(bytes, max_batch_bytes)?;
+        // The lists are kept between calls (a request of one batch, the common
+        // case, then allocates nothing).
+        let mut batches = std::mem::take(&mut self.produced_scratch);
+        let checked = produce::check_into(bytes, max_batch_bytes, &mut batches);
+        if let Err(rejection) = checked {
+            self.produced_scratch = batches;
+            return Err(rejection.into());
+        }
         let stamp = (self.config.timestamp_type == TimestampType::LogAppendTime)
             .then(|| self.clock.now_ms());
         let base_offset = self.next_offset();
@@ -41,7 +48,8 @@ impl Log {
         let mut headers = std::mem::take(&mut self.scratch);
         headers.clear();
         headers.resize(batches.len() * HEADER_LEN, 0);
-        let mut facts = Vec::with_capacity(batches.len());
+        let mut facts = std::mem::take(&mut self.facts_scratch);
+        facts.clear();
         let mut next = base_offset;
         for (batch, header) in batches.iter().zip(headers.chunks_exact_mut(HEADER_LEN)) {
             let records = batch.record_count as i64;
@@ -66,18 +74,31 @@ impl Log {
             });
             next += records;
         }
-        let mut pieces = Vec::with_capacity(2 * batches.len());
-        for (batch, header) in batches.iter().zip(headers.chunks_exact(HEADER_LEN)) {
-            pieces.push(header);
-            pieces.push(
-                bytes
-                    .get(batch.position + HEADER_LEN..batch.position + batch.size)
-                    .expect("check covered every byte"),
-            );
-        }
-        let result = self.append_encoded_all(&facts, &pieces, 2);
-        drop(pieces);
+        let records_of = |batch: &produce::ProducedBatch| {
+            bytes
+                .get(batch.position + HEADER_LEN..batch.position + batch.size)
+                .expect("check covered every byte")
+        };
+        let one: [&[u8]; 2];
+        let many: Vec<&[u8]>;
+        let pieces: &[&[u8]] = match (batches.as_slice(), headers.as_slice()) {
+            ([batch], header) => {
+                one = [header, records_of(batch)];
+                &one
+            }
+            _ => {
+                many = batches
+                    .iter()
+                    .zip(headers.chunks_exact(HEADER_LEN))
+                    .flat_map(|(batch, header)| [header, records_of(batch)])
+                    .collect();
+                &many
+            }
+        };
+        let result = self.append_encoded_all(&facts, pieces, 2);
         self.scratch = headers;
+        self.produced_scratch = batches;
+        self.facts_scratch = facts;
         if result.is_err() {
             self.poisoned = true;
         }

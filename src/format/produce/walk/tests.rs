@@ -294,3 +294,27 @@ fn overlong_varints_within_their_limits_pass_both_walks() {
         check_walking(&batch, 1 << 20, Walk::Full)
     );
 }
+
+#[test]
+fn a_varint_past_the_fast_paths_word_is_not_misread() {
+    // Length 10 (2 bytes, overlong), attributes, timestamp delta 64 (2 bytes),
+    // offset delta 0 (2 bytes, overlong) and key length 65 (0x82 0x01): the fast
+    // path's 8-byte word ends inside the key length, and a zero byte read past the
+    // word would make it 1. The bytes after it are a record of key length 1 (one
+    // key byte, a null value, no headers), so such a misreading would accept a
+    // record whose 65-byte key runs past its end.
+    let mut bytes = Vec::new();
+    put_padded(&mut bytes, 10, 1);
+    bytes.push(0);
+    put_padded(&mut bytes, 64, 0);
+    put_padded(&mut bytes, 0, 1);
+    put_padded(&mut bytes, 65, 0);
+    bytes.extend_from_slice(&[0x00, 0x01, 0x00]);
+    assert_eq!(bytes.len(), 2 + 10);
+    assert_eq!(bytes[7..9], [0x82, 0x01]);
+    assert_eq!(accepts(&bytes, 1, 100), None);
+    let batch = assemble(&bytes, Compression::None, 1, 100);
+    let full = check_walking(&batch, 1 << 20, Walk::Full);
+    assert!(full.is_err(), "{full:?}");
+    assert_eq!(check_walking(&batch, 1 << 20, Walk::Short), full);
+}
