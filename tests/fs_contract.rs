@@ -60,6 +60,10 @@ fn contract<F: FileSystem>(fs: &F, root: &Path) {
         ("map", kind_of(fs.map(&missing), "map")),
         ("set_len", kind_of(fs.set_len(&missing, 0), "set_len")),
         ("sync_file", kind_of(fs.sync_file(&missing), "sync_file")),
+        (
+            "start_writeback",
+            kind_of(fs.start_writeback(&missing), "start_writeback"),
+        ),
         ("sync_dir", kind_of(fs.sync_dir(&missing), "sync_dir")),
         (
             "rename",
@@ -106,6 +110,12 @@ fn contract<F: FileSystem>(fs: &F, root: &Path) {
 
     // The calls that work, for the record: what the engine relies on.
     fs.append(&file, b"def").unwrap();
+    fs.start_writeback(&file).unwrap();
+    assert_eq!(
+        fs.read_all(&file).unwrap(),
+        b"abcdef",
+        "a hint changes nothing"
+    );
     fs.sync_file(&file).unwrap();
     fs.sync_dir(root).unwrap();
     assert_eq!(fs.len(&file).unwrap(), 6);

@@ -672,3 +672,72 @@ fn read_raw_returns_whole_batches_from_the_one_holding_from() {
     }
     assert!(matches!(log.read(0, 100), Err(Error::Corrupt { .. })));
 }
+
+/// Every structured append path checks its records while encoding them (one pass)
+/// and refuses alike, with `check_records`' messages: no record, a timestamp
+/// below -1 anywhere in the batch, an encoded batch over `BATCH_BYTES_MAX` (in one
+/// record, or summed over many). Nothing is written, the log is not poisoned, and
+/// the next valid append takes the same offset.
+#[test]
+fn every_structured_append_path_refuses_alike() {
+    use seglog::format::batch::BATCH_BYTES_MAX;
+    use seglog::format::{Compression, TimestampType};
+    let big = |n: usize| NewRecord::new(None, Some(vec![7; n]), 5);
+    let at = |ts: i64| NewRecord::new(Some(b"k".to_vec()), Some(b"v".to_vec()), ts);
+    let cases: Vec<(Vec<NewRecord>, &str)> = vec![
+        (vec![], "an append needs at least one record"),
+        (vec![record(1), at(-2)], "timestamp -2 is below -1"),
+        (vec![at(i64::MIN)], "is below -1"),
+        (vec![big(BATCH_BYTES_MAX)], "exceeds the limit of"),
+        (
+            (0..65).map(|_| big(1 << 20)).collect(),
+            "exceeds the limit of",
+        ),
+        // Both broken: the timestamp is reported, as the separate checks did.
+        (
+            (0..65).map(|_| big(1 << 20)).chain([at(-5)]).collect(),
+            "timestamp -5 is below -1",
+        ),
+    ];
+    let codec = if Compression::Lz4.is_available() {
+        Compression::Lz4
+    } else {
+        Compression::None
+    };
+    let configs = [
+        LogConfig::default(),
+        LogConfig {
+            compression: codec,
+            ..LogConfig::default()
+        },
+        LogConfig {
+            timestamp_type: TimestampType::LogAppendTime,
+            ..LogConfig::default()
+        },
+    ];
+    for (c, config) in configs.into_iter().enumerate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(tmp.path(), config).unwrap();
+        log.append(&[record(0)]).unwrap();
+        for (records, want) in &cases {
+            let results = [
+                log.append(records),
+                log.append_with(records, codec, None),
+                log.append_with(records, Compression::None, Some(7)),
+            ];
+            for (way, result) in results.into_iter().enumerate() {
+                match result {
+                    Err(Error::InvalidArgument(message)) => assert!(
+                        message.contains(want),
+                        "config {c}, way {way}: {message:?} lacks {want:?}"
+                    ),
+                    other => panic!("config {c}, way {way}: {other:?}, want {want:?}"),
+                }
+            }
+            assert!(!log.is_poisoned());
+            assert_eq!(log.next_offset(), 1);
+        }
+        assert_eq!(log.append(&[record(1)]).unwrap().base_offset, 1);
+        assert_eq!(log.read(0, usize::MAX).unwrap().len(), 2);
+    }
+}

@@ -119,7 +119,8 @@ pub fn encode_compress_only(codec: Compression, fixture: &LogFixture) -> Result<
     let (mut plain, mut out) = (Vec::new(), Vec::new());
     for batch in &fixture.batches {
         plain.clear();
-        crate::log::encode::encode_records(batch, &mut plain);
+        crate::log::encode::encode_records_checked(batch, RECORDS_OFFSET, &mut plain)
+            .map_err(|_| Error::InvalidArgument("the fixture's records are refused".into()))?;
         out.clear();
         codec.compress_into(&plain, &mut out);
         std::hint::black_box(&out);
@@ -203,7 +204,22 @@ fn config(codec: Compression) -> LogConfig {
 /// happen outside the timed part. (Before, both were timed: 60-75 ms of 280-400 ms,
 /// which the codec-only floor never pays.)
 pub fn append_codec(dir: &Path, fixture: &LogFixture, codec: Compression) -> Result<Duration> {
-    let (mut log, _) = Log::open(dir, config(codec))?;
+    append_codec_writeback(dir, fixture, codec, config(codec).writeback_bytes)
+}
+
+/// [`append_codec`] with [`LogConfig::writeback_bytes`] set to `writeback_bytes`
+/// (0: no write-back hint, so the flush writes everything).
+pub fn append_codec_writeback(
+    dir: &Path,
+    fixture: &LogFixture,
+    codec: Compression,
+    writeback_bytes: u64,
+) -> Result<Duration> {
+    let config = LogConfig {
+        writeback_bytes,
+        ..config(codec)
+    };
+    let (mut log, _) = Log::open(dir, config)?;
     let start = Stopwatch::start();
     for batch in &fixture.batches {
         log.append(batch)?;
@@ -368,7 +384,7 @@ mod tests {
         let mut plain = Vec::new();
         for (batch, want) in fixture.batches.iter().zip(encoded_records(&fixture)) {
             plain.clear();
-            crate::log::encode::encode_records(batch, &mut plain);
+            crate::log::encode::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).unwrap();
             assert_eq!(plain, want);
         }
         assert_eq!(encode_compress_only(Compression::Lz4, &fixture).unwrap(), 3);

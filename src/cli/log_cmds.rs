@@ -52,6 +52,10 @@ pub struct LogArgs {
     /// a delete horizon stamped into their batch).
     #[arg(long, default_value_t = CompactionPolicy::Seed)]
     pub policy: CompactionPolicy,
+    /// Start the active segment's write-back each time it grows by this many
+    /// bytes (a hint: flush still makes the data durable); 0 turns it off.
+    #[arg(long, default_value_t = LogConfig::default().writeback_bytes)]
+    pub writeback_bytes: u64,
 }
 
 impl LogArgs {
@@ -63,6 +67,7 @@ impl LogArgs {
             timestamp_type: self.timestamp_type,
             max_batch_bytes: self.max_batch_bytes,
             compaction_policy: self.policy,
+            writeback_bytes: self.writeback_bytes,
             ..Default::default()
         }
     }

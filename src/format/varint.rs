@@ -8,24 +8,36 @@ pub fn put_varint(out: &mut Vec<u8>, value: i32) {
 }
 
 /// Appends `value` as a zigzag varlong (64-bit).
+#[inline]
 pub fn put_varlong(out: &mut Vec<u8>, value: i64) {
     let mut v = ((value << 1) ^ (value >> 63)) as u64;
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+    if v < 0x80 {
+        out.push(v as u8);
+        return;
+    }
+    // Built on the stack and appended once: one capacity check, not one per byte.
+    // Ten bytes hold any u64 (7 bits a byte), so the loop always ends in a `break`.
+    let mut buf = [0u8; 10];
+    let mut n = 0;
+    for slot in &mut buf {
+        n += 1;
+        if v < 0x80 {
+            *slot = v as u8;
+            break;
+        }
+        *slot = (v as u8) | 0x80;
         v >>= 7;
     }
-    out.push(v as u8);
+    out.extend_from_slice(buf.get(..n).unwrap_or_default());
 }
 
 /// Encoded length of a zigzag varint/varlong.
+#[inline]
 pub fn varlong_len(value: i64) -> usize {
-    let mut v = ((value << 1) ^ (value >> 63)) as u64;
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
+    // 7 bits a byte, at least one byte: ceil(significant bits / 7), with zero
+    // counted as one significant bit.
+    let v = ((value << 1) ^ (value >> 63)) as u64 | 1;
+    (70 - v.leading_zeros() as usize) / 7
 }
 
 /// Decodes a zigzag varlong from the front of `buf`: (value, bytes used).
@@ -94,6 +106,47 @@ mod tests {
         let mut out = Vec::new();
         put_varint(&mut out, 300);
         assert_eq!(out, [0xd8, 0x04]);
+    }
+
+    /// The byte-at-a-time LEB128 length, the reference for the branch-free one.
+    fn reference_len(value: i64) -> usize {
+        let mut v = ((value << 1) ^ (value >> 63)) as u64;
+        let mut n = 1;
+        while v >= 0x80 {
+            v >>= 7;
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn length_and_encoding_agree_at_every_byte_boundary() {
+        // Around every power of two (both signs): each place a length changes.
+        for bit in 0..63 {
+            let p = 1i64 << bit;
+            for v in [p - 1, p, p + 1, -p - 1, -p, -p + 1] {
+                let mut out = vec![0xaa];
+                put_varlong(&mut out, v);
+                assert_eq!(varlong_len(v), reference_len(v), "value {v}");
+                assert_eq!(out.len() - 1, varlong_len(v), "value {v}");
+                assert_eq!(get_varlong(&out[1..]).unwrap(), (v, out.len() - 1));
+            }
+        }
+        for v in [i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
+            assert_eq!(varlong_len(v), reference_len(v), "value {v}");
+            assert_eq!(varlong_len(v), 10);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn length_matches_the_reference(v in proptest::num::i64::ANY) {
+            let mut out = Vec::new();
+            put_varlong(&mut out, v);
+            proptest::prop_assert_eq!(varlong_len(v), reference_len(v));
+            proptest::prop_assert_eq!(out.len(), reference_len(v));
+            proptest::prop_assert_eq!(get_varlong(&out).unwrap(), (v, out.len()));
+        }
     }
 
     #[test]

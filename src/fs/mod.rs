@@ -50,6 +50,21 @@ pub trait FileSystem: Debug + Send + Sync {
         }
     }
 
+    /// Starts writing the file's dirty pages to the device and returns without
+    /// waiting (Linux's `sync_file_range(SYNC_FILE_RANGE_WRITE)`): a hint that
+    /// lets the disk work while the caller goes on, so a later `sync_file` finds
+    /// less to write. It makes nothing durable and orders nothing: a power loss
+    /// may still keep any prefix of the bytes appended since the last
+    /// `sync_file`, exactly as without it, so the simulated file system (and the
+    /// crash states it enumerates) ignores it. A write-back error it meets stays
+    /// with the file for the next `sync_file` to report (Linux records it in the
+    /// mapping's error sequence, which only a call that waits consumes). The
+    /// default does nothing.
+    fn start_writeback(&self, path: &Path) -> io::Result<()> {
+        let _ = path;
+        Ok(())
+    }
+
     /// Reads up to `buf.len()` bytes at byte `offset`; returns how many were read
     /// (fewer only at end of file). Never changes anything.
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize>;

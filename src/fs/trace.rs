@@ -130,6 +130,12 @@ impl FileSystem for TraceFs {
         self.inner.read_at(path, offset, buf)
     }
 
+    /// Forwarded, not recorded: a write-back hint changes nothing a crash can
+    /// observe (the strace side does not trace `sync_file_range` either).
+    fn start_writeback(&self, path: &Path) -> io::Result<()> {
+        self.inner.start_writeback(path)
+    }
+
     fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
         let result = self.inner.set_len(path, len);
         self.record(TraceCall::SetLen, path, None, Some(len), result)

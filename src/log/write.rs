@@ -18,7 +18,9 @@ impl Log {
     /// active segment would exceed `segment_bytes`). Not durable until [`Log::flush`].
     pub fn append(&mut self, records: &[NewRecord]) -> Result<AppendInfo> {
         self.check_writable()?;
-        let size_bytes = check_records(records)?;
+        if records.is_empty() {
+            return Err(refusal(records));
+        }
         let base_offset = self.next_offset();
         if self.config.compression != Compression::None
             || self.config.timestamp_type != TimestampType::CreateTime
@@ -26,22 +28,23 @@ impl Log {
             let stamp = (self.config.timestamp_type == TimestampType::LogAppendTime)
                 .then(|| self.clock.now_ms());
             let codec = self.config.compression;
-            return self.append_encoded_with(base_offset, records, size_bytes, codec, stamp);
+            return self.append_encoded_with(base_offset, records, codec, stamp);
         }
+        // Encoded straight from the caller's records, checked on the way.
+        let mut bytes = std::mem::take(&mut self.scratch);
+        bytes.clear();
+        let encoded = super::encode::encode_batch_checked(base_offset, records, &mut bytes);
+        let Ok((size_bytes, max_timestamp)) = encoded else {
+            self.scratch = bytes;
+            return Err(refusal(records));
+        };
         let facts = BatchFacts {
             base_offset,
             last_offset: base_offset + records.len() as i64 - 1,
             size_bytes: size_bytes as u64,
             records: records.len() as u64,
-            max_timestamp: records
-                .iter()
-                .map(|r| r.timestamp)
-                .max()
-                .unwrap_or(NO_TIMESTAMP),
+            max_timestamp,
         };
-        let mut bytes = std::mem::take(&mut self.scratch);
-        bytes.clear();
-        super::encode::encode_batch_sized(base_offset, records, size_bytes, &mut bytes);
         self.append_checked(&facts, bytes)
     }
 
@@ -56,34 +59,32 @@ impl Log {
         log_append_time_ms: Option<i64>,
     ) -> Result<AppendInfo> {
         self.check_writable()?;
-        let size_bytes = check_records(records)?;
+        // The records' own errors come first, as they always have.
+        if records.is_empty() {
+            return Err(refusal(records));
+        }
         if !compression.is_available() {
+            check_records(records)?;
             return Err(Error::InvalidArgument(format!(
                 "compression {compression} needs the seglog feature `compression`"
             )));
         }
         if let Some(stamp) = log_append_time_ms.filter(|stamp| *stamp < NO_TIMESTAMP) {
+            check_records(records)?;
             return Err(Error::InvalidArgument(format!(
                 "log append time {stamp} is below -1 (no timestamp)"
             )));
         }
         let base_offset = self.next_offset();
-        self.append_encoded_with(
-            base_offset,
-            records,
-            size_bytes,
-            compression,
-            log_append_time_ms,
-        )
+        self.append_encoded_with(base_offset, records, compression, log_append_time_ms)
     }
 
-    /// Builds, compresses and stamps the (checked) batch, `size_bytes` uncompressed
-    /// ([`check_records`]), and appends it.
+    /// Builds (checking the records on the way), compresses and stamps the batch,
+    /// and appends it.
     fn append_encoded_with(
         &mut self,
         base_offset: i64,
         records: &[NewRecord],
-        size_bytes: usize,
         compression: Compression,
         log_append_time_ms: Option<i64>,
     ) -> Result<AppendInfo> {
@@ -92,28 +93,25 @@ impl Log {
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
         let mut plain = std::mem::take(&mut self.plain_scratch);
-        super::encode::encode_compressed_batch(
+        let encoded = super::encode::encode_compressed_batch(
             base_offset,
             records,
-            size_bytes,
             compression,
             log_append_time_ms,
             &mut plain,
             &mut bytes,
         );
         self.plain_scratch = plain;
+        let Ok(max_timestamp) = encoded else {
+            self.scratch = bytes;
+            return Err(refusal(records));
+        };
         let facts = BatchFacts {
             base_offset,
             last_offset: base_offset + records.len() as i64 - 1,
             size_bytes: bytes.len() as u64,
             records: records.len() as u64,
-            max_timestamp: log_append_time_ms.unwrap_or_else(|| {
-                records
-                    .iter()
-                    .map(|r| r.timestamp)
-                    .max()
-                    .unwrap_or(NO_TIMESTAMP)
-            }),
+            max_timestamp,
         };
         self.append_checked(&facts, bytes)
     }
@@ -234,6 +232,7 @@ impl Log {
         };
         assert_eq!(first.base_offset, self.next_offset());
         let fs = std::sync::Arc::clone(&self.fs);
+        let every = self.config.writeback_bytes;
         let active = self.active_mut();
         let position_before = active.bytes;
         crate::fail_point!(LOG_APPEND_WRITE);
@@ -253,6 +252,12 @@ impl Log {
         }
         let written: u64 = pieces.iter().map(|p| p.len() as u64).sum();
         assert_eq!(active.bytes, position_before + written);
+        if every > 0 && active.bytes / every != position_before / every {
+            // A hint; its error is ignored on purpose: a write-back failure stays
+            // with the file for the next fsync (flush, roll, close) to report,
+            // which cuts the segment back and poisons the log (sync_active_log).
+            let _hint = fs.start_writeback(&active.paths.log);
+        }
         if let Some(last) = facts.last() {
             assert_eq!(active.next_offset, last.last_offset + 1);
         }
@@ -417,8 +422,16 @@ impl Log {
     }
 }
 
+/// The error [`check_records`] gives `records`, which an encoder refused
+/// ([`super::encode::Refused`]): the same checks, so the same message.
+fn refusal(records: &[NewRecord]) -> Error {
+    check_records(records).expect_err("the encoder refused records that check_records accepts")
+}
+
 /// The checks every append makes of its records (at least one, timestamps >= -1,
-/// the encoded batch within `BATCH_BYTES_MAX`); returns the encoded size.
+/// the encoded batch within `BATCH_BYTES_MAX`); returns the encoded size. The
+/// structured appends make them while encoding ([`super::encode::encode_records_checked`],
+/// one pass over the records) and ask this function only for the error.
 pub(super) fn check_records(records: &[NewRecord]) -> Result<usize> {
     if records.is_empty() {
         return Err(Error::InvalidArgument(

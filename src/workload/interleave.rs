@@ -102,6 +102,12 @@ impl FileSystem for GateFs {
         self.inner.read_at(path, offset, buf)
     }
 
+    /// Not a pause point: a write-back hint changes nothing another thread (or a
+    /// crash) can observe, so it adds no interleaving.
+    fn start_writeback(&self, path: &Path) -> io::Result<()> {
+        self.inner.start_writeback(path)
+    }
+
     fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
         self.call();
         self.inner.set_len(path, len)
