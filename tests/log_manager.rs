@@ -210,11 +210,22 @@ fn appends_from_another_thread_survive_concurrent_cleanings() {
         ..compacted()
     };
     let p = manager.create("c", 0, config).unwrap();
+    // Cleanings finished so far. Halfway through, the appender waits for the first
+    // one, so a cleaning always overlaps the appends, however the threads are
+    // scheduled (on a loaded machine the appender used to finish all 1,500 appends
+    // before the cleaner's first turn, and the test failed).
+    let cleanings = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let appender = {
         let p = p.clone();
+        let cleanings = Arc::clone(&cleanings);
         std::thread::spawn(move || {
             let mut acked = BTreeMap::new();
             for i in 0..1500 {
+                if i == 750 {
+                    while cleanings.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                        std::thread::yield_now();
+                    }
+                }
                 // Keys rewritten often (cleanable) and some written once.
                 let key = if i % 3 == 0 {
                     format!("u{i}")
@@ -235,6 +246,7 @@ fn appends_from_another_thread_survive_concurrent_cleanings() {
                 CleanOutcome::Cleaned(_) | CleanOutcome::NothingToClean
             ));
             cleaned += 1;
+            cleanings.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         // A reader sees a consistent log at every moment: offsets ascending.
         let offsets: Vec<i64> = p
