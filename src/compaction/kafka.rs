@@ -446,16 +446,12 @@ pub(super) fn build(
         .iter()
         .map(|s| (s.base, s.next_offset(), s.max_timestamp()))
         .collect();
-    // Hook: the transaction rules (`super::kafka_txn`).
-    let txn = super::kafka_txn::KafkaTxn::gather(fs, dir, inputs.bases)?;
-    // Hook: the empty batches (`super::producers`, rule 5).
-    let producers = ActiveProducers::gather(
-        fs,
-        dir,
-        inputs.bases,
-        options.now,
-        clean.producer_id_expiration_ms,
-    )?;
+    // One walk of the batch headers for both hooks: the transaction rules
+    // (`super::kafka_txn`) and the empty batches (`super::producers`, rule 5).
+    let walk = super::txn::walk(fs, dir, inputs.bases)?;
+    let txn = super::kafka_txn::KafkaTxn::of(&walk);
+    let producers =
+        ActiveProducers::of_facts(&walk.batches, options.now, clean.producer_id_expiration_ms);
     let retains_empty = |batch: &RecordBatch| {
         producers.retains_empty(
             batch.producer_id,

@@ -1,7 +1,7 @@
 //! The transaction rules of the `kafka` policy (docs/design.md section 1, "The
 //! kafka policy and transactions"): what Kafka 4.4's cleaner does with
 //! transactional data, as a pure decision over the batch facts that
-//! [`super::txn::gather`] reads, used by [`super::kafka`] through two hooks. The
+//! [`super::txn::walk`] reads, used by [`super::kafka`] through two hooks. The
 //! spec's statement of the same rules: `model/src/spec/kafka_txn.rs` (conformance
 //! holds the engine to it).
 //!
@@ -79,11 +79,17 @@ impl KafkaTxn {
         }
     }
 
-    /// [`super::txn::gather`] then [`KafkaTxn::decide`]; `None` when the log holds
-    /// no transactional data batch (the plain rules apply).
+    /// [`KafkaTxn::decide`] on one walk's facts ([`txn::walk`]); `None` when the
+    /// log holds no transactional data batch (the plain rules apply).
+    pub fn of(facts: &txn::LogFacts) -> Option<KafkaTxn> {
+        facts
+            .transactional
+            .then(|| KafkaTxn::decide(&facts.batches, facts.closed_batches))
+    }
+
+    /// [`super::txn::walk`] then [`KafkaTxn::of`].
     pub fn gather(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Option<KafkaTxn>> {
-        Ok(txn::gather(fs, dir, bases)?
-            .map(|(facts, closed_batches)| KafkaTxn::decide(&facts, closed_batches)))
+        Ok(KafkaTxn::of(&txn::walk(fs, dir, bases)?))
     }
 
     /// True if closed batch `index` is data of an aborted transaction.
@@ -219,6 +225,8 @@ mod tests {
             marker: None,
             control: false,
             max_timestamp: 0,
+            producer_epoch: 0,
+            last_offset: base,
         }
     }
 

@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::format::batch::{decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_ID_OFFSET};
+use crate::format::batch::{
+    decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
+};
 use crate::format::filename::{self, LOG_SUFFIX, TXN_INDEX_SUFFIX};
 use crate::format::txn_index::{self, AbortedTxn};
 use crate::format::{BatchView, ControlKind};
@@ -47,6 +49,30 @@ pub struct TxnFacts {
     pub control: bool,
     /// The batch's max timestamp (a marker's time).
     pub max_timestamp: i64,
+    /// Its producer epoch (for [`super::producers::ActiveProducers`]).
+    pub producer_epoch: i16,
+    /// Base offset plus last offset delta (for the same).
+    pub last_offset: i64,
+}
+
+/// One walk's facts: every batch of the log (active segment included), in offset
+/// order, for the transaction rules and the `kafka` policy's producers alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogFacts {
+    /// The facts of every batch.
+    pub batches: Vec<TxnFacts>,
+    /// How many of them the closed segments hold.
+    pub closed_batches: usize,
+    /// Some data batch is transactional (else the plain seed rules apply).
+    pub transactional: bool,
+}
+
+impl LogFacts {
+    /// The transaction rules' part: `None` when no data batch is transactional.
+    pub fn txn(self) -> Option<(Vec<TxnFacts>, usize)> {
+        self.transactional
+            .then_some((self.batches, self.closed_batches))
+    }
 }
 
 /// The rules' decision for a pass, by batch index (every batch of every segment,
@@ -183,17 +209,11 @@ pub fn write_indexes(
 
 /// The facts of every batch of the segments `bases` of `dir` (the last one
 /// active), from their headers (a control batch's marker record is decoded, and
-/// its CRC checked); `None` when no data batch is transactional (then the plain
-/// seed rules apply: markers are kept, as the seed spec keeps control batches).
-/// Returns the facts and how many batches the closed segments hold.
-pub fn gather(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    bases: &[i64],
-) -> Result<Option<(Vec<TxnFacts>, usize)>> {
-    let mut facts = Vec::new();
-    let mut closed_batches = 0;
-    let mut any = false;
+/// its CRC checked), in one walk: the transaction rules' and the `kafka` policy's
+/// producers' (`super::producers`). A torn tail ends a segment's walk (the scan
+/// reports it); the first damaged header or control batch is the error.
+pub fn walk(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<LogFacts> {
+    let mut out = LogFacts::default();
     for (i, &base) in bases.iter().enumerate() {
         let path = segment_path(dir, base, LOG_SUFFIX);
         let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
@@ -209,6 +229,8 @@ pub fn gather(
             let control = header.attributes & ATTR_CONTROL != 0;
             let mut pid = [0u8; 8];
             pid.copy_from_slice(&rest[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8]);
+            let mut epoch = [0u8; 2];
+            epoch.copy_from_slice(&rest[PRODUCER_EPOCH_OFFSET..PRODUCER_EPOCH_OFFSET + 2]);
             let marker = if control {
                 let (batch, _) =
                     BatchView::decode(&rest[..size]).map_err(|e| e.at(&path, at as u64))?;
@@ -228,22 +250,35 @@ pub fn gather(
             let transactional = transactional && (marker.is_some() || !control);
             // Markers alone (no transactional data) leave the plain seed rules in
             // force: the rules apply once the log holds transactional data.
-            any |= transactional && !control;
-            facts.push(TxnFacts {
+            out.transactional |= transactional && !control;
+            out.batches.push(TxnFacts {
                 base_offset: header.base_offset,
                 producer_id: i64::from_be_bytes(pid),
                 transactional,
                 marker,
                 control,
                 max_timestamp: header.max_timestamp,
+                producer_epoch: i16::from_be_bytes(epoch),
+                last_offset: header.base_offset + i64::from(header.last_offset_delta),
             });
             at += size;
         }
         if i + 1 < bases.len() {
-            closed_batches = facts.len();
+            out.closed_batches = out.batches.len();
         }
     }
-    Ok(any.then_some((facts, closed_batches)))
+    Ok(out)
+}
+
+/// [`walk`]'s transaction facts: `None` when no data batch is transactional (then
+/// the plain seed rules apply: markers are kept, as the seed spec keeps control
+/// batches). Returns the facts and how many batches the closed segments hold.
+pub fn gather(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+) -> Result<Option<(Vec<TxnFacts>, usize)>> {
+    Ok(walk(fs, dir, bases)?.txn())
 }
 
 /// [`gather`] then [`decide`]: `None` when the log holds no transactional batch.
@@ -272,6 +307,8 @@ mod tests {
             marker: None,
             control: false,
             max_timestamp: 0,
+            producer_epoch: 0,
+            last_offset: base,
         }
     }
 
