@@ -269,6 +269,30 @@ pub fn compress_write_fsync(
     Ok(start.stop())
 }
 
+/// [`compress_write_fsync`] starting the file's write-back every
+/// [`LogConfig::writeback_bytes`] (the log's default), as the log does.
+pub fn compress_write_writeback_fsync(
+    dir: &Path,
+    codec: Compression,
+    records: &[Vec<u8>],
+) -> Result<Duration> {
+    let path = dir.join("compressed.bin");
+    let mut batches = records.iter();
+    let start = Stopwatch::start();
+    crate::fs::baseline::write_produced_writeback(
+        &path,
+        LogConfig::default().writeback_bytes,
+        |out| {
+            batches
+                .next()
+                .map(|batch| codec.compress_into(batch, out))
+                .is_some()
+        },
+    )
+    .map_err(|e| Error::io(&path, e))?;
+    Ok(start.stop())
+}
+
 /// Reads the whole log with [`Log::read_each`] ([`super::READ_BYTES`] a call),
 /// touching each record's key and value; the records read.
 pub fn read_each_records(log: &Log) -> Result<usize> {

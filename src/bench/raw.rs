@@ -82,6 +82,23 @@ pub fn baseline_write_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration
     Ok(start.stop())
 }
 
+/// [`baseline_write_fsync`] starting the file's write-back every
+/// [`LogConfig::writeback_bytes`] (the log's default), as the log does: the
+/// baseline that leaves the log's own work, not the overlap of the writes with
+/// the disk.
+pub fn baseline_write_writeback_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
+    let path = dir.join("baseline.log");
+    let start = Stopwatch::start();
+    crate::fs::baseline::write_buffered_writeback(
+        &path,
+        &fixture.bytes,
+        fixture.batch_bytes(),
+        LogConfig::default().writeback_bytes,
+    )
+    .map_err(|e| crate::error::Error::io(&path, e))?;
+    Ok(start.stop())
+}
+
 /// [`append_raw_flush`] with the structured [`Log::append`] of the same records.
 pub fn append_structured_flush(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
     let (mut log, _) = Log::open(dir, config())?;

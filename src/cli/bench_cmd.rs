@@ -29,8 +29,6 @@ const CODEC_APPEND_TARGET: f64 = 0.8;
 const CODEC_FETCH_TARGET: f64 = 0.9;
 const CODEC_READ_TARGET: f64 = 0.7;
 const CODEC_COMPACT_TARGET: f64 = 0.6;
-/// Whole-log fetches per sample of the `fetch/lz4` rows.
-const FETCH_PASSES: usize = 8;
 /// Open of a cleanly closed log vs a full-scan open (the cleaner-at-scale issue).
 const CLEAN_OPEN_TARGET: f64 = 100.0;
 /// Issue 11, 10% dirty: the incremental map pass <= 0.15x a full map pass, and the
@@ -323,6 +321,42 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
             })
         },
     )?);
+    // The same two appends beside a baseline that starts its write-back every
+    // `writeback_bytes` too (LogConfig::writeback_bytes): the log overlaps its
+    // writes with the disk, which the plain `BufWriter` + fsync does not, so
+    // these rows show the log's own work (no target: the issue's is the rows
+    // above).
+    let writeback_baseline = || {
+        in_new_dir(&root.join("append-raw-baseline-wb"), |dir| {
+            bench::raw::baseline_write_writeback_fsync(dir, fixture)
+        })
+    };
+    out.push(bench::compare(
+        "append/raw_vs_writeback_baseline",
+        "append/baseline_bufwriter_writeback",
+        args.iterations,
+        bytes,
+        None,
+        writeback_baseline,
+        || {
+            in_new_dir(&root.join("append-raw"), |dir| {
+                bench::raw::append_raw_flush(dir, &produced)
+            })
+        },
+    )?);
+    out.push(bench::compare(
+        "append/structured_vs_writeback_baseline",
+        "append/baseline_bufwriter_writeback",
+        args.iterations,
+        bytes,
+        None,
+        writeback_baseline,
+        || {
+            in_new_dir(&root.join("append-structured"), |dir| {
+                bench::raw::append_structured_flush(dir, fixture)
+            })
+        },
+    )?);
     out.push(bench::compare(
         "append/raw_open_close",
         "append/baseline_bufwriter",
@@ -529,28 +563,6 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     )?;
     report(&comparison);
     results.push(comparison);
-    // The same durable appends beside themselves without the write-back hint
-    // (`LogConfig::writeback_bytes` 0: the flush writes all 20 MB): what the
-    // hint saves (no target).
-    let comparison = bench::compare(
-        "append/lz4_writeback",
-        "append/lz4_no_writeback",
-        args.iterations,
-        bytes,
-        None,
-        || {
-            in_new_dir(&root.join("append-lz4-no-writeback"), |dir| {
-                c::append_codec_writeback(dir, fixture, Compression::Lz4, 0)
-            })
-        },
-        || {
-            in_new_dir(&root.join("append-lz4"), |dir| {
-                c::append_codec(dir, fixture, Compression::Lz4)
-            })
-        },
-    )?;
-    report(&comparison);
-    results.push(comparison);
     // The same appends without the flush (no target: it shows what the fsync
     // adds).
     let comparison = bench::compare(
@@ -581,22 +593,14 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     let (lz4, _) = Log::open_with(Arc::clone(&fs), &lz4_dir, LogConfig::default())?;
     let plain_bytes = plain.read_raw(0, usize::MAX)?.len();
     let lz4_bytes = lz4.read_raw(0, usize::MAX)?.len();
-    // One fetch of the whole log takes 1-3 ms (no copy), where a scheduler tick or
-    // a neighbour's burst is a large part of a sample: each sample fetches it
-    // FETCH_PASSES times.
-    let fetch_all = |log: &Log, bytes: usize| {
-        bench::timed(bytes * FETCH_PASSES, || {
-            (0..FETCH_PASSES).try_fold(0, |total, _| Ok(total + bench::fetch_bytes(log)?))
-        })
-    };
     let comparison = bench::compare(
         "fetch/lz4",
         "fetch/none",
         args.iterations,
         lz4_bytes as u64,
         Some(CODEC_FETCH_TARGET),
-        || fetch_all(&plain, plain_bytes),
-        || fetch_all(&lz4, lz4_bytes),
+        || bench::timed(plain_bytes, || bench::fetch_bytes(&plain)),
+        || bench::timed(lz4_bytes, || bench::fetch_bytes(&lz4)),
     )?;
     report(&comparison);
     results.push(comparison);
@@ -610,8 +614,8 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         args.iterations,
         lz4_bytes as u64,
         Some(CODEC_FETCH_TARGET),
-        || fetch_all(&plain, plain_bytes).map(|took| took.mul_f64(scale)),
-        || fetch_all(&lz4, lz4_bytes),
+        || bench::timed(plain_bytes, || bench::fetch_bytes(&plain)).map(|took| took.mul_f64(scale)),
+        || bench::timed(lz4_bytes, || bench::fetch_bytes(&lz4)),
     )?;
     report(&comparison);
     results.push(comparison);
@@ -681,6 +685,52 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
             })
         },
         || half.build(&std_fs).map(|(took, _)| took),
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    // Last, so that the rows before them (reads above all) run in the same
+    // conditions as before these were added.
+    // The same durable appends beside the codec + write + fsync floor that
+    // starts its write-back every `writeback_bytes` too (no target: it shows the
+    // log's own work once both overlap their writes with the disk).
+    let comparison = bench::compare(
+        "append/lz4_vs_write_writeback_fsync",
+        "codec/lz4_compress_write_writeback_fsync",
+        args.iterations,
+        bytes,
+        None,
+        || {
+            in_new_dir(&root.join("append-lz4-floor-wb"), |dir| {
+                c::compress_write_writeback_fsync(dir, Compression::Lz4, &records)
+            })
+        },
+        || {
+            in_new_dir(&root.join("append-lz4"), |dir| {
+                c::append_codec(dir, fixture, Compression::Lz4)
+            })
+        },
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    // The same durable appends beside themselves without the write-back hint
+    // (`LogConfig::writeback_bytes` 0: the flush writes all 20 MB): what the
+    // hint saves (no target).
+    let comparison = bench::compare(
+        "append/lz4_writeback",
+        "append/lz4_no_writeback",
+        args.iterations,
+        bytes,
+        None,
+        || {
+            in_new_dir(&root.join("append-lz4-no-writeback"), |dir| {
+                c::append_codec_writeback(dir, fixture, Compression::Lz4, 0)
+            })
+        },
+        || {
+            in_new_dir(&root.join("append-lz4"), |dir| {
+                c::append_codec(dir, fixture, Compression::Lz4)
+            })
+        },
     )?;
     report(&comparison);
     results.push(comparison);

@@ -33,17 +33,51 @@ pub fn write_buffered(path: &Path, bytes: &[u8], chunk_bytes: usize) -> io::Resu
     file.sync_all()
 }
 
+/// [`write_buffered`] starting the file's write-back each time another
+/// `writeback_bytes` went to the kernel, as the log does
+/// (`LogConfig::writeback_bytes`, [`super::start_writeback`]): the baseline of a
+/// writer that overlaps its writes with the disk as well.
+pub fn write_buffered_writeback(
+    path: &Path,
+    bytes: &[u8],
+    chunk_bytes: usize,
+    writeback_bytes: u64,
+) -> io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    let mut hinted = 0u64;
+    let mut written = 0u64;
+    for chunk in bytes.chunks(chunk_bytes.max(1)) {
+        out.write_all(chunk)?;
+        written += chunk.len() as u64;
+        if writeback_bytes > 0 && written / writeback_bytes != hinted / writeback_bytes {
+            // What BufWriter still holds (less than its 8 KiB) waits for the next.
+            super::start_writeback(out.get_ref())?;
+            hinted = written;
+        }
+    }
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    file.sync_all()
+}
+
 /// Writes to a new file at `path` through `BufWriter<File>` what `produce` puts in
 /// a reused buffer, one `write_all` per call, until it returns false; then fsyncs
 /// it. The yardstick of a durable append whose bytes are computed (compressed) as
 /// they are written.
-pub fn write_produced(
+pub fn write_produced(path: &Path, produce: impl FnMut(&mut Vec<u8>) -> bool) -> io::Result<u64> {
+    write_produced_writeback(path, 0, produce)
+}
+
+/// [`write_produced`] starting the file's write-back each time another
+/// `writeback_bytes` went to the kernel (0: never), as the log does.
+pub fn write_produced_writeback(
     path: &Path,
+    writeback_bytes: u64,
     mut produce: impl FnMut(&mut Vec<u8>) -> bool,
 ) -> io::Result<u64> {
     let mut out = BufWriter::new(File::create(path)?);
     let mut chunk = Vec::new();
     let mut written = 0u64;
+    let mut hinted = 0u64;
     loop {
         chunk.clear();
         if !produce(&mut chunk) {
@@ -51,6 +85,10 @@ pub fn write_produced(
         }
         out.write_all(&chunk)?;
         written += chunk.len() as u64;
+        if writeback_bytes > 0 && written / writeback_bytes != hinted / writeback_bytes {
+            super::start_writeback(out.get_ref())?;
+            hinted = written;
+        }
     }
     let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
     file.sync_all()?;
@@ -128,6 +166,18 @@ mod tests {
         .unwrap();
         assert_eq!(written, data.len() as u64);
         assert_eq!(std::fs::read(&b).unwrap(), data);
+        // The write-back variants write the same bytes.
+        let c = tmp.path().join("c");
+        write_buffered_writeback(&c, &data, 12_500, 30_000).unwrap();
+        assert_eq!(std::fs::read(&c).unwrap(), data);
+        let mut chunks = data.chunks(7_000);
+        let d = tmp.path().join("d");
+        let written = write_produced_writeback(&d, 20_000, |out| {
+            chunks.next().map(|c| out.extend_from_slice(c)).is_some()
+        })
+        .unwrap();
+        assert_eq!(written, data.len() as u64);
+        assert_eq!(std::fs::read(&d).unwrap(), data);
         // CPU time only grows, and a busy loop of ~50 ms shows in it.
         let before = process_cpu_time().unwrap();
         let spin = std::time::Instant::now();

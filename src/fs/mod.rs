@@ -14,6 +14,7 @@ pub mod baseline;
 pub mod failpoint;
 pub mod sim;
 mod std_fs;
+pub(crate) use std_fs::start_writeback;
 pub mod trace;
 
 use std::fmt::Debug;

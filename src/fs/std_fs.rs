@@ -87,6 +87,28 @@ impl StdFs {
     }
 }
 
+/// Starts the write-back of `file`'s dirty pages without waiting for it
+/// ([`FileSystem::start_writeback`]): `sync_file_range(SYNC_FILE_RANGE_WRITE)` on
+/// the whole file (offset 0, length 0; the kernel walks only its dirty pages). A
+/// no-op where there is no such call (not Linux). Also the benchmarks' baseline's
+/// (`fs::baseline`), so that both sides of a comparison can use the same hint.
+pub(crate) fn start_writeback(file: &File) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: `file` is an open descriptor that outlives the call; the call
+        // reads and writes no memory of this process.
+        let rc =
+            unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+    Ok(())
+}
+
 impl FileSystem for StdFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
@@ -102,21 +124,8 @@ impl FileSystem for StdFs {
         Ok(())
     }
 
-    #[cfg(target_os = "linux")]
     fn start_writeback(&self, path: &Path) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let file = self.handle(path)?;
-        // Offset 0 and length 0: the whole file (the kernel walks only its dirty
-        // pages). SYNC_FILE_RANGE_WRITE alone: start write-back, wait for nothing.
-        // SAFETY: `file` is an open descriptor that outlives the call; the call
-        // reads and writes no memory of this process.
-        let rc =
-            unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        start_writeback(&*self.handle(path)?)
     }
 
     fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
