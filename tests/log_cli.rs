@@ -349,6 +349,8 @@ fn bench_prints_every_comparison_with_its_baseline() {
             "append/raw",
             "append/structured_flush",
             "append/raw_open_close",
+            "append/raw_vs_writeback_baseline",
+            "append/structured_vs_writeback_baseline",
             "read/fetch",
             "read/read_raw",
             "read/fetch_records",
@@ -373,7 +375,10 @@ fn bench_prints_every_comparison_with_its_baseline() {
         let target = match result["name"].as_str().unwrap() {
             "compact/build" => Some(0.5),
             "open/clean" => Some(100.0),
-            "open/after_crash" | "append/raw_open_close" => None,
+            "open/after_crash"
+            | "append/raw_open_close"
+            | "append/raw_vs_writeback_baseline"
+            | "append/structured_vs_writeback_baseline" => None,
             "append/raw" => Some(0.9),
             _ => Some(0.8),
         };

@@ -321,6 +321,19 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
             })
         },
     )?);
+    out.push(bench::compare(
+        "append/raw_open_close",
+        "append/baseline_bufwriter",
+        args.iterations,
+        bytes,
+        None,
+        baseline,
+        || {
+            in_new_dir(&root.join("append-raw-oc"), |dir| {
+                bench::raw::append_raw_log(dir, &produced)
+            })
+        },
+    )?);
     // The same two appends beside a baseline that starts its write-back every
     // `writeback_bytes` too (LogConfig::writeback_bytes): the log overlaps its
     // writes with the disk, which the plain `BufWriter` + fsync does not, so
@@ -354,19 +367,6 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
         || {
             in_new_dir(&root.join("append-structured"), |dir| {
                 bench::raw::append_structured_flush(dir, fixture)
-            })
-        },
-    )?);
-    out.push(bench::compare(
-        "append/raw_open_close",
-        "append/baseline_bufwriter",
-        args.iterations,
-        bytes,
-        None,
-        baseline,
-        || {
-            in_new_dir(&root.join("append-raw-oc"), |dir| {
-                bench::raw::append_raw_log(dir, &produced)
             })
         },
     )?);
