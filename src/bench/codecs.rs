@@ -256,17 +256,7 @@ pub fn compress_write_fsync(
     codec: Compression,
     records: &[Vec<u8>],
 ) -> Result<Duration> {
-    let path = dir.join("compressed.bin");
-    let mut batches = records.iter();
-    let start = Stopwatch::start();
-    crate::fs::baseline::write_produced(&path, |out| {
-        batches
-            .next()
-            .map(|batch| codec.compress_into(batch, out))
-            .is_some()
-    })
-    .map_err(|e| Error::io(&path, e))?;
-    Ok(start.stop())
+    compress_write_hinted_fsync(dir, codec, records, 0)
 }
 
 /// [`compress_write_fsync`] starting the file's write-back every
@@ -276,19 +266,26 @@ pub fn compress_write_writeback_fsync(
     codec: Compression,
     records: &[Vec<u8>],
 ) -> Result<Duration> {
+    let every = LogConfig::default().writeback_bytes;
+    compress_write_hinted_fsync(dir, codec, records, every)
+}
+
+/// The two floors above: a write-back hint every `writeback_bytes` (0: none).
+fn compress_write_hinted_fsync(
+    dir: &Path,
+    codec: Compression,
+    records: &[Vec<u8>],
+    writeback_bytes: u64,
+) -> Result<Duration> {
     let path = dir.join("compressed.bin");
     let mut batches = records.iter();
     let start = Stopwatch::start();
-    crate::fs::baseline::write_produced_writeback(
-        &path,
-        LogConfig::default().writeback_bytes,
-        |out| {
-            batches
-                .next()
-                .map(|batch| codec.compress_into(batch, out))
-                .is_some()
-        },
-    )
+    crate::fs::baseline::write_produced_writeback(&path, writeback_bytes, |out| {
+        batches
+            .next()
+            .map(|batch| codec.compress_into(batch, out))
+            .is_some()
+    })
     .map_err(|e| Error::io(&path, e))?;
     Ok(start.stop())
 }
