@@ -35,7 +35,7 @@ pub fn write_buffered(path: &Path, bytes: &[u8], chunk_bytes: usize) -> io::Resu
 
 /// [`write_buffered`] starting the file's write-back each time another
 /// `writeback_bytes` went to the kernel, as the log does
-/// (`LogConfig::writeback_bytes`, [`super::start_writeback`]): the baseline of a
+/// (`LogConfig::writeback_bytes`, `FileSystem::start_writeback`): the baseline of a
 /// writer that overlaps its writes with the disk as well.
 pub fn write_buffered_writeback(
     path: &Path,

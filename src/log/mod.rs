@@ -110,7 +110,7 @@ pub struct LogConfig {
     pub compaction_policy: crate::compaction::CompactionPolicy,
     /// Each time the active segment grows past another multiple of this many
     /// bytes, append starts the write-back of its dirty pages
-    /// ([`FileSystem::start_writeback`](crate::fs::FileSystem::start_writeback),
+    /// ([`crate::fs::FileSystem::start_writeback`],
     /// RocksDB's `bytes_per_sync`), so the disk writes while the appender goes on
     /// and a flush waits for the tail only. A hint: nothing becomes durable before
     /// [`Log::flush`]. 0 turns it off. Default 1 MiB (docs/design.md section 3).
