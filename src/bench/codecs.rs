@@ -15,7 +15,11 @@
 //!   `records()` of a compressed log vs decompressing every batch's payload alone;
 //! * compaction (install step 1) of a 50%-obsolete lz4 log, where every closed
 //!   batch is partly kept, vs decompressing and recompressing the same payloads,
-//!   and vs the same + a buffered write + fsync ([`recompress_write_fsync`]).
+//!   and vs the same + a buffered write + fsync ([`recompress_write_fsync`]);
+//! * two ceilings, not the log: the least work a durable structured append does
+//!   on its thread ([`encode_compress_write_writeback_fsync`]) and the least an
+//!   owned read does ([`owned_records_only`]), beside the codec alone: each is a
+//!   part of its log path's work, so the log path's ratio stays at or below it.
 //!
 //! The timed parts use [`Stopwatch`], so every row carries CPU time beside wall
 //! time. No check is skipped on either side: the engine's paths are the ones a
@@ -27,11 +31,11 @@ use std::time::Duration;
 use crate::compaction::{cleaner, CompactOptions};
 use crate::error::{Error, Result};
 use crate::format::batch::RECORDS_OFFSET;
-use crate::format::batch_view::INFLATED_BYTES_MAX;
+use crate::format::batch_view::{BatchView, INFLATED_BYTES_MAX};
 use crate::format::{Compression, NewRecord, RecordBatch};
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
-use crate::log::{Log, LogConfig};
+use crate::log::{Log, LogConfig, ReadRecord};
 
 use super::{LogFixture, Stopwatch};
 
@@ -290,6 +294,107 @@ fn compress_write_hinted_fsync(
     Ok(start.stop())
 }
 
+/// The least a durable structured append of `fixture` does on the appending
+/// thread, and nothing more: encode each batch's records from its `NewRecord`s
+/// (the log's own encoder), compress them with `codec`, write them to a new file
+/// in `dir` through a `BufWriter`, starting the write-back every
+/// [`LogConfig::writeback_bytes`] as the log does, and fsync it; no batch
+/// header, CRC, offsets, indexes or segment. The time. Beside the codec alone
+/// ([`compress_only`]) this is the ceiling of `append/<codec>`: a log that
+/// writes its batches on the appending thread does at least this work, so its
+/// ratio against the codec alone cannot be higher.
+pub fn encode_compress_write_writeback_fsync(
+    dir: &Path,
+    codec: Compression,
+    fixture: &LogFixture,
+) -> Result<Duration> {
+    let path = dir.join("encoded-compressed.bin");
+    let every = LogConfig::default().writeback_bytes;
+    let mut batches = fixture.batches.iter();
+    let (mut plain, mut refused) = (Vec::new(), false);
+    let start = Stopwatch::start();
+    crate::fs::baseline::write_produced_writeback(&path, every, |out| {
+        let Some(batch) = batches.next() else {
+            return false;
+        };
+        plain.clear();
+        if crate::log::encode::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).is_err() {
+            refused = true;
+            return false;
+        }
+        codec.compress_into(&plain, out);
+        true
+    })
+    .map_err(|e| Error::io(&path, e))?;
+    let took = start.stop();
+    if refused {
+        return Err(Error::InvalidArgument(
+            "the fixture's records are refused".into(),
+        ));
+    }
+    Ok(took)
+}
+
+/// The least an owned read of the compressed batches `stored` (back to back, as
+/// [`Log::read_raw`] gives them) does, and nothing more: decompress each batch's
+/// payload, decode its records (the log's decoder) and build a [`ReadRecord`]
+/// per record whose key and value share the decompressed bytes, handing the
+/// records out in vectors of about [`super::READ_BYTES`] of batches, as `read`
+/// returns them; no CRC, no offset checks, no segment or index. The records.
+/// Beside decompression alone this is the ceiling of `read/<codec>`: the owned
+/// records' own cost (two reference counts and 112 bytes per record) is in it.
+pub fn owned_records_only(stored: &[u8]) -> Result<usize> {
+    let corrupt = |e: crate::format::FormatError| Error::InvalidArgument(format!("{e:?}"));
+    let (mut count, mut at, mut taken) = (0usize, 0usize, 0usize);
+    let mut records: Vec<ReadRecord> = Vec::new();
+    while let Some(rest) = stored.get(at..).filter(|rest| !rest.is_empty()) {
+        if taken == 0 {
+            // As `read` does: room for every record of the call, reserved once.
+            records.reserve(records_within(rest, super::READ_BYTES).map_err(corrupt)?);
+        }
+        let (batch, size) = BatchView::decode(rest).map_err(corrupt)?;
+        let inflated = batch
+            .inflate()
+            .map_err(corrupt)?
+            .map(bytes::Bytes::from)
+            .ok_or_else(|| Error::InvalidArgument("an uncompressed batch".into()))?;
+        for record in batch.records_in(&inflated) {
+            let record = record.map_err(corrupt)?;
+            records.push(ReadRecord {
+                offset: batch.offset_of(&record),
+                timestamp: batch.timestamp_of(&record),
+                key: record.key.map(|key| inflated.slice_ref(key)),
+                value: record.value.map(|value| inflated.slice_ref(value)),
+                headers: record.headers,
+                control: batch.is_control(),
+            });
+        }
+        at += size;
+        taken += size;
+        if taken >= super::READ_BYTES {
+            count += std::mem::take(&mut records).len();
+            taken = 0;
+        }
+    }
+    Ok(count + records.len())
+}
+
+/// The records of the batches at the front of `stored` up to the first that
+/// reaches `budget` bytes (that one included), from their headers.
+fn records_within(
+    mut stored: &[u8],
+    budget: usize,
+) -> std::result::Result<usize, crate::format::FormatError> {
+    let (mut records, mut taken) = (0usize, 0usize);
+    while !stored.is_empty() && taken < budget {
+        let header = crate::format::batch::decode_header(stored)?;
+        records += usize::try_from(header.record_count).unwrap_or(0);
+        taken += header.size;
+        stored = stored.get(header.size..).unwrap_or_default();
+    }
+    Ok(records)
+}
+
 /// Reads the whole log with [`Log::read_each`] ([`super::READ_BYTES`] a call),
 /// touching each record's key and value; the records read.
 pub fn read_each_records(log: &Log) -> Result<usize> {
@@ -409,6 +514,39 @@ mod tests {
             assert_eq!(plain, want);
         }
         assert_eq!(encode_compress_only(Compression::Lz4, &fixture).unwrap(), 3);
+    }
+
+    #[test]
+    fn the_ceiling_floor_writes_every_batch_encoded_and_compressed() {
+        let fixture = codec_fixture(250, 100);
+        let dir = tempfile::tempdir().unwrap();
+        encode_compress_write_writeback_fsync(dir.path(), Compression::Lz4, &fixture).unwrap();
+        let want: Vec<u8> = encoded_records(&fixture)
+            .iter()
+            .flat_map(|records| Compression::Lz4.compress(records))
+            .collect();
+        let got = std::fs::read(dir.path().join("encoded-compressed.bin")).unwrap();
+        assert_eq!(got, want);
+        // The owned read's ceiling decodes every record of a compressed log.
+        let (mut log, _) = Log::open(dir.path().join("log"), config(Compression::Lz4)).unwrap();
+        for batch in &fixture.batches {
+            log.append(batch).unwrap();
+        }
+        let stored = log.read_raw(0, usize::MAX).unwrap();
+        assert_eq!(owned_records_only(&stored).unwrap(), 250);
+        assert!(owned_records_only(&stored[..stored.len() - 1]).is_err());
+        let (mut plain, _) =
+            Log::open(dir.path().join("plain"), config(Compression::None)).unwrap();
+        plain.append(&fixture.batches[0]).unwrap();
+        let uncompressed = plain.read_raw(0, usize::MAX).unwrap();
+        assert!(owned_records_only(&uncompressed).is_err());
+        // A refused record fails the floor instead of timing less work.
+        let mut bad = codec_fixture(10, 5);
+        bad.batches[1][0].timestamp = -2;
+        let other = tempfile::tempdir().unwrap();
+        assert!(
+            encode_compress_write_writeback_fsync(other.path(), Compression::Lz4, &bad).is_err()
+        );
     }
 
     #[test]

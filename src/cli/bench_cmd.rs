@@ -646,6 +646,8 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         report(&comparison);
         results.push(comparison);
     }
+    // Kept for the owned read's ceiling row at the end.
+    let lz4_stored = lz4.read_raw(lz4.log_start_offset(), usize::MAX)?;
     drop((plain, lz4));
     eprintln!("seglog bench: writing the half-obsolete lz4 log");
     let half = HalfObsoleteLog::write(
@@ -731,6 +733,47 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
                 c::append_codec(dir, fixture, Compression::Lz4)
             })
         },
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    // Not the log: the least work a durable structured append does on the
+    // appending thread (encode, lz4, write, write-back hint, fsync; no framing,
+    // CRC or index) beside lz4 alone. `append/lz4` cannot rise above this
+    // row's ratio while the log writes on the appending thread (no target).
+    let comparison = bench::compare(
+        "ceiling/lz4_encode_compress_write_writeback_fsync",
+        "codec/lz4_compress_only",
+        args.iterations,
+        bytes,
+        None,
+        || {
+            bench::timed(records.len(), || {
+                c::compress_only(Compression::Lz4, &records)
+            })
+        },
+        || {
+            in_new_dir(&root.join("append-lz4-ceiling"), |dir| {
+                c::encode_compress_write_writeback_fsync(dir, Compression::Lz4, fixture)
+            })
+        },
+    )?;
+    report(&comparison);
+    results.push(comparison);
+    // Not the log: the least work an owned read does (decompress, decode,
+    // build the `ReadRecord`s; no CRC or offset checks) beside decompression
+    // alone. `read/lz4` cannot rise above this row's ratio (no target).
+    let comparison = bench::compare(
+        "ceiling/lz4_owned_records",
+        "codec/lz4_decompress_only",
+        args.iterations,
+        lz4_bytes as u64,
+        None,
+        || {
+            bench::timed(payloads.len(), || {
+                c::decompress_only(Compression::Lz4, &payloads)
+            })
+        },
+        || bench::timed(record_count, || c::owned_records_only(&lz4_stored)),
     )?;
     report(&comparison);
     results.push(comparison);
