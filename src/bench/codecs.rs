@@ -302,7 +302,7 @@ fn compress_write_hinted_fsync(
 /// header, CRC, offsets, indexes or segment. The time. Beside the codec alone
 /// ([`compress_only`]) this is the ceiling of `append/<codec>`: a log that
 /// writes its batches on the appending thread does at least this work, so its
-/// ratio against the codec alone cannot be higher.
+/// ratio against the codec alone is at most this one's, noise aside.
 pub fn encode_compress_write_writeback_fsync(
     dir: &Path,
     codec: Compression,
@@ -517,7 +517,7 @@ mod tests {
     }
 
     #[test]
-    fn the_ceiling_floor_writes_every_batch_encoded_and_compressed() {
+    fn the_ceilings_do_the_work_of_their_log_paths() {
         let fixture = codec_fixture(250, 100);
         let dir = tempfile::tempdir().unwrap();
         encode_compress_write_writeback_fsync(dir.path(), Compression::Lz4, &fixture).unwrap();
