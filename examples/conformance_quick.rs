@@ -11,6 +11,7 @@ fn main() {
         ops_per_case,
         seed,
         variant,
+        ..Default::default()
     };
     if std::env::var("SIM_ONLY").is_ok() {
         // Bug hunting: SimFs only, many cases.

@@ -97,6 +97,9 @@ pub mod install;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)]
 pub mod interop;
+#[cfg(feature = "suite")]
+#[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
+pub mod jobs;
 pub mod log;
 pub mod manager;
 pub mod panics;

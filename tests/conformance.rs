@@ -49,6 +49,7 @@ fn run_random_is_deterministic_and_passes() {
         ops_per_case: 30,
         seed: 2026,
         variant: "manifest".into(),
+        ..ConformanceOptions::default()
     };
     let mut done = Vec::new();
     let first = run_random(&options, |n| done.push(n));

@@ -7,10 +7,27 @@
 //! exactly new); no temporary or backup files survive; a second open changes nothing.
 #![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
-use seglog::sweep::{named_workloads, sweep, SweepOptions};
+use seglog::sweep::{named_workloads, sweep, sweep_selected, SweepOptions};
+
+/// The pull-request tier's share: every eighth crash point of every named
+/// workload, in the debug build (debug assertions and overflow checks on). The whole
+/// sweep runs in release in `seglog verify --budget quick` (the same workloads and
+/// options: its `crash_sweep` stage) and in debug in the nightly tier (below).
+#[test]
+fn every_eighth_crash_point_of_every_named_workload_finds_no_violation() {
+    sweep_every_named_workload(8, 1_000);
+}
 
 #[test]
+#[ignore = "nightly tier (.ci/nightly): every crash point, debug build"]
 fn default_sweep_finds_no_violation_in_at_least_10000_images() {
+    sweep_every_named_workload(1, 10_000);
+}
+
+/// Sweeps crash points `0, every, 2 * every, ...` (and the end) of every named
+/// workload at the default options: no violation, and at least `min_images` disk
+/// images in all.
+fn sweep_every_named_workload(every: u64, min_images: u64) {
     let options = SweepOptions::default();
     let mut disk_images = 0;
     let mut crash_points = 0;
@@ -18,7 +35,11 @@ fn default_sweep_finds_no_violation_in_at_least_10000_images() {
     let workloads = named_workloads();
     assert!(workloads.len() >= 6, "the named workloads went missing");
     for workload in &workloads {
-        let report = sweep(workload, &options, |_, _| {});
+        let report = if every == 1 {
+            sweep(workload, &options, |_, _| {})
+        } else {
+            sweep_selected(workload, &options, &|_| {}, &|k| k % every == 0, |_, _| {})
+        };
         // Every mutating file-system operation of the run is a crash point, and so
         // is the end of the run.
         assert!(
@@ -26,12 +47,22 @@ fn default_sweep_finds_no_violation_in_at_least_10000_images() {
             "{}: no file-system operation",
             workload.name
         );
-        assert_eq!(
-            report.crash_points,
-            report.operations + 1,
-            "{}: a crash point was not reached",
-            workload.name
-        );
+        if every == 1 {
+            assert_eq!(
+                report.crash_points,
+                report.operations + 1,
+                "{}: a crash point was not reached",
+                workload.name
+            );
+        } else {
+            assert!(
+                report.crash_points >= (report.operations + 1) / every,
+                "{}: {} of {} crash points swept",
+                workload.name,
+                report.crash_points,
+                report.operations + 1
+            );
+        }
         assert!(
             report.disk_images > report.crash_points,
             "{}: power loss added no image",
@@ -48,7 +79,7 @@ fn default_sweep_finds_no_violation_in_at_least_10000_images() {
         violations[0]
     );
     assert!(
-        disk_images >= 10_000,
+        disk_images >= min_images,
         "only {disk_images} disk images over {crash_points} crash points"
     );
 }

@@ -17,6 +17,7 @@
 use seglog::interop::{self, CaseStatus, InteropOptions};
 
 #[test]
+#[ignore = "nightly tier (.ci/nightly): builds the Java harness and starts Kafka 4.4 per case"]
 fn kafka_and_seglog_read_each_others_directories() {
     let report = interop::run(&InteropOptions::default());
     if let Some(reason) = &report.skipped {

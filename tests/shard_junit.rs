@@ -201,6 +201,15 @@ const VERIFY: &[&str] = &[
     "1",
     "--recovery-crash-images",
     "0",
+    // Three of the named workloads for the workload stages (the partition holds
+    // for any selection; the pull-request tier's `verify --budget quick` runs them
+    // all, in release).
+    "--workload",
+    "seed-compaction",
+    "--workload",
+    "retain-prefix",
+    "--workload",
+    "append-flush",
 ];
 
 /// The three runs at once: one unsharded, two shards. The scenarios directory holds
@@ -274,6 +283,9 @@ fn verify_shards_partition_every_stage_and_junit_names_failures() {
         stages["crash_sweep"]["crash_points"].as_u64().unwrap()
     );
     assert_eq!(units(&stages["model"]).len(), 7);
+    for stage in ["crash_sweep", "io_errors", "damaged_data"] {
+        assert_eq!(stages[stage]["workloads"], 3, "{stage}: --workload selects");
+    }
     assert_eq!(units(&stages["conformance"]).len(), 3);
     assert_eq!(units(&stages["replay"]).len(), 2);
 

@@ -47,14 +47,19 @@
 #![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use seglog::scenario::{replay_expecting, Outcome, Scenario};
-use seglog::sweep::{named_workloads, sweep, SweepOptions, Workload};
+use seglog::sweep::{named_workloads, sweep_selected, SweepOptions, Workload};
 use seglog::workload::Op;
 
 /// Sweeps every named workload that runs `touches` against `variant`; returns the
 /// workloads with their violations.
+/// The pull-request tier's sample: crash points `0, SAMPLE, 2 * SAMPLE, ...` of each
+/// workload (each variant above is caught there too).
+const SAMPLE: u64 = 3;
+
 fn sweep_variant(
     variant: &str,
     touches: fn(&Op) -> bool,
+    every: u64,
 ) -> Vec<(Workload, Vec<seglog::sweep::Violation>)> {
     let options = SweepOptions::default();
     named_workloads()
@@ -62,7 +67,8 @@ fn sweep_variant(
         .filter(|w| w.ops.iter().any(touches))
         .map(|mut workload| {
             workload.variant = variant.to_string();
-            let report = sweep(&workload, &options, |_, _| {});
+            let report =
+                sweep_selected(&workload, &options, &|_| {}, &|k| k % every == 0, |_, _| {});
             (workload, report.violations)
         })
         .collect()
@@ -80,8 +86,8 @@ fn is_retain(op: &Op) -> bool {
     matches!(op, Op::Retain { .. })
 }
 
-fn assert_caught(variant: &str, touches: fn(&Op) -> bool) {
-    let results = sweep_variant(variant, touches);
+fn assert_caught(variant: &str, touches: fn(&Op) -> bool, every: u64) {
+    let results = sweep_variant(variant, touches, every);
     assert!(!results.is_empty(), "no named workload exercises {variant}");
     let total: usize = results.iter().map(|(_, v)| v.len()).sum();
     assert!(
@@ -108,27 +114,47 @@ fn assert_caught(variant: &str, touches: fn(&Op) -> bool) {
 
 #[test]
 fn no_dir_sync_after_rename_is_caught() {
-    assert_caught("no-dir-sync", is_compact);
+    no_dir_sync_after_rename_is_caught_at(SAMPLE);
+}
+
+fn no_dir_sync_after_rename_is_caught_at(every: u64) {
+    assert_caught("no-dir-sync", is_compact, every);
 }
 
 #[test]
 fn backup_before_durable_manifest_is_caught() {
-    assert_caught("backup-before-manifest", is_compact);
+    backup_before_durable_manifest_is_caught_at(SAMPLE);
+}
+
+fn backup_before_durable_manifest_is_caught_at(every: u64) {
+    assert_caught("backup-before-manifest", is_compact, every);
 }
 
 #[test]
 fn delete_before_durable_checkpoint_is_caught() {
-    assert_caught("delete-first", is_retain);
+    delete_before_durable_checkpoint_is_caught_at(SAMPLE);
+}
+
+fn delete_before_durable_checkpoint_is_caught_at(every: u64) {
+    assert_caught("delete-first", is_retain, every);
 }
 
 #[test]
 fn two_rename_swap_is_caught() {
-    assert_caught("two-rename", is_compact);
+    two_rename_swap_is_caught_at(SAMPLE);
+}
+
+fn two_rename_swap_is_caught_at(every: u64) {
+    assert_caught("two-rename", is_compact, every);
 }
 
 #[test]
 fn unsynced_temp_entry_under_a_durable_manifest_is_caught() {
-    assert_caught("no-temp-entry-sync", is_compact);
+    unsynced_temp_entry_under_a_durable_manifest_is_caught_at(SAMPLE);
+}
+
+fn unsynced_temp_entry_under_a_durable_manifest_is_caught_at(every: u64) {
+    assert_caught("no-temp-entry-sync", is_compact, every);
 }
 
 fn is_roll(op: &Op) -> bool {
@@ -145,17 +171,29 @@ fn is_roll(op: &Op) -> bool {
 /// vouches for bytes the disk lost, and the open refuses the log.
 #[test]
 fn recovery_point_before_flush_is_caught() {
-    assert_caught("recovery-point-before-flush", is_roll);
+    recovery_point_before_flush_is_caught_at(SAMPLE);
+}
+
+fn recovery_point_before_flush_is_caught_at(every: u64) {
+    assert_caught("recovery-point-before-flush", is_roll, every);
 }
 
 #[test]
 fn clean_point_before_the_install_commits_is_caught() {
-    assert_caught("clean-point-first", is_cleaning);
+    clean_point_before_the_install_commits_is_caught_at(SAMPLE);
+}
+
+fn clean_point_before_the_install_commits_is_caught_at(every: u64) {
+    assert_caught("clean-point-first", is_cleaning, every);
 }
 
 #[test]
 fn new_content_without_its_recovery_point_is_caught() {
-    assert_caught("point-on-reopen", is_cleaning);
+    new_content_without_its_recovery_point_is_caught_at(SAMPLE);
+}
+
+fn new_content_without_its_recovery_point_is_caught_at(every: u64) {
+    assert_caught("point-on-reopen", is_cleaning, every);
 }
 
 fn is_concurrent_clean(op: &Op) -> bool {
@@ -165,8 +203,8 @@ fn is_concurrent_clean(op: &Op) -> bool {
 /// The broken swaps lose records inside the operation; the log they leave then
 /// diverges in the operations after it, so a violation may come at or after the
 /// first concurrent cleaning, never before.
-fn assert_caught_from_first_concurrent_clean(variant: &str) {
-    let results = sweep_variant(variant, is_concurrent_clean);
+fn assert_caught_from_first_concurrent_clean(variant: &str, every: u64) {
+    let results = sweep_variant(variant, is_concurrent_clean, every);
     assert!(!results.is_empty(), "no named workload cleans concurrently");
     let total: usize = results.iter().map(|(_, v)| v.len()).sum();
     assert!(total > 0, "the sweep found nothing wrong with {variant}");
@@ -197,12 +235,20 @@ fn assert_caught_from_first_concurrent_clean(variant: &str) {
 
 #[test]
 fn tail_copied_at_the_snapshot_is_caught() {
-    assert_caught_from_first_concurrent_clean("stale-tail-copy");
+    tail_copied_at_the_snapshot_is_caught_at(SAMPLE);
+}
+
+fn tail_copied_at_the_snapshot_is_caught_at(every: u64) {
+    assert_caught_from_first_concurrent_clean("stale-tail-copy", every);
 }
 
 #[test]
 fn appends_not_held_during_the_swap_are_caught() {
-    assert_caught_from_first_concurrent_clean("unlocked-swap");
+    appends_not_held_during_the_swap_are_caught_at(SAMPLE);
+}
+
+fn appends_not_held_during_the_swap_are_caught_at(every: u64) {
+    assert_caught_from_first_concurrent_clean("unlocked-swap", every);
 }
 
 fn is_interleaved_clean(op: &Op) -> bool {
@@ -221,8 +267,12 @@ fn is_interleaved_clean(op: &Op) -> bool {
 /// before the first such cleaning, and the first violation replays.
 #[test]
 fn a_build_mapping_past_its_snapshot_is_caught() {
+    a_build_mapping_past_its_snapshot_is_caught_at(SAMPLE);
+}
+
+fn a_build_mapping_past_its_snapshot_is_caught_at(every: u64) {
     let variant = "unbounded-map";
-    let results = sweep_variant(variant, is_interleaved_clean);
+    let results = sweep_variant(variant, is_interleaved_clean, every);
     assert!(
         !results.is_empty(),
         "no named workload appends during a build"
@@ -252,8 +302,12 @@ fn a_build_mapping_past_its_snapshot_is_caught() {
 /// violation comes from a crash at or after the first `drop_indexes`.
 #[test]
 fn rebuilt_indexes_left_unsynced_under_the_current_point_are_caught() {
+    rebuilt_indexes_left_unsynced_under_the_current_point_are_caught_at(SAMPLE);
+}
+
+fn rebuilt_indexes_left_unsynced_under_the_current_point_are_caught_at(every: u64) {
     let variant = "sync-scanned-only-for-new-point";
-    let results = sweep_variant(variant, |op| matches!(op, Op::DropIndexes));
+    let results = sweep_variant(variant, |op| matches!(op, Op::DropIndexes), every);
     assert!(!results.is_empty(), "no named workload drops index files");
     let total: usize = results.iter().map(|(_, v)| v.len()).sum();
     assert!(total > 0, "the sweep found nothing wrong with {variant}");
@@ -290,4 +344,24 @@ fn assert_first_replays(
             replayed.diff
         );
     }
+}
+
+/// The pull-request tier sweeps every `SAMPLE`-th crash point of each workload (the
+/// crash sweep of `seglog verify --budget quick` sweeps every one, on our protocol);
+/// this runs every check above at every crash point.
+#[test]
+#[ignore = "nightly tier (.ci/nightly): every crash point of every variant"]
+fn every_variant_is_caught_at_every_crash_point() {
+    no_dir_sync_after_rename_is_caught_at(1);
+    backup_before_durable_manifest_is_caught_at(1);
+    delete_before_durable_checkpoint_is_caught_at(1);
+    two_rename_swap_is_caught_at(1);
+    unsynced_temp_entry_under_a_durable_manifest_is_caught_at(1);
+    recovery_point_before_flush_is_caught_at(1);
+    clean_point_before_the_install_commits_is_caught_at(1);
+    new_content_without_its_recovery_point_is_caught_at(1);
+    tail_copied_at_the_snapshot_is_caught_at(1);
+    appends_not_held_during_the_swap_are_caught_at(1);
+    a_build_mapping_past_its_snapshot_is_caught_at(1);
+    rebuilt_indexes_left_unsynced_under_the_current_point_are_caught_at(1);
 }

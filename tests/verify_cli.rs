@@ -17,6 +17,21 @@ fn verify(extra: &[&str]) -> (i32, serde_json::Value) {
             "4",
         ])
         .args(["--images-per-point", "4", "--recovery-crash-images", "1"])
+        // Four of the named workloads for the workload stages, in the debug build:
+        // the pull-request tier runs `verify --budget quick` on all of them in
+        // release, and `--workload` is the user's way to the same narrowing.
+        .args([
+            "--workload",
+            "seed-compaction",
+            "--workload",
+            "retain-prefix",
+        ])
+        .args([
+            "--workload",
+            "compact-tombstones",
+            "--workload",
+            "append-flush",
+        ])
         .args(extra)
         .output()
         .expect("run seglog verify");
@@ -54,7 +69,8 @@ fn quick_verify_passes_and_reports_every_stage() {
     ] {
         assert!(sweep.get(key).is_some(), "crash_sweep lacks {key}");
     }
-    assert!(sweep["disk_images"].as_u64().unwrap() > 1000);
+    assert_eq!(sweep["workloads"], 4, "--workload selects");
+    assert!(sweep["disk_images"].as_u64().unwrap() > 500);
     assert_eq!(sweep["violations"], 0);
     let io_errors = &stages["io_errors"];
     assert_eq!(io_errors["passed"], true, "{io_errors:#}");
@@ -70,7 +86,8 @@ fn quick_verify_passes_and_reports_every_stage() {
     ] {
         assert!(io_errors.get(key).is_some(), "io_errors lacks {key}");
     }
-    assert!(io_errors["error_points"].as_u64().unwrap() >= 1000);
+    assert_eq!(io_errors["workloads"], 4, "--workload selects");
+    assert!(io_errors["error_points"].as_u64().unwrap() >= 100);
     assert_eq!(io_errors["not_reached"], 0);
     let damaged = &stages["damaged_data"];
     assert_eq!(damaged["passed"], true, "{damaged:#}");
@@ -83,6 +100,7 @@ fn quick_verify_passes_and_reports_every_stage() {
     ] {
         assert!(damaged.get(key).is_some(), "damaged_data lacks {key}");
     }
+    assert_eq!(damaged["workloads"], 4, "--workload selects");
     assert!(damaged["damages"].as_u64().unwrap() > 1000);
     assert_eq!(damaged["violations"], 0);
     // The quick budget lists the Kafka interop stage as skipped, with the reason.
@@ -154,6 +172,19 @@ fn bad_arguments_exit_2_with_one_line() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("unknown variant"));
+    for (args, says) in [
+        (&["--workload", "no-such-workload"][..], "unknown workload"),
+        (&["--jobs", "0"][..], "--jobs"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+            .arg("verify")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
 }
 
 /// `--shuttle-iterations` runs the `schedules` stage at any budget; a stand-in
@@ -190,6 +221,7 @@ fn the_schedules_stage_reports_what_the_shuttle_tests_did() {
             "4",
         ])
         .args(["--images-per-point", "4", "--recovery-crash-images", "1"])
+        .args(["--workload", "append-flush"])
         .args(["--shuttle-iterations", "3"])
         .output()
         .expect("run seglog verify");

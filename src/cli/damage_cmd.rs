@@ -30,6 +30,7 @@ pub fn damage(args: DamageArgs) -> Result<Outcome> {
         protocol_points: args.protocol_points,
         damages_per_file: args.damages_per_file.unwrap_or(usize::MAX),
         all_header_bits: args.all_header_bits,
+        jobs: crate::jobs::default_jobs(),
     };
     let report = damage::run(&workloads, &options, |_, _, _| {});
     for w in &report.per_workload {

@@ -89,6 +89,15 @@ pub struct VerifyArgs {
     /// overnight 100000, quick 0: skipped).
     #[arg(long)]
     pub shuttle_iterations: Option<u64>,
+    /// Threads each stage's units run on (default: `SEGLOG_JOBS`, else the
+    /// machine's cores); every number in the report but the seconds is the same
+    /// for any value.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub jobs: Option<u64>,
+    /// Run the crash sweep, the I/O-error sweep and the damage stage on this named
+    /// workload only (repeatable; default: every named workload).
+    #[arg(long = "workload", value_name = "W")]
+    pub workloads: Vec<String>,
 }
 
 impl VerifyArgs {
@@ -149,6 +158,12 @@ impl VerifyArgs {
         if let Some(n) = self.shuttle_iterations {
             options.shuttle_iterations = n;
         }
+        if let Some(n) = self.jobs {
+            options.jobs = n as usize;
+        }
+        // An unknown name is a usage error now, not an empty stage later.
+        super::sweep_cmd::selected_workloads(&self.workloads)?;
+        options.workloads.clone_from(&self.workloads);
         options.scenarios_dir = self.scenarios.clone();
         // Run from elsewhere than the checkout: use the checkout's own scenarios.
         let fs = StdFs::new();

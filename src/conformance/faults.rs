@@ -85,12 +85,25 @@ pub fn run_random_faults_selected(
     mut progress: impl FnMut(u64),
 ) -> FaultConformanceReport {
     let started = Instant::now();
+    let cases: Vec<u64> = (0..options.cases).filter(|c| select(*c)).collect();
+    // On `jobs` threads, stopping at the first divergence as a sequential run does.
+    let outcomes = crate::jobs::map_until(
+        &cases,
+        options.jobs,
+        |_, case| {
+            let seed = case_seed(options.seed, *case);
+            run_caught(
+                &with_faults(case_steps(seed, options.ops_per_case), seed),
+                &options.variant,
+            )
+        },
+        Result::is_err,
+        |done, _| progress(done as u64),
+    );
     let mut report = FaultConformanceReport::default();
-    for case in (0..options.cases).filter(|c| select(*c)) {
-        let seed = case_seed(options.seed, case);
-        let steps = with_faults(case_steps(seed, options.ops_per_case), seed);
+    for (case, outcome) in cases.iter().zip(outcomes) {
         report.cases += 1;
-        match run_caught(&steps, &options.variant) {
+        match outcome {
             Ok(stats) => {
                 report.steps += stats.steps;
                 report.io_errors += stats.io_errors;
@@ -100,12 +113,10 @@ pub fn run_random_faults_selected(
                 let divergence = shrink(divergence, |steps| {
                     run_caught(steps, &options.variant).err()
                 });
+                let seed = case_seed(options.seed, *case);
                 report.failures.push(Divergence { seed, ..divergence });
-                progress(report.cases);
-                break;
             }
         }
-        progress(report.cases);
     }
     report.seconds = started.elapsed().as_secs_f64();
     report

@@ -81,6 +81,9 @@ pub struct ConformanceOptions {
     pub seed: u64,
     /// The protocol variant the engine runs (`manifest` is the real one).
     pub variant: String,
+    /// Threads the cases run on (the report is the same for any number:
+    /// `crate::jobs`).
+    pub jobs: usize,
 }
 
 impl Default for ConformanceOptions {
@@ -90,6 +93,7 @@ impl Default for ConformanceOptions {
             ops_per_case: 40,
             seed: 0,
             variant: "manifest".into(),
+            jobs: crate::jobs::default_jobs(),
         }
     }
 }
@@ -232,40 +236,67 @@ pub fn run_random_selected(
     mut progress: impl FnMut(u64),
 ) -> ConformanceReport {
     let started = Instant::now();
+    let cases: Vec<u64> = (0..options.cases).filter(|c| select(*c)).collect();
+    // Each case on both back ends, on `jobs` threads; a sequential run stops at the
+    // first divergence, and so does this one (`jobs::map_until`).
+    let outcomes = crate::jobs::map_until(
+        &cases,
+        options.jobs,
+        |_, case| {
+            let steps = case_steps(case_seed(options.seed, *case), options.ops_per_case);
+            let mut outcome = CaseOutcome::default();
+            for backend in [Backend::Sim, Backend::Disk] {
+                let backend_started = Instant::now();
+                let result = run_case(&steps, backend, &options.variant);
+                let elapsed = backend_started.elapsed().as_secs_f64();
+                match backend {
+                    Backend::Sim => outcome.sim_seconds += elapsed,
+                    Backend::Disk => outcome.disk_seconds += elapsed,
+                }
+                match result {
+                    Ok(stats) => outcome.stats.push(stats),
+                    Err(divergence) => {
+                        outcome.divergence = Some((backend, divergence));
+                        break;
+                    }
+                }
+            }
+            outcome
+        },
+        |outcome| outcome.divergence.is_some(),
+        |done, _| progress(done as u64),
+    );
     let mut report = ConformanceReport::default();
-    'cases: for case in (0..options.cases).filter(|c| select(*c)) {
-        let seed = case_seed(options.seed, case);
-        let steps = case_steps(seed, options.ops_per_case);
+    for (case, outcome) in cases.iter().zip(outcomes) {
         report.cases += 1;
-        for backend in [Backend::Sim, Backend::Disk] {
-            let backend_started = Instant::now();
-            let result = run_case(&steps, backend, &options.variant);
-            let elapsed = backend_started.elapsed().as_secs_f64();
-            match backend {
-                Backend::Sim => report.sim_seconds += elapsed,
-                Backend::Disk => report.disk_seconds += elapsed,
-            }
-            match result {
-                Ok(stats) => {
-                    report.steps += stats.steps;
-                    report.crashes += stats.crashes;
-                    report.crashes_lost_tail += stats.crashes_lost_tail;
-                    report.reads += stats.reads;
-                }
-                Err(divergence) => {
-                    let divergence = shrink(divergence, |steps| {
-                        run_case(steps, backend, &options.variant).err()
-                    });
-                    report.failures.push(Divergence { seed, ..divergence });
-                    progress(report.cases);
-                    break 'cases;
-                }
-            }
+        report.sim_seconds += outcome.sim_seconds;
+        report.disk_seconds += outcome.disk_seconds;
+        for stats in &outcome.stats {
+            report.steps += stats.steps;
+            report.crashes += stats.crashes;
+            report.crashes_lost_tail += stats.crashes_lost_tail;
+            report.reads += stats.reads;
         }
-        progress(report.cases);
+        if let Some((backend, divergence)) = outcome.divergence {
+            let divergence = shrink(divergence, |steps| {
+                run_case(steps, backend, &options.variant).err()
+            });
+            let seed = case_seed(options.seed, *case);
+            report.failures.push(Divergence { seed, ..divergence });
+        }
     }
     report.seconds = started.elapsed().as_secs_f64();
     report
+}
+
+/// One case of a random run: the stats of each back end that passed, and the
+/// divergence of the one that failed.
+#[derive(Default)]
+struct CaseOutcome {
+    stats: Vec<CaseStats>,
+    divergence: Option<(Backend, Divergence)>,
+    sim_seconds: f64,
+    disk_seconds: f64,
 }
 
 /// Shrinks a failing case by deleting steps greedily (one at a time, last first,

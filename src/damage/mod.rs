@@ -43,6 +43,9 @@ pub struct DamageOptions {
     /// Also flip every bit of the first and last batch header of every `.log`
     /// (about 1,000 more damages per `.log`; the standard and overnight budgets).
     pub all_header_bits: bool,
+    /// Threads the workloads are damaged on (the report is the same for any
+    /// number: `crate::jobs`).
+    pub jobs: usize,
 }
 
 impl DamageOptions {
@@ -53,6 +56,7 @@ impl DamageOptions {
             protocol_points: 64,
             damages_per_file: usize::MAX,
             all_header_bits: false,
+            jobs: crate::jobs::default_jobs(),
         }
     }
 
@@ -147,96 +151,142 @@ pub fn damage_workload(workload: &Workload, options: &DamageOptions) -> Workload
             return report;
         }
     };
-    for point in &points {
-        report.points += 1;
-        let files = point.image.snapshot();
-        for (path, original) in &files {
-            let (role, kind) = kind::classify(path, &files);
-            let aliases: Vec<PathBuf> = point
-                .image
-                .names_of(path)
-                .into_iter()
-                .filter(|p| p != path)
-                .collect();
-            if matches!(role, kind::Role::Temp | kind::Role::Parent) && !aliases.is_empty() {
-                // A carried segment's temp name, or a concurrent cleaning's tail
-                // linked into the temp dir and left in the trash: the same inode as
-                // its live or backup name, damaged (and counted) under that one.
-                continue;
-            }
-            let mut damages = if kind.is_log() {
-                plan::log_damages(original)
-            } else {
-                plan::generic_damages(original)
-            };
-            if kind.is_log() && options.all_header_bits {
-                for damage in plan::header_bit_damages(original) {
-                    if !damages.iter().any(|d| d.change == damage.change) {
-                        damages.push(damage);
-                    }
+    // The points on `jobs` threads; their numbers are added up in point order, so
+    // the report is the one a single thread writes.
+    let judged = crate::jobs::map_ordered(
+        &points,
+        options.jobs,
+        |_, point| damage_point(workload, point, options),
+        |_, _| {},
+    );
+    for part in judged {
+        report.add(part);
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+/// Every planned damage of every file of one point's image, opened and judged:
+/// the point's share of its workload's report.
+fn damage_point(
+    workload: &Workload,
+    point: &points::Point,
+    options: &DamageOptions,
+) -> WorkloadDamageReport {
+    let mut report = WorkloadDamageReport::default();
+    report.points += 1;
+    let files = point.image.snapshot();
+    for (path, original) in &files {
+        let (role, kind) = kind::classify(path, &files);
+        let aliases: Vec<PathBuf> = point
+            .image
+            .names_of(path)
+            .into_iter()
+            .filter(|p| p != path)
+            .collect();
+        if matches!(role, kind::Role::Temp | kind::Role::Parent) && !aliases.is_empty() {
+            // A carried segment's temp name, or a concurrent cleaning's tail
+            // linked into the temp dir and left in the trash: the same inode as
+            // its live or backup name, damaged (and counted) under that one.
+            continue;
+        }
+        let mut damages = if kind.is_log() {
+            plan::log_damages(original)
+        } else {
+            plan::generic_damages(original)
+        };
+        if kind.is_log() && options.all_header_bits {
+            for damage in plan::header_bit_damages(original) {
+                if !damages.iter().any(|d| d.change == damage.change) {
+                    damages.push(damage);
                 }
             }
-            report.files += 1;
-            for damage in damages.iter().take(options.damages_per_file) {
-                let Some(damaged) = damage.change.apply(original) else {
-                    continue;
-                };
-                let case = judge::Case {
-                    config: &workload.config,
-                    point,
-                    path,
-                    role,
-                    kind,
-                    damage,
-                    original,
-                    damaged: &damaged,
-                    aliases: &aliases,
-                };
-                let count = report.per_kind.entry(kind.name()).or_default();
-                count.damages += 1;
-                report.damages += 1;
-                match judge::judge(&case) {
-                    Ok(Outcome::Error) => {
-                        count.errors += 1;
-                        report.errors += 1;
+        }
+        report.files += 1;
+        for damage in damages.iter().take(options.damages_per_file) {
+            let Some(damaged) = damage.change.apply(original) else {
+                continue;
+            };
+            let case = judge::Case {
+                config: &workload.config,
+                point,
+                path,
+                role,
+                kind,
+                damage,
+                original,
+                damaged: &damaged,
+                aliases: &aliases,
+            };
+            let count = report.per_kind.entry(kind.name()).or_default();
+            count.damages += 1;
+            report.damages += 1;
+            match judge::judge(&case) {
+                Ok(Outcome::Error) => {
+                    count.errors += 1;
+                    report.errors += 1;
+                }
+                Ok(Outcome::Recovered) => {
+                    count.recovered += 1;
+                    report.recovered += 1;
+                }
+                Ok(Outcome::ReadError) => {
+                    count.read_errors += 1;
+                    report.read_errors += 1;
+                }
+                Ok(Outcome::Undetectable) => {
+                    count.undetectable += 1;
+                    report.undetectable += 1;
+                    if report.undetectable_examples.len() < 8 {
+                        report.undetectable_examples.push(format!(
+                            "{}: {} {}",
+                            point.name,
+                            damage.label,
+                            path.display()
+                        ));
                     }
-                    Ok(Outcome::Recovered) => {
-                        count.recovered += 1;
-                        report.recovered += 1;
-                    }
-                    Ok(Outcome::ReadError) => {
-                        count.read_errors += 1;
-                        report.read_errors += 1;
-                    }
-                    Ok(Outcome::Undetectable) => {
-                        count.undetectable += 1;
-                        report.undetectable += 1;
-                        if report.undetectable_examples.len() < 8 {
-                            report.undetectable_examples.push(format!(
-                                "{}: {} {}",
-                                point.name,
-                                damage.label,
-                                path.display()
-                            ));
-                        }
-                    }
-                    Err(detail) => {
-                        count.violations += 1;
-                        report.violations.push(DamageViolation {
-                            workload: workload.name.clone(),
-                            point: point.name.clone(),
-                            file: path.display().to_string(),
-                            kind,
-                            damage: damage.label.clone(),
-                            detail,
-                        });
-                    }
+                }
+                Err(detail) => {
+                    count.violations += 1;
+                    report.violations.push(DamageViolation {
+                        workload: workload.name.clone(),
+                        point: point.name.clone(),
+                        file: path.display().to_string(),
+                        kind,
+                        damage: damage.label.clone(),
+                        detail,
+                    });
                 }
             }
         }
     }
-    report.seconds = started.elapsed().as_secs_f64();
     report
+}
+
+impl WorkloadDamageReport {
+    /// Adds a point's share (`damage_point`) to this workload's report.
+    fn add(&mut self, part: WorkloadDamageReport) {
+        self.points += part.points;
+        self.files += part.files;
+        self.damages += part.damages;
+        self.errors += part.errors;
+        self.recovered += part.recovered;
+        self.undetectable += part.undetectable;
+        self.read_errors += part.read_errors;
+        self.violations.extend(part.violations);
+        for (kind, count) in part.per_kind {
+            let total = self.per_kind.entry(kind).or_default();
+            total.damages += count.damages;
+            total.errors += count.errors;
+            total.recovered += count.recovered;
+            total.undetectable += count.undetectable;
+            total.read_errors += count.read_errors;
+            total.violations += count.violations;
+        }
+        let room = 8usize.saturating_sub(self.undetectable_examples.len());
+        self.undetectable_examples
+            .extend(part.undetectable_examples.into_iter().take(room));
+    }
 }
 
 /// The whole stage's numbers.
@@ -262,18 +312,24 @@ impl DamageReport {
     }
 }
 
-/// Runs the stage on `workloads` (with `progress(done, total, name)` before each).
+/// Runs the stage on `workloads` (`progress(done, total, name)` after each
+/// finishes, naming a workload still to come).
 pub fn run(
     workloads: &[Workload],
     options: &DamageOptions,
     mut progress: impl FnMut(u64, u64, &str),
 ) -> DamageReport {
     let started = Instant::now();
-    let mut per_workload = Vec::new();
-    for (i, workload) in workloads.iter().enumerate() {
-        progress(i as u64, workloads.len() as u64, &workload.name);
-        per_workload.push(damage_workload(workload, options));
-    }
+    let total = workloads.len() as u64;
+    let per_workload = crate::jobs::map_ordered(
+        workloads,
+        options.jobs,
+        |_, workload| damage_workload(workload, options),
+        |done, _| {
+            let name = workloads.get(done).map_or("", |w| w.name.as_str());
+            progress(done as u64, total, name)
+        },
+    );
     let mut per_kind: BTreeMap<String, KindCount> = BTreeMap::new();
     for report in &per_workload {
         for (kind, count) in &report.per_kind {

@@ -142,6 +142,16 @@ pub fn sweep_errors(
     options: &IoErrorOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> IoErrorReport {
+    sweep_errors_dyn(workload, options, &mut progress)
+}
+
+/// [`sweep_errors`]' body, not generic, so that it is compiled (and optimised) with
+/// the library rather than in each caller's crate.
+fn sweep_errors_dyn(
+    workload: &Workload,
+    options: &IoErrorOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> IoErrorReport {
     let started = Instant::now();
     let mut report = IoErrorReport {
         workload: workload.name.clone(),

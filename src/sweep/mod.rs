@@ -539,6 +539,18 @@ pub fn sweep_selected(
     select: &dyn Fn(u64) -> bool,
     mut progress: impl FnMut(u64, u64),
 ) -> WorkloadReport {
+    sweep_selected_dyn(workload, options, setup, select, &mut progress)
+}
+
+/// [`sweep_selected`]'s body, not generic, so that it is compiled (and optimised)
+/// with the library rather than in each caller's crate.
+fn sweep_selected_dyn(
+    workload: &Workload,
+    options: &SweepOptions,
+    setup: &dyn Fn(&SimFs),
+    select: &dyn Fn(u64) -> bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> WorkloadReport {
     let started = Instant::now();
     let mut report = WorkloadReport {
         workload: workload.name.clone(),

@@ -72,9 +72,24 @@ pub struct VerifyOptions {
     /// Schedules per scheduler of the `schedules` stage (the shuttle tests,
     /// `super::schedules`); 0 skips it (the quick budget).
     pub shuttle_iterations: u64,
+    /// Threads the stages' units run on (`--jobs`; the machine's cores by
+    /// default). Every report but its `seconds` is the same for any number.
+    pub jobs: usize,
+    /// The named workloads the crash sweep, the I/O-error sweep and the damage
+    /// stage run (`--workload`; empty: every named workload).
+    pub workloads: Vec<String>,
 }
 
 impl VerifyOptions {
+    /// The named workloads this run's workload stages take, in their usual order.
+    pub fn selected_workloads(&self) -> Vec<crate::sweep::Workload> {
+        let mut workloads = crate::sweep::named_workloads();
+        if !self.workloads.is_empty() {
+            workloads.retain(|w| self.workloads.contains(&w.name));
+        }
+        workloads
+    }
+
     pub fn for_budget(budget: Budget) -> VerifyOptions {
         let (model_records, cases, ops, images, recovery, fuzz) = match budget {
             Budget::Quick => (None, 200, 40, 32, 2, 0),
@@ -109,6 +124,8 @@ impl VerifyOptions {
                 Budget::Standard => 10_000,
                 Budget::Overnight => 100_000,
             },
+            jobs: crate::jobs::default_jobs(),
+            workloads: Vec::new(),
         }
     }
 }

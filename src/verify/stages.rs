@@ -120,28 +120,40 @@ pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         ModelKind::Txn,
     ];
     progress.start("model", models.len() as u64);
+    let owned: Vec<ModelKind> = models
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard(options).owns(*i as u64))
+        .map(|(_, m)| m)
+        .collect();
+    // The models on `jobs` threads, the log model (the largest) first.
+    let checked = crate::jobs::map_ordered(
+        &owned,
+        options.jobs,
+        |_, model| {
+            let variant = model_variant(*model, &options.variant);
+            let check_options = CheckOptions {
+                model: *model,
+                variant,
+                depth: None,
+                records: if *model == ModelKind::Log {
+                    options.model_records
+                } else {
+                    None
+                },
+            };
+            (variant, check::run(&check_options))
+        },
+        |done, total| progress.set(done as u64, total as u64, "models"),
+    );
     let mut reports = Vec::new();
     let mut counterexample = None;
     let mut replay_command = None;
-    let mut units = Vec::new();
-    for (i, model) in models.into_iter().enumerate() {
-        if !shard(options).owns(i as u64) {
-            continue;
-        }
-        units.push(format!("model {model:?}").to_lowercase());
-        let variant = model_variant(model, &options.variant);
-        let check_options = CheckOptions {
-            model,
-            variant,
-            depth: None,
-            records: if model == ModelKind::Log {
-                options.model_records
-            } else {
-                None
-            },
-        };
-        progress.set(i as u64, models.len() as u64, &format!("{model:?}"));
-        let report = check::run(&check_options);
+    let units: Vec<String> = owned
+        .iter()
+        .map(|model| format!("model {model:?}").to_lowercase())
+        .collect();
+    for (model, (variant, report)) in owned.iter().zip(checked) {
         if !report.ok() && counterexample.is_none() {
             let variant_name = variant.map_or("default", Variant::name);
             let text = serde_json::to_string_pretty(&report.violations).unwrap_or_default();
@@ -186,6 +198,7 @@ pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageRep
         ops_per_case: options.conformance_ops,
         seed: options.seed,
         variant: options.variant.clone(),
+        jobs: options.jobs,
     };
     let units = RefCell::new(Vec::new());
     let select = |case: u64| {
@@ -226,34 +239,41 @@ pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageRep
 
 pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
-    let workloads = sweep::named_workloads();
+    let workloads = options.selected_workloads();
     let sweep_options = SweepOptions {
         images_per_point: options.images_per_point,
         recovery_crash_images: options.recovery_crash_images,
     };
-    progress.start("crash_sweep", workloads.len() as u64);
+    let count = workloads.len() as u64;
+    progress.start("crash_sweep", count);
+    // The workloads on `jobs` threads, each with the crash points this shard owns.
+    let swept = crate::jobs::map_ordered(
+        &workloads,
+        options.jobs,
+        |i, workload| {
+            let mut workload = workload.clone();
+            workload.variant = options.variant.clone();
+            let name = workload.name.clone();
+            let owned = RefCell::new(Vec::new());
+            // Unit `i + k`: crash point `k` of workload `i`, so each workload's
+            // points spread over the shards from a different one.
+            let select = |k: u64| {
+                let owns = shard(options).owns(i as u64 + k);
+                if owns {
+                    owned.borrow_mut().push(format!("{name} {k}"));
+                }
+                owns
+            };
+            let report =
+                sweep::sweep_selected(&workload, &sweep_options, &|_| {}, &select, |_, _| {});
+            (workload, report, owned.into_inner())
+        },
+        |done, total| progress.set(done as u64, total as u64, "workloads"),
+    );
     let mut reports = Vec::new();
-    let units = RefCell::new(Vec::new());
-    for (i, mut workload) in workloads.into_iter().enumerate() {
-        workload.variant = options.variant.clone();
-        let name = workload.name.clone();
-        // Unit `i + k`: crash point `k` of workload `i`, so each workload's points
-        // spread over the shards from a different one.
-        let select = |k: u64| {
-            let owned = shard(options).owns(i as u64 + k);
-            if owned {
-                units.borrow_mut().push(format!("{name} {k}"));
-            }
-            owned
-        };
-        let report =
-            sweep::sweep_selected(&workload, &sweep_options, &|_| {}, &select, |k, total| {
-                progress.set(
-                    i as u64,
-                    (i as u64 + 1).max(1),
-                    &format!("{name} {k}/{total}"),
-                );
-            });
+    let mut units = Vec::new();
+    for (workload, report, owned) in swept {
+        units.extend(owned);
         reports.push((workload, report));
     }
     let crash_points: u64 = reports.iter().map(|(_, r)| r.crash_points).sum();
@@ -293,7 +313,7 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     );
     report.counterexample = counterexample;
     report.replay_command = replay_command;
-    with_units(report, options, units.into_inner())
+    with_units(report, options, units)
 }
 
 /// The I/O-error sweep (`src/sweep/io_errors.rs`): every file-system call of every
@@ -301,34 +321,40 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
 /// Power-loss images per check: a quarter of the crash sweep's `images_per_point`.
 pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
-    let workloads = sweep::named_workloads();
+    let workloads = options.selected_workloads();
     let error_options = IoErrorOptions {
         images_per_point: (options.images_per_point / 4).max(2),
         ..IoErrorOptions::default()
     };
     let count = workloads.len() as u64;
     progress.start("io_errors", count);
-    let mut reports = Vec::new();
-    let mut units = Vec::new();
     // Units: the workloads (0, 1, ...), then the conformance cases after them.
-    for (i, mut workload) in workloads.into_iter().enumerate() {
-        if !shard(options).owns(i as u64) {
-            continue;
-        }
-        units.push(format!("workload {}", workload.name));
-        workload.variant = options.variant.clone();
-        let name = workload.name.clone();
-        let report = sweep_errors(&workload, &error_options, |k, total| {
-            progress.set(i as u64, count, &format!("{name} {k}/{total}"));
-        });
-        reports.push(report);
-    }
+    let owned: Vec<(usize, sweep::Workload)> = workloads
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard(options).owns(*i as u64))
+        .collect();
+    let mut units: Vec<String> = owned
+        .iter()
+        .map(|(_, w)| format!("workload {}", w.name))
+        .collect();
+    let reports = crate::jobs::map_ordered(
+        &owned,
+        options.jobs,
+        |_, (_, workload)| {
+            let mut workload = workload.clone();
+            workload.variant = options.variant.clone();
+            sweep_errors(&workload, &error_options, |_, _| {})
+        },
+        |done, total| progress.set(done as u64, total as u64 + 1, "workloads"),
+    );
     // Conformance with `Step::FailNext` woven in: a quarter of the conformance cases.
     let conformance_options = ConformanceOptions {
         cases: (options.conformance_cases / 4).max(1),
         ops_per_case: options.conformance_ops,
         seed: options.seed,
         variant: options.variant.clone(),
+        jobs: options.jobs,
     };
     progress.set(count, count + 1, "conformance with io errors");
     let fault_units = RefCell::new(Vec::new());
@@ -412,7 +438,8 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
 /// workload's log, at its end and at its protocol crash points, opened and judged.
 pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
-    let mut workloads: Vec<sweep::Workload> = sweep::named_workloads()
+    let mut workloads: Vec<sweep::Workload> = options
+        .selected_workloads()
         .into_iter()
         .enumerate()
         .filter(|(i, _)| shard(options).owns(*i as u64))
@@ -429,10 +456,13 @@ pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageRe
     progress.start("damaged_data", total);
     // Quick runs the whole plan (about a second in release); the larger budgets
     // add every bit of every batch header.
-    let damage_options = if options.budget == super::Budget::Quick {
-        DamageOptions::quick()
-    } else {
-        DamageOptions::exhaustive()
+    let damage_options = DamageOptions {
+        jobs: options.jobs,
+        ..if options.budget == super::Budget::Quick {
+            DamageOptions::quick()
+        } else {
+            DamageOptions::exhaustive()
+        }
     };
     let result = damage::run(&workloads, &damage_options, |i, n, name| {
         progress.set(i, n, name)
