@@ -181,6 +181,16 @@ pub enum CorruptKind {
         /// The first offset past the segment.
         end: i64,
     },
+    /// A batch's header fields add up to an offset no log can hold: its base offset
+    /// (outside the CRC) plus its `lastOffsetDelta`, plus one for the offset after it,
+    /// is beyond `i64::MAX`, or its base offset is negative.
+    #[error("offset overflow: base offset {base_offset} + last offset delta {last_offset_delta} + 1 is not an i64")]
+    OffsetOverflow {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// Its `lastOffsetDelta`.
+        last_offset_delta: i64,
+    },
     /// A zigzag varint runs past its maximum length or past the data.
     #[error("malformed varint")]
     Varint,

@@ -85,7 +85,17 @@ impl SegmentIndex {
                 summary.time_index_entries
             ));
         }
-        let span = summary.next_offset - base_offset;
+        // The summary's numbers come from disk: a span that does not fit is no segment.
+        let span = summary
+            .next_offset
+            .checked_sub(base_offset)
+            .filter(|span| *span >= 0)
+            .ok_or_else(|| {
+                format!(
+                    "next offset {} is below the base offset {base_offset}",
+                    summary.next_offset
+                )
+            })?;
         for pair in offset_entries.windows(2) {
             let [a, b] = pair else { continue };
             if b.relative_offset <= a.relative_offset || b.position <= a.position {
@@ -268,7 +278,9 @@ impl SegmentIndex {
             .time_entries
             .partition_point(|e| e.timestamp <= timestamp);
         match after.checked_sub(1).and_then(|i| self.time_entries.get(i)) {
-            Some(entry) => self.base_offset + i64::from(entry.relative_offset),
+            Some(entry) => self
+                .base_offset
+                .saturating_add(i64::from(entry.relative_offset)),
             None => self.base_offset,
         }
     }

@@ -141,6 +141,17 @@ fn untrimmed<E>(verdict: Verdict<E>, bytes: &[u8]) -> Verdict<E> {
     }
 }
 
+/// The absolute offset of an entry's `relative` offset in the segment at
+/// `base_offset` (a file name's number, up to `i64::MAX`); `None` past `i64::MAX`.
+fn absolute(base_offset: i64, relative: u32) -> Option<i64> {
+    base_offset.checked_add(i64::from(relative))
+}
+
+/// [`absolute`] for a message: the sum as an `i128`, which always fits.
+fn shown(base_offset: i64, relative: u32) -> i128 {
+    i128::from(base_offset) + i128::from(relative)
+}
+
 /// Validates a `.index` file of the segment at `base_offset` whose valid batches are
 /// `batches` (in file order).
 pub fn validate_offset_index(bytes: &[u8], segment: &SegmentBatches) -> Verdict<OffsetEntry> {
@@ -193,19 +204,21 @@ fn check_offset_entries(entries: &[OffsetEntry], segment: &SegmentBatches) -> Ve
         let next_position = entries
             .get(k + 1)
             .map_or(u64::MAX, |next| u64::from(next.position));
-        let offset = base_offset + i64::from(entry.relative_offset);
+        // An offset past `i64::MAX` is the last offset of no batch.
+        let offset = absolute(base_offset, entry.relative_offset);
         let found = batches
             .get(first..)
             .unwrap_or_default()
             .iter()
             .take_while(|b| b.position < next_position)
-            .any(|b| b.last_offset == offset);
+            .any(|b| Some(b.last_offset) == offset);
         if !found {
             return fail(
                 IndexRule::WrongOffset,
                 k,
                 format!(
-                    "entry {k}: offset {offset} is not the last offset of a batch from position {position} on"
+                    "entry {k}: offset {} is not the last offset of a batch from position {position} on",
+                    shown(base_offset, entry.relative_offset)
                 ),
             );
         }
@@ -255,7 +268,10 @@ fn check_time_entries(entries: &[TimeEntry], segment: &SegmentBatches) -> Verdic
     let mut max_before = crate::format::batch::NO_TIMESTAMP;
     for batch in batches {
         while let Some((k, entry)) = next.peek().copied() {
-            let offset = base_offset + i64::from(entry.relative_offset);
+            // An offset past `i64::MAX` is past every batch.
+            let Some(offset) = absolute(base_offset, entry.relative_offset) else {
+                break;
+            };
             if offset > batch.last_offset {
                 break;
             }
@@ -286,7 +302,7 @@ fn check_time_entries(entries: &[TimeEntry], segment: &SegmentBatches) -> Verdic
             k,
             format!(
                 "entry {k}: offset {} is past the last valid batch",
-                base_offset + i64::from(entry.relative_offset)
+                shown(base_offset, entry.relative_offset)
             ),
         );
     }
