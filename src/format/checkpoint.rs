@@ -37,7 +37,8 @@ pub const VERSION: u16 = 1;
 
 const MAGIC_OFFSET: usize = 0;
 const VERSION_OFFSET: usize = MAGIC_OFFSET + 4;
-const LOG_START_OFFSET_OFFSET: usize = VERSION_OFFSET + 2;
+/// Byte position of the offset the file holds (the log start, or the clean point).
+pub const LOG_START_OFFSET_OFFSET: usize = VERSION_OFFSET + 2;
 const CRC_OFFSET: usize = LOG_START_OFFSET_OFFSET + 8;
 /// Total bytes of a checkpoint file.
 pub const CHECKPOINT_LEN: usize = CRC_OFFSET + 4;

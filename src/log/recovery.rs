@@ -102,7 +102,7 @@ pub fn recover_with(
     recovery_ensure_dir(fs, dir, report)?;
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
-    let found = Trust::read(fs, dir, report)?;
+    let found = Trust::read(fs, dir, listing.bases.len(), report)?;
     let trusted = if trust {
         found.clone()
     } else {
@@ -115,7 +115,12 @@ pub fn recover_with(
         .filter(|scan| !scan.trusted)
         .map(|scan| scan.segment.base_offset)
         .collect();
-    crate::compaction::cleaner::check_clean_point(fs, dir, &listing.bases)?;
+    crate::compaction::cleaner::check_clean_point(
+        fs,
+        dir,
+        &listing.bases,
+        &mut report.ignored_checkpoints,
+    )?;
     // Modifying phases.
     recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
@@ -374,15 +379,28 @@ fn open_trusted(
             summary.next_offset
         )));
     }
-    let read = |path: &Path| -> Result<Option<Vec<u8>>> {
+    // The summary says how many entries each index holds: a larger file is not read.
+    let read = |path: &Path, entries: u32, entry_bytes: usize| -> Result<Option<Vec<u8>>> {
         if !fs.exists(path) {
             return Ok(None);
         }
-        fs.read_all(path).map(Some).map_err(|e| Error::io(path, e))
+        let bytes_max = u64::from(entries).saturating_mul(entry_bytes as u64);
+        crate::fs::read_bounded(fs, path, bytes_max).map_err(|e| Error::io(path, e))
     };
-    let (Some(offset_bytes), Some(time_bytes)) = (read(&paths.index)?, read(&paths.time_index)?)
-    else {
-        return Ok(Err("an index file is missing".into()));
+    let offset_bytes = read(
+        &paths.index,
+        summary.offset_index_entries,
+        crate::format::index::OFFSET_ENTRY_BYTES,
+    )?;
+    let time_bytes = read(
+        &paths.time_index,
+        summary.time_index_entries,
+        crate::format::index::TIME_ENTRY_BYTES,
+    )?;
+    let (Some(offset_bytes), Some(time_bytes)) = (offset_bytes, time_bytes) else {
+        return Ok(Err(
+            "an index file is missing or larger than the summary's entries".into(),
+        ));
     };
     for (what, bytes, crc) in [
         ("offset index", &offset_bytes, summary.offset_index_crc),

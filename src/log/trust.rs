@@ -41,9 +41,16 @@ pub struct Trust {
 }
 
 impl Trust {
-    /// Reads both files of `dir`. IO errors are errors; damage is reported and the
-    /// file ignored.
-    pub fn read(fs: &dyn FileSystem, dir: &Path, report: &mut RecoveryReport) -> Result<Trust> {
+    /// Reads both files of `dir`, a log of `segments` segment files. IO errors are
+    /// errors; damage is reported and the file ignored, and so is a file larger than
+    /// its summaries can be (the recovery point summarizes at most `segments`, the
+    /// marker one), which is not read.
+    pub fn read(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        segments: usize,
+        report: &mut RecoveryReport,
+    ) -> Result<Trust> {
         let mut trust = Trust {
             present: NAMES
                 .into_iter()
@@ -51,7 +58,7 @@ impl Trust {
                 .collect(),
             ..Trust::default()
         };
-        if let Some(file) = read_file(fs, dir, SummaryKind::RecoveryPoint, report)? {
+        if let Some(file) = read_file(fs, dir, SummaryKind::RecoveryPoint, segments, report)? {
             let summaries = file
                 .summaries
                 .into_iter()
@@ -61,7 +68,7 @@ impl Trust {
             report.recovery_point = Some(file.point);
             trust.point = Some((file.point, summaries));
         }
-        if let Some(file) = read_file(fs, dir, SummaryKind::CleanShutdown, report)? {
+        if let Some(file) = read_file(fs, dir, SummaryKind::CleanShutdown, 1, report)? {
             match file.summaries.as_slice() {
                 [active] if active.base_offset == file.point => trust.marker = Some(*active),
                 _ => report.ignored_checkpoints.push(format!(
@@ -99,6 +106,7 @@ fn read_file(
     fs: &dyn FileSystem,
     dir: &Path,
     kind: SummaryKind,
+    summaries_max: usize,
     report: &mut RecoveryReport,
 ) -> Result<Option<SummaryFile>> {
     let (name, _) = kind.names();
@@ -106,7 +114,17 @@ fn read_file(
     if !fs.exists(&path) {
         return Ok(None);
     }
-    let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+    let bytes_max = recovery_point::file_bytes_max(summaries_max);
+    let Some(bytes) =
+        crate::fs::read_bounded(fs, &path, bytes_max).map_err(|e| Error::io(&path, e))?
+    else {
+        let bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
+        let kind = crate::error::CorruptKind::TooLarge { bytes, bytes_max };
+        report
+            .ignored_checkpoints
+            .push(format!("{}", Error::corrupt(&path, bytes_max, kind)));
+        return Ok(None);
+    };
     match recovery_point::decode(kind, &bytes) {
         Ok(file) => Ok(Some(file)),
         Err(e) => {

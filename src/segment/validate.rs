@@ -76,6 +76,23 @@ pub enum IndexRule {
     WrongTimestamp,
     /// Zeros from the first bad entry to the end: Kafka's preallocated index, not trimmed.
     Untrimmed,
+    /// Larger than [`index_bytes_max`]: more entries than the segment has batches,
+    /// and larger than Kafka's preallocated index. Not read.
+    TooLarge,
+}
+
+/// Kafka's default `segment.index.bytes`: the size it preallocates an active
+/// segment's index files to (trimmed on close; an untrimmed one is this large).
+pub const KAFKA_INDEX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The most bytes a valid index file of a segment of `batches` batches can hold,
+/// read before judging it: one entry per batch (Kafka's rules index a batch at most
+/// once), or Kafka's preallocated size, whichever is larger.
+pub fn index_bytes_max(batches: u64, entry_bytes: usize) -> u64 {
+    batches
+        .saturating_add(1)
+        .saturating_mul(entry_bytes as u64)
+        .max(KAFKA_INDEX_BYTES)
 }
 
 /// Why an index file is invalid: the rule, the entry and its byte position.
