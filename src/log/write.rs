@@ -432,7 +432,7 @@ fn refusal(records: &[NewRecord]) -> Error {
 /// the encoded batch within `BATCH_BYTES_MAX`); returns the encoded size. The
 /// structured appends make them while encoding ([`super::encode::encode_records_checked`],
 /// one pass over the records) and ask this function only for the error.
-pub(super) fn check_records(records: &[NewRecord]) -> Result<usize> {
+pub fn check_records(records: &[NewRecord]) -> Result<usize> {
     if records.is_empty() {
         return Err(Error::InvalidArgument(
             "an append needs at least one record".into(),
