@@ -249,3 +249,92 @@ fn cli_opens_past_a_damaged_clean_point() {
     let report = ok(&["recover", d]);
     assert_eq!(report["ignored_checkpoints"], serde_json::json!([]));
 }
+
+/// Segments 0 (two batches: offsets 0 and 1), 2 (offset 2) and the active 3,
+/// closed: the recovery point vouches for 0 and 2.
+fn two_batch_first_segment() -> (Arc<dyn FileSystem>, &'static Path, u64) {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());
+    let dir = Path::new("/log");
+    let (mut log, _) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    log.append(&[record("a")]).unwrap();
+    let first_batch_bytes = log.segments()[0].bytes;
+    log.append(&[record("b")]).unwrap();
+    log.roll().unwrap();
+    log.append(&[record("c")]).unwrap();
+    log.roll().unwrap();
+    log.append(&[record("d")]).unwrap();
+    log.close().unwrap();
+    (fs, dir, first_batch_bytes)
+}
+
+#[test]
+fn a_recovery_point_length_the_file_contradicts_is_ignored_and_the_segment_scanned() {
+    let (fs, dir, first_batch_bytes) = two_batch_first_segment();
+    let path = dir.join(seglog::format::filename::build(0, ".log"));
+    // Cut at the batch boundary: the scan finds a valid (shorter) segment.
+    fs.set_len(&path, first_batch_bytes).unwrap();
+    let (log, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert_eq!(report.ignored_checkpoints.len(), 1, "{report:?}");
+    assert!(
+        report.ignored_checkpoints[0].contains("recovery-point.checkpoint"),
+        "{report:?}"
+    );
+    assert_eq!(report.scanned_segments, 1, "{report:?}");
+    let offsets: Vec<i64> = log
+        .read(0, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(offsets, vec![0, 2, 3]);
+    // The fresh recovery point vouches for what is there: the next open is clean.
+    log.close().unwrap();
+    let (_, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert!(report.ignored_checkpoints.is_empty(), "{report:?}");
+    assert_eq!(report.scanned_segments, 0, "{report:?}");
+}
+
+#[test]
+fn a_closed_segment_cut_inside_a_batch_is_still_corrupt() {
+    let (fs, dir, first_batch_bytes) = two_batch_first_segment();
+    let path = dir.join(seglog::format::filename::build(0, ".log"));
+    fs.set_len(&path, first_batch_bytes + 5).unwrap();
+    let error = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap_err();
+    match error {
+        Error::Corrupt {
+            path: p, position, ..
+        } => {
+            assert_eq!(p, path);
+            assert_eq!(position, first_batch_bytes);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        fs.len(&path).unwrap(),
+        first_batch_bytes + 5,
+        "nothing truncated"
+    );
+}
+
+#[test]
+fn a_recovery_point_naming_a_missing_middle_segment_is_ignored() {
+    let (fs, dir) = three_segments();
+    for suffix in [".log", ".index", ".timeindex"] {
+        fs.remove_file(&dir.join(seglog::format::filename::build(2, suffix)))
+            .unwrap();
+    }
+    let (log, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert_eq!(report.ignored_checkpoints.len(), 1, "{report:?}");
+    assert!(
+        report.ignored_checkpoints[0].contains("segment 2"),
+        "{report:?}"
+    );
+    assert_eq!(
+        report.trusted_segments, 1,
+        "only the marker's active segment"
+    );
+    assert_eq!(log.next_offset(), 4);
+    log.close().unwrap();
+    let (_, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert!(report.ignored_checkpoints.is_empty(), "{report:?}");
+}

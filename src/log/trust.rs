@@ -41,16 +41,17 @@ pub struct Trust {
 }
 
 impl Trust {
-    /// Reads both files of `dir`, a log of `segments` segment files. IO errors are
-    /// errors; damage is reported and the file ignored, and so is a file larger than
-    /// its summaries can be (the recovery point summarizes at most `segments`, the
-    /// marker one), which is not read.
+    /// Reads both files of `dir`, whose segment files have base offsets `bases`
+    /// (ascending). IO errors are errors; damage is reported and the file ignored,
+    /// and so is a file larger than its summaries can be, which is not read (see
+    /// [`recovery_point_summaries_max`]; the marker holds one).
     pub fn read(
         fs: &dyn FileSystem,
         dir: &Path,
-        segments: usize,
+        bases: &[i64],
         report: &mut RecoveryReport,
     ) -> Result<Trust> {
+        let segments = recovery_point_summaries_max(bases);
         let mut trust = Trust {
             present: NAMES
                 .into_iter()
@@ -82,6 +83,32 @@ impl Trust {
         Ok(trust)
     }
 
+    /// Ignores (and reports) a recovery point that summarizes a closed segment whose
+    /// `.log` is not there although segments below and above it are: no crash
+    /// leaves that (retention removes a prefix, and its recovery runs before this;
+    /// a roll adds at the end; a compaction's new directory has no point), so the
+    /// hint is wrong. The open then scans every closed segment and writes a fresh
+    /// point. A summary below the first segment (a retention's leftover) is fine.
+    pub fn check_listing(&mut self, bases: &[i64], report: &mut RecoveryReport) {
+        let (Some(first), Some(last)) = (bases.first(), bases.last()) else {
+            return;
+        };
+        let Some((_, summaries)) = &self.point else {
+            return;
+        };
+        let missing = summaries
+            .keys()
+            .find(|base| (*first..*last).contains(*base) && bases.binary_search(base).is_err());
+        if let Some(missing) = missing {
+            report.ignored_checkpoints.push(format!(
+                "{}: summarizes segment {missing}, whose .log does not exist: ignored",
+                recovery_point::RECOVERY_POINT_NAME
+            ));
+            report.recovery_point = None;
+            self.point = None;
+        }
+    }
+
     /// The summary vouching for the segment at `base`, if any: the marker's for the
     /// last segment, the recovery point's for one below it.
     pub fn summary(&self, base: i64, last: bool) -> Option<(&SegmentSummary, &'static str)> {
@@ -100,6 +127,20 @@ impl Trust {
             .get(&base)
             .map(|s| (s, recovery_point::RECOVERY_POINT_NAME))
     }
+}
+
+/// The most summaries a recovery point of a log with segment files `bases` holds:
+/// one per segment file, and one per segment retention removed since the last roll
+/// (only a roll writes the point), each below the first base at a distinct base
+/// offset, so at most the first base of them.
+pub fn recovery_point_summaries_max(bases: &[i64]) -> usize {
+    let first = bases.first().copied().unwrap_or(0).max(0);
+    let removed_max = u64::try_from(first)
+        .unwrap_or(0)
+        .min(u64::from(recovery_point::SUMMARIES_MAX));
+    bases
+        .len()
+        .saturating_add(usize::try_from(removed_max).unwrap_or(usize::MAX))
 }
 
 fn read_file(
