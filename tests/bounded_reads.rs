@@ -21,6 +21,14 @@ use seglog::{CorruptKind, Error, Log, LogConfig, NewRecord};
 
 const GIB: u64 = 1 << 30;
 
+/// An incremental cleaning (a bounded offset map): it writes key summaries.
+const KNOBS: seglog::compaction::CleanOptions = seglog::compaction::CleanOptions {
+    dedupe_buffer_bytes: Some(1 << 20),
+    min_compaction_lag_ms: 0,
+    policy: seglog::compaction::CompactionPolicy::Seed,
+    producer_id_expiration_ms: seglog::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+};
+
 /// [`StdFs`] that records the bytes each read asks for, by path.
 #[derive(Debug, Default)]
 struct ReadLog {
@@ -223,4 +231,54 @@ fn a_grown_index_is_rebuilt_unread() {
         assert!(std::fs::metadata(&path).unwrap().len() < 1024);
         assert_eq!(log.read(0, usize::MAX).unwrap().len(), 3);
     }
+}
+
+#[test]
+fn a_grown_manifest_is_corrupt_unread() {
+    let (_tmp, dir, fs) = closed_log();
+    let paths = seglog::install::InstallPaths::new(&dir).unwrap();
+    grow(&paths.manifest);
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let error = Log::open_with(dyn_fs, &dir, LogConfig::default()).unwrap_err();
+    match error {
+        Error::Corrupt {
+            path,
+            kind: CorruptKind::TooLarge { bytes, .. },
+            ..
+        } => {
+            assert_eq!(path, paths.manifest);
+            assert_eq!(bytes, GIB);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fs.bytes_read(&paths.manifest), 0);
+    assert!(dir.join(filename::build(0, filename::LOG_SUFFIX)).exists());
+}
+
+#[test]
+fn a_grown_key_summary_is_not_read_and_its_segment_is_rewritten() {
+    let (_tmp, dir, fs) = closed_log();
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (mut log, _) = Log::open_with(dyn_fs.clone(), &dir, LogConfig::default()).unwrap();
+    // An incremental pass (a bounded map) writes a key summary per output segment.
+    log.clean(10, 1000, Some(1), KNOBS).unwrap();
+    log.append(&[record("d")]).unwrap();
+    log.roll().unwrap();
+    log.close().unwrap();
+    let keys: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "keys"))
+        .collect();
+    assert!(!keys.is_empty(), "the cleaning wrote key summaries");
+    for path in &keys {
+        grow(path);
+    }
+    let (mut log, _) = Log::open_with(dyn_fs, &dir, LogConfig::default()).unwrap();
+    let report = log.clean(10, 1000, Some(1), KNOBS).unwrap();
+    assert_eq!(report.segments_carried, 0, "no summary is trusted");
+    for path in &keys {
+        assert_eq!(fs.bytes_read(path), 0, "{}", path.display());
+    }
+    assert_eq!(log.read(0, usize::MAX).unwrap().len(), 4);
 }
