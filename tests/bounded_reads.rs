@@ -282,3 +282,30 @@ fn a_grown_key_summary_is_not_read_and_its_segment_is_rewritten() {
     }
     assert_eq!(log.read(0, usize::MAX).unwrap().len(), 4);
 }
+
+#[test]
+fn a_grown_txn_index_is_not_read_and_is_rewritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p0");
+    let fs = Arc::new(ReadLog::default());
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (mut log, _) = Log::open_with(dyn_fs.clone(), &dir, LogConfig::default()).unwrap();
+    let producer = seglog::Producer::new(7, 0);
+    log.append_transactional(producer, &[record("t")]).unwrap();
+    log.append_control(seglog::ControlKind::Abort, 7, 0, 1)
+        .unwrap();
+    log.append(&[record("a")]).unwrap();
+    log.roll().unwrap();
+    log.close().unwrap();
+    let path = dir.join(filename::build(0, filename::TXN_INDEX_SUFFIX));
+    assert!(path.exists(), "the abort wrote the segment's .txnindex");
+    grow(&path);
+    let (log, _) = Log::open_with(dyn_fs, &dir, LogConfig::default()).unwrap();
+    assert_eq!(log.last_stable_offset().unwrap(), 3);
+    let committed = log
+        .read_with(0, usize::MAX, seglog::Isolation::ReadCommitted)
+        .unwrap();
+    assert_eq!(committed.len(), 1, "the aborted record is still hidden");
+    assert_eq!(fs.bytes_read(&path), 0);
+    assert!(std::fs::metadata(&path).unwrap().len() < 1024, "rewritten");
+}
