@@ -17,6 +17,8 @@
 //! install's commit point makes it durable together with the segments it describes
 //! (section 6).
 
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 use crate::error::CorruptKind;
 
 use super::FormatError;
@@ -87,7 +89,7 @@ fn decode_with(magic: [u8; 4], buf: &[u8]) -> Result<i64, FormatError> {
             },
         });
     }
-    let field = |at: usize, len: usize| buf.get(at..at + len).unwrap_or_default();
+    let field = |at: usize, len: usize| buf.get(at..at.saturating_add(len)).unwrap_or_default();
     if field(MAGIC_OFFSET, 4) != magic {
         return Err(FormatError::Corrupt {
             position: MAGIC_OFFSET as u64,

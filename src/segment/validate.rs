@@ -36,6 +36,8 @@
 //! `untrimmed`: Kafka preallocates the active segment's indexes and trims them on
 //! close, so a Kafka process that died leaves them so.
 
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
@@ -130,7 +132,7 @@ pub enum Verdict<E> {
 fn invalid<E>(rule: IndexRule, entry: usize, entry_bytes: usize, detail: String) -> Verdict<E> {
     Verdict::Invalid(Invalid {
         rule,
-        position: (entry * entry_bytes) as u64,
+        position: entry.saturating_mul(entry_bytes) as u64,
         detail,
     })
 }
@@ -166,7 +168,7 @@ fn absolute(base_offset: i64, relative: u32) -> Option<i64> {
 
 /// [`absolute`] for a message: the sum as an `i128`, which always fits.
 fn shown(base_offset: i64, relative: u32) -> i128 {
-    i128::from(base_offset) + i128::from(relative)
+    i128::from(base_offset).saturating_add(i128::from(relative))
 }
 
 /// Validates a `.index` file of the segment at `base_offset` whose valid batches are
@@ -198,8 +200,11 @@ fn check_offset_entries(entries: &[OffsetEntry], segment: &SegmentBatches) -> Ve
         if after.relative_offset <= before.relative_offset || after.position <= before.position {
             return fail(
                 IndexRule::NotIncreasing,
-                k + 1,
-                format!("entry {} {after:?} does not follow {before:?}", k + 1),
+                k.saturating_add(1),
+                format!(
+                    "entry {} {after:?} does not follow {before:?}",
+                    k.saturating_add(1)
+                ),
             );
         }
     }
@@ -219,7 +224,7 @@ fn check_offset_entries(entries: &[OffsetEntry], segment: &SegmentBatches) -> Ve
         };
         // The batches of this entry's append: up to the next entry's batch.
         let next_position = entries
-            .get(k + 1)
+            .get(k.saturating_add(1))
             .map_or(u64::MAX, |next| u64::from(next.position));
         // An offset past `i64::MAX` is the last offset of no batch.
         let offset = absolute(base_offset, entry.relative_offset);
