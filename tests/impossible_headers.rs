@@ -303,3 +303,38 @@ mod extreme_fields {
         }
     }
 }
+
+/// A log whose active segment's file name is near `i64::MAX` has that many offsets
+/// left: an append that would pass `i64::MAX` is refused (`InvalidArgument`,
+/// nothing written, the log usable), where the sum overflowed before.
+#[test]
+fn appends_past_i64_max_are_refused() {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());
+    let dir = Path::new("/log");
+    fs.create_dir_all(dir).unwrap();
+    fs.write_new(
+        &dir.join(filename::build(i64::MAX - 1, filename::LOG_SUFFIX)),
+        &[],
+    )
+    .unwrap();
+    let (mut log, _) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert_eq!(log.next_offset(), i64::MAX - 1);
+    let info = log.append(&[record("a")]).unwrap();
+    assert_eq!(info.last_offset, i64::MAX - 1);
+    assert_eq!(log.next_offset(), i64::MAX);
+    let refused =
+        |e: Error| matches!(e, Error::InvalidArgument(ref why) if why.contains("exhausted"));
+    assert!(refused(log.append(&[record("b")]).unwrap_err()));
+    let raw = RecordBatch::build(0, &[record("c")]).encode();
+    assert!(refused(log.append_batches(&raw).unwrap_err()));
+    let producer = seglog::Producer::new(1, 0);
+    assert!(refused(
+        log.append_transactional(producer, &[record("d")])
+            .unwrap_err()
+    ));
+    // Not poisoned: the log still reads and closes.
+    assert_eq!(log.read(i64::MAX - 1, usize::MAX).unwrap().len(), 1);
+    log.close().unwrap();
+    let (log, _) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert_eq!(log.next_offset(), i64::MAX);
+}

@@ -8,8 +8,6 @@
 //! fields. The scan stops at the first invalid batch and says where; it never
 //! modifies anything (the caller decides: truncate the active tail, or fail).
 
-#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
-
 use std::path::Path;
 
 use crate::error::{CorruptKind, Error, Result};

@@ -36,8 +36,6 @@
 //! `untrimmed`: Kafka preallocates the active segment's indexes and trims them on
 //! close, so a Kafka process that died leaves them so.
 
-#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
-
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
