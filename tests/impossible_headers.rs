@@ -196,8 +196,8 @@ mod extreme_fields {
     //! Extreme header fields (`i64::MIN`/`MAX` base offsets and timestamps,
     //! `i32::MIN`/`MAX` deltas, counts and lengths), re-sealed with a valid CRC,
     //! in a segment whose file name may itself be near `i64::MAX`, beside index
-    //! files of arbitrary bytes: decoding, opening (checked and read-only) and
-    //! reading return `Ok` or `Err`, never panic.
+    //! files of arbitrary bytes: decoding, opening (checked and read-only),
+    //! reading, appending and rolling return `Ok` or `Err`, never panic.
     use super::*;
     use proptest::prelude::*;
     use seglog::format::batch::{
@@ -297,8 +297,12 @@ mod extreme_fields {
             if let Ok((log, _)) = Log::open_read_only(fs.clone(), dir, LogConfig::default()) {
                 let _ = log.read(log.log_start_offset(), 1 << 20);
             }
-            if let Ok((log, _)) = Log::open_checked(fs.clone(), dir, LogConfig::default()) {
+            if let Ok((mut log, _)) = Log::open_checked(fs.clone(), dir, LogConfig::default()) {
                 let _ = log.read(log.log_start_offset(), 1 << 20);
+                // And appends after it: offsets near `i64::MAX` are refused.
+                let _ = log.append(&[record("z")]);
+                let _ = log.append_batches(&RecordBatch::build(0, &[record("y")]).encode());
+                let _ = log.roll();
             }
         }
     }
