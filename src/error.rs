@@ -181,6 +181,34 @@ pub enum CorruptKind {
         /// The first offset past the segment.
         end: i64,
     },
+    /// A batch's header fields add up to an offset no log can hold: its base offset
+    /// (outside the CRC) plus its `lastOffsetDelta`, plus one for the offset after it,
+    /// is beyond `i64::MAX`, or its base offset is negative.
+    #[error("offset overflow: base offset {base_offset} + last offset delta {last_offset_delta} + 1 is not an i64")]
+    OffsetOverflow {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// Its `lastOffsetDelta`.
+        last_offset_delta: i64,
+    },
+    /// A checkpoint's offset is past the log's end (the offset after the last valid
+    /// batch): no retention wrote it, so nothing may be deleted on its word.
+    #[error("offset {offset} is past the log's end {end}")]
+    PastLogEnd {
+        /// The offset the file holds.
+        offset: i64,
+        /// The log's end: the next offset of its last segment's valid prefix.
+        end: i64,
+    },
+    /// A file is larger than its format allows (a checkpoint is a few bytes): it
+    /// was not read.
+    #[error("{bytes} bytes, larger than the {bytes_max} its format allows")]
+    TooLarge {
+        /// The file's length.
+        bytes: u64,
+        /// The most its format allows.
+        bytes_max: u64,
+    },
     /// A zigzag varint runs past its maximum length or past the data.
     #[error("malformed varint")]
     Varint,

@@ -177,10 +177,21 @@ fn checkpoint_inside_a_segment_keeps_that_segment() {
     retention::executor::write_checkpoint(&fs, &dir, 2).unwrap();
     let report = retention::recover(&fs, &dir).unwrap();
     assert_eq!(report.removed_segments, vec![0]);
-    // Beyond every segment: only segments wholly below go, the active one stays.
+    // Past the log's end: no retention wrote it, so it is corrupt and nothing goes
+    // (tests/checkpoint_meaning.rs).
     retention::executor::write_checkpoint(&fs, &dir, 1_000).unwrap();
-    retention::recover(&fs, &dir).unwrap();
-    assert_eq!(source::list_segments(&fs, &dir).unwrap(), vec![4]);
+    let err = retention::recover(&fs, &dir).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            seglog::Error::Corrupt {
+                kind: seglog::CorruptKind::PastLogEnd { offset: 1_000, .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(source::list_segments(&fs, &dir).unwrap(), vec![1, 3, 4]);
 }
 
 #[test]

@@ -159,8 +159,10 @@ fn crash_while_creating_a_log_leaves_an_openable_dir() {
         // Two new levels: phase 1 syncs the outer one's entry (`sync_dir`), phase 9
         // the log directory's own (`sync_parent`).
         let dir = tmp.path().join(name.replace("::", "_")).join("log");
+        // `append` creates a log (the other commands refuse a missing one); the
+        // crash comes in its open, before anything is appended.
         let out = seglog(
-            &["recover", dir.to_str().unwrap()],
+            &["append", dir.to_str().unwrap(), "--batch", r#"[{"ts":1}]"#],
             &format!("{name}=return"),
         );
         assert!(

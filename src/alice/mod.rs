@@ -191,6 +191,16 @@ fn judge(
         "--index-interval-bytes".into(),
         config.index_interval_bytes.to_string(),
     ];
+    if !has_log(&log_dir) {
+        // The crash came before the log existed: `recover` refuses a path with no
+        // log and creates nothing, and the state is the empty log the next
+        // `append`'s open creates (made here as that open makes it).
+        if run_binary(options, &args).is_ok() || has_log(&log_dir) {
+            return Err("`seglog recover` accepted a path with no log".into());
+        }
+        Log::open_with(Arc::new(StdFs::new()), &log_dir, config.clone())
+            .map_err(|e| format!("creating the empty log failed: {e}"))?;
+    }
     let report = run_binary(options, &args).map_err(|e| format!("recovery failed: {e}"))?;
     let recovered_tree = image::read_tree(&root).map_err(|e| e.to_string())?;
     let report: serde_json::Value =
@@ -227,6 +237,16 @@ fn judge(
         return Err(format!("recovered log is not an allowed state: {diff}"));
     }
     Ok(())
+}
+
+/// True when `log_dir`, or one of its install siblings, exists on the real disk.
+fn has_log(log_dir: &Path) -> bool {
+    let Ok(paths) = crate::install::InstallPaths::new(log_dir) else {
+        return false;
+    };
+    let fs = StdFs::new();
+    let dirs = [paths.live, paths.tmp, paths.backup, paths.manifest];
+    dirs.iter().any(|p| fs.exists(p))
 }
 
 /// The exact state `image` must recover to after a crash during operation `op`.

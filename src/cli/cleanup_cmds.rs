@@ -19,8 +19,6 @@ use serde_json::json;
 
 use crate::compaction::CompactionReport;
 use crate::error::{Error, Result};
-use crate::fs::{FileSystem, StdFs};
-use crate::install::InstallPaths;
 use crate::workload::engine::{self, Variant};
 use crate::{Log, LogConfig};
 
@@ -86,17 +84,7 @@ fn open_existing(args: &LogArgs) -> Result<Log> {
 }
 
 fn open_existing_with(args: &LogArgs, config: LogConfig) -> Result<Log> {
-    let fs = StdFs::new();
-    let paths = InstallPaths::new(&args.dir)?;
-    let any = [&paths.live, &paths.tmp, &paths.backup, &paths.manifest]
-        .into_iter()
-        .any(|p| fs.exists(p));
-    if !any {
-        return Err(Error::InvalidArgument(format!(
-            "no log at {}",
-            args.dir.display()
-        )));
-    }
+    super::require_log(&args.dir)?;
     let (log, _report) = Log::open_with(super::seam(), &args.dir, config)?;
     Ok(log)
 }

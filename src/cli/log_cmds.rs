@@ -215,7 +215,17 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
             let mut batches = Vec::new();
             for (i, line) in text.lines().enumerate() {
                 if !line.trim().is_empty() {
-                    batches.push(parse_batch(line, &format!("line {}", i + 1))?);
+                    let what = format!("line {}", i + 1);
+                    let batch = parse_batch(line, &what)?;
+                    // Every line is checked as the log will check it before the log
+                    // is opened: a bad line stores nothing (all or nothing).
+                    crate::log::check_records(&batch).map_err(|e| match e {
+                        Error::InvalidArgument(why) => {
+                            Error::InvalidArgument(format!("{what} of {}: {why}", path.display()))
+                        }
+                        other => other,
+                    })?;
+                    batches.push(batch);
                 }
             }
             batches
@@ -263,6 +273,7 @@ fn append_raw(log_args: &LogArgs, path: &std::path::Path) -> Result<Outcome> {
 
 /// `seglog roll`.
 pub fn roll(args: LogArgs) -> Result<Outcome> {
+    super::require_log(&args.dir)?;
     let (mut log, _report) = Log::open_with(super::seam(), &args.dir, args.config())?;
     let active_base_offset = log.roll()?;
     log.close()?;
@@ -273,6 +284,7 @@ pub fn roll(args: LogArgs) -> Result<Outcome> {
 
 /// `seglog recover`.
 pub fn recover(args: LogArgs) -> Result<Outcome> {
+    super::require_log(&args.dir)?;
     // Every segment is checked, whatever the recovery point and marker vouch for.
     let (log, report) = Log::open_checked(super::seam(), &args.dir, args.config())?;
     log.close()?;

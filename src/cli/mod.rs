@@ -132,6 +132,27 @@ fn write_trace() {
     }
 }
 
+/// Refuses a log directory that is not there, for every command but `append`
+/// (which creates a log): a mistyped path is an error naming it, and nothing is
+/// created. A directory missing after a crash mid-install, with its temp dir,
+/// backup or manifest beside it, is a log (the open's install recovery finishes
+/// it).
+pub(crate) fn require_log(dir: &std::path::Path) -> crate::Result<()> {
+    use crate::fs::FileSystem;
+    let fs = crate::fs::StdFs::new();
+    let paths = crate::install::InstallPaths::new(dir)?;
+    let any = [&paths.live, &paths.tmp, &paths.backup, &paths.manifest]
+        .into_iter()
+        .any(|p| fs.exists(p));
+    if !any {
+        return Err(crate::Error::InvalidArgument(format!(
+            "no log at {}",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Runs one parsed command.
 pub fn dispatch(command: Command) -> crate::Result<Outcome> {
     match command {

@@ -45,7 +45,7 @@ impl Cleanable {
 impl Log {
     /// The cleaner's clean point: `[log_start_offset, clean_point)` holds at most one
     /// record per key. Read from `cleaner-offset.checkpoint` (the log start without
-    /// one); a damaged file is a corruption error naming it.
+    /// one); a damaged one is ignored (the log start: the next pass rebuilds it).
     pub fn clean_point(&self) -> Result<i64> {
         let segments = self.segments();
         let active_base = segments.last().map_or(0, |s| s.base_offset);

@@ -133,7 +133,10 @@ pub fn untouched(
     horizon: Horizon,
 ) -> Result<Option<KeySummary>> {
     let path = segment_path(dir, base, KEYS_SUFFIX);
-    let Ok(raw) = fs.read_all(&path) else {
+    // At most one key per record, and a record takes at least RECORD_BYTES_MIN of
+    // the segment: a larger summary is not read (and the segment is rewritten).
+    let keys_max = bytes.len() / crate::format::batch_view::RECORD_BYTES_MIN + 1;
+    let Ok(Some(raw)) = crate::fs::read_bounded(fs, &path, key_summary::bytes_max(keys_max)) else {
         return Ok(None);
     };
     let Some(summary) = key_summary::decode(&raw) else {

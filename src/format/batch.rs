@@ -410,6 +410,16 @@ impl BatchHeader {
     }
 }
 
+/// The offset after a batch at `base_offset` with `last_offset_delta`, `None` when
+/// its last offset or the offset after it is beyond `i64::MAX` (or below `i64::MIN`).
+/// [`decode_header`] refuses such a header, so the offsets of every decoded batch
+/// add up.
+pub fn offset_after(base_offset: i64, last_offset_delta: i32) -> Option<i64> {
+    base_offset
+        .checked_add(i64::from(last_offset_delta))?
+        .checked_add(1)
+}
+
 pub(super) fn be_i16(buf: &[u8], at: usize) -> Result<i16, FormatError> {
     let bytes = buf
         .get(at..at + 2)
@@ -483,6 +493,18 @@ pub fn decode_header(buf: &[u8]) -> Result<BatchHeader, FormatError> {
     let last_offset_delta = be_i32(buf, LAST_OFFSET_DELTA_OFFSET)?;
     let max_timestamp = be_i64(buf, MAX_TIMESTAMP_OFFSET)?;
     let record_count = be_i32(buf, RECORD_COUNT_OFFSET)?;
+    // The base offset is outside the CRC: a damaged one may be anything. Its last
+    // offset and the offset after it must be offsets, or every `last_offset()` and
+    // `next_offset()` of this header would overflow.
+    if offset_after(base_offset, last_offset_delta).is_none() {
+        return Err(FormatError::Corrupt {
+            position: BASE_OFFSET_OFFSET as u64,
+            kind: CorruptKind::OffsetOverflow {
+                base_offset,
+                last_offset_delta: i64::from(last_offset_delta),
+            },
+        });
+    }
     Ok(BatchHeader {
         base_offset,
         size,
@@ -687,6 +709,54 @@ mod tests {
         let (decoded, _) = decode(&batch.encode()).unwrap();
         assert_eq!(decoded, batch);
         assert_eq!(decoded.records[0].control_kind(), Some(ControlKind::Commit));
+    }
+}
+
+#[cfg(test)]
+mod offset_bounds {
+    use super::*;
+
+    /// `sample_at(base, delta)`: a CRC-valid one-record batch with these fields.
+    fn sample_at(base_offset: i64, last_offset_delta: i32) -> Vec<u8> {
+        let mut batch = RecordBatch::build(0, &[NewRecord::new(None, Some(b"v".to_vec()), 1)]);
+        batch.base_offset = base_offset;
+        batch.last_offset_delta = last_offset_delta;
+        batch.encode()
+    }
+
+    #[test]
+    fn last_offsets_past_i64_max_are_corrupt() {
+        for (base, delta) in [
+            (i64::MAX, 0),
+            (i64::MAX - 1, 1),
+            (i64::MAX - 5, i32::MAX),
+            (i64::MIN, -1),
+        ] {
+            assert_eq!(offset_after(base, delta), None);
+            let want = FormatError::Corrupt {
+                position: BASE_OFFSET_OFFSET as u64,
+                kind: CorruptKind::OffsetOverflow {
+                    base_offset: base,
+                    last_offset_delta: i64::from(delta),
+                },
+            };
+            let bytes = sample_at(base, delta);
+            assert_eq!(decode_header(&bytes), Err(want.clone()));
+            assert_eq!(decode(&bytes).map(|(b, _)| b), Err(want));
+        }
+    }
+
+    #[test]
+    fn last_offsets_up_to_i64_max_minus_one_decode() {
+        for (base, delta) in [
+            (i64::MAX - 1, 0),
+            (i64::MAX - 1 - i64::from(i32::MAX), i32::MAX),
+            (0, 0),
+        ] {
+            assert_eq!(offset_after(base, delta), Some(base + i64::from(delta) + 1));
+            let header = decode_header(&sample_at(base, delta)).unwrap();
+            assert_eq!(header.last_offset(), base + i64::from(delta));
+        }
     }
 }
 

@@ -3,6 +3,8 @@
 //! [`super::batch::decode`] is this plus owned copies, so both apply exactly the
 //! same checks.
 
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 use crate::error::CorruptKind;
 
 use super::batch::{
@@ -117,7 +119,8 @@ impl<'a> BatchView<'a> {
             INFLATED_BYTES_MAX
         };
         if header.record_count < 0
-            || i64::from(header.record_count) > i64::from(header.last_offset_delta) + 1
+            || i64::from(header.record_count)
+                > i64::from(header.last_offset_delta).saturating_add(1)
             || header.record_count as usize > records_bytes / RECORD_BYTES_MIN
         {
             return Err(FormatError::Corrupt {
@@ -152,7 +155,10 @@ impl<'a> BatchView<'a> {
     /// The absolute offset of `record`, one of this batch's records.
     #[inline]
     pub fn offset_of(&self, record: &RecordView<'_>) -> i64 {
-        self.base_offset + i64::from(record.offset_delta)
+        // Inside the batch's offsets (the deltas are checked against
+        // lastOffsetDelta, and `decode_header` that those offsets add up).
+        self.base_offset
+            .saturating_add(i64::from(record.offset_delta))
     }
 
     /// True for a control batch (a transaction's commit or abort marker).
@@ -360,7 +366,7 @@ impl<'a> RecordViews<'a> {
         if self.inflated {
             RECORDS_OFFSET as u64
         } else {
-            (RECORDS_OFFSET + position) as u64
+            RECORDS_OFFSET.saturating_add(position) as u64
         }
     }
 
@@ -400,8 +406,8 @@ impl<'a> RecordViews<'a> {
             }));
         }
         self.previous_delta = delta;
-        self.position += used;
-        self.decoded += 1;
+        self.position = self.position.saturating_add(used);
+        self.decoded = self.decoded.saturating_add(1);
         if self.decoded > self.record_count {
             return Some(Err(self.count_mismatch()));
         }
@@ -440,7 +446,7 @@ impl<'a> Iterator for RecordViews<'a> {
         }
         // A corrupt batch may yield one error after its declared records.
         let left = self.record_count.saturating_sub(self.decoded);
-        (0, Some(left + 1))
+        (0, Some(left.saturating_add(1)))
     }
 }
 

@@ -17,6 +17,8 @@
 //! install's commit point makes it durable together with the segments it describes
 //! (section 6).
 
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 use crate::error::CorruptKind;
 
 use super::FormatError;
@@ -37,7 +39,8 @@ pub const VERSION: u16 = 1;
 
 const MAGIC_OFFSET: usize = 0;
 const VERSION_OFFSET: usize = MAGIC_OFFSET + 4;
-const LOG_START_OFFSET_OFFSET: usize = VERSION_OFFSET + 2;
+/// Byte position of the offset the file holds (the log start, or the clean point).
+pub const LOG_START_OFFSET_OFFSET: usize = VERSION_OFFSET + 2;
 const CRC_OFFSET: usize = LOG_START_OFFSET_OFFSET + 8;
 /// Total bytes of a checkpoint file.
 pub const CHECKPOINT_LEN: usize = CRC_OFFSET + 4;
@@ -86,7 +89,7 @@ fn decode_with(magic: [u8; 4], buf: &[u8]) -> Result<i64, FormatError> {
             },
         });
     }
-    let field = |at: usize, len: usize| buf.get(at..at + len).unwrap_or_default();
+    let field = |at: usize, len: usize| buf.get(at..at.saturating_add(len)).unwrap_or_default();
     if field(MAGIC_OFFSET, 4) != magic {
         return Err(FormatError::Corrupt {
             position: MAGIC_OFFSET as u64,

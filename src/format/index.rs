@@ -13,6 +13,8 @@
 //! ```
 //! All integers big-endian. Entries are strictly increasing in every field.
 
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 use crate::error::CorruptKind;
 
 use super::FormatError;
@@ -69,7 +71,7 @@ impl TimeEntry {
 
 /// The bytes of a `.index` file holding `entries`.
 pub fn encode_offset_entries(entries: &[OffsetEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(entries.len() * OFFSET_ENTRY_BYTES);
+    let mut out = Vec::with_capacity(entries.len().saturating_mul(OFFSET_ENTRY_BYTES));
     for entry in entries {
         entry.encode_into(&mut out);
     }
@@ -78,7 +80,7 @@ pub fn encode_offset_entries(entries: &[OffsetEntry]) -> Vec<u8> {
 
 /// The bytes of a `.timeindex` file holding `entries`.
 pub fn encode_time_entries(entries: &[TimeEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(entries.len() * TIME_ENTRY_BYTES);
+    let mut out = Vec::with_capacity(entries.len().saturating_mul(TIME_ENTRY_BYTES));
     for entry in entries {
         entry.encode_into(&mut out);
     }
@@ -86,11 +88,11 @@ pub fn encode_time_entries(entries: &[TimeEntry]) -> Vec<u8> {
 }
 
 fn partial_entry(len: usize, entry_bytes: usize) -> FormatError {
-    let whole = len - len % entry_bytes;
+    let whole = len.saturating_sub(len.checked_rem(entry_bytes).unwrap_or(0));
     FormatError::Corrupt {
         position: whole as u64,
         kind: CorruptKind::Truncated {
-            needed: (whole + entry_bytes) as u64,
+            needed: whole.saturating_add(entry_bytes) as u64,
             available: len as u64,
         },
     }

@@ -120,6 +120,15 @@ fn field<const N: usize>(buf: &[u8], at: usize) -> Option<[u8; N]> {
     buf.get(at..at + N)?.try_into().ok()
 }
 
+/// The bytes of a summary of `keys` keys: what a reader reads at most (a larger
+/// file is not read).
+pub fn bytes_max(keys: usize) -> u64 {
+    u64::try_from(keys)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(8)
+        .saturating_add(EMPTY_LEN as u64)
+}
+
 /// Decodes a summary; `None` for anything that is not exactly a valid one (the
 /// caller then rewrites the segment).
 pub fn decode(buf: &[u8]) -> Option<KeySummary> {

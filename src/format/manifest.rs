@@ -36,6 +36,19 @@ const CRC_LEN: usize = 4;
 pub const MANIFEST_LEN_MIN: usize = FILES_OFFSET + CRC_LEN;
 /// Fixed bytes of one file entry besides its name.
 const FILE_ENTRY_FIXED_LEN: usize = 2 + 8 + 4;
+/// The longest file name a manifest names (`NAME_MAX` of the file systems the
+/// engine runs on; the engine's own names are at most 30 bytes).
+pub const NAME_BYTES_MAX: usize = 255;
+
+/// The most bytes a manifest of `files` files takes: what a reader reads at most
+/// before decoding it (a larger file is not read).
+pub fn bytes_max(files: usize) -> u64 {
+    let entry = (FILE_ENTRY_FIXED_LEN + NAME_BYTES_MAX) as u64;
+    u64::try_from(files)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(entry)
+        .saturating_add(MANIFEST_LEN_MIN as u64)
+}
 
 const _: () = assert!(FILES_OFFSET == 26);
 const _: () = assert!(MANIFEST_LEN_MIN == 30);

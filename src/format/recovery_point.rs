@@ -56,6 +56,15 @@ const CRC_LEN: usize = 4;
 /// the largest segment size); a larger count is corruption, not an allocation.
 pub const SUMMARIES_MAX: u32 = 1 << 24;
 
+/// Bytes of a file holding `summaries` summaries: the most a reader of a log of that
+/// many segments reads (a larger file is not read).
+pub fn file_bytes_max(summaries: usize) -> u64 {
+    let summaries = u64::try_from(summaries).unwrap_or(u64::MAX);
+    summaries
+        .saturating_mul(SUMMARY_LEN as u64)
+        .saturating_add((HEADER_LEN + CRC_LEN) as u64)
+}
+
 /// What an open needs to know about one segment without reading its `.log`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentSummary {

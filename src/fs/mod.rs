@@ -144,3 +144,31 @@ pub trait FileSystem: Debug + Send + Sync {
         self.append(path, data)
     }
 }
+
+/// Reads the whole file `path` if it holds at most `bytes_max` bytes; `None`, with
+/// nothing read, if it holds more. Every file of ours has a size its format bounds
+/// (a checkpoint is a few bytes, an index at most the configured index size), and
+/// its length is untrusted like every number on disk: a larger file is damage,
+/// found before anything is allocated for it. The bytes read are the length found
+/// first, whatever the file does meanwhile.
+pub fn read_bounded(
+    fs: &dyn FileSystem,
+    path: &Path,
+    bytes_max: u64,
+) -> io::Result<Option<Vec<u8>>> {
+    let len = fs.len(path)?;
+    if len > bytes_max {
+        return Ok(None);
+    }
+    let len = usize::try_from(len).map_err(|_| io::Error::other("file too large"))?;
+    let mut buf = vec![0u8; len];
+    let mut done = 0;
+    while let Some(rest) = buf.get_mut(done..).filter(|rest| !rest.is_empty()) {
+        let n = fs.read_at(path, done as u64, rest)?;
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        done += n;
+    }
+    Ok(Some(buf))
+}

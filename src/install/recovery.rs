@@ -67,6 +67,10 @@ pub struct InstallRecovery {
     pub actions: Vec<String>,
 }
 
+/// Files a manifest may name whatever the directories hold (about 1 MiB of
+/// manifest): see the manifest read in [`recover`].
+const MANIFEST_FILES_FLOOR: usize = 4096;
+
 /// Runs the decision table for the log directory `live` (see the module docs).
 pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
     let paths = InstallPaths::new(live)?;
@@ -109,9 +113,34 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
         }
         return Ok(out);
     }
-    let bytes = fs
-        .read_all(&paths.manifest)
-        .map_err(|e| Error::io(&paths.manifest, e))?;
+    // The manifest names the files of the new content, the live dir or the temp
+    // dir: it holds at most as many entries as the larger of them (or a floor of
+    // `FILES_FLOOR`, so that a state where neither is there still decodes to its
+    // decision-table row), and a larger file is corrupt (the commit point is
+    // authoritative), not read.
+    let entries = |dir: &std::path::Path| {
+        if fs.is_dir(dir) {
+            fs.list_dir(dir).map(|names| names.len()).unwrap_or(0)
+        } else {
+            0
+        }
+    };
+    let files = entries(&paths.live)
+        .max(entries(&paths.tmp))
+        .max(MANIFEST_FILES_FLOOR);
+    let bytes_max = crate::format::manifest::bytes_max(files);
+    let Some(bytes) = crate::fs::read_bounded(fs, &paths.manifest, bytes_max)
+        .map_err(|e| Error::io(&paths.manifest, e))?
+    else {
+        let bytes = fs
+            .len(&paths.manifest)
+            .map_err(|e| Error::io(&paths.manifest, e))?;
+        return Err(Error::corrupt(
+            &paths.manifest,
+            bytes_max,
+            crate::error::CorruptKind::TooLarge { bytes, bytes_max },
+        ));
+    };
     let manifest = Manifest::decode(&bytes).map_err(|e| e.at(&paths.manifest, 0))?;
     recover_sync_first(fs, &paths)?;
     let live_is_new = live_exists && validate::matches(fs, &paths.live, &manifest)?;

@@ -12,11 +12,13 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::format::index::{encode_offset_entries, encode_time_entries};
+use crate::format::index::{
+    encode_offset_entries, encode_time_entries, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES,
+};
 use crate::fs::FileSystem;
 use crate::segment::scan::ScanOutcome;
 use crate::segment::validate::{
-    validate_offset_index, validate_time_index, IndexRule, Invalid, Verdict,
+    index_bytes_max, validate_offset_index, validate_time_index, IndexRule, Invalid, Verdict,
 };
 
 use super::recovery::IndexRewrite;
@@ -40,11 +42,17 @@ pub fn check_indexes(fs: &dyn FileSystem, scans: &mut [ScanOutcome]) -> Result<I
         let rebuilt_times = encode_time_entries(segment.index.time_entries());
         let mut adopted_offsets = None;
         let mut adopted_times = None;
-        match read_index(fs, &segment.paths.index)? {
+        let offsets_max = index_bytes_max(segment.batches, OFFSET_ENTRY_BYTES);
+        match read_index(fs, &segment.paths.index, offsets_max)? {
             None => check
                 .rewrites
                 .push(rewrite_missing(&segment.paths.index, rebuilt_offsets)),
-            Some(bytes) => match validate_offset_index(&bytes, &scan.batches) {
+            Some(Err(found)) => check.rewrites.push(rewrite_invalid(
+                &segment.paths.index,
+                rebuilt_offsets,
+                found,
+            )),
+            Some(Ok(bytes)) => match validate_offset_index(&bytes, &scan.batches) {
                 Verdict::Valid(entries) => {
                     if bytes != rebuilt_offsets {
                         check.kept_differing.push(file_name(&segment.paths.index));
@@ -58,11 +66,17 @@ pub fn check_indexes(fs: &dyn FileSystem, scans: &mut [ScanOutcome]) -> Result<I
                 )),
             },
         }
-        match read_index(fs, &segment.paths.time_index)? {
+        let times_max = index_bytes_max(segment.batches, TIME_ENTRY_BYTES);
+        match read_index(fs, &segment.paths.time_index, times_max)? {
             None => check
                 .rewrites
                 .push(rewrite_missing(&segment.paths.time_index, rebuilt_times)),
-            Some(bytes) => match validate_time_index(&bytes, &scan.batches) {
+            Some(Err(found)) => check.rewrites.push(rewrite_invalid(
+                &segment.paths.time_index,
+                rebuilt_times,
+                found,
+            )),
+            Some(Ok(bytes)) => match validate_time_index(&bytes, &scan.batches) {
                 Verdict::Valid(entries) => {
                     if bytes != rebuilt_times && !is_append_path_shape(&bytes, &rebuilt_times) {
                         check
@@ -90,11 +104,29 @@ fn is_append_path_shape(bytes: &[u8], rebuilt: &[u8]) -> bool {
     rebuilt.len() >= entry && rebuilt.get(..rebuilt.len() - entry) == Some(bytes)
 }
 
-fn read_index(fs: &dyn FileSystem, path: &Path) -> Result<Option<Vec<u8>>> {
+/// The bytes of the index file at `path`: `None` when missing, `Err` (with the
+/// verdict) when larger than `bytes_max`, which is not read.
+fn read_index(
+    fs: &dyn FileSystem,
+    path: &Path,
+    bytes_max: u64,
+) -> Result<Option<std::result::Result<Vec<u8>, Invalid>>> {
     if !fs.exists(path) {
         return Ok(None);
     }
-    fs.read_all(path).map(Some).map_err(|e| Error::io(path, e))
+    match crate::fs::read_bounded(fs, path, bytes_max).map_err(|e| Error::io(path, e))? {
+        Some(bytes) => Ok(Some(Ok(bytes))),
+        None => {
+            let bytes = fs.len(path).map_err(|e| Error::io(path, e))?;
+            Ok(Some(Err(Invalid {
+                rule: IndexRule::TooLarge,
+                position: bytes_max,
+                detail: format!(
+                    "{bytes} bytes, more than the {bytes_max} a valid index of this segment can hold: not read"
+                ),
+            })))
+        }
+    }
 }
 
 fn rewrite_missing(path: &Path, bytes: Vec<u8>) -> IndexRewrite {

@@ -38,6 +38,7 @@ use crate::segment::{Segment, SegmentInfo};
 pub use fetch::{Fetch, FetchRecords, RecordRef};
 pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 pub use txn::{Isolation, Producer, TxnIndexRebuild};
+pub use write::check_records;
 
 /// Largest `segment_bytes`: positions must fit the 32-bit index entries even with
 /// one oversized batch past the limit (Kafka's limit too).

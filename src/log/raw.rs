@@ -42,6 +42,11 @@ impl Log {
         let stamp = (self.config.timestamp_type == TimestampType::LogAppendTime)
             .then(|| self.clock.now_ms());
         let base_offset = self.next_offset();
+        let total = batches.iter().map(|b| b.record_count).sum::<usize>();
+        if let Err(e) = super::write::check_offsets(base_offset, total) {
+            self.produced_scratch = batches;
+            return Err(e);
+        }
         // Only the headers change (`produce::assign_header`): each batch is written
         // as its rewritten header, copied here, and its records straight from
         // `bytes` (one `writev` per run of batches), never copying the records.

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::error::{CorruptKind, Error, Result};
+use crate::error::{Error, Result};
 use crate::format::filename;
 use crate::format::index::{decode_offset_entries, decode_time_entries};
 use crate::format::recovery_point::SegmentSummary;
@@ -102,7 +102,8 @@ pub fn recover_with(
     recovery_ensure_dir(fs, dir, report)?;
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
-    let found = Trust::read(fs, dir, report)?;
+    let mut found = Trust::read(fs, dir, &listing.bases, report)?;
+    found.check_listing(&listing.bases, report);
     let trusted = if trust {
         found.clone()
     } else {
@@ -115,7 +116,12 @@ pub fn recover_with(
         .filter(|scan| !scan.trusted)
         .map(|scan| scan.segment.base_offset)
         .collect();
-    crate::compaction::cleaner::check_clean_point(fs, dir, &listing.bases)?;
+    crate::compaction::cleaner::check_clean_point(
+        fs,
+        dir,
+        &listing.bases,
+        &mut report.ignored_checkpoints,
+    )?;
     // Modifying phases.
     recovery_remove_orphans(fs, dir, &listing, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
@@ -308,10 +314,14 @@ pub fn recovery_scan(
                     scans.push(scan);
                     continue;
                 }
-                Err(why) => report.rescanned.push(format!(
-                    "{}: {why}",
-                    filename::build(*base, filename::LOG_SUFFIX)
-                )),
+                Err(why) => {
+                    let why = format!("{}: {why}", filename::build(*base, filename::LOG_SUFFIX));
+                    if why.ends_with(HINT_WRONG) {
+                        // A summary the file contradicts: the hint itself is wrong.
+                        report.ignored_checkpoints.push(why.clone());
+                    }
+                    report.rescanned.push(why);
+                }
             }
         }
         let mut scan = scan_segment(fs, dir, *base, upper, config.index_interval_bytes)?;
@@ -332,11 +342,13 @@ pub fn recovery_scan(
     Ok(scans)
 }
 
+/// How [`open_trusted`] ends a reason that blames the summary, not the segment.
+const HINT_WRONG: &str = "ignored for it";
+
 /// A segment opened from `summary` without reading its `.log`. The outer error is
-/// fatal (IO, or a closed `.log` whose length is not the summary's: the recovery
-/// point vouched for data that is not there); the inner one sends the segment to a
-/// scan (its index files do not match the summary, or the active segment is shorter
-/// than the marker says).
+/// fatal (IO); the inner one sends the segment to a scan (its index files do not
+/// match the summary, its `.log` length is not a closed segment's summary, or the
+/// active segment is shorter than the marker says).
 fn open_trusted(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -357,16 +369,13 @@ fn open_trusted(
         )));
     }
     if upper.is_some() && bytes != summary.bytes {
-        return Err(Error::corrupt(
-            &paths.log,
-            bytes.min(summary.bytes),
-            CorruptKind::Other(format!(
-                "the file holds {bytes} bytes but {source} vouches for {}: \
-                 data reported durable is missing (or the file was changed behind \
-                 the log's back)",
-                summary.bytes
-            )),
-        ));
+        // The recovery point is a hint: wrong about this segment, it is ignored for
+        // it (and reported), and the segment is scanned like any unvouched one (a
+        // cut inside a batch of a closed segment is then `Corrupt`).
+        return Ok(Err(format!(
+            "the file holds {bytes} bytes but {source} vouches for {}: {source} {HINT_WRONG}",
+            summary.bytes
+        )));
     }
     if upper.is_some_and(|next| summary.next_offset > next) {
         return Ok(Err(format!(
@@ -374,15 +383,28 @@ fn open_trusted(
             summary.next_offset
         )));
     }
-    let read = |path: &Path| -> Result<Option<Vec<u8>>> {
+    // The summary says how many entries each index holds: a larger file is not read.
+    let read = |path: &Path, entries: u32, entry_bytes: usize| -> Result<Option<Vec<u8>>> {
         if !fs.exists(path) {
             return Ok(None);
         }
-        fs.read_all(path).map(Some).map_err(|e| Error::io(path, e))
+        let bytes_max = u64::from(entries).saturating_mul(entry_bytes as u64);
+        crate::fs::read_bounded(fs, path, bytes_max).map_err(|e| Error::io(path, e))
     };
-    let (Some(offset_bytes), Some(time_bytes)) = (read(&paths.index)?, read(&paths.time_index)?)
-    else {
-        return Ok(Err("an index file is missing".into()));
+    let offset_bytes = read(
+        &paths.index,
+        summary.offset_index_entries,
+        crate::format::index::OFFSET_ENTRY_BYTES,
+    )?;
+    let time_bytes = read(
+        &paths.time_index,
+        summary.time_index_entries,
+        crate::format::index::TIME_ENTRY_BYTES,
+    )?;
+    let (Some(offset_bytes), Some(time_bytes)) = (offset_bytes, time_bytes) else {
+        return Ok(Err(
+            "an index file is missing or larger than the summary's entries".into(),
+        ));
     };
     for (what, bytes, crc) in [
         ("offset index", &offset_bytes, summary.offset_index_crc),

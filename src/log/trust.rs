@@ -41,9 +41,17 @@ pub struct Trust {
 }
 
 impl Trust {
-    /// Reads both files of `dir`. IO errors are errors; damage is reported and the
-    /// file ignored.
-    pub fn read(fs: &dyn FileSystem, dir: &Path, report: &mut RecoveryReport) -> Result<Trust> {
+    /// Reads both files of `dir`, whose segment files have base offsets `bases`
+    /// (ascending). IO errors are errors; damage is reported and the file ignored,
+    /// and so is a file larger than its summaries can be, which is not read (see
+    /// [`recovery_point_summaries_max`]; the marker holds one).
+    pub fn read(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        bases: &[i64],
+        report: &mut RecoveryReport,
+    ) -> Result<Trust> {
+        let segments = recovery_point_summaries_max(bases);
         let mut trust = Trust {
             present: NAMES
                 .into_iter()
@@ -51,7 +59,7 @@ impl Trust {
                 .collect(),
             ..Trust::default()
         };
-        if let Some(file) = read_file(fs, dir, SummaryKind::RecoveryPoint, report)? {
+        if let Some(file) = read_file(fs, dir, SummaryKind::RecoveryPoint, segments, report)? {
             let summaries = file
                 .summaries
                 .into_iter()
@@ -61,7 +69,7 @@ impl Trust {
             report.recovery_point = Some(file.point);
             trust.point = Some((file.point, summaries));
         }
-        if let Some(file) = read_file(fs, dir, SummaryKind::CleanShutdown, report)? {
+        if let Some(file) = read_file(fs, dir, SummaryKind::CleanShutdown, 1, report)? {
             match file.summaries.as_slice() {
                 [active] if active.base_offset == file.point => trust.marker = Some(*active),
                 _ => report.ignored_checkpoints.push(format!(
@@ -73,6 +81,32 @@ impl Trust {
             }
         }
         Ok(trust)
+    }
+
+    /// Ignores (and reports) a recovery point that summarizes a closed segment whose
+    /// `.log` is not there although segments below and above it are: no crash
+    /// leaves that (retention removes a prefix, and its recovery runs before this;
+    /// a roll adds at the end; a compaction's new directory has no point), so the
+    /// hint is wrong. The open then scans every closed segment and writes a fresh
+    /// point. A summary below the first segment (a retention's leftover) is fine.
+    pub fn check_listing(&mut self, bases: &[i64], report: &mut RecoveryReport) {
+        let (Some(first), Some(last)) = (bases.first(), bases.last()) else {
+            return;
+        };
+        let Some((_, summaries)) = &self.point else {
+            return;
+        };
+        let missing = summaries
+            .keys()
+            .find(|base| (*first..*last).contains(*base) && bases.binary_search(base).is_err());
+        if let Some(missing) = missing {
+            report.ignored_checkpoints.push(format!(
+                "{}: summarizes segment {missing}, whose .log does not exist: ignored",
+                recovery_point::RECOVERY_POINT_NAME
+            ));
+            report.recovery_point = None;
+            self.point = None;
+        }
     }
 
     /// The summary vouching for the segment at `base`, if any: the marker's for the
@@ -95,10 +129,25 @@ impl Trust {
     }
 }
 
+/// The most summaries a recovery point of a log with segment files `bases` holds:
+/// one per segment file, and one per segment retention removed since the last roll
+/// (only a roll writes the point), each below the first base at a distinct base
+/// offset, so at most the first base of them.
+pub fn recovery_point_summaries_max(bases: &[i64]) -> usize {
+    let first = bases.first().copied().unwrap_or(0).max(0);
+    let removed_max = u64::try_from(first)
+        .unwrap_or(0)
+        .min(u64::from(recovery_point::SUMMARIES_MAX));
+    bases
+        .len()
+        .saturating_add(usize::try_from(removed_max).unwrap_or(usize::MAX))
+}
+
 fn read_file(
     fs: &dyn FileSystem,
     dir: &Path,
     kind: SummaryKind,
+    summaries_max: usize,
     report: &mut RecoveryReport,
 ) -> Result<Option<SummaryFile>> {
     let (name, _) = kind.names();
@@ -106,7 +155,17 @@ fn read_file(
     if !fs.exists(&path) {
         return Ok(None);
     }
-    let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+    let bytes_max = recovery_point::file_bytes_max(summaries_max);
+    let Some(bytes) =
+        crate::fs::read_bounded(fs, &path, bytes_max).map_err(|e| Error::io(&path, e))?
+    else {
+        let bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
+        let kind = crate::error::CorruptKind::TooLarge { bytes, bytes_max };
+        report
+            .ignored_checkpoints
+            .push(format!("{}", Error::corrupt(&path, bytes_max, kind)));
+        return Ok(None);
+    };
     match recovery_point::decode(kind, &bytes) {
         Ok(file) => Ok(Some(file)),
         Err(e) => {

@@ -306,8 +306,26 @@ impl Log {
                 .map_or(&[][..], Vec::as_slice);
             let exists = self.fs.exists(&path);
             let mut valid = None;
-            let problem = if exists {
-                let bytes = self.fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+            // One entry per aborted transaction whose marker is in the segment, each
+            // at a distinct offset of it: a larger file is not read (and is rewritten).
+            let span = segment
+                .next_offset
+                .saturating_sub(segment.base_offset)
+                .max(0);
+            let bytes_max = u64::try_from(span)
+                .unwrap_or(0)
+                .saturating_mul(txn_index::ENTRY_BYTES as u64);
+            let read = if exists {
+                crate::fs::read_bounded(self.fs.as_ref(), &path, bytes_max)
+                    .map_err(|e| Error::io(&path, e))?
+            } else {
+                None
+            };
+            let problem = if exists && read.is_none() {
+                Some(format!(
+                    "larger than the {bytes_max} bytes of one entry per offset of its segment: not read"
+                ))
+            } else if let Some(bytes) = read {
                 match txn_index::decode(&bytes).and_then(|found| {
                     let aborts = state
                         .aborts

@@ -22,6 +22,7 @@ impl Log {
             return Err(refusal(records));
         }
         let base_offset = self.next_offset();
+        check_offsets(base_offset, records.len())?;
         if self.config.compression != Compression::None
             || self.config.timestamp_type != TimestampType::CreateTime
         {
@@ -40,7 +41,7 @@ impl Log {
         };
         let facts = BatchFacts {
             base_offset,
-            last_offset: base_offset + records.len() as i64 - 1,
+            last_offset: base_offset.saturating_add(records.len() as i64 - 1),
             size_bytes: size_bytes as u64,
             records: records.len() as u64,
             max_timestamp,
@@ -76,6 +77,7 @@ impl Log {
             )));
         }
         let base_offset = self.next_offset();
+        check_offsets(base_offset, records.len())?;
         self.append_encoded_with(base_offset, records, compression, log_append_time_ms)
     }
 
@@ -108,7 +110,7 @@ impl Log {
         };
         let facts = BatchFacts {
             base_offset,
-            last_offset: base_offset + records.len() as i64 - 1,
+            last_offset: base_offset.saturating_add(records.len() as i64 - 1),
             size_bytes: bytes.len() as u64,
             records: records.len() as u64,
             max_timestamp,
@@ -149,6 +151,8 @@ impl Log {
     }
 
     pub(super) fn append_batch(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
+        let span = usize::try_from(batch.last_offset_delta).unwrap_or(usize::MAX);
+        check_offsets(batch.base_offset, span.saturating_add(1))?;
         let mut bytes = std::mem::take(&mut self.scratch);
         bytes.clear();
         batch.encode_into(&mut bytes);
@@ -422,6 +426,22 @@ impl Log {
     }
 }
 
+/// Refuses an append of `records` records at `base_offset` whose offsets (and the
+/// offset after them) would pass `i64::MAX`: a log whose active segment's file name
+/// is near `i64::MAX` has no offsets left. Nothing is written.
+pub(super) fn check_offsets(base_offset: i64, records: usize) -> Result<()> {
+    let fits = i64::try_from(records)
+        .ok()
+        .and_then(|records| base_offset.checked_add(records))
+        .is_some();
+    if !fits {
+        return Err(Error::InvalidArgument(format!(
+            "the log's offsets are exhausted: {records} records at offset {base_offset} pass i64::MAX"
+        )));
+    }
+    Ok(())
+}
+
 /// The error [`check_records`] gives `records`, which an encoder refused
 /// ([`super::encode::Refused`]): the same checks, so the same message.
 fn refusal(records: &[NewRecord]) -> Error {
@@ -432,7 +452,7 @@ fn refusal(records: &[NewRecord]) -> Error {
 /// the encoded batch within `BATCH_BYTES_MAX`); returns the encoded size. The
 /// structured appends make them while encoding ([`super::encode::encode_records_checked`],
 /// one pass over the records) and ask this function only for the error.
-pub(super) fn check_records(records: &[NewRecord]) -> Result<usize> {
+pub fn check_records(records: &[NewRecord]) -> Result<usize> {
     if records.is_empty() {
         return Err(Error::InvalidArgument(
             "an append needs at least one record".into(),

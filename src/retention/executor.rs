@@ -158,7 +158,18 @@ pub fn read_checkpoint(fs: &dyn FileSystem, dir: &Path) -> Result<Option<i64>> {
     if !fs.exists(&path) {
         return Ok(None);
     }
-    let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+    // Authoritative, so a file larger than its format is corruption (not read).
+    let bytes_max = checkpoint::CHECKPOINT_LEN as u64;
+    let Some(bytes) =
+        crate::fs::read_bounded(fs, &path, bytes_max).map_err(|e| Error::io(&path, e))?
+    else {
+        let bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
+        return Err(Error::corrupt(
+            &path,
+            bytes_max,
+            crate::error::CorruptKind::TooLarge { bytes, bytes_max },
+        ));
+    };
     checkpoint::decode(&bytes)
         .map(Some)
         .map_err(|e| e.at(&path, 0))

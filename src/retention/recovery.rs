@@ -13,7 +13,10 @@
 //! removal persisted and an index removal did not) are removed by the log's own
 //! recovery phase right after this one, once its read-only scan has passed.
 //!
-//! A damaged checkpoint is an `Error::Corrupt` and nothing is removed.
+//! A damaged checkpoint is an `Error::Corrupt` and nothing is removed; so is one
+//! whose start is past the log's end (the last segment's valid prefix): the file is
+//! authoritative, so its meaning is checked, not only its checksum, before anything
+//! is removed on its word.
 
 use std::path::Path;
 
@@ -21,7 +24,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::compaction::source::{list_segments, segment_path};
-use crate::error::{Error, Result};
+use crate::error::{CorruptKind, Error, Result};
 use crate::fail_point;
 use crate::format::{checkpoint, filename};
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
@@ -59,6 +62,9 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
     report.checkpoint = checkpoint;
     let tmp = dir.join(checkpoint::CHECKPOINT_TMP_NAME);
     let bases = list_segments(fs, dir)?;
+    if let Some(start) = checkpoint {
+        recover_check_start(fs, dir, &bases, start)?;
+    }
     let below = checkpoint.map_or(0, |start| keep_from(&bases, start));
     if fs.exists(&tmp) || below > 0 {
         // Before removing anything: make the crashed process's directory operations
@@ -99,9 +105,42 @@ fn keep_from(bases: &[i64], start: i64) -> usize {
 /// of `dir` (read-only; for read-only opens).
 pub fn wholly_below(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Vec<i64>> {
     Ok(match read_checkpoint(fs, dir)? {
-        Some(start) => bases[..keep_from(bases, start)].to_vec(),
+        Some(start) => {
+            recover_check_start(fs, dir, bases, start)?;
+            bases[..keep_from(bases, start)].to_vec()
+        }
         None => Vec::new(),
     })
+}
+
+/// Bytes between index entries of the scan below (which only wants the offsets).
+const END_SCAN_INDEX_INTERVAL_BYTES: u64 = 4096;
+
+/// The checkpoint's start `start` must be an offset of the log: at most its end, the
+/// next offset of the last segment's valid prefix. Retention writes the base of a
+/// segment it keeps and always keeps the last one, so a start up to the last base
+/// needs no read; only a start past it costs a scan of the last segment. A start
+/// past the end is `Corrupt` naming the checkpoint: a checksum-valid file that no
+/// retention wrote deletes nothing.
+fn recover_check_start(fs: &dyn FileSystem, dir: &Path, bases: &[i64], start: i64) -> Result<()> {
+    let Some(&last) = bases.last() else {
+        return Ok(());
+    };
+    if start <= last {
+        return Ok(());
+    }
+    let end =
+        crate::segment::scan::scan_segment(fs, dir, last, None, END_SCAN_INDEX_INTERVAL_BYTES)?
+            .segment
+            .next_offset;
+    if start <= end {
+        return Ok(());
+    }
+    Err(Error::corrupt(
+        dir.join(checkpoint::CHECKPOINT_NAME),
+        checkpoint::LOG_START_OFFSET_OFFSET as u64,
+        CorruptKind::PastLogEnd { offset: start, end },
+    ))
 }
 
 fn recover_remove(

@@ -85,7 +85,17 @@ impl SegmentIndex {
                 summary.time_index_entries
             ));
         }
-        let span = summary.next_offset - base_offset;
+        // The summary's numbers come from disk: a span that does not fit is no segment.
+        let span = summary
+            .next_offset
+            .checked_sub(base_offset)
+            .filter(|span| *span >= 0)
+            .ok_or_else(|| {
+                format!(
+                    "next offset {} is below the base offset {base_offset}",
+                    summary.next_offset
+                )
+            })?;
         for pair in offset_entries.windows(2) {
             let [a, b] = pair else { continue };
             if b.relative_offset <= a.relative_offset || b.position <= a.position {
@@ -113,10 +123,12 @@ impl SegmentIndex {
                 return Err(format!("time index entry {last:?} beyond the segment"));
             }
         }
-        let bytes_since_last_entry = summary.bytes
-            - offset_entries
+        // The last entry's position is below `summary.bytes` (checked above).
+        let bytes_since_last_entry = summary.bytes.saturating_sub(
+            offset_entries
                 .last()
-                .map_or(0, |entry| u64::from(entry.position));
+                .map_or(0, |entry| u64::from(entry.position)),
+        );
         Ok(SegmentIndex {
             base_offset,
             index_interval_bytes,
@@ -146,7 +158,9 @@ impl SegmentIndex {
 
     /// Relative offset of `offset` in this segment; the caller has checked the range.
     fn relative(&self, offset: i64) -> u32 {
-        let relative = offset - self.base_offset;
+        let relative = offset
+            .checked_sub(self.base_offset)
+            .expect("an offset of the segment and its base differ by an i64");
         assert!(
             relative >= 0,
             "offset {offset} below base {}",
@@ -182,7 +196,7 @@ impl SegmentIndex {
             added.time = self.time_maybe_append();
             self.bytes_since_last_entry = 0;
         }
-        self.bytes_since_last_entry += size_bytes;
+        self.bytes_since_last_entry = self.bytes_since_last_entry.saturating_add(size_bytes);
         added
     }
 
@@ -244,7 +258,7 @@ impl SegmentIndex {
     /// Byte position to start scanning for `offset`: the position of the last
     /// indexed batch whose last offset is <= `offset`, or 0.
     pub fn lookup_position(&self, offset: i64) -> u64 {
-        let relative = offset - self.base_offset;
+        let relative = offset.saturating_sub(self.base_offset);
         if relative < 0 {
             return 0;
         }
@@ -268,7 +282,9 @@ impl SegmentIndex {
             .time_entries
             .partition_point(|e| e.timestamp <= timestamp);
         match after.checked_sub(1).and_then(|i| self.time_entries.get(i)) {
-            Some(entry) => self.base_offset + i64::from(entry.relative_offset),
+            Some(entry) => self
+                .base_offset
+                .saturating_add(i64::from(entry.relative_offset)),
             None => self.base_offset,
         }
     }

@@ -8,6 +8,9 @@
 //! * [`validate`]: Kafka's rules for a valid `.index` / `.timeindex`.
 //! * `close`: Kafka's close-time treatment of the active segment.
 
+// Every number a segment holds comes from disk: no unchecked arithmetic.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 mod close;
 pub mod index;
 pub mod reader;
@@ -138,11 +141,14 @@ impl Segment {
             batch.last_offset,
             batch.max_timestamp,
         );
-        self.bytes += batch.size_bytes;
-        self.records += batch.records;
+        self.bytes = self.bytes.saturating_add(batch.size_bytes);
+        self.records = self.records.saturating_add(batch.records);
         self.max_timestamp = self.max_timestamp.max(batch.max_timestamp);
-        self.next_offset = batch.last_offset + 1;
-        self.batches += 1;
+        self.next_offset = batch
+            .last_offset
+            .checked_add(1)
+            .expect("decode_header and the append keep a batch's next offset an i64");
+        self.batches = self.batches.saturating_add(1);
         added
     }
 

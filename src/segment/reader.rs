@@ -56,17 +56,17 @@ impl<'a> BatchReader<'a> {
 
     /// File position of the next batch.
     pub fn position(&self) -> u64 {
-        self.buf_position + self.at as u64
+        self.buf_position.saturating_add(self.at as u64)
     }
 
     /// Makes `[position, position + needed)` available in `buf`, or reports how
     /// many bytes the file has left.
     fn ensure(&mut self, needed: usize) -> Result<()> {
-        if self.filled - self.at >= needed {
+        if self.filled.saturating_sub(self.at) >= needed {
             return Ok(());
         }
         let position = self.position();
-        let remaining = self.file_bytes - position;
+        let remaining = self.file_bytes.saturating_sub(position);
         if (needed as u64) > remaining {
             return Err(Error::corrupt(
                 self.path,
@@ -78,7 +78,7 @@ impl<'a> BatchReader<'a> {
             ));
         }
         self.buf.copy_within(self.at..self.filled, 0);
-        self.filled -= self.at;
+        self.filled = self.filled.saturating_sub(self.at);
         self.buf_position = position;
         self.at = 0;
         let want = (needed.max(self.chunk_bytes) as u64).min(remaining) as usize;
@@ -91,7 +91,7 @@ impl<'a> BatchReader<'a> {
                 .fs
                 .read_at(
                     self.path,
-                    self.buf_position + done as u64,
+                    self.buf_position.saturating_add(done as u64),
                     &mut self.buf[done..want],
                 )
                 .map_err(|e| Error::io(self.path, e))?;
@@ -107,7 +107,7 @@ impl<'a> BatchReader<'a> {
                     },
                 ));
             }
-            done += n;
+            done = done.saturating_add(n);
         }
         self.filled = want;
         Ok(())
@@ -120,13 +120,16 @@ impl<'a> BatchReader<'a> {
         if position == self.file_bytes {
             return Ok(None);
         }
-        let header_bytes = (self.file_bytes - position).min(HEADER_LEN as u64) as usize;
+        let header_bytes = self
+            .file_bytes
+            .saturating_sub(position)
+            .min(HEADER_LEN as u64) as usize;
         self.ensure(header_bytes)?;
-        let header = batch::decode_header(&self.buf[self.at..self.at + header_bytes])
+        let header = batch::decode_header(&self.buf[self.at..self.at.saturating_add(header_bytes)])
             .map_err(|e| e.at(self.path, position))?;
         self.ensure(header.size)?;
         let start = self.at;
-        self.at += header.size;
-        Ok(Some((position, &self.buf[start..start + header.size])))
+        self.at = self.at.saturating_add(header.size);
+        Ok(Some((position, &self.buf[start..self.at])))
     }
 }

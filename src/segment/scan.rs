@@ -159,7 +159,7 @@ fn check_placement(
     upper_bound: Option<i64>,
     position: u64,
 ) -> Option<CorruptKind> {
-    let previous = segment.next_offset - 1;
+    let previous = segment.next_offset.saturating_sub(1);
     let misplaced = CorruptKind::BaseOffset {
         got: batch.base_offset,
         previous,
@@ -172,7 +172,8 @@ fn check_placement(
             return Some(misplaced);
         }
     }
-    if batch.last_offset - segment.base_offset > i64::from(u32::MAX) {
+    let span = batch.last_offset.checked_sub(segment.base_offset);
+    if span.is_none_or(|span| span > i64::from(u32::MAX)) {
         return Some(misplaced);
     }
     if position > u64::from(u32::MAX) {
@@ -189,9 +190,9 @@ fn count_batches(fs: &dyn FileSystem, path: &Path, from: u64, to: u64) -> Result
     let mut count = 0;
     loop {
         match reader.next_raw() {
-            Ok(Some(_)) => count += 1,
+            Ok(Some(_)) => count = u64::saturating_add(count, 1),
             Ok(None) => return Ok(count),
-            Err(e) if e.is_corrupt() => return Ok(count + 1),
+            Err(e) if e.is_corrupt() => return Ok(count.saturating_add(1)),
             Err(e) => return Err(e),
         }
     }

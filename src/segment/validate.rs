@@ -76,6 +76,23 @@ pub enum IndexRule {
     WrongTimestamp,
     /// Zeros from the first bad entry to the end: Kafka's preallocated index, not trimmed.
     Untrimmed,
+    /// Larger than [`index_bytes_max`]: more entries than the segment has batches,
+    /// and larger than Kafka's preallocated index. Not read.
+    TooLarge,
+}
+
+/// Kafka's default `segment.index.bytes`: the size it preallocates an active
+/// segment's index files to (trimmed on close; an untrimmed one is this large).
+pub const KAFKA_INDEX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The most bytes a valid index file of a segment of `batches` batches can hold,
+/// read before judging it: one entry per batch (Kafka's rules index a batch at most
+/// once), or Kafka's preallocated size, whichever is larger.
+pub fn index_bytes_max(batches: u64, entry_bytes: usize) -> u64 {
+    batches
+        .saturating_add(1)
+        .saturating_mul(entry_bytes as u64)
+        .max(KAFKA_INDEX_BYTES)
 }
 
 /// Why an index file is invalid: the rule, the entry and its byte position.
@@ -113,7 +130,7 @@ pub enum Verdict<E> {
 fn invalid<E>(rule: IndexRule, entry: usize, entry_bytes: usize, detail: String) -> Verdict<E> {
     Verdict::Invalid(Invalid {
         rule,
-        position: (entry * entry_bytes) as u64,
+        position: entry.saturating_mul(entry_bytes) as u64,
         detail,
     })
 }
@@ -139,6 +156,17 @@ fn untrimmed<E>(verdict: Verdict<E>, bytes: &[u8]) -> Verdict<E> {
         }
         other => other,
     }
+}
+
+/// The absolute offset of an entry's `relative` offset in the segment at
+/// `base_offset` (a file name's number, up to `i64::MAX`); `None` past `i64::MAX`.
+fn absolute(base_offset: i64, relative: u32) -> Option<i64> {
+    base_offset.checked_add(i64::from(relative))
+}
+
+/// [`absolute`] for a message: the sum as an `i128`, which always fits.
+fn shown(base_offset: i64, relative: u32) -> i128 {
+    i128::from(base_offset).saturating_add(i128::from(relative))
 }
 
 /// Validates a `.index` file of the segment at `base_offset` whose valid batches are
@@ -170,8 +198,11 @@ fn check_offset_entries(entries: &[OffsetEntry], segment: &SegmentBatches) -> Ve
         if after.relative_offset <= before.relative_offset || after.position <= before.position {
             return fail(
                 IndexRule::NotIncreasing,
-                k + 1,
-                format!("entry {} {after:?} does not follow {before:?}", k + 1),
+                k.saturating_add(1),
+                format!(
+                    "entry {} {after:?} does not follow {before:?}",
+                    k.saturating_add(1)
+                ),
             );
         }
     }
@@ -191,21 +222,23 @@ fn check_offset_entries(entries: &[OffsetEntry], segment: &SegmentBatches) -> Ve
         };
         // The batches of this entry's append: up to the next entry's batch.
         let next_position = entries
-            .get(k + 1)
+            .get(k.saturating_add(1))
             .map_or(u64::MAX, |next| u64::from(next.position));
-        let offset = base_offset + i64::from(entry.relative_offset);
+        // An offset past `i64::MAX` is the last offset of no batch.
+        let offset = absolute(base_offset, entry.relative_offset);
         let found = batches
             .get(first..)
             .unwrap_or_default()
             .iter()
             .take_while(|b| b.position < next_position)
-            .any(|b| b.last_offset == offset);
+            .any(|b| Some(b.last_offset) == offset);
         if !found {
             return fail(
                 IndexRule::WrongOffset,
                 k,
                 format!(
-                    "entry {k}: offset {offset} is not the last offset of a batch from position {position} on"
+                    "entry {k}: offset {} is not the last offset of a batch from position {position} on",
+                    shown(base_offset, entry.relative_offset)
                 ),
             );
         }
@@ -255,7 +288,10 @@ fn check_time_entries(entries: &[TimeEntry], segment: &SegmentBatches) -> Verdic
     let mut max_before = crate::format::batch::NO_TIMESTAMP;
     for batch in batches {
         while let Some((k, entry)) = next.peek().copied() {
-            let offset = base_offset + i64::from(entry.relative_offset);
+            // An offset past `i64::MAX` is past every batch.
+            let Some(offset) = absolute(base_offset, entry.relative_offset) else {
+                break;
+            };
             if offset > batch.last_offset {
                 break;
             }
@@ -286,7 +322,7 @@ fn check_time_entries(entries: &[TimeEntry], segment: &SegmentBatches) -> Verdic
             k,
             format!(
                 "entry {k}: offset {} is past the last valid batch",
-                base_offset + i64::from(entry.relative_offset)
+                shown(base_offset, entry.relative_offset)
             ),
         );
     }

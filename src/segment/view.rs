@@ -86,7 +86,7 @@ impl<'a> SegmentView<'a> {
                     position as u64,
                     CorruptKind::BaseOffset {
                         got: header.base_offset,
-                        previous: base - 1,
+                        previous: base.saturating_sub(1),
                     },
                 ));
             }
