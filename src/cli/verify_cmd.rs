@@ -98,6 +98,10 @@ pub struct VerifyArgs {
     /// workload only (repeatable; default: every named workload).
     #[arg(long = "workload", value_name = "W")]
     pub workloads: Vec<String>,
+    /// Override: protocol crash points per workload the damage stage damages
+    /// besides its end (quick 6, standard and overnight 64).
+    #[arg(long, value_name = "N")]
+    pub damage_points: Option<usize>,
 }
 
 impl VerifyArgs {
@@ -164,6 +168,9 @@ impl VerifyArgs {
         // An unknown name is a usage error now, not an empty stage later.
         super::sweep_cmd::selected_workloads(&self.workloads)?;
         options.workloads.clone_from(&self.workloads);
+        if let Some(n) = self.damage_points {
+            options.damage_points = n;
+        }
         options.scenarios_dir = self.scenarios.clone();
         // Run from elsewhere than the checkout: use the checkout's own scenarios.
         let fs = StdFs::new();

@@ -31,9 +31,9 @@ pub use shard::Shard;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Budget {
-    /// CI: a couple of minutes on 2 cores.
+    /// The pull-request gate: under 45 s on 2 cores.
     Quick,
-    /// Before merging a protocol change: tens of minutes.
+    /// Nightly, and before merging a protocol change: tens of minutes (shardable).
     Standard,
     /// Hours, fuzzing included.
     Overnight,
@@ -78,7 +78,15 @@ pub struct VerifyOptions {
     /// The named workloads the crash sweep, the I/O-error sweep and the damage
     /// stage run (`--workload`; empty: every named workload).
     pub workloads: Vec<String>,
+    /// Protocol crash points per workload the damage stage damages besides the
+    /// workload's end (`--damage-points`).
+    pub damage_points: usize,
 }
+
+/// The quick budget's damage points per workload: the first protocol states of
+/// each workload (standard and overnight damage up to 64, every state the named
+/// workloads pass through).
+pub const QUICK_DAMAGE_POINTS: usize = 6;
 
 impl VerifyOptions {
     /// The named workloads this run's workload stages take, in their usual order.
@@ -92,7 +100,10 @@ impl VerifyOptions {
 
     pub fn for_budget(budget: Budget) -> VerifyOptions {
         let (model_records, cases, ops, images, recovery, fuzz) = match budget {
-            Budget::Quick => (None, 200, 40, 32, 2, 0),
+            // The pull-request gate: at most 45 s on 2 cores. Standard runs 37 times
+            // the cases, 8 times the images per point and 4 times the crashed
+            // recoveries.
+            Budget::Quick => (None, 80, 40, 16, 1, 0),
             Budget::Standard => (Some(4), 3_000, 40, 128, 4, 0),
             Budget::Overnight => (Some(4), 50_000, 60, 1_024, 16, 3_600),
         };
@@ -126,6 +137,10 @@ impl VerifyOptions {
             },
             jobs: crate::jobs::default_jobs(),
             workloads: Vec::new(),
+            damage_points: match budget {
+                Budget::Quick => QUICK_DAMAGE_POINTS,
+                Budget::Standard | Budget::Overnight => 64,
+            },
         }
     }
 }
@@ -236,16 +251,24 @@ impl VerifyReport {
 /// Runs every stage; never stops early, so one report shows everything.
 pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
     let started = Instant::now();
-    let mut ordered = vec![
-        stages::model(options, progress),
-        stages::conformance(options, progress),
-        stages::crash_sweep(options, progress),
-        stages::io_errors(options, progress),
-        stages::damaged_data(options, progress),
-        stages::replay(options, progress),
-        stages::kafka_interop(options, progress),
-        stages::schedules(options, progress),
-    ];
+    // The model stage (its log model is one thread's work) runs beside all the
+    // others, which run in turn, each on `jobs` threads; the report lists the
+    // stages in their usual order.
+    let (model, mut others) = std::thread::scope(|scope| {
+        let model = scope.spawn(|| stages::model(options, &mut Progress::new(true)));
+        let others = vec![
+            stages::conformance(options, progress),
+            stages::crash_sweep(options, progress),
+            stages::io_errors(options, progress),
+            stages::damaged_data(options, progress),
+            stages::replay(options, progress),
+            stages::kafka_interop(options, progress),
+            stages::schedules(options, progress),
+        ];
+        (crate::panics::join_scoped(model, "the model stage"), others)
+    });
+    let mut ordered = vec![model];
+    ordered.append(&mut others);
     if options.fuzz_seconds > 0 {
         ordered.push(stages::fuzz(options, progress));
     }

@@ -198,7 +198,8 @@ pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageRep
         ops_per_case: options.conformance_ops,
         seed: options.seed,
         variant: options.variant.clone(),
-        jobs: options.jobs,
+        // Twice the threads: each case's real-disk half mostly waits on fsync.
+        jobs: options.jobs * 2,
     };
     let units = RefCell::new(Vec::new());
     let select = |case: u64| {
@@ -454,10 +455,12 @@ pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageRe
         .collect();
     let total = workloads.len() as u64;
     progress.start("damaged_data", total);
-    // Quick runs the whole plan (about a second in release); the larger budgets
+    // Every planned damage of every file at each workload's end and its first
+    // `damage_points` protocol states; the larger budgets take up to 64 states and
     // add every bit of every batch header.
     let damage_options = DamageOptions {
         jobs: options.jobs,
+        protocol_points: options.damage_points,
         ..if options.budget == super::Budget::Quick {
             DamageOptions::quick()
         } else {
