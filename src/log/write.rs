@@ -450,7 +450,7 @@ fn refusal(records: &[NewRecord]) -> Error {
 
 /// The checks every append makes of its records (at least one, timestamps >= -1,
 /// the encoded batch within `BATCH_BYTES_MAX`); returns the encoded size. The
-/// structured appends make them while encoding ([`super::encode::encode_records_checked`],
+/// structured appends make them while encoding (`encode::encode_records_checked`,
 /// one pass over the records) and ask this function only for the error.
 pub fn check_records(records: &[NewRecord]) -> Result<usize> {
     if records.is_empty() {
