@@ -338,3 +338,28 @@ fn a_recovery_point_naming_a_missing_middle_segment_is_ignored() {
     let (_, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
     assert!(report.ignored_checkpoints.is_empty(), "{report:?}");
 }
+
+/// A checkpoint that outlived every segment (all files removed by hand) still says
+/// which offsets were handed out: the first open creates the active segment at the
+/// checkpointed start, never at 0, so a later open agrees with the checkpoint and no
+/// offset is handed out twice. (Found by the `open_dir` fuzz target: the first open
+/// created segment 0 under a start of 3, and the second open refused the log.)
+#[test]
+fn a_checkpoint_without_segments_starts_the_log_at_its_offset() {
+    let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());
+    let dir = Path::new("/log");
+    fs.create_dir_all(dir).unwrap();
+    fs.write_new(
+        &dir.join(checkpoint::CHECKPOINT_NAME),
+        &checkpoint::encode(3),
+    )
+    .unwrap();
+    let (mut log, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert!(report.created, "{report:?}");
+    assert_eq!((log.log_start_offset(), log.next_offset()), (3, 3));
+    assert_eq!(log.append(&[record("a")]).unwrap().base_offset, 3);
+    log.close().unwrap();
+    let (log, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!((log.log_start_offset(), log.next_offset()), (3, 4));
+}

@@ -249,6 +249,44 @@ fn dir_seeds() -> BTreeMap<String, Vec<u8>> {
                     && i.segments.0.len() >= 3
                     && matches!(check_dir::open_dir(i), check_dir::DirOutcome::Opened { segments_removed, .. } if segments_removed > 0)
             }),
+            // A valid checkpoint past the end of the log (forged: no retention
+            // writes one) is refused, naming the checkpoint, and deletes nothing.
+            ("forged-checkpoint-past-end", &|i| {
+                i.damage.0.is_empty()
+                    && matches!(i.checkpoint, Some(CheckpointFile::At(_)))
+                    && i.segments.0.len() >= 2
+                    && matches!(
+                        check_dir::open_dir(i),
+                        check_dir::DirOutcome::Refused {
+                            past_log_end: true,
+                            ..
+                        }
+                    )
+            }),
+            // A removed last segment leaves an intact checkpoint past the end of
+            // what remains (found by fuzzing: the oracle blamed the engine for
+            // naming the checkpoint).
+            ("checkpoint-past-removed-segment", &|i| {
+                matches!(i.damage.0.as_slice(), [Damage::Remove { .. }])
+                    && matches!(i.checkpoint, Some(CheckpointFile::At(_)))
+                    && matches!(
+                        check_dir::open_dir(i),
+                        check_dir::DirOutcome::Refused {
+                            past_log_end: true,
+                            ..
+                        }
+                    )
+            }),
+            // A checkpoint with no segment beside it: the first segment is created
+            // at the checkpointed start, and a second open agrees (found by
+            // fuzzing: it was created at 0 and the second open refused the log).
+            ("checkpoint-without-segments", &|i| {
+                i.segments.0.is_empty()
+                    && i.damage.0.is_empty()
+                    && matches!(i.checkpoint, Some(CheckpointFile::At(n)) if n % 2 == 0)
+                    && i.first_base.0 > 0
+                    && matches!(check_dir::open_dir(i), check_dir::DirOutcome::Opened { .. })
+            }),
             ("garbage-checkpoint", &|i| {
                 i.damage.0.is_empty()
                     && matches!(i.checkpoint, Some(CheckpointFile::Garbage(_)))

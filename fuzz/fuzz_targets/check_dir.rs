@@ -14,7 +14,7 @@ use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::segment::index::SegmentIndex;
 use seglog::workload::{new_records, RecordView};
-use seglog::{Error, Log};
+use seglog::{CorruptKind, Error, Log};
 
 use crate::common::{CheckpointFile, Damage, DirInput, IndexFiles, Leftover, Stranger, LOG_DIR};
 
@@ -41,6 +41,8 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
     fs.create_dir_all(dir).expect("mkdir");
     let mut records = BTreeMap::new();
     let mut next = input.first_base.0;
+    // The log's end: the next offset of the last segment (its base when it is empty).
+    let mut end = next;
     let count = input.segments.0.len();
     for (i, segment) in input.segments.0.iter().enumerate() {
         let base = next + segment.gap.0;
@@ -94,6 +96,7 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
         }
         // An empty segment still takes its base: the next one starts after it.
         next = offset.max(base + 1);
+        end = offset;
         let log_path = dir.join(filename::build(base, filename::LOG_SUFFIX));
         fs.write_new(&log_path, &bytes).expect("write log");
         let offset_index = encode_offset_entries(index.offset_entries());
@@ -131,6 +134,11 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
             let path = dir.join(checkpoint::CHECKPOINT_NAME);
             fs.write_new(&path, &checkpoint::encode(start))
                 .expect("write checkpoint");
+            // A start past the log's end is a forged value (no retention writes
+            // one): the open must refuse it naming the checkpoint.
+            if start > end {
+                damaged.insert(path);
+            }
         }
         Some(CheckpointFile::Garbage(bytes)) => {
             let path = dir.join(checkpoint::CHECKPOINT_NAME);
@@ -269,6 +277,15 @@ fn is_index(path: &Path) -> bool {
             .is_some_and(|(_, suffix)| suffix != filename::LOG_SUFFIX)
 }
 
+fn is_log(path: &Path) -> bool {
+    path.parent() == Some(Path::new(LOG_DIR))
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(filename::parse)
+            .is_some_and(|(_, suffix)| suffix == filename::LOG_SUFFIX)
+}
+
 /// The `.log` files of the log directory, ascending by base offset.
 fn segment_logs(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
     files
@@ -361,6 +378,17 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
                 "an undamaged directory failed to open: {e}"
             );
             match &e {
+                // A start offset past the end of what remains: the checkpoint is
+                // intact but the segments it is checked against lost their end
+                // (a removed or cut `.log`); the open refuses naming the checkpoint.
+                Error::Corrupt {
+                    path,
+                    kind: CorruptKind::PastLogEnd { .. },
+                    ..
+                } if path.ends_with(checkpoint::CHECKPOINT_NAME) => assert!(
+                    built.damaged.contains(path) || built.damaged.iter().any(|p| is_log(p)),
+                    "a start offset past the end with no damaged segment: {e}"
+                ),
                 Error::Corrupt { path, .. } => assert!(
                     built.damaged.contains(path),
                     "corruption reported in an undamaged file: {e}"
@@ -370,6 +398,13 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
             }
             return DirOutcome::Refused {
                 removed: removed.len(),
+                past_log_end: matches!(
+                    e,
+                    Error::Corrupt {
+                        kind: CorruptKind::PastLogEnd { .. },
+                        ..
+                    }
+                ),
             };
         }
     };
@@ -394,8 +429,14 @@ pub fn open_dir(input: &DirInput) -> DirOutcome {
         }
     }
     for path in after.keys().filter(|p| !before.contains_key(*p)) {
+        // An empty directory gets its first segment at the checkpointed start (0
+        // without a checkpoint): offsets below it were handed out once.
+        let first_base = before
+            .get(&Path::new(LOG_DIR).join(checkpoint::CHECKPOINT_NAME))
+            .and_then(|bytes| checkpoint::decode(bytes).ok())
+            .unwrap_or(0);
         let first_segment = logs_before.is_empty()
-            && *path == Path::new(LOG_DIR).join(filename::build(0, filename::LOG_SUFFIX));
+            && *path == Path::new(LOG_DIR).join(filename::build(first_base, filename::LOG_SUFFIX));
         assert!(
             is_index(path) || is_trust(path) || first_segment,
             "open created {}",
@@ -518,8 +559,9 @@ fn all_records(log: &Log) -> seglog::Result<Vec<RecordView>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirOutcome {
     /// The open failed, having removed only `removed` leftover or
-    /// below-the-checkpoint files.
-    Refused { removed: usize },
+    /// below-the-checkpoint files; `past_log_end` when it refused a start offset
+    /// past the log's end.
+    Refused { removed: usize, past_log_end: bool },
     Opened {
         truncated_bytes: u64,
         rebuilt_indexes: usize,

@@ -552,14 +552,19 @@ pub fn recovery_sync_active(fs: &dyn FileSystem, scans: &[ScanOutcome]) -> Resul
     fs.sync_file(path).map_err(|e| Error::io(path, e))
 }
 
-/// Phase 8: a directory without segments gets one empty active segment at 0.
+/// Phase 8: a directory without segments gets one empty active segment at 0, or at
+/// the checkpointed log start offset when a checkpoint survives its segments.
 pub fn recovery_create_first_segment(
     fs: &dyn FileSystem,
     dir: &Path,
     config: &LogConfig,
     report: &mut RecoveryReport,
 ) -> Result<Segment> {
-    let segment = Segment::empty(dir, 0, config.index_interval_bytes);
+    // Offsets below a checkpointed start were handed out once: a directory whose
+    // segments are all gone starts at the checkpoint, never below it (Kafka's
+    // loader does the same with its log start offset).
+    let base = report.retention.checkpoint.unwrap_or(0).max(0);
+    let segment = Segment::empty(dir, base, config.index_interval_bytes);
     crate::fail_point!(LOG_RECOVERY_CREATE_SEGMENT);
     create_segment_files(fs, &segment.paths)?;
     report.created = true;
