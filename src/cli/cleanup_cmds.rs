@@ -89,8 +89,7 @@ fn open_existing_with(
     config: LogConfig,
 ) -> Result<(Log, Option<serde_json::Value>)> {
     super::require_log(&args.dir)?;
-    let (log, report) = Log::open_with(super::seam(), &args.dir, config)?;
-    Ok((log, super::log_cmds::recovery_json(&report)))
+    super::log_cmds::open_writable(&args.dir, config)
 }
 
 /// `seglog retain`.

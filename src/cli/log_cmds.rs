@@ -98,6 +98,17 @@ pub(crate) fn recovery_json(report: &RecoveryReport) -> Option<Value> {
     }))
 }
 
+/// Opens the log in `dir` writable through the CLI's seam: the log, and its open's
+/// `"recovery"` JSON ([`recovery_json`]).
+pub(crate) fn open_writable(
+    dir: &std::path::Path,
+    config: LogConfig,
+) -> Result<(Log, Option<Value>)> {
+    let (log, report) = Log::open_with(super::seam(), dir, config)?;
+    let recovery = recovery_json(&report);
+    Ok((log, recovery))
+}
+
 /// `value` (a command's JSON object) with `"recovery"` added, if there is one.
 pub(crate) fn put_recovery(mut value: Value, recovery: Option<Value>) -> Value {
     if let (Value::Object(object), Some(recovery)) = (&mut value, recovery) {
@@ -248,8 +259,7 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
             ControlArg::Commit => crate::ControlKind::Commit,
             ControlArg::Abort => crate::ControlKind::Abort,
         };
-        let (mut log, report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
-        let recovery = recovery_json(&report);
+        let (mut log, recovery) = open_writable(&args.log.dir, args.log.config())?;
         let info = log.append_control(kind, producer_id, args.producer_epoch, args.timestamp)?;
         log.close()?;
         return Ok(Outcome::Ok(put_recovery(json!(info), recovery)));
@@ -282,8 +292,7 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
         }
         (None, None) => return Err(Error::InvalidArgument("--batch or --batch-file".into())),
     };
-    let (mut log, report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
-    let recovery = recovery_json(&report);
+    let (mut log, recovery) = open_writable(&args.log.dir, args.log.config())?;
     let mut infos = Vec::with_capacity(batches.len());
     for batch in &batches {
         infos.push(match args.producer_id {
@@ -314,8 +323,7 @@ fn append_raw(log_args: &LogArgs, path: &std::path::Path) -> Result<Outcome> {
     let batches = crate::format::produce::check(&bytes, log_args.max_batch_bytes as usize)
         .map_err(Error::from)?
         .len();
-    let (mut log, report) = Log::open_with(super::seam(), &log_args.dir, log_args.config())?;
-    let recovery = recovery_json(&report);
+    let (mut log, recovery) = open_writable(&log_args.dir, log_args.config())?;
     let info = log.append_batches(&bytes)?;
     log.close()?;
     Ok(Outcome::Ok(put_recovery(
@@ -331,8 +339,7 @@ fn append_raw(log_args: &LogArgs, path: &std::path::Path) -> Result<Outcome> {
 /// `seglog roll`.
 pub fn roll(args: LogArgs) -> Result<Outcome> {
     super::require_log(&args.dir)?;
-    let (mut log, report) = Log::open_with(super::seam(), &args.dir, args.config())?;
-    let recovery = recovery_json(&report);
+    let (mut log, recovery) = open_writable(&args.dir, args.config())?;
     let active_base_offset = log.roll()?;
     log.close()?;
     Ok(Outcome::Ok(put_recovery(
