@@ -5,29 +5,9 @@
 //! names the line.
 #![cfg(feature = "suite")]
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Command, Output};
+mod cli_support;
 
-fn seglog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seglog"))
-        .args(args)
-        .output()
-        .expect("run seglog")
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
+use cli_support::{seglog, snapshot};
 
 #[test]
 fn an_invalid_later_line_stores_nothing_and_is_named() {

@@ -10,17 +10,13 @@
 //!   up front, naming the path and the limit, with nothing created.
 #![cfg(feature = "suite")]
 
+mod cli_support;
+
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn seglog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seglog"))
-        .args(args)
-        .output()
-        .expect("run seglog")
-}
+use cli_support::seglog;
 
 fn ok(args: &[&str]) -> String {
     let out = seglog(args);

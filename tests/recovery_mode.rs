@@ -7,33 +7,16 @@
 //! changes nothing. A plain torn tail is reported as torn.
 #![cfg(feature = "suite")]
 
-use std::collections::BTreeMap;
+mod cli_support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use cli_support::{seglog, snapshot};
 
 use seglog::{CorruptKind, Error, Log, LogConfig, NewRecord, RecoveryMode, TailKind};
 
 const LOG: &str = "00000000000000000000.log";
-
-fn seglog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seglog"))
-        .args(args)
-        .output()
-        .expect("run seglog")
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
 
 /// Three flushed one-record batches, left as a crash leaves them (no
 /// clean-shutdown marker, which would vouch for the segment unread).
