@@ -93,6 +93,25 @@ pub enum Error {
         /// The rule it broke.
         rule: BatchRule,
     },
+    /// Another writer holds the log: a writable open (of a [`crate::Log`], the CLI,
+    /// the `LogManager`) takes an exclusive lock on the lock file `D.lock` beside
+    /// the log directory `D` before anything else and keeps it until close, so a
+    /// second process (or a second handle) is refused here, having changed nothing.
+    /// Read-only opens take no lock.
+    #[error(
+        "log directory {} is locked by another writer{} (its lock file {}); close that writer or open read-only",
+        dir.display(),
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
+        lock_file.display()
+    )]
+    Locked {
+        /// The log directory.
+        dir: PathBuf,
+        /// The lock file.
+        lock_file: PathBuf,
+        /// The holder's process id, when its lock file says.
+        holder: Option<u32>,
+    },
     /// A previous IO error left the log in an unknown state; reopen it.
     ///
     /// After a failed write or fsync the engine cannot know what reached the disk

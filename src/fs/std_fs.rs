@@ -110,6 +110,31 @@ pub(crate) fn start_writeback(file: &File) -> io::Result<()> {
 }
 
 impl FileSystem for StdFs {
+    /// `flock(LOCK_EX | LOCK_NB)` (std's `File::try_lock`) on `path`, opened
+    /// without truncation so a refused writer never touches the holder's file; the
+    /// holder then writes its pid there (for the refusal's message).
+    fn try_lock(&self, path: &Path) -> io::Result<super::FileLock> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "lock held by another writer",
+                ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        file.set_len(0)?;
+        file.write_all(format!("{}\n", std::process::id()).as_bytes())?;
+        Ok(super::FileLock::new(file))
+    }
+
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
     }

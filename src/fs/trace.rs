@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::FileSystem;
+use super::{FileLock, FileSystem};
 
 /// The kind of a traced call: the mutating methods of [`FileSystem`], the same
 /// enum the simulated file system names its calls and faults with.
@@ -99,6 +99,10 @@ impl TraceFs {
 }
 
 impl FileSystem for TraceFs {
+    fn try_lock(&self, path: &Path) -> io::Result<FileLock> {
+        self.inner.try_lock(path)
+    }
+
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let result = self.inner.create_dir_all(path);
         self.record(TraceCall::CreateDirAll, path, None, None, result)

@@ -77,6 +77,10 @@ impl GateFs {
 }
 
 impl FileSystem for GateFs {
+    fn try_lock(&self, path: &Path) -> io::Result<crate::fs::FileLock> {
+        self.inner.try_lock(path)
+    }
+
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.call();
         self.inner.create_dir_all(path)
