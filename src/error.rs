@@ -112,6 +112,25 @@ pub enum Error {
         /// The holder's process id, when its lock file says.
         holder: Option<u32>,
     },
+    /// A name the install protocol would create beside the log directory `dir`
+    /// (its longest, `D.compact-manifest.tmp`, is `sibling`) is longer than a file
+    /// name may be (`bytes_max`, POSIX `NAME_MAX`). Checked before a compaction
+    /// starts: nothing was created or changed. Shorten the directory's name (by
+    /// the excess) to compact it.
+    #[error(
+        "log dir {dir}: the install would create {sibling}, a {bytes}-byte name, above the \
+         file-name limit of {bytes_max} bytes; nothing changed"
+    )]
+    NameTooLong {
+        /// The log directory.
+        dir: PathBuf,
+        /// The longest sibling path the install would create.
+        sibling: PathBuf,
+        /// The length of that sibling's file name in bytes.
+        bytes: usize,
+        /// The longest file name allowed, in bytes.
+        bytes_max: usize,
+    },
     /// A previous IO error left the log in an unknown state; reopen it.
     ///
     /// After a failed write or fsync the engine cannot know what reached the disk

@@ -299,3 +299,47 @@ fn the_engine_on_sim_fs_reports_an_injected_fsync_error_of_flush() {
     assert_eq!(fs.fired_faults().len(), 1);
     assert!(matches!(log.flush(), Err(Error::Poisoned)));
 }
+
+/// `canonicalize` (what a log directory's install siblings derive from): on the
+/// real disk it follows links, also a dangling one (a symlinked log whose target an
+/// install renamed away mid-swap) and resolves a missing last name to where it
+/// would be created; on the simulated one (no links) it normalises the path.
+#[test]
+fn canonicalize_resolves_links_dots_and_missing_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = StdFs::new().canonicalize(tmp.path()).unwrap();
+    let fs = StdFs::new();
+    std::fs::create_dir(root.join("real")).unwrap();
+    std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+    std::os::unix::fs::symlink("gone", root.join("dangling")).unwrap();
+    let real = root.join("real");
+    for spelled in [
+        root.join("link"),
+        root.join("link/"),
+        root.join("link/."),
+        root.join("real/../link"),
+        root.join("./real"),
+    ] {
+        assert_eq!(fs.canonicalize(&spelled).unwrap(), real, "{spelled:?}");
+    }
+    assert_eq!(
+        fs.canonicalize(&root.join("dangling")).unwrap(),
+        root.join("gone")
+    );
+    assert_eq!(
+        fs.canonicalize(&root.join("link/new/p-0")).unwrap(),
+        real.join("new/p-0")
+    );
+    assert!(!root.join("gone").exists() && !real.join("new").exists());
+
+    let sim = SimFs::new();
+    assert_eq!(
+        sim.canonicalize(Path::new("/a/./b/../c/")).unwrap(),
+        Path::new("/a/c")
+    );
+    assert_eq!(
+        sim.canonicalize(Path::new("/../a/.")).unwrap(),
+        Path::new("/a")
+    );
+    assert_eq!(sim.canonicalize(Path::new("./")).unwrap(), Path::new("."));
+}

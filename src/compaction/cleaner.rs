@@ -211,6 +211,7 @@ fn build_inner(
     from: &BuildFrom<'_>,
 ) -> Result<Option<Built>> {
     clean.validate()?;
+    InstallPaths::new(dir)?.check_names_fit()?;
     if options.delete_retention_ms < 0 {
         return Err(Error::InvalidArgument(format!(
             "delete_retention_ms must be >= 0, got {}",

@@ -19,7 +19,7 @@ pub mod trace;
 
 use std::fmt::Debug;
 use std::io;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 pub use std_fs::StdFs;
 pub use trace::{TraceCall, TraceFs, TracedOp};
@@ -111,6 +111,19 @@ pub trait FileSystem: Debug + Send + Sync {
     /// Length of the file in bytes.
     fn len(&self, path: &Path) -> io::Result<u64>;
 
+    /// The path `path` names with no `.` or `..` component, no trailing slash and
+    /// no symbolic link: where a create, rename or sibling of `path` really lands.
+    /// A path whose last components do not exist (a log `append` creates, a
+    /// symlink whose target an install renamed away) resolves to where they would
+    /// be created. Changes nothing. The engine resolves a log directory once, at
+    /// open, and derives every sibling name (docs/design.md section 6) from the
+    /// result. The default is [`normalize_lexically`], right for a file system
+    /// without symbolic links (the simulated ones); a wrapper over the real disk
+    /// forwards it.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(normalize_lexically(path))
+    }
+
     /// Reads the whole file.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         let len = self.len(path)?;
@@ -199,4 +212,28 @@ pub fn read_bounded(
         done += n;
     }
     Ok(Some(buf))
+}
+
+/// `path` without `.` components or a trailing slash, each `..` taking away the
+/// component before it (none above the root or above the start of a relative
+/// path). Pure: correct when no component is a symbolic link.
+pub fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }

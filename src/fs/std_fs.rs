@@ -109,6 +109,40 @@ pub(crate) fn start_writeback(file: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// Symbolic links followed at most on one resolution (Linux's `MAXSYMLINKS`).
+const SYMLINKS_MAX: u32 = 40;
+
+/// [`FileSystem::canonicalize`] on the real disk: `realpath`, and for a path that
+/// does not exist, its dangling symbolic link followed or its parent resolved and
+/// the missing name joined.
+fn resolve(path: &Path, symlinks: u32) -> io::Result<PathBuf> {
+    let missing = match std::fs::canonicalize(path) {
+        Ok(resolved) => return Ok(resolved),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => e,
+        Err(e) => return Err(e),
+    };
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let is_link = std::fs::symlink_metadata(path)
+        .map(|m| m.file_type().is_symlink())
+        .unwrap_or(false);
+    if is_link {
+        if symlinks >= SYMLINKS_MAX {
+            return Err(io::Error::other(format!(
+                "more than {SYMLINKS_MAX} symbolic links"
+            )));
+        }
+        let target = std::fs::read_link(path)?;
+        return resolve(&parent.join(target), symlinks + 1);
+    }
+    let Some(name) = path.file_name() else {
+        return Err(missing);
+    };
+    Ok(resolve(parent, symlinks)?.join(name))
+}
+
 impl FileSystem for StdFs {
     /// `flock(LOCK_EX | LOCK_NB)` (std's `File::try_lock`) on `path`, opened
     /// without truncation so a refused writer never touches the holder's file; the
@@ -133,6 +167,10 @@ impl FileSystem for StdFs {
         file.set_len(0)?;
         file.write_all(format!("{}\n", std::process::id()).as_bytes())?;
         Ok(super::FileLock::new(file))
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        resolve(path, 0)
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {

@@ -103,6 +103,11 @@ impl FileSystem for TraceFs {
         self.inner.try_lock(path)
     }
 
+    /// Forwarded, not recorded: it changes nothing.
+    fn canonicalize(&self, path: &Path) -> io::Result<std::path::PathBuf> {
+        self.inner.canonicalize(path)
+    }
+
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let result = self.inner.create_dir_all(path);
         self.record(TraceCall::CreateDirAll, path, None, None, result)

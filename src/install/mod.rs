@@ -76,6 +76,40 @@ impl InstallPaths {
     }
 }
 
+/// The longest file name, in bytes, the install creates a sibling under (POSIX
+/// `NAME_MAX` on Linux's file systems).
+pub const NAME_BYTES_MAX: usize = 255;
+
+impl InstallPaths {
+    /// Refuses ([`Error::NameTooLong`]) a log directory whose longest sibling name
+    /// (`D.compact-manifest.tmp`) would not fit [`NAME_BYTES_MAX`]: a compaction
+    /// checks it before it creates anything, so it never stops halfway, past
+    /// its temp dir, on a name the file system refuses.
+    pub fn check_names_fit(&self) -> Result<()> {
+        let bytes_of = |p: &Path| p.file_name().map_or(0, |n| n.len());
+        let sibling = [
+            &self.tmp,
+            &self.backup,
+            &self.trash,
+            &self.manifest,
+            &self.manifest_tmp,
+        ]
+        .into_iter()
+        .max_by_key(|p| bytes_of(p))
+        .unwrap_or(&self.manifest_tmp);
+        let bytes = bytes_of(sibling);
+        if bytes > NAME_BYTES_MAX {
+            return Err(Error::NameTooLong {
+                dir: self.live.clone(),
+                sibling: sibling.clone(),
+                bytes,
+                bytes_max: NAME_BYTES_MAX,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Test-only: the protocol and its deliberately broken forms for the teeth checks.
 #[cfg(any(test, feature = "test-variants"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

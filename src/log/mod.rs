@@ -292,6 +292,14 @@ pub struct Log {
     txn: Mutex<Option<txn::TxnState>>,
 }
 
+/// The directory a log in `dir` lives in: `dir` with its symbolic links, `.` and
+/// `..` resolved ([`FileSystem::canonicalize`]). The log works there, so its
+/// install siblings (`D.compact-tmp` and the others) sit beside the real directory
+/// and a symlinked `dir` stays a link to it.
+pub(crate) fn resolve_dir(fs: &dyn FileSystem, dir: &Path) -> Result<PathBuf> {
+    fs.canonicalize(dir).map_err(|e| Error::io(dir, e))
+}
+
 impl Log {
     /// Opens (or creates) the log in `dir` on the real file system.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<(Log, RecoveryReport)> {
@@ -316,7 +324,8 @@ impl Log {
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
         config.validate()?;
-        let dir = dir.as_ref();
+        let dir = &resolve_dir(fs.as_ref(), dir.as_ref())?;
+        // On the resolved directory: a symlink and its target share one lock.
         let held = lock::acquire(fs.as_ref(), dir)?;
         let mut report = RecoveryReport::default();
         let segments = recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?;
@@ -345,7 +354,9 @@ impl Log {
         read_only: bool,
     ) -> Result<(Log, RecoveryReport)> {
         config.validate()?;
-        // The writer lock before recovery: a second writer is refused before it
+        let dir = &resolve_dir(fs.as_ref(), dir)?;
+        // The writer lock before recovery, on the resolved directory (a symlink
+        // and its target share one lock): a second writer is refused before it
         // reads or changes anything. Read-only opens take none.
         let held = if read_only {
             None

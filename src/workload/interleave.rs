@@ -81,6 +81,11 @@ impl FileSystem for GateFs {
         self.inner.try_lock(path)
     }
 
+    /// Forwarded without a gate: it changes nothing.
+    fn canonicalize(&self, path: &Path) -> io::Result<std::path::PathBuf> {
+        self.inner.canonicalize(path)
+    }
+
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.call();
         self.inner.create_dir_all(path)

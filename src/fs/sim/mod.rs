@@ -428,6 +428,11 @@ impl FileSystem for SimFs {
         }))
     }
 
+    /// The simulated tree has no symbolic links: the path normalised.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(super::normalize_lexically(path))
+    }
+
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.mutate(Call::CreateDirAll, path, |s| s.create_dir_all(path))
     }
