@@ -99,9 +99,8 @@ pub enum Error {
     /// second process (or a second handle) is refused here, having changed nothing.
     /// Read-only opens take no lock.
     #[error(
-        "log directory {} is locked by another writer{} (its lock file {}); close that writer or open read-only",
+        "log directory {} is locked by another writer (its lock file {}: `fuser` names the holder); close that writer or open read-only",
         dir.display(),
-        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
         lock_file.display()
     )]
     Locked {
@@ -109,8 +108,6 @@ pub enum Error {
         dir: PathBuf,
         /// The lock file.
         lock_file: PathBuf,
-        /// The holder's process id, when its lock file says.
-        holder: Option<u32>,
     },
     /// A name the install protocol would create beside the log directory `dir`
     /// (its longest, `D.compact-manifest.tmp`, is `sibling`) is longer than a file

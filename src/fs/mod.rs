@@ -154,9 +154,8 @@ pub trait FileSystem: Debug + Send + Sync {
     /// Takes an exclusive lock on the lock file `path` without waiting, creating the
     /// file if it is missing; the lock is held until the returned guard drops or the
     /// process dies (the kernel releases it: a `kill -9` leaves no stale lock). A
-    /// lock another holder keeps is `ErrorKind::WouldBlock`. The file's bytes are
-    /// not protocol state: a real file system writes the holder's pid into it for
-    /// the error a second writer gets; nothing reads them as data.
+    /// lock another holder keeps is `ErrorKind::WouldBlock`. The file holds no
+    /// bytes and is not protocol state (recovery never reads or removes it).
     fn try_lock(&self, path: &Path) -> io::Result<FileLock>;
 
     /// Creates `path` holding exactly `data` (create + append). Not durable by itself.

@@ -145,10 +145,10 @@ fn resolve(path: &Path, symlinks: u32) -> io::Result<PathBuf> {
 
 impl FileSystem for StdFs {
     /// `flock(LOCK_EX | LOCK_NB)` (std's `File::try_lock`) on `path`, opened
-    /// without truncation so a refused writer never touches the holder's file; the
-    /// holder then writes its pid there (for the refusal's message).
+    /// without truncation; the file stays empty (as Kafka's `.lock` does), so no
+    /// open changes its bytes.
     fn try_lock(&self, path: &Path) -> io::Result<super::FileLock> {
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
@@ -164,8 +164,6 @@ impl FileSystem for StdFs {
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
-        file.set_len(0)?;
-        file.write_all(format!("{}\n", std::process::id()).as_bytes())?;
         Ok(super::FileLock::new(file))
     }
 

@@ -7,20 +7,16 @@
 //! manifest too), before recovery touches anything, and holds it until the log is
 //! closed or dropped. A second writer is refused with [`Error::Locked`], having
 //! changed nothing. The kernel releases the lock of a killed process, so a stale
-//! `D.lock` file never blocks anyone; its bytes (the holder's pid) are only for the
-//! refusal's message.
+//! `D.lock` file never blocks anyone; the file stays empty.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::fs::{read_bounded, FileLock, FileSystem};
+use crate::fs::{FileLock, FileSystem};
 use crate::{Error, Result};
 
 /// Suffix of the lock file beside the log directory.
 pub const LOCK_SUFFIX: &str = ".lock";
-
-/// Bytes a lock file may hold (a pid and a newline); more is not ours to read.
-const LOCK_FILE_BYTES_MAX: u64 = 32;
 
 /// `D.lock` for the log directory `D`: `D`'s last component plus [`LOCK_SUFFIX`],
 /// in `D`'s parent (the working directory when `D` has none).
@@ -50,7 +46,6 @@ pub fn acquire(fs: &dyn FileSystem, dir: &Path) -> Result<FileLock> {
         Ok(lock) => Ok(lock),
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(Error::Locked {
             dir: dir.to_path_buf(),
-            holder: holder(fs, &path),
             lock_file: path,
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -60,7 +55,6 @@ pub fn acquire(fs: &dyn FileSystem, dir: &Path) -> Result<FileLock> {
             fs.try_lock(&path).map_err(|e| match e.kind() {
                 io::ErrorKind::WouldBlock => Error::Locked {
                     dir: dir.to_path_buf(),
-                    holder: holder(fs, &path),
                     lock_file: path.clone(),
                 },
                 _ => Error::io(&path, e),
@@ -68,12 +62,6 @@ pub fn acquire(fs: &dyn FileSystem, dir: &Path) -> Result<FileLock> {
         }
         Err(e) => Err(Error::io(&path, e)),
     }
-}
-
-/// The pid the holder wrote into its lock file, if it is there and readable.
-fn holder(fs: &dyn FileSystem, path: &Path) -> Option<u32> {
-    let bytes = read_bounded(fs, path, LOCK_FILE_BYTES_MAX).ok()??;
-    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -106,11 +94,9 @@ mod tests {
             Err(Error::Locked {
                 dir: d,
                 lock_file,
-                holder,
             }) => {
                 assert_eq!(d, dir);
                 assert_eq!(lock_file, Path::new("/data/log.lock"));
-                assert_eq!(holder, None);
             }
             other => panic!("{other:?}"),
         }
