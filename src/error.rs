@@ -281,6 +281,25 @@ pub enum CorruptKind {
     /// pointing beyond its segment, or a manifest naming a file that is not there).
     #[error("{0}")]
     Other(String),
+    /// Damage in the active segment followed by CRC-valid batches, which the strict
+    /// recovery mode (`crate::log::RecoveryMode::Strict`) refuses to truncate.
+    #[error(
+        "{damage}, followed by {batches} valid batches ({records} records, offsets \
+         {first_offset}..={last_offset}) that truncating the tail would drop; \
+         the strict recovery mode refuses"
+    )]
+    BeforeValidBatches {
+        /// What is wrong at the error's position (the first invalid batch).
+        damage: Box<CorruptKind>,
+        /// CRC-valid batches after it.
+        batches: u64,
+        /// Records those batches declare.
+        records: u64,
+        /// Their smallest base offset.
+        first_offset: i64,
+        /// Their largest last offset.
+        last_offset: i64,
+    },
 }
 
 /// Which of Kafka's produce-request rules a batch given to

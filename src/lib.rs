@@ -129,7 +129,8 @@ pub use error::{BatchRule, CorruptKind, Error, Result};
 pub use format::txn_index::AbortedTxn;
 pub use format::{ControlKind, Header, NewRecord, RecordBatch};
 pub use log::{
-    AppendInfo, Fetch, Isolation, Log, LogConfig, Producer, ReadRecord, RecordRef, RecoveryReport,
+    AppendInfo, Fetch, Isolation, Log, LogConfig, Producer, ReadRecord, RecordRef, RecoveryMode,
+    RecoveryReport, TailKind, TailTruncation,
 };
 pub use segment::SegmentInfo;
 

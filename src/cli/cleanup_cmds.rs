@@ -79,21 +79,25 @@ pub struct CompactArgs {
     pub variant: String,
 }
 
-fn open_existing(args: &LogArgs) -> Result<Log> {
+/// The log and its open's `"recovery"` JSON.
+fn open_existing(args: &LogArgs) -> Result<(Log, Option<serde_json::Value>)> {
     open_existing_with(args, args.config())
 }
 
-fn open_existing_with(args: &LogArgs, config: LogConfig) -> Result<Log> {
+fn open_existing_with(
+    args: &LogArgs,
+    config: LogConfig,
+) -> Result<(Log, Option<serde_json::Value>)> {
     super::require_log(&args.dir)?;
-    let (log, _report) = Log::open_with(super::seam(), &args.dir, config)?;
-    Ok(log)
+    let (log, report) = Log::open_with(super::seam(), &args.dir, config)?;
+    Ok((log, super::log_cmds::recovery_json(&report)))
 }
 
 /// `seglog retain`.
 pub fn retain(args: RetainArgs) -> Result<Outcome> {
     crate::retention::check_arguments(args.retention_ms, args.retention_bytes)?;
     let variant = Variant::parse(&args.variant).map_err(Error::InvalidArgument)?;
-    let mut log = open_existing(&args.log)?;
+    let (mut log, recovery) = open_existing(&args.log)?;
     let deleted_segments = engine::retain(
         &mut log,
         args.now,
@@ -103,10 +107,13 @@ pub fn retain(args: RetainArgs) -> Result<Outcome> {
     )?;
     let log_start_offset = log.log_start_offset();
     log.close()?;
-    Ok(Outcome::Ok(json!({
+    Ok(Outcome::Ok(super::log_cmds::put_recovery(
+        json!({
         "deleted_segments": deleted_segments,
         "log_start_offset": log_start_offset,
-    })))
+        }),
+        recovery,
+    )))
 }
 
 /// `seglog compact`.
@@ -126,7 +133,7 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
     };
     config.validate()?;
     let variant = Variant::parse(&args.variant).map_err(Error::InvalidArgument)?;
-    let mut log = open_existing_with(&args.log, config)?;
+    let (mut log, recovery) = open_existing_with(&args.log, config)?;
     let cleanable = log.cleanable(args.now)?;
     let segment_bytes = Some(args.log.segment_bytes);
     let report = if args.if_dirty {
@@ -147,7 +154,8 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         ..CompactionReport::default()
     });
     log.close()?;
-    Ok(Outcome::Ok(json!({
+    Ok(Outcome::Ok(super::log_cmds::put_recovery(
+        json!({
         "records_before": report.records_before,
         "records_after": report.records_after,
         "segments_before": report.segments_before,
@@ -164,5 +172,7 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         "policy": args.log.policy.name(),
         "keyless_dropped": report.keyless_dropped,
         "empty_batches": report.empty_batches,
-    })))
+        }),
+        recovery,
+    )))
 }

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, Result};
 use crate::format::{Compression, TimestampType};
 use crate::fs::{FileSystem, StdFs};
-use crate::{Log, LogConfig, NewRecord};
+use crate::{Log, LogConfig, NewRecord, RecoveryMode, RecoveryReport, TailKind};
 
 use super::Outcome;
 use crate::compaction::CompactionPolicy;
@@ -56,6 +56,54 @@ pub struct LogArgs {
     /// bytes (a hint: flush still makes the data durable); 0 turns it off.
     #[arg(long, default_value_t = LogConfig::default().writeback_bytes)]
     pub writeback_bytes: u64,
+    /// What a writable open does with an invalid tail of the active segment:
+    /// torn-tail (the default) truncates it, whatever follows, and reports it;
+    /// strict refuses (exit 2, nothing changed) when CRC-valid batches follow
+    /// the damage, i.e. the tail is not a torn write. The command's JSON says
+    /// what was truncated and why in "recovery".
+    #[arg(long, default_value_t = RecoveryMode::TornTail, value_name = "torn-tail|strict")]
+    pub recovery_mode: RecoveryMode,
+}
+
+/// What the open's recovery truncated and why, for the JSON of a command that
+/// opened the log writable (`"recovery"`); `None` when it truncated nothing (the
+/// command's JSON is then what it always was). Prints a warning on stderr when the
+/// truncation dropped CRC-valid batches that followed the damage.
+pub(crate) fn recovery_json(report: &RecoveryReport) -> Option<Value> {
+    if report.truncated_bytes == 0 {
+        return None;
+    }
+    let tail = report.truncated_tail.as_ref();
+    let after = tail.map(|t| t.valid_after.clone()).unwrap_or_default();
+    if tail.is_some_and(|t| t.kind == TailKind::CorruptionBeforeValidBatches) {
+        eprintln!(
+            "seglog: warning: recovery truncated the active segment at corruption followed by {} valid batches ({} records, offsets {}..={}); they are gone ({}); --recovery-mode strict refuses instead",
+            after.batches,
+            after.records,
+            after.first_offset.unwrap_or(-1),
+            after.last_offset.unwrap_or(-1),
+            report.truncated_reason.as_deref().unwrap_or("invalid batch"),
+        );
+    }
+    Some(json!({
+        "truncated_bytes": report.truncated_bytes,
+        "truncated_batches": report.truncated_batches,
+        "truncated_segment": report.truncated_segment,
+        "reason": report.truncated_reason,
+        "tail": tail.map(|t| t.kind),
+        "valid_batches_after": after.batches,
+        "valid_records_after": after.records,
+        "valid_offsets_after": after.first_offset.zip(after.last_offset).map(|(a, b)| [a, b]),
+        "mode": tail.map(|t| t.mode.to_string()),
+    }))
+}
+
+/// `value` (a command's JSON object) with `"recovery"` added, if there is one.
+pub(crate) fn put_recovery(mut value: Value, recovery: Option<Value>) -> Value {
+    if let (Value::Object(object), Some(recovery)) = (&mut value, recovery) {
+        object.insert("recovery".into(), recovery);
+    }
+    value
 }
 
 impl LogArgs {
@@ -68,6 +116,7 @@ impl LogArgs {
             max_batch_bytes: self.max_batch_bytes,
             compaction_policy: self.policy,
             writeback_bytes: self.writeback_bytes,
+            recovery_mode: self.recovery_mode,
             ..Default::default()
         }
     }
@@ -199,10 +248,11 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
             ControlArg::Commit => crate::ControlKind::Commit,
             ControlArg::Abort => crate::ControlKind::Abort,
         };
-        let (mut log, _report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
+        let (mut log, report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
+        let recovery = recovery_json(&report);
         let info = log.append_control(kind, producer_id, args.producer_epoch, args.timestamp)?;
         log.close()?;
-        return Ok(Outcome::Ok(json!(info)));
+        return Ok(Outcome::Ok(put_recovery(json!(info), recovery)));
     }
     let batches = match (&args.batch, &args.batch_file) {
         (Some(text), _) => vec![parse_batch(text, "--batch")?],
@@ -232,7 +282,8 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
         }
         (None, None) => return Err(Error::InvalidArgument("--batch or --batch-file".into())),
     };
-    let (mut log, _report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
+    let (mut log, report) = Log::open_with(super::seam(), &args.log.dir, args.log.config())?;
+    let recovery = recovery_json(&report);
     let mut infos = Vec::with_capacity(batches.len());
     for batch in &batches {
         infos.push(match args.producer_id {
@@ -243,8 +294,10 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
         });
     }
     log.close()?;
+    // `--batch-file` prints an array, which has no room for the field: the
+    // stderr warning above is what it says about a truncation.
     let value = if args.batch.is_some() {
-        json!(infos.first())
+        put_recovery(json!(infos.first()), recovery)
     } else {
         json!(infos)
     };
@@ -261,25 +314,31 @@ fn append_raw(log_args: &LogArgs, path: &std::path::Path) -> Result<Outcome> {
     let batches = crate::format::produce::check(&bytes, log_args.max_batch_bytes as usize)
         .map_err(Error::from)?
         .len();
-    let (mut log, _report) = Log::open_with(super::seam(), &log_args.dir, log_args.config())?;
+    let (mut log, report) = Log::open_with(super::seam(), &log_args.dir, log_args.config())?;
+    let recovery = recovery_json(&report);
     let info = log.append_batches(&bytes)?;
     log.close()?;
-    Ok(Outcome::Ok(json!({
+    Ok(Outcome::Ok(put_recovery(
+        json!({
         "base_offset": info.base_offset,
         "last_offset": info.last_offset,
         "batches": batches,
-    })))
+        }),
+        recovery,
+    )))
 }
 
 /// `seglog roll`.
 pub fn roll(args: LogArgs) -> Result<Outcome> {
     super::require_log(&args.dir)?;
-    let (mut log, _report) = Log::open_with(super::seam(), &args.dir, args.config())?;
+    let (mut log, report) = Log::open_with(super::seam(), &args.dir, args.config())?;
+    let recovery = recovery_json(&report);
     let active_base_offset = log.roll()?;
     log.close()?;
-    Ok(Outcome::Ok(
+    Ok(Outcome::Ok(put_recovery(
         json!({ "active_base_offset": active_base_offset }),
-    ))
+        recovery,
+    )))
 }
 
 /// `seglog recover`.

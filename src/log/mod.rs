@@ -19,6 +19,7 @@ pub mod lock;
 mod raw;
 mod read;
 pub mod recovery;
+pub mod recovery_mode;
 pub mod report;
 pub mod trust;
 pub mod txn;
@@ -38,6 +39,7 @@ use crate::fs::{FileSystem, StdFs};
 use crate::segment::{Segment, SegmentInfo};
 
 pub use fetch::{Fetch, FetchRecords, RecordRef};
+pub use recovery_mode::{RecoveryMode, TailKind, TailTruncation};
 pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 pub use txn::{Isolation, Producer, TxnIndexRebuild};
 pub use write::check_records;
@@ -119,6 +121,12 @@ pub struct LogConfig {
     /// [`Log::flush`]. 0 turns it off. Default 1 MiB (docs/design.md section 3).
     #[cfg_attr(feature = "serde", serde(default = "default_writeback_bytes"))]
     pub writeback_bytes: u64,
+    /// What a writable open does with an invalid tail of the active segment:
+    /// truncate it (the default, [`RecoveryMode::TornTail`]) or refuse when valid
+    /// batches follow the damage ([`RecoveryMode::Strict`]; docs/design.md
+    /// section 3, "Recovery modes").
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub recovery_mode: RecoveryMode,
 }
 
 // `validate` rejects a NaN ratio, so equality is an equivalence on valid configs.
@@ -162,6 +170,7 @@ impl Default for LogConfig {
             max_batch_bytes: default_max_batch_bytes(),
             compaction_policy: crate::compaction::CompactionPolicy::Seed,
             writeback_bytes: default_writeback_bytes(),
+            recovery_mode: RecoveryMode::TornTail,
         }
     }
 }

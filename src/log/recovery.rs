@@ -6,7 +6,9 @@
 //!
 //! Corruption policy (see docs/design.md section 3):
 //! * a torn or invalid tail of the *last* segment is truncated at the first invalid
-//!   batch (only the active segment is ever appended to without an fsync);
+//!   batch (only the active segment is ever appended to without an fsync); the
+//!   report says whether CRC-valid batches followed the damage, and
+//!   [`super::RecoveryMode::Strict`] refuses, modifying nothing, when they did;
 //! * invalid data in any other segment is [`crate::Error::Corrupt`] naming file and
 //!   byte position, and recovery modifies nothing (all reading happens first);
 //! * index files are rewritten when missing, short or inconsistent with the `.log`;
@@ -110,6 +112,7 @@ pub fn recover_with(
         Trust::default()
     };
     let mut scans = recovery_scan(fs, dir, &listing, config, &trusted, report)?;
+    recovery_judge_tail(fs, &scans, config, true, report)?;
     let rewrites = recovery_check_indexes(fs, &mut scans, report)?;
     let scanned: Vec<i64> = scans
         .iter()
@@ -170,6 +173,7 @@ pub fn inspect(
     }
     // A read-only inspection is a diagnostic: it checks every segment.
     let mut scans = recovery_scan(fs, dir, &listing, config, &Trust::default(), report)?;
+    recovery_judge_tail(fs, &scans, config, false, report)?;
     for rewrite in recovery_check_indexes(fs, &mut scans, report)? {
         report.rebuilt_indexes.push(rewrite.report());
     }
@@ -344,6 +348,39 @@ pub fn recovery_scan(
 
 /// How [`open_trusted`] ends a reason that blames the summary, not the segment.
 const HINT_WRONG: &str = "ignored for it";
+
+/// Phase 3b (read-only): classify the active segment's invalid tail, if it has one:
+/// a torn tail, or corruption followed by CRC-valid batches
+/// ([`crate::segment::salvage`]). The report gets the finding; with `enforce` (a
+/// writable open) the configured [`super::RecoveryMode`] decides whether phase 6
+/// may truncate it, and a refusal returns here, before anything is modified.
+pub fn recovery_judge_tail(
+    fs: &dyn FileSystem,
+    scans: &[ScanOutcome],
+    config: &LogConfig,
+    enforce: bool,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let Some(last) = scans.last() else {
+        return Ok(());
+    };
+    let Some(invalid) = &last.invalid else {
+        return Ok(());
+    };
+    let found = crate::segment::salvage::valid_after(
+        fs,
+        &last.segment.paths.log,
+        last.valid_bytes(),
+        last.file_bytes,
+        last.segment.next_offset,
+    )?;
+    let tail = super::TailTruncation::new(config.recovery_mode, found);
+    if enforce {
+        tail.judge(invalid)?;
+    }
+    report.truncated_tail = Some(tail);
+    Ok(())
+}
 
 /// A segment opened from `summary` without reading its `.log`. The outer error is
 /// fatal (IO); the inner one sends the segment to a scan (its index files do not

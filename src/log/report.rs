@@ -53,6 +53,10 @@ pub struct RecoveryReport {
     pub truncated_segment: Option<i64>,
     /// Why the tail was cut (the first invalid batch).
     pub truncated_reason: Option<String>,
+    /// What the cut tail was: torn (nothing CRC-valid after its first invalid
+    /// byte) or corruption followed by valid batches, which it counts, and the
+    /// recovery mode the open ran in. `None` if no tail was cut.
+    pub truncated_tail: Option<super::TailTruncation>,
     /// Index files rewritten from their `.log`.
     pub rebuilt_indexes: Vec<RebuiltIndex>,
     /// Index files valid by Kafka's rules and kept as found although a rebuild

@@ -5,6 +5,7 @@
 //! * [`view`]: a segment's bytes as one shared buffer (a read-only mapping), walked
 //!   batch by batch; what reads hand out slices of.
 //! * [`scan`]: the full validation of a `.log` on open (every batch decoded).
+//! * [`salvage`]: the CRC-valid batches after an invalid tail's first byte.
 //! * [`validate`]: Kafka's rules for a valid `.index` / `.timeindex`.
 //! * `close`: Kafka's close-time treatment of the active segment.
 
@@ -14,6 +15,7 @@
 mod close;
 pub mod index;
 pub mod reader;
+pub mod salvage;
 pub mod scan;
 pub mod validate;
 pub mod view;
