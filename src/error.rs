@@ -93,6 +93,22 @@ pub enum Error {
         /// The rule it broke.
         rule: BatchRule,
     },
+    /// Another writer holds the log: a writable open (of a [`crate::Log`], the CLI,
+    /// the `LogManager`) takes an exclusive lock on the lock file `D.lock` beside
+    /// the log directory `D` before anything else and keeps it until close, so a
+    /// second process (or a second handle) is refused here, having changed nothing.
+    /// Read-only opens take no lock.
+    #[error(
+        "log directory {} is locked by another writer (its lock file {}: `fuser` names the holder); close that writer or open read-only",
+        dir.display(),
+        lock_file.display()
+    )]
+    Locked {
+        /// The log directory.
+        dir: PathBuf,
+        /// The lock file.
+        lock_file: PathBuf,
+    },
     /// A name the install protocol would create beside the log directory `dir`
     /// (its longest, `D.compact-manifest.tmp`, is `sibling`) is longer than a file
     /// name may be (`bytes_max`, POSIX `NAME_MAX`). Checked before a compaction

@@ -53,6 +53,9 @@ impl ReadLog {
 }
 
 impl FileSystem for ReadLog {
+    fn try_lock(&self, path: &Path) -> std::io::Result<seglog::fs::FileLock> {
+        self.inner.try_lock(path)
+    }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
     }

@@ -46,6 +46,9 @@ impl Counting {
 }
 
 impl FileSystem for Counting {
+    fn try_lock(&self, path: &Path) -> std::io::Result<seglog::fs::FileLock> {
+        self.inner.try_lock(path)
+    }
     fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
         self.inner.create_dir_all(path)
     }

@@ -45,6 +45,9 @@ impl Hinted {
 }
 
 impl FileSystem for Hinted {
+    fn try_lock(&self, path: &Path) -> std::io::Result<seglog::fs::FileLock> {
+        self.inner.try_lock(path)
+    }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
     }

@@ -151,10 +151,37 @@ pub trait FileSystem: Debug + Send + Sync {
         self.read_all(path).map(bytes::Bytes::from)
     }
 
+    /// Takes an exclusive lock on the lock file `path` without waiting, creating the
+    /// file if it is missing; the lock is held until the returned guard drops or the
+    /// process dies (the kernel releases it: a `kill -9` leaves no stale lock). A
+    /// lock another holder keeps is `ErrorKind::WouldBlock`. The file holds no
+    /// bytes and is not protocol state (recovery never reads or removes it).
+    fn try_lock(&self, path: &Path) -> io::Result<FileLock>;
+
     /// Creates `path` holding exactly `data` (create + append). Not durable by itself.
     fn write_new(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         self.create_file(path)?;
         self.append(path, data)
+    }
+}
+
+/// An exclusive lock taken by [`FileSystem::try_lock`], released when dropped.
+pub struct FileLock {
+    _held: Box<dyn Send + Sync>,
+}
+
+impl FileLock {
+    /// A lock held for as long as `held` lives (its drop releases it).
+    pub fn new(held: impl Send + Sync + 'static) -> FileLock {
+        FileLock {
+            _held: Box::new(held),
+        }
+    }
+}
+
+impl Debug for FileLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FileLock")
     }
 }
 

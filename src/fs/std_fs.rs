@@ -144,6 +144,29 @@ fn resolve(path: &Path, symlinks: u32) -> io::Result<PathBuf> {
 }
 
 impl FileSystem for StdFs {
+    /// `flock(LOCK_EX | LOCK_NB)` (std's `File::try_lock`) on `path`, opened
+    /// without truncation; the file stays empty (as Kafka's `.lock` does), so no
+    /// open changes its bytes.
+    fn try_lock(&self, path: &Path) -> io::Result<super::FileLock> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "lock held by another writer",
+                ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        Ok(super::FileLock::new(file))
+    }
+
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         resolve(path, 0)
     }

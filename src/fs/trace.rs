@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::FileSystem;
+use super::{FileLock, FileSystem};
 
 /// The kind of a traced call: the mutating methods of [`FileSystem`], the same
 /// enum the simulated file system names its calls and faults with.
@@ -99,6 +99,10 @@ impl TraceFs {
 }
 
 impl FileSystem for TraceFs {
+    fn try_lock(&self, path: &Path) -> io::Result<FileLock> {
+        self.inner.try_lock(path)
+    }
+
     /// Forwarded, not recorded: it changes nothing.
     fn canonicalize(&self, path: &Path) -> io::Result<std::path::PathBuf> {
         self.inner.canonicalize(path)

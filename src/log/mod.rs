@@ -2,6 +2,7 @@
 //!
 //! * [`recovery`]: the phases run by [`Log::open_with`].
 //! * [`report`]: the [`RecoveryReport`].
+//! * [`lock`]: the writer lock every writable open takes first.
 //! * `encode`: a data batch encoded straight from the caller's records.
 //! * `write`: append, control batches, roll, flush, close.
 //! * `raw`: producer-encoded batches appended as they came ([`Log::append_batches`]).
@@ -14,6 +15,7 @@
 pub(crate) mod encode;
 mod fetch;
 mod index_check;
+pub mod lock;
 mod raw;
 mod read;
 pub mod recovery;
@@ -276,6 +278,9 @@ pub struct Log {
     synced_log_bytes: u64,
     /// Opened with [`Log::open_read_only`]: writes are refused.
     read_only: bool,
+    /// The writer lock ([`lock`]), held from a writable open until close or drop;
+    /// `None` for a read-only open and after close.
+    lock: Option<crate::fs::FileLock>,
     /// Closed by [`Log::close_in_place`]: everything is refused.
     closed: bool,
     #[cfg(any(test, feature = "test-variants"))]
@@ -329,12 +334,13 @@ impl Log {
     ) -> Result<(Log, RecoveryReport)> {
         config.validate()?;
         let dir = &resolve_dir(fs.as_ref(), dir.as_ref())?;
+        // On the resolved directory: a symlink and its target share one lock.
+        let held = lock::acquire(fs.as_ref(), dir)?;
         let mut report = RecoveryReport::default();
         let segments = recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?;
-        Ok((
-            Log::assemble(fs, dir.to_path_buf(), config, segments, false),
-            report,
-        ))
+        let mut log = Log::assemble(fs, dir.to_path_buf(), config, segments, false);
+        log.lock = Some(held);
+        Ok((log, report))
     }
 
     /// Opens an existing log without changing anything on disk (no directory or
@@ -358,16 +364,23 @@ impl Log {
     ) -> Result<(Log, RecoveryReport)> {
         config.validate()?;
         let dir = &resolve_dir(fs.as_ref(), dir)?;
+        // The writer lock before recovery, on the resolved directory (a symlink
+        // and its target share one lock): a second writer is refused before it
+        // reads or changes anything. Read-only opens take none.
+        let held = if read_only {
+            None
+        } else {
+            Some(lock::acquire(fs.as_ref(), dir)?)
+        };
         let mut report = RecoveryReport::default();
         let segments = if read_only {
             recovery::inspect(fs.as_ref(), dir, &config, &mut report)?
         } else {
             recovery::recover(fs.as_ref(), dir, &config, &mut report)?
         };
-        Ok((
-            Log::assemble(fs, dir.to_path_buf(), config, segments, read_only),
-            report,
-        ))
+        let mut log = Log::assemble(fs, dir.to_path_buf(), config, segments, read_only);
+        log.lock = held;
+        Ok((log, report))
     }
 
     /// The in-memory log over recovered (or inspected) segments.
@@ -387,6 +400,7 @@ impl Log {
             poisoned: false,
             synced_log_bytes,
             read_only,
+            lock: None,
             closed: false,
             #[cfg(any(test, feature = "test-variants"))]
             roll_variant: RollVariant::Ours,
@@ -400,6 +414,13 @@ impl Log {
         };
         log.assert_invariants();
         log
+    }
+
+    /// Test-only: gives up the writer lock before a reopen of the same directory
+    /// (the broken variants' `reopen_after`), which takes it again.
+    #[cfg(any(test, feature = "test-variants"))]
+    pub(crate) fn release_lock(&mut self) {
+        self.lock = None;
     }
 
     /// Test-only: the roll's order (see [`RollVariant`]).

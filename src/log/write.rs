@@ -379,6 +379,8 @@ impl Log {
             self.poisoned = true;
         }
         self.closed = true;
+        // The next writer may open it now (a restart below, or another process).
+        self.lock = None;
         result
     }
 

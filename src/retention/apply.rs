@@ -117,6 +117,8 @@ impl Log {
         };
         let fs = std::sync::Arc::clone(self.fs());
         let dir = self.dir().to_path_buf();
+        // The reopen takes the writer lock itself.
+        self.release_lock();
         match Log::open_with(fs, dir, self.config().clone()) {
             Ok((mut log, _report)) => {
                 log.set_clock(std::sync::Arc::clone(self.clock()));

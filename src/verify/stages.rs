@@ -118,6 +118,7 @@ pub fn model(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
         ModelKind::Cleaner,
         ModelKind::Concurrent,
         ModelKind::Txn,
+        ModelKind::Writers,
     ];
     progress.start("model", models.len() as u64);
     let owned: Vec<ModelKind> = models

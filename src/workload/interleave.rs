@@ -77,6 +77,10 @@ impl GateFs {
 }
 
 impl FileSystem for GateFs {
+    fn try_lock(&self, path: &Path) -> io::Result<crate::fs::FileLock> {
+        self.inner.try_lock(path)
+    }
+
     /// Forwarded without a gate: it changes nothing.
     fn canonicalize(&self, path: &Path) -> io::Result<std::path::PathBuf> {
         self.inner.canonicalize(path)

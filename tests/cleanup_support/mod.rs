@@ -198,6 +198,9 @@ impl CrashAfter {
 }
 
 impl FileSystem for CrashAfter {
+    fn try_lock(&self, path: &Path) -> std::io::Result<seglog::fs::FileLock> {
+        self.inner.try_lock(path)
+    }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.step()?;
         self.inner.create_dir_all(path)

@@ -20,6 +20,7 @@ use crate::models::install::{InstallModel, InstallVariant};
 use crate::models::log::{LogModel, Mutant};
 use crate::models::retention::{RetentionModel, RetentionVariant};
 use crate::models::txn::{TxnModel, TxnMutant};
+use crate::models::writers::{WritersModel, WritersVariant};
 
 /// Which model to check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -43,6 +44,9 @@ pub enum ModelKind {
     /// (t) the transaction rules: plain and transactional appends of two producers,
     /// COMMIT and ABORT markers, rolls, compactions and a clock.
     Txn,
+    /// (g) two processes on one log directory: writable opens, appends, closes and
+    /// `kill -9`, with the writer lock.
+    Writers,
 }
 
 /// A protocol variant. `manifest` and `checkpoint-first` are ours; the others are
@@ -118,6 +122,10 @@ pub enum Variant {
     AbortedLikeCommitted,
     /// Txn: markers are removed at their horizon even while their data remains.
     MarkersIgnoreData,
+    /// Writers: ours (a writable open takes the log's exclusive lock first).
+    WriterLock,
+    /// Writers: writable opens take no lock (two processes on one log).
+    NoWriterLock,
 }
 
 impl Variant {
@@ -153,6 +161,8 @@ impl Variant {
             Variant::TxnRules => "txn-rules",
             Variant::AbortedLikeCommitted => "aborted-like-committed",
             Variant::MarkersIgnoreData => "markers-ignore-data",
+            Variant::WriterLock => "writer-lock",
+            Variant::NoWriterLock => "no-writer-lock",
         }
     }
 
@@ -200,6 +210,7 @@ impl Variant {
                 Variant::AbortedLikeCommitted,
                 Variant::MarkersIgnoreData,
             ],
+            ModelKind::Writers => &[Variant::WriterLock, Variant::NoWriterLock],
         }
     }
 
@@ -224,6 +235,7 @@ impl Variant {
                 | Variant::CleanPointInTemp
                 | Variant::LinkedTail
                 | Variant::TxnRules
+                | Variant::WriterLock
         )
     }
 }
@@ -380,6 +392,13 @@ pub(crate) fn concurrent_variant(variant: Variant) -> ConcurrentVariant {
     }
 }
 
+pub(crate) fn writers_variant(variant: Variant) -> WritersVariant {
+    match variant {
+        Variant::NoWriterLock => WritersVariant::NoWriterLock,
+        _ => WritersVariant::WriterLock,
+    }
+}
+
 fn txn_model(variant: Variant) -> TxnModel {
     let mutant = match variant {
         Variant::AbortedLikeCommitted => Some(TxnMutant::AbortedLikeCommitted),
@@ -433,6 +452,9 @@ pub fn try_run(options: &CheckOptions) -> Result<CheckReport, VariantError> {
             options.depth,
         ),
         ModelKind::Txn => check_model(txn_model(variant), options.depth),
+        ModelKind::Writers => {
+            check_model(WritersModel::new(writers_variant(variant)), options.depth)
+        }
     };
     report.model = options.model;
     report.variant = variant.name();
@@ -450,6 +472,7 @@ pub fn explore(options: &CheckOptions, addr: &str) -> Result<(), VariantError> {
         ModelKind::Cleaner => serve(CleanerModel::new(cleaner_variant(variant)), addr),
         ModelKind::Concurrent => serve(ConcurrentModel::new(concurrent_variant(variant)), addr),
         ModelKind::Txn => serve(txn_model(variant), addr),
+        ModelKind::Writers => serve(WritersModel::new(writers_variant(variant)), addr),
     }
 }
 
@@ -614,9 +637,11 @@ pub fn sync_verdict(failpoint: &str) -> Option<Result<String, String>> {
             DurabilityModel::new(DurabilityVariant::WithoutSyncs(1 << step)),
             None,
         ),
-        ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent | ModelKind::Txn => {
-            return None
-        }
+        ModelKind::Log
+        | ModelKind::Cleaner
+        | ModelKind::Concurrent
+        | ModelKind::Txn
+        | ModelKind::Writers => return None,
     };
     let refuted: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
     Some(if refuted.is_empty() {

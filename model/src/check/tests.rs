@@ -14,6 +14,7 @@ fn ours_hold_every_property() {
         (ModelKind::Retention, 121),
         (ModelKind::Concurrent, 21_935),
         (ModelKind::Txn, 11_838),
+        (ModelKind::Writers, 352),
     ] {
         let r = report(model, Variant::default_for(model));
         assert!(r.ok(), "{r:?}");
@@ -34,6 +35,7 @@ fn broken_variants_are_refuted_with_a_trace() {
         ModelKind::Cleaner,
         ModelKind::Concurrent,
         ModelKind::Txn,
+        ModelKind::Writers,
     ] {
         for variant in Variant::all(model).iter().filter(|v| !v.is_ours()) {
             let r = report(model, *variant);
@@ -168,7 +170,11 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
             ModelKind::Durability => crate::models::durability::SyncStep::OURS
                 .iter()
                 .any(|s| *s as usize == step),
-            ModelKind::Log | ModelKind::Cleaner | ModelKind::Concurrent | ModelKind::Txn => false,
+            ModelKind::Log
+            | ModelKind::Cleaner
+            | ModelKind::Concurrent
+            | ModelKind::Txn
+            | ModelKind::Writers => false,
         };
         assert!(is_sync, "{name} maps to a step that is not a sync");
     }

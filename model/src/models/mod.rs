@@ -1,6 +1,6 @@
 //! The stateright models: (a) the log, (b) the compaction install protocol, (d) the
 //! retention deletion order, (e) the cleaner's clean point and bounded map, (f)
-//! concurrent cleaning. Each is a plain `stateright::Model`.
+//! concurrent cleaning, (g) two processes on one log. Each is a plain `stateright::Model`.
 
 pub mod cleaner;
 pub mod concurrent;
@@ -10,6 +10,7 @@ pub mod install;
 pub mod log;
 pub mod retention;
 pub mod txn;
+pub mod writers;
 
 /// `steps` without those whose bits are set in `mask` (bit `n`: step `n`): the
 /// protocol variants the sync ablation's judge checks.

@@ -42,12 +42,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crash::{CrashMode, LostItem};
 pub use fault::{Call, FaultKind, FiredFault, EIO, ENOSPC};
 
-use super::FileSystem;
+use super::{FileLock, FileSystem};
 use state::State;
 use tree::{error, Node};
 
@@ -108,6 +108,27 @@ struct Inner {
 #[derive(Default)]
 pub struct SimFs {
     inner: Mutex<Inner>,
+    /// Paths whose lock a [`FileLock`] holds ([`FileSystem::try_lock`]). Not a
+    /// file of the simulated disk: locks are process state, which a crash image
+    /// (a new `SimFs`) starts without, as a restarted process does.
+    locks: Arc<Mutex<BTreeSet<PathBuf>>>,
+}
+
+/// A held [`SimFs`] lock; its drop releases the path.
+struct SimLock {
+    locks: Arc<Mutex<BTreeSet<PathBuf>>>,
+    path: PathBuf,
+}
+
+impl Drop for SimLock {
+    fn drop(&mut self) {
+        let removed = self
+            .locks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.path);
+        debug_assert!(removed, "a lock released twice");
+    }
 }
 
 impl fmt::Debug for SimFs {
@@ -133,6 +154,7 @@ impl SimFs {
                 state,
                 control: Control::default(),
             }),
+            locks: Arc::default(),
         }
     }
 
@@ -390,6 +412,22 @@ impl SimFs {
 }
 
 impl FileSystem for SimFs {
+    /// In memory, outside the counted calls (faults and crash points never land
+    /// on it, and numbering of the other calls stays as it was).
+    fn try_lock(&self, path: &Path) -> io::Result<FileLock> {
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        if !locks.insert(path.to_path_buf()) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "lock held by another writer",
+            ));
+        }
+        Ok(FileLock::new(SimLock {
+            locks: Arc::clone(&self.locks),
+            path: path.to_path_buf(),
+        }))
+    }
+
     /// The simulated tree has no symbolic links: the path normalised.
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         Ok(super::normalize_lexically(path))

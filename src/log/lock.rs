@@ -1,0 +1,107 @@
+//! The writer lock: one writable open of a log directory at a time, across
+//! processes (model (g), `seglog model check --model writers`).
+//!
+//! A writable open takes an exclusive lock on `D.lock`, a file beside the log
+//! directory `D` (in its parent, with the install's `D.compact-*` siblings, so the
+//! lock survives the install's directory swap and covers its temp, backup and
+//! manifest too), before recovery touches anything, and holds it until the log is
+//! closed or dropped. A second writer is refused with [`Error::Locked`], having
+//! changed nothing. The kernel releases the lock of a killed process, so a stale
+//! `D.lock` file never blocks anyone; the file stays empty.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::fs::{FileLock, FileSystem};
+use crate::{Error, Result};
+
+/// Suffix of the lock file beside the log directory.
+pub const LOCK_SUFFIX: &str = ".lock";
+
+/// `D.lock` for the log directory `D`: `D`'s last component plus [`LOCK_SUFFIX`],
+/// in `D`'s parent (the working directory when `D` has none).
+pub fn lock_path(dir: &Path) -> Result<PathBuf> {
+    let named = if dir.file_name().is_some() {
+        dir.to_path_buf()
+    } else {
+        std::path::absolute(dir).map_err(|e| Error::io(dir, e))?
+    };
+    let name = named
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::InvalidArgument(format!("log dir {} has no name", dir.display())))?;
+    let parent = match named.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok(parent.join(format!("{name}{LOCK_SUFFIX}")))
+}
+
+/// Takes the writer lock of `dir`, or [`Error::Locked`] if another writer holds it.
+/// The lock file's directory (the log's parent) must exist for a real file system:
+/// a log created where its parent is missing gets the parent first.
+pub fn acquire(fs: &dyn FileSystem, dir: &Path) -> Result<FileLock> {
+    let path = lock_path(dir)?;
+    match fs.try_lock(&path) {
+        Ok(lock) => Ok(lock),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(Error::Locked {
+            dir: dir.to_path_buf(),
+            lock_file: path,
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let parent = path.parent().unwrap_or(Path::new("."));
+            fs.create_dir_all(parent)
+                .map_err(|e| Error::io(parent, e))?;
+            fs.try_lock(&path).map_err(|e| match e.kind() {
+                io::ErrorKind::WouldBlock => Error::Locked {
+                    dir: dir.to_path_buf(),
+                    lock_file: path.clone(),
+                },
+                _ => Error::io(&path, e),
+            })
+        }
+        Err(e) => Err(Error::io(&path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::sim::SimFs;
+
+    #[test]
+    fn the_lock_file_sits_beside_the_directory() {
+        assert_eq!(
+            lock_path(Path::new("/data/log")).unwrap(),
+            Path::new("/data/log.lock")
+        );
+        assert_eq!(
+            lock_path(Path::new("/data/log/")).unwrap(),
+            Path::new("/data/log.lock")
+        );
+        assert_eq!(
+            lock_path(Path::new("log")).unwrap(),
+            Path::new("./log.lock")
+        );
+    }
+
+    #[test]
+    fn a_second_lock_is_refused_until_the_first_drops() {
+        let fs = SimFs::new();
+        let dir = Path::new("/data/log");
+        let first = acquire(&fs, dir).unwrap();
+        match acquire(&fs, dir) {
+            Err(Error::Locked {
+                dir: d,
+                lock_file,
+            }) => {
+                assert_eq!(d, dir);
+                assert_eq!(lock_file, Path::new("/data/log.lock"));
+            }
+            other => panic!("{other:?}"),
+        }
+        drop(first);
+        let again = acquire(&fs, dir).unwrap();
+        drop(again);
+    }
+}
