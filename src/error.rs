@@ -99,8 +99,9 @@ pub enum Error {
     /// second process (or a second handle) is refused here, having changed nothing.
     /// Read-only opens take no lock.
     #[error(
-        "log directory {} is locked by another writer (its lock file {}: `fuser` names the holder); close that writer or open read-only",
+        "log directory {} is locked by another writer ({}, lock file {}); close that writer or open read-only",
         dir.display(),
+        holder_pid.map_or("holder unknown: `fuser` on the lock file names it".to_string(), |pid| format!("process {pid}")),
         lock_file.display()
     )]
     Locked {
@@ -108,6 +109,8 @@ pub enum Error {
         dir: PathBuf,
         /// The lock file.
         lock_file: PathBuf,
+        /// The process holding the lock, where the file system can tell (Linux).
+        holder_pid: Option<u32>,
     },
     /// A name the install protocol would create beside the log directory `dir`
     /// (its longest, `D.compact-manifest.tmp`, is `sibling`) is longer than a file
@@ -234,6 +237,17 @@ pub enum CorruptKind {
         offset: i64,
         /// The log's end: the next offset of its last segment's valid prefix.
         end: i64,
+    },
+    /// The manifest's `next_offset` is not where the segments of the directory it
+    /// describes end (the offset after the last batch of its last `.log`, or that
+    /// segment's base when it is empty): its checksum holds, its meaning does not,
+    /// so no directory is rolled forward or removed on its word.
+    #[error("the manifest's next offset {manifest} is not where its segments end ({found})")]
+    NextOffsetMismatch {
+        /// The manifest's `next_offset`.
+        manifest: i64,
+        /// Where the segments it lists end.
+        found: i64,
     },
     /// A file is larger than its format allows (a checkpoint is a few bytes): it
     /// was not read.

@@ -94,6 +94,51 @@ fn overflowing_last_offset_in_the_active_segment_is_its_invalid_tail() {
     assert_eq!(fs.len(&path).unwrap(), good);
 }
 
+/// A trusted closed segment (the clean close's recovery point vouches for it, so
+/// the open reads none of its bytes) whose first batch declares a negative
+/// `lastOffsetDelta`, its CRC resealed. The read walk skipped it by its header
+/// (a "last offset" of -1 is below every offset read) and served the log without
+/// its records, with no error (found by the damage stage's forged class). Every
+/// header is now refused where it is decoded: the read fails naming the field.
+#[test]
+fn a_forged_negative_delta_in_a_trusted_segment_fails_the_read() {
+    use seglog::damage::{Change, Seal};
+    use seglog::format::batch::{LAST_OFFSET_DELTA_OFFSET, RECORD_COUNT_OFFSET};
+    for (position, value) in [
+        (LAST_OFFSET_DELTA_OFFSET, -1),
+        (RECORD_COUNT_OFFSET, -1),
+        (RECORD_COUNT_OFFSET, 3),
+    ] {
+        let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());
+        let dir = Path::new("/log");
+        two_segments(&fs, dir);
+        let path = dir.join(filename::build(0, filename::LOG_SUFFIX));
+        let bytes = fs.read_all(&path).unwrap();
+        let forged = Change::Forge {
+            position: position as u64,
+            len: 4,
+            value,
+            seal: Seal::Batch,
+        }
+        .apply(&bytes)
+        .unwrap();
+        assert!(seglog::format::batch_view::check_batch_crc(&forged).is_ok());
+        fs.write_new(&path, &forged).unwrap();
+        let (log, _) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+        match log.read(0, usize::MAX) {
+            Err(Error::Corrupt {
+                path: p,
+                position: at,
+                ..
+            }) => {
+                assert_eq!(p, path);
+                assert_eq!(at, position as u64, "{value}");
+            }
+            other => panic!("field at {position} = {value}: {other:?}"),
+        }
+    }
+}
+
 fn seglog(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seglog"))
         .args(args)

@@ -1,5 +1,7 @@
 //! The I/O-error sweep on every named workload (`src/sweep/io_errors.rs`): file-system
-//! call `k` fails with `EIO`, `ENOSPC` or a short append for every `k`; the failing
+//! call `k` fails with `EIO`, `ENOSPC` or a short append for every `k`, or the disk
+//! is full from call `k` on (every call that needs space fails until a reopen is
+//! refused for want of space and the disk is freed); the failing
 //! operation must return an error, the log must be poisoned until reopened, the
 //! reopen must recover to an allowed spec state, and no power-loss image taken
 //! after the error or at the end of the workload may lose anything that was
@@ -77,14 +79,55 @@ fn sweep_named_workloads(every: usize) -> (usize, u64, u64, u64) {
         );
         assert_eq!(by_kind(FaultKind::Enospc), report.operations);
         assert!(by_kind(FaultKind::ShortWrite) >= 1, "{}", report.workload);
-        // Every injected error surfaced as an error, and the log was reopened after it.
-        assert_eq!(report.reopened, report.error_points);
+        // The full disk, from every call on: refused something, or came after the
+        // last call that needs space.
+        assert_eq!(
+            by_kind(FaultKind::DiskFull) + report.full_disk_unneeded,
+            report.operations,
+            "{}",
+            report.workload
+        );
+        // Every injected error surfaced as an error, and the log was reopened after
+        // it (a full disk's point: after each refused operation).
+        assert!(
+            report.reopened >= report.error_points,
+            "{}",
+            report.workload
+        );
         assert!(report.disk_images >= 2 * report.error_points);
         calls += report.operations;
         points += report.error_points;
         images += report.disk_images;
     }
     (swept, calls, points, images)
+}
+
+/// A disk that stays full under the transactions workload. A reopened log builds
+/// its transaction state at the first transactional append, rewriting a
+/// `.txnindex`; refused for want of space, that error left the log unpoisoned
+/// (an append that failed, on a log that still took writes). Found by the full
+/// disk's points; the state pass now poisons a writing log on an IO error.
+#[test]
+fn a_full_disk_under_transactions_poisons_and_loses_nothing() {
+    let workload = named_workloads()
+        .into_iter()
+        .find(|w| w.name == "transactions")
+        .expect("the transactions workload");
+    let options = IoErrorOptions {
+        kinds: vec![FaultKind::DiskFull],
+        ..IoErrorOptions::default()
+    };
+    let report = sweep_errors(&workload, &options, |_, _| {});
+    assert!(report.violations.is_empty(), "{}", report.violations[0]);
+    assert!(report.error_points > 10, "{}", report.error_points);
+    assert!(
+        report.full_disk_refused > 0,
+        "no reopen was refused for space"
+    );
+    assert!(
+        report.full_disk_reopened > 0,
+        "no reopen recovered on the full disk"
+    );
 }
 
 /// Conformance with `Step::FailNext` woven in (SimFs): seeded, deterministic.

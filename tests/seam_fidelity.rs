@@ -7,8 +7,9 @@
 //! Compared, for paths under the test's directory: `mkdir` (a run of them is one
 //! `create_dir_all`), `open` with `O_CREAT` (`create_file`), `write` (`append`),
 //! `ftruncate` (`set_len`), `fsync`/`fdatasync` (`sync_file`, `sync_dir`),
-//! `rename`, `link`/`linkat` (`hard_link`), `unlink` (`remove_file`), and the `unlinkat`s and final `rmdir` of a
-//! directory (`remove_dir_all`). Skipped only where `strace` is missing and
+//! `rename`, `link`/`linkat` (`hard_link`), `unlink` (`remove_file`), the `unlinkat`s and final `rmdir` of a
+//! directory (`remove_dir_all`), and the writer lock (`try_lock`: an `open` with
+//! `O_CREAT`, then `flock(LOCK_EX|LOCK_NB)` on that descriptor). Skipped only where `strace` is missing and
 //! `SEGLOG_REQUIRE_STRACE` is unset (`.ci/run` sets it).
 #![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
@@ -28,6 +29,7 @@ enum Effect {
     HardLink(String, String),
     RemoveFile(String),
     RemoveDirAll(String),
+    Lock(String),
 }
 
 fn strace_available() -> bool {
@@ -61,7 +63,8 @@ fn traced_run(root: &Path, args: &[&str]) -> (Vec<Effect>, Vec<Effect>) {
         .args([
             "-e",
             "trace=open,openat,creat,write,pwrite64,writev,fsync,fdatasync,rename,renameat,\
-             renameat2,link,linkat,unlink,unlinkat,mkdir,mkdirat,rmdir,ftruncate,close,dup,dup2,dup3",
+             renameat2,link,linkat,unlink,unlinkat,mkdir,mkdirat,rmdir,ftruncate,close,dup,dup2,dup3,\
+             flock",
         ])
         .arg(env!("CARGO_BIN_EXE_seglog"))
         .args(args)
@@ -109,6 +112,7 @@ fn seam_effects(ops: &[serde_json::Value], root: &str) -> Vec<Effect> {
             "hard_link" => Effect::HardLink(path, op["to"].as_str().unwrap().to_string()),
             "remove_file" => Effect::RemoveFile(path),
             "remove_dir_all" => Effect::RemoveDirAll(path),
+            "lock" => Effect::Lock(path),
             other => panic!("unknown call {other}"),
         });
     }
@@ -188,6 +192,15 @@ fn syscall_effects(text: &str, root: &str) -> Vec<Effect> {
                     raw.push(Effect::SetLen(p.clone(), len));
                 }
             }
+            // try_lock: the O_CREAT open of the lock file and its flock are one call.
+            "flock" if result == 0 && args.contains("LOCK_EX") => {
+                if let Some(p) = fds.get(&first_int()).cloned() {
+                    if raw.last() == Some(&Effect::CreateFile(p.clone())) {
+                        raw.pop();
+                    }
+                    raw.push(Effect::Lock(p));
+                }
+            }
             "fsync" | "fdatasync" if result == 0 => {
                 if let Some(p) = fds.get(&first_int()) {
                     raw.push(Effect::Sync(p.clone()));
@@ -226,7 +239,8 @@ fn syscall_effects(text: &str, root: &str) -> Vec<Effect> {
             | Effect::Rename(p, _)
             | Effect::HardLink(p, _)
             | Effect::RemoveFile(p)
-            | Effect::RemoveDirAll(p) => p.starts_with(root),
+            | Effect::RemoveDirAll(p)
+            | Effect::Lock(p) => p.starts_with(root),
         })
         .collect();
     collapse(raw)
@@ -267,6 +281,11 @@ fn collapse(raw: Vec<Effect>) -> Vec<Effect> {
 fn check(root: &Path, args: &[&str]) -> Vec<Effect> {
     let (seam, syscalls) = traced_run(root, args);
     assert!(!seam.is_empty(), "{args:?}: the seam saw nothing");
+    // Every command checked here is a writable open: the writer lock comes first.
+    assert!(
+        matches!(seam.first(), Some(Effect::Lock(p)) if p.ends_with(".lock")),
+        "{args:?}: the writer lock is not the first call: {seam:?}"
+    );
     assert_eq!(
         seam, syscalls,
         "{args:?}: the seam's operations (left) and the binary's system calls (right) differ"

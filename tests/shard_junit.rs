@@ -282,7 +282,11 @@ fn verify_shards_partition_every_stage_and_junit_names_failures() {
         sweep_points,
         stages["crash_sweep"]["crash_points"].as_u64().unwrap()
     );
-    assert_eq!(units(&stages["model"]).len(), 7);
+    assert_eq!(
+        units(&stages["model"]).len(),
+        8,
+        "one unit per model, writers included"
+    );
     for stage in ["crash_sweep", "io_errors", "damaged_data"] {
         assert_eq!(stages[stage]["workloads"], 3, "{stage}: --workload selects");
     }

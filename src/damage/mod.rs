@@ -30,7 +30,7 @@ use crate::sweep::{named_workloads, Workload};
 
 pub use judge::Outcome;
 pub use kind::FileKind;
-pub use plan::{batch_ranges, Change, Damage};
+pub use plan::{batch_ranges, Change, Damage, Seal};
 
 /// How much to try.
 #[derive(Debug, Clone, Serialize)]
@@ -123,6 +123,9 @@ pub struct WorkloadDamageReport {
     pub recovered: u64,
     pub undetectable: u64,
     pub read_errors: u64,
+    /// Of `damages`, the forged ones (valid checksums, out-of-range values:
+    /// `plan::forged_damages`).
+    pub forged: u64,
     pub violations: Vec<DamageViolation>,
     pub per_kind: BTreeMap<String, KindCount>,
     /// A few undetectable damages, as `point: damage file`.
@@ -195,6 +198,13 @@ fn damage_point(
         } else {
             plan::generic_damages(original)
         };
+        let first_forged = damages.len();
+        for damage in plan::forged_damages(original, kind.is_log()) {
+            if !damages.iter().any(|d| d.change == damage.change) {
+                damages.push(damage);
+            }
+        }
+        let forged = first_forged..damages.len();
         if kind.is_log() && options.all_header_bits {
             for damage in plan::header_bit_damages(original) {
                 if !damages.iter().any(|d| d.change == damage.change) {
@@ -203,10 +213,19 @@ fn damage_point(
             }
         }
         report.files += 1;
-        for damage in damages.iter().take(options.damages_per_file) {
+        // The forged damages are not cut by `damages_per_file`: every file gets
+        // them (the class the checksums cannot see).
+        let planned = damages
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i < options.damages_per_file || forged.contains(i));
+        for (i, damage) in planned {
             let Some(damaged) = damage.change.apply(original) else {
                 continue;
             };
+            if forged.contains(&i) {
+                report.forged += 1;
+            }
             let case = judge::Case {
                 config: &workload.config,
                 point,
@@ -273,6 +292,7 @@ impl WorkloadDamageReport {
         self.recovered += part.recovered;
         self.undetectable += part.undetectable;
         self.read_errors += part.read_errors;
+        self.forged += part.forged;
         self.violations.extend(part.violations);
         for (kind, count) in part.per_kind {
             let total = self.per_kind.entry(kind).or_default();
@@ -300,6 +320,8 @@ pub struct DamageReport {
     pub undetectable: u64,
     /// Damage in trusted segments, reported by the first read of it.
     pub read_errors: u64,
+    /// Of `damages`, the forged ones (valid checksums, out-of-range values).
+    pub forged: u64,
     pub violations: usize,
     pub seconds: f64,
     pub per_kind: BTreeMap<String, KindCount>,
@@ -350,6 +372,7 @@ pub fn run(
         recovered: per_workload.iter().map(|r| r.recovered).sum(),
         undetectable: per_workload.iter().map(|r| r.undetectable).sum(),
         read_errors: per_workload.iter().map(|r| r.read_errors).sum(),
+        forged: per_workload.iter().map(|r| r.forged).sum(),
         violations: per_workload.iter().map(|r| r.violations.len()).sum(),
         seconds: started.elapsed().as_secs_f64(),
         per_kind,

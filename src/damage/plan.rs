@@ -65,6 +65,27 @@ pub enum Change {
     Truncate { len: u64 },
     /// Overwrite `[start, end)` with zeros.
     Zero { start: u64, end: u64 },
+    /// Write `value` (its low `len` bytes, big-endian) at `position` and recompute
+    /// the checksum `seal` names: a *forged* file, whose checksums all hold and
+    /// whose value is out of range (a start offset past the end, a summary length
+    /// that is not the file's, a batch whose offsets overflow). Only a check of
+    /// meaning can see it.
+    Forge {
+        position: u64,
+        len: u8,
+        value: i64,
+        seal: Seal,
+    },
+}
+
+/// The checksum a forged value is sealed under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seal {
+    /// The CRC-32C of the batch the position is in (a `.log`).
+    Batch,
+    /// The trailing CRC-32C of every byte before it (the checkpoints, the recovery
+    /// point and the marker, the manifest: every file of ours but the indexes).
+    File,
 }
 
 impl Change {
@@ -74,6 +95,7 @@ impl Change {
             Change::Flip { position, .. } | Change::FlipResealed { position, .. } => position,
             Change::Truncate { len } => len,
             Change::Zero { start, .. } => start,
+            Change::Forge { position, .. } => position,
         }
     }
 
@@ -95,6 +117,36 @@ impl Change {
                 let crc = crate::format::crc::crc32c(out.get(start + ATTRIBUTES_OFFSET..end)?);
                 out.get_mut(start + CRC_OFFSET..start + CRC_OFFSET + 4)?
                     .copy_from_slice(&crc.to_be_bytes());
+            }
+            Change::Forge {
+                position,
+                len,
+                value,
+                seal,
+            } => {
+                let at = usize::try_from(position).ok()?;
+                let len = usize::from(len).min(8);
+                let field = value.to_be_bytes();
+                out.get_mut(at..at.checked_add(len)?)?
+                    .copy_from_slice(field.get(8 - len..)?);
+                match seal {
+                    Seal::Batch => {
+                        let (start, end) = batch_ranges(bytes)
+                            .into_iter()
+                            .find(|(start, end)| (*start..*end).contains(&position))?;
+                        let (start, end) =
+                            (usize::try_from(start).ok()?, usize::try_from(end).ok()?);
+                        let crc =
+                            crate::format::crc::crc32c(out.get(start + ATTRIBUTES_OFFSET..end)?);
+                        out.get_mut(start + CRC_OFFSET..start + CRC_OFFSET + 4)?
+                            .copy_from_slice(&crc.to_be_bytes());
+                    }
+                    Seal::File => {
+                        let body = out.len().checked_sub(4)?;
+                        let crc = crate::format::crc::crc32c(out.get(..body)?);
+                        out.get_mut(body..)?.copy_from_slice(&crc.to_be_bytes());
+                    }
+                }
             }
             Change::Truncate { len } => out.truncate(usize::try_from(len).ok()?),
             Change::Zero { start, end } => {
@@ -319,6 +371,162 @@ pub fn header_bit_damages(bytes: &[u8]) -> Vec<Damage> {
     out
 }
 
+/// A value past the end of every log the named workloads write (they hold a few
+/// hundred offsets at most): a start offset, clean point or next offset this large
+/// lies beyond what the directory describes.
+pub const PAST_THE_END: i64 = 1_000_000;
+
+/// The *forged* damages of a file (valid checksums, impossible values): for a
+/// `.log`, header fields of its first and last batch set to extreme values with the
+/// batch CRC resealed; for a file of ours sealed by a trailing CRC-32C (recognised
+/// by its magic), its offsets and lengths set out of range and the file resealed.
+/// Nothing else (indexes carry no checksum: any damage to them is already a
+/// "forgery", covered by `generic_damages`).
+pub fn forged_damages(bytes: &[u8], is_log: bool) -> Vec<Damage> {
+    if is_log {
+        forged_log(bytes)
+    } else {
+        forged_sealed(bytes)
+    }
+}
+
+fn forged_log(bytes: &[u8]) -> Vec<Damage> {
+    let ranges = batch_ranges(bytes);
+    let mut picked: Vec<(&str, u64)> = Vec::new();
+    picked.extend(ranges.first().map(|r| ("first", r.0)));
+    picked.extend(
+        ranges
+            .last()
+            .filter(|_| ranges.len() > 1)
+            .map(|r| ("last", r.0)),
+    );
+    let mut out = Vec::new();
+    for (which, start) in picked {
+        let fields: [(&str, usize, u8, i64, bool); 5] = [
+            // The last offset (and so the next one) overflows i64.
+            ("base_offset", BASE_OFFSET_OFFSET, 8, i64::MAX, false),
+            ("last_offset_delta", LAST_OFFSET_DELTA_OFFSET, 4, -1, false),
+            // A delta above the record count is valid (a compacted batch keeps
+            // its last delta): blind where the ordering rules still hold, i.e. in
+            // the last segment.
+            (
+                "last_offset_delta",
+                LAST_OFFSET_DELTA_OFFSET,
+                4,
+                i64::from(i32::MAX),
+                true,
+            ),
+            ("record_count", RECORD_COUNT_OFFSET, 4, -1, false),
+            (
+                "record_count",
+                RECORD_COUNT_OFFSET,
+                4,
+                i64::from(i32::MAX),
+                false,
+            ),
+        ];
+        for (name, offset, len, value, blind) in fields {
+            out.push(Damage {
+                label: format!("forge batch[{which}].{name} = {value}, CRC resealed"),
+                change: Change::Forge {
+                    position: start + offset as u64,
+                    len,
+                    value,
+                    seal: Seal::Batch,
+                },
+                blind,
+            });
+        }
+    }
+    out
+}
+
+/// Reads the big-endian integer of `len` bytes at `at`.
+fn field_at(bytes: &[u8], at: usize, len: usize) -> Option<i64> {
+    let raw = bytes.get(at..at.checked_add(len)?)?;
+    let mut wide = [0u8; 8];
+    wide.get_mut(8 - len..)?.copy_from_slice(raw);
+    Some(i64::from_be_bytes(wide))
+}
+
+fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
+    use crate::format::crc::crc32c;
+    let Some(body) = bytes.len().checked_sub(4) else {
+        return Vec::new();
+    };
+    let sealed = bytes
+        .get(body..)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .is_some_and(|crc| u32::from_be_bytes(crc) == crc32c(&bytes[..body]));
+    let magic = bytes.get(..4).unwrap_or_default();
+    if !sealed {
+        return Vec::new();
+    }
+    // (label, position, len, value)
+    let mut fields: Vec<(String, usize, u8, i64)> = Vec::new();
+    let rel = |label: &str, at: usize, len: u8, delta: i64| {
+        field_at(bytes, at, usize::from(len)).map(|v| {
+            (
+                format!("{label} {delta:+}"),
+                at,
+                len,
+                v.saturating_add(delta),
+            )
+        })
+    };
+    use crate::format::{checkpoint, manifest, recovery_point};
+    match magic {
+        // The start-offset checkpoint and the clean point: one offset at 6.
+        m if m == checkpoint::MAGIC || m == checkpoint::CLEAN_POINT_MAGIC => {
+            fields.push(("offset past the end".into(), 6, 8, PAST_THE_END));
+            fields.push(("offset i64::MAX".into(), 6, 8, i64::MAX));
+            fields.push(("offset -1".into(), 6, 8, -1));
+        }
+        // The recovery point and the marker: the point, the count, and the first
+        // summary's base offset, length and next offset.
+        m if m == recovery_point::RECOVERY_POINT_MAGIC
+            || m == recovery_point::CLEAN_SHUTDOWN_MAGIC =>
+        {
+            fields.extend(rel("count", 14, 4, 1));
+            fields.extend(rel("summary[0].base_offset", 18, 8, 1));
+            fields.extend(rel("summary[0].bytes", 26, 8, 1));
+            fields.extend(rel("summary[0].bytes", 26, 8, -1));
+            fields.push((
+                "summary[0].next_offset past the end".into(),
+                34,
+                8,
+                PAST_THE_END,
+            ));
+            fields.push(("point past the end".into(), 6, 8, PAST_THE_END));
+        }
+        // The manifest: its offsets, its count, and its first file's length.
+        m if m == manifest::MAGIC => {
+            fields.push(("log_start_offset -1".into(), 6, 8, -1));
+            fields.push(("next_offset past the end".into(), 14, 8, PAST_THE_END));
+            fields.extend(rel("next_offset", 14, 8, -1));
+            fields.extend(rel("file_count", 22, 4, 1));
+            if let Some(name_len) = field_at(bytes, 26, 2).and_then(|n| usize::try_from(n).ok()) {
+                fields.extend(rel("files[0].bytes", 28 + name_len, 8, 1));
+            }
+        }
+        _ => {}
+    }
+    fields
+        .into_iter()
+        .filter(|(_, at, len, _)| at + usize::from(*len) <= body)
+        .map(|(label, at, len, value)| Damage {
+            label: format!("forge {label}, resealed"),
+            change: Change::Forge {
+                position: at as u64,
+                len,
+                value,
+                seal: Seal::File,
+            },
+            blind: false,
+        })
+        .collect()
+}
+
 /// The damages to try on any other file: flips at the start, middle and end,
 /// truncations to 0, to half and by one byte, and a zeroed range in the middle.
 pub fn generic_damages(bytes: &[u8]) -> Vec<Damage> {
@@ -448,6 +656,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn forged_damages_keep_every_checksum_valid() {
+        use crate::format::{checkpoint, manifest};
+        // A `.log`: the batch CRC still holds after each forgery.
+        let bytes = two_batches();
+        let forged = forged_damages(&bytes, true);
+        assert_eq!(forged.len(), 2 * 5, "five fields of both batches");
+        for damage in &forged {
+            let damaged = damage.change.apply(&bytes).unwrap();
+            for (start, end) in batch_ranges(&damaged) {
+                let batch = &damaged[start as usize..end as usize];
+                assert!(
+                    crate::format::batch_view::check_batch_crc(batch).is_ok(),
+                    "{}",
+                    damage.label
+                );
+            }
+        }
+        // Sealed files: each forgery still decodes past its checksum (or is refused
+        // for its value, never for its checksum).
+        let start = checkpoint::encode(3);
+        for damage in forged_damages(&start, false) {
+            let damaged = damage.change.apply(&start).unwrap();
+            match checkpoint::decode(&damaged) {
+                Ok(value) => assert!(value == PAST_THE_END || value == i64::MAX),
+                Err(crate::format::FormatError::Corrupt { kind, .. }) => assert!(
+                    !matches!(kind, crate::error::CorruptKind::ChecksumMismatch { .. }),
+                    "{}: {kind:?}",
+                    damage.label
+                ),
+                Err(other) => panic!("{other:?}"),
+            }
+        }
+        let m = manifest::Manifest {
+            log_start_offset: 0,
+            next_offset: 4,
+            files: vec![manifest::ManifestFile {
+                name: "00000000000000000000.log".into(),
+                bytes: 10,
+                crc32c: 1,
+            }],
+        };
+        let encoded = m.encode();
+        let forged = forged_damages(&encoded, false);
+        assert_eq!(forged.len(), 5, "{forged:?}");
+        for damage in forged {
+            let damaged = damage.change.apply(&encoded).unwrap();
+            if let Err(crate::format::FormatError::Corrupt { kind, .. }) =
+                manifest::Manifest::decode(&damaged)
+            {
+                assert!(
+                    !matches!(kind, crate::error::CorruptKind::ChecksumMismatch { .. }),
+                    "{}",
+                    damage.label
+                );
+            }
+        }
+        // Files of no format of ours (an index) get none.
+        assert!(forged_damages(&[0u8; 24], false).is_empty());
     }
 
     #[test]

@@ -505,6 +505,28 @@ pub fn decode_header(buf: &[u8]) -> Result<BatchHeader, FormatError> {
             },
         });
     }
+    // Never valid, under any CRC: a walk that skips a batch by its header alone
+    // (a read from a later offset, a trusted segment) would otherwise take a
+    // negative delta's "last offset" below the base and skip the batch's records
+    // silently (found by the damage stage's forged class).
+    if last_offset_delta < 0 {
+        return Err(FormatError::Corrupt {
+            position: LAST_OFFSET_DELTA_OFFSET as u64,
+            kind: CorruptKind::OffsetDelta {
+                delta: i64::from(last_offset_delta),
+                last: i64::from(last_offset_delta),
+            },
+        });
+    }
+    if record_count < 0 || i64::from(record_count) > i64::from(last_offset_delta) + 1 {
+        return Err(FormatError::Corrupt {
+            position: RECORD_COUNT_OFFSET as u64,
+            kind: CorruptKind::RecordCount {
+                declared: i64::from(record_count),
+                actual: -1,
+            },
+        });
+    }
     Ok(BatchHeader {
         base_offset,
         size,

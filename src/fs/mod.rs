@@ -165,6 +165,37 @@ pub trait FileSystem: Debug + Send + Sync {
     }
 }
 
+/// Why [`FileSystem::try_lock`] was refused: the inner error of its
+/// `ErrorKind::WouldBlock`, naming the holder where the file system knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHeld {
+    /// The process holding the lock (Linux: from `/proc/locks`).
+    pub holder_pid: Option<u32>,
+}
+
+impl LockHeld {
+    /// The `WouldBlock` error that carries this.
+    pub fn into_error(self) -> io::Error {
+        io::Error::new(io::ErrorKind::WouldBlock, self)
+    }
+
+    /// The `LockHeld` inside `error`, if it is one.
+    pub fn of(error: &io::Error) -> Option<&LockHeld> {
+        error.get_ref().and_then(|inner| inner.downcast_ref())
+    }
+}
+
+impl std::fmt::Display for LockHeld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.holder_pid {
+            Some(pid) => write!(f, "lock held by process {pid}"),
+            None => f.write_str("lock held by another writer"),
+        }
+    }
+}
+
+impl std::error::Error for LockHeld {}
+
 /// An exclusive lock taken by [`FileSystem::try_lock`], released when dropped.
 pub struct FileLock {
     _held: Box<dyn Send + Sync>,

@@ -143,6 +143,40 @@ fn resolve(path: &Path, symlinks: u32) -> io::Result<PathBuf> {
     Ok(resolve(parent, symlinks)?.join(name))
 }
 
+/// The process holding a `flock` on the file `meta` describes, from Linux's
+/// `/proc/locks` (`N: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF`,
+/// major and minor in hex). `None` where there is no such file or no entry.
+fn flock_holder(meta: &std::fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = meta.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    // Bounded: a few lines per lock held on the machine.
+    let mut text = String::new();
+    io::Read::read_to_string(
+        &mut io::Read::take(File::open("/proc/locks").ok()?, 1 << 20),
+        &mut text,
+    )
+    .ok()?;
+    parse_flock_holder(&text, major, minor, meta.ino())
+}
+
+fn parse_flock_holder(text: &str, major: u64, minor: u64, inode: u64) -> Option<u32> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // A blocked waiter's line has "->" after the number; ours never wait.
+        let [_, "FLOCK", _, _, pid, id, ..] = fields.as_slice() else {
+            return None;
+        };
+        let mut parts = id.split(':');
+        let (maj, min, ino) = (parts.next()?, parts.next()?, parts.next()?);
+        let same = u64::from_str_radix(maj, 16).ok()? == major
+            && u64::from_str_radix(min, 16).ok()? == minor
+            && ino.parse::<u64>().ok()? == inode;
+        same.then(|| pid.parse().ok()).flatten()
+    })
+}
+
 impl FileSystem for StdFs {
     /// `flock(LOCK_EX | LOCK_NB)` (std's `File::try_lock`) on `path`, opened
     /// without truncation; the file stays empty (as Kafka's `.lock` does), so no
@@ -157,10 +191,8 @@ impl FileSystem for StdFs {
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    "lock held by another writer",
-                ))
+                let holder_pid = file.metadata().ok().and_then(|m| flock_holder(&m));
+                return Err(super::LockHeld { holder_pid }.into_error());
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
@@ -316,6 +348,36 @@ impl FileSystem for StdFs {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_flock_holder_is_found_by_device_and_inode() {
+        let text = "1: POSIX  ADVISORY  WRITE 77 fd:01:4242 0 EOF\n\
+                    2: FLOCK  ADVISORY  WRITE 1234 fd:01:4242 0 EOF\n\
+                    3: FLOCK  ADVISORY  WRITE 99 08:02:4242 0 EOF\n";
+        assert_eq!(super::parse_flock_holder(text, 0xfd, 1, 4242), Some(1234));
+        assert_eq!(super::parse_flock_holder(text, 8, 2, 4242), Some(99));
+        assert_eq!(super::parse_flock_holder(text, 8, 2, 4243), None);
+        assert_eq!(super::parse_flock_holder("", 8, 2, 4242), None);
+    }
+
+    #[test]
+    fn a_second_lock_names_this_process_as_the_holder() {
+        use super::super::{FileSystem, LockHeld};
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = super::StdFs::new();
+        let path = tmp.path().join("d.lock");
+        let held = fs.try_lock(&path).unwrap();
+        let refused = fs.try_lock(&path).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::WouldBlock);
+        // flock locks belong to the open file: a second open in this process is
+        // refused too, and /proc/locks names this process.
+        let held_by = LockHeld::of(&refused).expect("a LockHeld").holder_pid;
+        if std::path::Path::new("/proc/locks").exists() {
+            assert_eq!(held_by, Some(std::process::id()));
+        }
+        drop(held);
+        drop(fs.try_lock(&path).unwrap());
+    }
+
     use super::*;
 
     #[test]

@@ -99,8 +99,16 @@ impl TraceFs {
 }
 
 impl FileSystem for TraceFs {
+    /// Recorded when it succeeds (on a real disk it creates the empty lock file).
+    /// A refused lock changes nothing, and neither does one whose directory is
+    /// missing (the open creates the log path and tries again): recording those as
+    /// failed calls would read as the crash in a timeline.
     fn try_lock(&self, path: &Path) -> io::Result<FileLock> {
-        self.inner.try_lock(path)
+        let result = self.inner.try_lock(path);
+        match result {
+            Ok(lock) => self.record(TraceCall::Lock, path, None, None, Ok(lock)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Forwarded, not recorded: it changes nothing.

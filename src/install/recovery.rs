@@ -145,6 +145,12 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
     recover_sync_first(fs, &paths)?;
     let live_is_new = live_exists && validate::matches(fs, &paths.live, &manifest)?;
     let tmp_is_new = !live_is_new && tmp_exists && validate::matches(fs, &paths.tmp, &manifest)?;
+    if live_is_new || tmp_is_new {
+        // The directory is the manifest's byte for byte; its meaning must hold too
+        // before anything is renamed or removed on the manifest's word.
+        let new = if live_is_new { &paths.live } else { &paths.tmp };
+        validate::check_next_offset(fs, new, &manifest, &paths.manifest)?;
+    }
     if live_is_new {
         out.case = InstallCase::CommittedLiveIsNew;
     } else if tmp_is_new {

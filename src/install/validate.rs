@@ -1,5 +1,6 @@
 //! Does a directory hold exactly what a manifest describes?
-//! Exactly the listed files (no more, no fewer), each with the listed size and CRC-32C.
+//! Exactly the listed files (no more, no fewer), each with the listed size and CRC-32C,
+//! and ([`check_next_offset`]) segments that end where the manifest says the log ends.
 //!
 //! Derived files ([`is_derived`]: index files and the recovery point) are neither
 //! listed nor compared: the compaction writes and syncs them in the temp dir with
@@ -10,7 +11,7 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{CorruptKind, Error, Result};
 use crate::format::manifest::{Manifest, ManifestFile};
 use crate::fs::FileSystem;
 
@@ -78,4 +79,106 @@ pub fn matches(fs: &dyn FileSystem, dir: &Path, manifest: &Manifest) -> Result<b
         }
     }
     Ok(true)
+}
+
+/// Byte position of `next_offset` in the manifest (docs/design.md section 6).
+const NEXT_OFFSET_POSITION: u64 = 14;
+
+/// For a directory that [`matches`] `manifest`: its last `.log` ends at the
+/// manifest's `next_offset` (the offset after its last batch, or its base offset
+/// when it holds none), or the manifest is `Corrupt` at that field. A forged
+/// manifest (a valid checksum over an impossible next offset) would otherwise roll
+/// a directory forward into a log whose next append reuses or skips offsets. The
+/// last segment's headers are walked (its bytes were just checked against the
+/// manifest's CRC); a header that does not decode is `Corrupt` in that segment.
+pub fn check_next_offset(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    manifest: &Manifest,
+    manifest_path: &Path,
+) -> Result<()> {
+    use crate::format::{batch, filename};
+    let last = manifest
+        .files
+        .iter()
+        .filter_map(|f| filename::parse(&f.name).map(|(base, suffix)| (base, suffix, f)))
+        .filter(|(_, suffix, _)| *suffix == filename::LOG_SUFFIX)
+        .max_by_key(|(base, _, _)| *base);
+    let Some((base, _, file)) = last else {
+        return Ok(()); // no segment listed: nothing ends anywhere (validated elsewhere)
+    };
+    let path = dir.join(&file.name);
+    let bytes = crate::fs::read_bounded(fs, &path, file.bytes)
+        .map_err(|e| Error::io(&path, e))?
+        .unwrap_or_default();
+    let mut found = base;
+    let mut position = 0usize;
+    while let Some(rest) = bytes.get(position..).filter(|r| !r.is_empty()) {
+        let header = batch::decode_header(rest).map_err(|e| e.at(&path, position as u64))?;
+        found = header.last_offset().saturating_add(1);
+        position = position.saturating_add(header.size);
+    }
+    if found != manifest.next_offset {
+        return Err(Error::corrupt(
+            manifest_path,
+            NEXT_OFFSET_POSITION,
+            CorruptKind::NextOffsetMismatch {
+                manifest: manifest.next_offset,
+                found,
+            },
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::batch::RecordBatch;
+    use crate::format::{filename, NewRecord};
+    use crate::fs::sim::SimFs;
+
+    /// A directory with one segment at 5 holding offsets 5 and 6, and its
+    /// manifest (files as they are) claiming `next_offset`.
+    fn dir_and_manifest(fs: &SimFs, next_offset: i64) -> Manifest {
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).unwrap();
+        let record = |k: &str| NewRecord::new(Some(k.as_bytes().to_vec()), Some(b"v".to_vec()), 1);
+        let bytes = RecordBatch::build(5, &[record("a"), record("b")]).encode();
+        fs.write_new(&dir.join(filename::build(5, filename::LOG_SUFFIX)), &bytes)
+            .unwrap();
+        Manifest {
+            log_start_offset: 5,
+            next_offset,
+            files: fingerprint(fs, dir).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_manifest_whose_next_offset_is_not_where_its_segments_end_is_corrupt() {
+        let fs = SimFs::new();
+        let good = dir_and_manifest(&fs, 7);
+        assert!(matches(&fs, Path::new("/d"), &good).unwrap());
+        check_next_offset(&fs, Path::new("/d"), &good, Path::new("/m")).unwrap();
+        for forged in [6, 8, 1_000_000] {
+            let manifest = Manifest {
+                next_offset: forged,
+                ..good.clone()
+            };
+            // The files match byte for byte: only the meaning check sees it.
+            assert!(matches(&fs, Path::new("/d"), &manifest).unwrap());
+            match check_next_offset(&fs, Path::new("/d"), &manifest, Path::new("/m")) {
+                Err(Error::Corrupt {
+                    path,
+                    position,
+                    kind: CorruptKind::NextOffsetMismatch { manifest, found },
+                }) => {
+                    assert_eq!(path, Path::new("/m"));
+                    assert_eq!(position, NEXT_OFFSET_POSITION);
+                    assert_eq!((manifest, found), (forged, 7));
+                }
+                other => panic!("{forged}: {other:?}"),
+            }
+        }
+    }
 }

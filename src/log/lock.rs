@@ -12,7 +12,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::fs::{FileLock, FileSystem};
+use crate::fs::{FileLock, FileSystem, LockHeld};
 use crate::{Error, Result};
 
 /// Suffix of the lock file beside the log directory.
@@ -37,30 +37,51 @@ pub fn lock_path(dir: &Path) -> Result<PathBuf> {
     Ok(parent.join(format!("{name}{LOCK_SUFFIX}")))
 }
 
+/// The writer lock, and whether taking it created the log directory.
+#[derive(Debug)]
+pub struct Acquired {
+    /// Held until dropped.
+    pub lock: FileLock,
+    /// The log directory's parent was missing, so the lock file had nowhere to be:
+    /// the directory was created (with its ancestors), as recovery's phase 1 would.
+    pub created_dir: bool,
+}
+
 /// Takes the writer lock of `dir`, or [`Error::Locked`] if another writer holds it.
-/// The lock file's directory (the log's parent) must exist for a real file system:
-/// a log created where its parent is missing gets the parent first.
-pub fn acquire(fs: &dyn FileSystem, dir: &Path) -> Result<FileLock> {
+///
+/// The lock file's directory (the log's parent) must exist for a real file system.
+/// Where it is missing, the whole log path is created first, exactly as recovery's
+/// phase 1 creates a missing log (each new ancestor synced in its parent, the log
+/// directory's own entry left to phase 9, which `created_dir` asks for). Creating
+/// only the parent would leave a crash state that no later open can repair: a
+/// parent whose entry was never synced, under which the next open creates the log
+/// directory afresh and so never syncs the path above it (found by the crash
+/// sweep). The directory is created before the lock is held: two writers racing on
+/// a new path both create the same empty directories, and only one gets the lock.
+pub fn acquire(fs: &dyn FileSystem, dir: &Path) -> Result<Acquired> {
     let path = lock_path(dir)?;
-    match fs.try_lock(&path) {
-        Ok(lock) => Ok(lock),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(Error::Locked {
+    let refused = |e: io::Error| match e.kind() {
+        io::ErrorKind::WouldBlock => Error::Locked {
             dir: dir.to_path_buf(),
-            lock_file: path,
+            lock_file: path.clone(),
+            holder_pid: LockHeld::of(&e).and_then(|held| held.holder_pid),
+        },
+        _ => Error::io(&path, e),
+    };
+    match fs.try_lock(&path) {
+        Ok(lock) => Ok(Acquired {
+            lock,
+            created_dir: false,
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let parent = path.parent().unwrap_or(Path::new("."));
-            fs.create_dir_all(parent)
-                .map_err(|e| Error::io(parent, e))?;
-            fs.try_lock(&path).map_err(|e| match e.kind() {
-                io::ErrorKind::WouldBlock => Error::Locked {
-                    dir: dir.to_path_buf(),
-                    lock_file: path.clone(),
-                },
-                _ => Error::io(&path, e),
+            super::recovery::create_dirs(fs, dir, false)?;
+            let lock = fs.try_lock(&path).map_err(refused)?;
+            Ok(Acquired {
+                lock,
+                created_dir: true,
             })
         }
-        Err(e) => Err(Error::io(&path, e)),
+        Err(e) => Err(refused(e)),
     }
 }
 
@@ -90,11 +111,14 @@ mod tests {
         let fs = SimFs::new();
         let dir = Path::new("/data/log");
         let first = acquire(&fs, dir).unwrap();
+        assert!(first.created_dir, "/data was missing");
         match acquire(&fs, dir) {
             Err(Error::Locked {
                 dir: d,
                 lock_file,
+                holder_pid,
             }) => {
+                assert_eq!(holder_pid, None, "the sim knows no processes");
                 assert_eq!(d, dir);
                 assert_eq!(lock_file, Path::new("/data/log.lock"));
             }
@@ -102,6 +126,7 @@ mod tests {
         }
         drop(first);
         let again = acquire(&fs, dir).unwrap();
+        assert!(!again.created_dir);
         drop(again);
     }
 }

@@ -336,10 +336,13 @@ impl Log {
         let dir = &resolve_dir(fs.as_ref(), dir.as_ref())?;
         // On the resolved directory: a symlink and its target share one lock.
         let held = lock::acquire(fs.as_ref(), dir)?;
-        let mut report = RecoveryReport::default();
+        let mut report = RecoveryReport {
+            created: held.created_dir,
+            ..RecoveryReport::default()
+        };
         let segments = recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?;
         let mut log = Log::assemble(fs, dir.to_path_buf(), config, segments, false);
-        log.lock = Some(held);
+        log.lock = Some(held.lock);
         Ok((log, report))
     }
 
@@ -372,7 +375,11 @@ impl Log {
         } else {
             Some(lock::acquire(fs.as_ref(), dir)?)
         };
-        let mut report = RecoveryReport::default();
+        let mut report = RecoveryReport {
+            created: held.as_ref().is_some_and(|held| held.created_dir),
+            ..RecoveryReport::default()
+        };
+        let held = held.map(|held| held.lock);
         let segments = if read_only {
             recovery::inspect(fs.as_ref(), dir, &config, &mut report)?
         } else {

@@ -198,6 +198,35 @@ fn summarize(segments: &[Segment], report: &mut RecoveryReport) {
     report.next_offset = segments.last().map_or(0, |s| s.next_offset);
 }
 
+/// Creates `dir` and its missing ancestors. Every directory this creates must be
+/// durable in its parent, up to the first ancestor that already existed: otherwise
+/// a power loss can take the whole log path away after a flush "made everything
+/// durable" (found by the crash sweep). `dir`'s own entry is synced only if
+/// `sync_own_entry`.
+pub(crate) fn create_dirs(fs: &dyn FileSystem, dir: &Path, sync_own_entry: bool) -> Result<()> {
+    let mut created = Vec::new();
+    let mut missing = Some(dir);
+    while let Some(path) = missing {
+        if path.as_os_str().is_empty() || fs.exists(path) {
+            break;
+        }
+        created.push(path);
+        missing = path.parent();
+    }
+    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    for path in created
+        .iter()
+        .rev()
+        .filter(|path| sync_own_entry || **path != dir)
+    {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            crate::fail_point!(crate::fs::failpoint::LOG_RECOVERY_SYNC_DIR);
+            fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Phase 1: a missing directory is created (its first segment comes later).
 pub fn recovery_ensure_dir(
     fs: &dyn FileSystem,
@@ -213,29 +242,11 @@ pub fn recovery_ensure_dir(
         }
         return Ok(());
     }
-    // Every directory this creates must be durable in its parent, up to the first
-    // ancestor that already existed: otherwise a power loss can take the whole log
-    // path away after a flush "made everything durable" (found by the crash sweep).
     // The log directory's own entry is left to phase 9, which syncs its parent after
     // the directory itself and before the open returns: syncing it here too was a
     // second fsync of the same parent with nothing acknowledged in between (the sync
     // ablation found it uncaught; docs/design.md section 8).
-    let mut created = Vec::new();
-    let mut missing = Some(dir);
-    while let Some(path) = missing {
-        if path.as_os_str().is_empty() || fs.exists(path) {
-            break;
-        }
-        created.push(path);
-        missing = path.parent();
-    }
-    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    for path in created.iter().rev().filter(|path| **path != dir) {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            crate::fail_point!(crate::fs::failpoint::LOG_RECOVERY_SYNC_DIR);
-            fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
-        }
-    }
+    create_dirs(fs, dir, false)?;
     report.created = true;
     Ok(())
 }

@@ -182,7 +182,7 @@ impl Log {
             )));
         }
         super::write::check_records(records)?;
-        self.ensure_txn_state()?;
+        self.ensure_txn_state_writing()?;
         let mut batch = RecordBatch::build(self.next_offset(), records);
         batch.attributes |= ATTR_TRANSACTIONAL;
         batch.producer_id = producer.id;
@@ -377,6 +377,19 @@ impl Log {
         }
         *self.txn.lock().unwrap_or_else(|e| e.into_inner()) = Some(state);
         Ok(())
+    }
+
+    /// [`Log::ensure_txn_state`] for a write: an IO error of its `.txnindex`
+    /// rewrites poisons the log, as every IO error of a write does (docs/design.md
+    /// section 3), though the append has not started (found by the I/O-error
+    /// sweep's full disk: the state built lazily after a reopen, its rewrite
+    /// refused for want of space).
+    pub(super) fn ensure_txn_state_writing(&mut self) -> Result<()> {
+        let built = self.ensure_txn_state();
+        if let Err(Error::Io { .. }) = built {
+            self.poisoned = true;
+        }
+        built
     }
 
     fn with_txn_state<T>(&self, f: impl FnOnce(&TxnState) -> T) -> Result<T> {

@@ -136,7 +136,7 @@ impl Log {
             )));
         }
         // The transaction state must know the open transaction this marker ends.
-        self.ensure_txn_state()?;
+        self.ensure_txn_state_writing()?;
         let batch = RecordBatch::control(
             self.next_offset(),
             kind,

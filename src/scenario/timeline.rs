@@ -25,12 +25,15 @@ pub enum OpFate {
     Sync,
     /// The call returned an error (the crash itself, or an injected fault).
     Failed(String),
+    /// The writer lock: held in the kernel, nothing on disk a crash could lose.
+    Held,
 }
 
 /// One row of the timeline.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineRow {
-    /// The operation's number among the traced calls.
+    /// The operation's number among the counted calls (a lock, outside them, has
+    /// the number of the call after it).
     pub index: usize,
     /// The workload operation that issued it (`None`: the initial open).
     pub workload_op: Option<usize>,
@@ -203,6 +206,7 @@ pub fn timeline_on(
                         }
                     }
                 }
+                TraceCall::Lock => {}
             }
         }
         walks.push(walk);
@@ -213,6 +217,7 @@ pub fn timeline_on(
         .map(|(op, walk)| match (&op.error, op.call) {
             (Some(e), _) => OpFate::Failed(e.clone()),
             (None, TraceCall::SyncFile | TraceCall::SyncDir) => OpFate::Sync,
+            (None, TraceCall::Lock) => OpFate::Held,
             (None, _) if walk.durable => OpFate::Durable,
             (None, _) => OpFate::Kept,
         })
@@ -221,14 +226,24 @@ pub fn timeline_on(
         mark_lost(ops, &walks, &mut fates, item);
     }
     let workload_op = |index: usize| op_starts.iter().rposition(|start| *start <= index);
+    // Rows are numbered as the simulated file system counts its calls (what a
+    // crash point "before operation k" names): a lock is not one of them and
+    // carries the number of the call after it.
+    let mut counted = 0;
     ops.iter()
         .zip(fates)
         .enumerate()
-        .map(|(index, (op, fate))| TimelineRow {
-            index,
-            workload_op: workload_op(index),
-            op: op.to_string(),
-            fate,
+        .map(|(position, (op, fate))| {
+            let row = TimelineRow {
+                index: counted,
+                workload_op: workload_op(position),
+                op: op.to_string(),
+                fate,
+            };
+            if op.call != TraceCall::Lock {
+                counted += 1;
+            }
+            row
         })
         .collect()
 }

@@ -58,7 +58,7 @@ impl Default for IoErrorOptions {
     fn default() -> Self {
         IoErrorOptions {
             images_per_point: 8,
-            kinds: FaultKind::ALL.to_vec(),
+            kinds: FaultKind::SWEPT.to_vec(),
             only_call: None,
         }
     }
@@ -131,6 +131,13 @@ pub struct IoErrorReport {
     /// then reopened (the rest hit the initial open, or a call whose error the
     /// engine may not see, which is itself reported).
     pub reopened: u64,
+    /// `disk_full` points: reopens while the disk was still full that recovered,
+    /// and that were refused with `ENOSPC` (the disk then freed).
+    pub full_disk_reopened: u64,
+    pub full_disk_refused: u64,
+    /// `disk_full` points not run: call `k` needs no space, so the run is that of
+    /// the next call that does (or, after the last one, nothing is refused).
+    pub full_disk_unneeded: u64,
     pub disk_images: u64,
     pub violations: Vec<IoErrorViolation>,
     pub seconds: f64,
@@ -160,6 +167,9 @@ fn sweep_errors_dyn(
         error_points_by_kind: BTreeMap::new(),
         not_reached: 0,
         reopened: 0,
+        full_disk_reopened: 0,
+        full_disk_refused: 0,
+        full_disk_unneeded: 0,
         disk_images: 0,
         violations: Vec::new(),
         seconds: 0.0,
@@ -190,6 +200,12 @@ fn sweep_errors_dyn(
             if kind == FaultKind::ShortWrite && call_k.is_some_and(|c| c != Call::Append) {
                 continue;
             }
+            if kind == FaultKind::DiskFull && call_k.is_some_and(|c: Call| !c.needs_space()) {
+                // A disk that fills before a call needing no space refuses its
+                // first call at the next one that does: the same run as that point.
+                report.full_disk_unneeded += 1;
+                continue;
+            }
             let mut point = Point::new(workload, k, kind, options);
             // An engine assertion that trips on the error path is a finding too, not
             // the end of the sweep.
@@ -207,10 +223,16 @@ fn sweep_errors_dyn(
                     .error_points_by_kind
                     .entry(kind.name().to_string())
                     .or_default() += 1;
+            } else if kind == FaultKind::DiskFull {
+                // The disk filled after the last call that needed space: nothing
+                // to refuse (not a missed point).
+                report.full_disk_unneeded += 1;
             } else {
                 report.not_reached += 1;
             }
             report.reopened += point.reopened;
+            report.full_disk_reopened += point.reopened_on_full;
+            report.full_disk_refused += point.refused_on_full;
             report.disk_images += point.disk_images;
             report.violations.extend(point.violations);
         }
@@ -232,6 +254,9 @@ struct Point<'a> {
     /// durability point that returned `Ok` (first) to `spec` (last).
     chain: Vec<SpecLog>,
     reopened: u64,
+    /// Reopens on a full disk that succeeded, and that were refused with `ENOSPC`.
+    reopened_on_full: u64,
+    refused_on_full: u64,
     disk_images: u64,
     violations: Vec<IoErrorViolation>,
 }
@@ -250,6 +275,8 @@ impl<'a> Point<'a> {
             chain: vec![spec.clone()],
             spec,
             reopened: 0,
+            reopened_on_full: 0,
+            refused_on_full: 0,
             disk_images: 0,
             violations: Vec::new(),
         }
@@ -287,11 +314,19 @@ impl<'a> Point<'a> {
             Ok(variant) => variant,
             Err(e) => return self.violation("setup", None, e),
         };
-        let mut log = match self.open() {
+        let log = match self.open() {
             Ok(log) => log,
             Err(e) if self.fired() > 0 => {
-                // The fault hit the initial open: it failed, as it must; open again.
+                // The fault hit the initial open: it failed, as it must; open again
+                // (while a full disk stays full first, then freed).
                 let candidates = self.chain.clone();
+                if self.fs.is_full() {
+                    match self.reopen_on_full_disk("open", &e, &candidates) {
+                        Ok(Some(log)) => return self.run_ops(variant, log),
+                        Ok(None) => self.fs.clear_faults(),
+                        Err(()) => return,
+                    }
+                }
                 match self.reopen("open", &e, &candidates) {
                     Some(log) => log,
                     None => return,
@@ -299,6 +334,11 @@ impl<'a> Point<'a> {
             }
             Err(e) => return self.violation("open", None, format!("open failed: {e}")),
         };
+        self.run_ops(variant, log);
+    }
+
+    /// The workload's operations on the opened `log`, then the final images.
+    fn run_ops(&mut self, variant: Variant, mut log: Log) {
         let workload = self.workload;
         for (i, op) in workload.ops.iter().enumerate() {
             let during = format!("op {i} ({op})");
@@ -352,6 +392,19 @@ impl<'a> Point<'a> {
                     if !self.check_images(&during, &candidates) {
                         return;
                     }
+                    if self.fs.is_full() {
+                        // The disk stays full: a restarted process opens it as it is.
+                        match self.reopen_on_full_disk(&during, &e, &candidates) {
+                            Ok(Some(reopened)) => {
+                                log = reopened;
+                                continue;
+                            }
+                            Ok(None) => {} // refused for want of space: freed below
+                            Err(()) => return,
+                        }
+                        // The operator frees space.
+                        self.fs.clear_faults();
+                    }
                     log = match self.reopen(&during, &e, &candidates) {
                         Some(log) => log,
                         None => return,
@@ -360,7 +413,7 @@ impl<'a> Point<'a> {
             }
         }
         drop(log);
-        if self.fired() == 0 {
+        if self.fired() == 0 && self.kind != FaultKind::DiskFull {
             return self.violation("end", None, "the fault never fired".into());
         }
         let chain = self.chain.clone();
@@ -418,6 +471,54 @@ impl<'a> Point<'a> {
             self.chain.push(self.spec.clone());
         }
         Some(log)
+    }
+
+    /// A reopen while the disk is still full ([`FaultKind::DiskFull`]): it succeeds
+    /// (a recovery that needs no space) and the log is one of `candidates`, or it
+    /// fails with `ENOSPC` itself (never another error, never a panic) and every
+    /// power-loss image of the disk it leaves still recovers to one of them: a
+    /// failed open loses nothing. `Ok(None)` after such a refusal; `Err` after a
+    /// violation.
+    fn reopen_on_full_disk(
+        &mut self,
+        during: &str,
+        error: &Error,
+        candidates: &[SpecLog],
+    ) -> Result<Option<Log>, ()> {
+        let during = format!("{during} (reopen on the full disk)");
+        let fired_before = self.fired();
+        match self.open() {
+            Ok(_) if self.fired() > fired_before => {
+                self.violation(
+                    &during,
+                    None,
+                    "the open returned Ok although a call it made failed".into(),
+                );
+                Err(())
+            }
+            Ok(log) => {
+                drop(log);
+                // The same checks as any reopen (on a fresh handle: `reopen` opens).
+                self.reopened_on_full += 1;
+                self.reopen(&during, error, candidates).map(Some).ok_or(())
+            }
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::StorageFull => {
+                self.refused_on_full += 1;
+                if self.check_images(&during, candidates) {
+                    Ok(None)
+                } else {
+                    Err(())
+                }
+            }
+            Err(other) => {
+                self.violation(
+                    &during,
+                    None,
+                    format!("the open on a full disk failed with {other}, not ENOSPC"),
+                );
+                Err(())
+            }
+        }
     }
 
     /// Recovers power-loss images of the current disk; each must open, be one of

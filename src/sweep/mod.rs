@@ -291,6 +291,14 @@ pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
             names
                 .into_iter()
                 .filter(|n| *n != log_name)
+                // The writer lock's file stays, empty (docs/design.md section 6e).
+                .filter(|n| {
+                    let lock = format!("{log_name}{}", crate::log::lock::LOCK_SUFFIX);
+                    *n != lock
+                        || fs
+                            .len(&Path::new(PARENT_DIR).join(n))
+                            .map_or(true, |l| l > 0)
+                })
                 .map(|n| format!("{PARENT_DIR}/{n}")),
         );
     }

@@ -207,6 +207,7 @@ fn timeline_html(out: &mut String, timeline: &[TimelineRow]) {
             OpFate::Kept => ("kept", "not durable, kept by this image".to_string()),
             OpFate::Lost(how) => ("lost", format!("LOST by the crash image: {how}")),
             OpFate::Sync => ("sync", "sync".to_string()),
+            OpFate::Held => ("sync", "writer lock held".to_string()),
             OpFate::Failed(e) => ("failed", format!("crash / error: {e}")),
         };
         out.push_str(&format!(

@@ -381,8 +381,13 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
     }
     let seconds = started.elapsed().as_secs_f64();
     let first = reports.iter().find_map(|r| r.violations.first());
+    let full_disk = by_kind
+        .get(crate::fs::sim::FaultKind::DiskFull.name())
+        .copied()
+        .unwrap_or(0);
+    let refused_on_full: u64 = reports.iter().map(|r| r.full_disk_refused).sum();
     let mut summary = format!(
-        "{} workloads, {error_points} error points, {disk_images} disk images, {violations} violations; {} conformance cases, {} io errors, {} divergences",
+        "{} workloads, {error_points} error points ({full_disk} with the disk full, {refused_on_full} reopens refused for space), {disk_images} disk images, {violations} violations; {} conformance cases, {} io errors, {} divergences",
         reports.len(),
         fault_cases.cases,
         fault_cases.io_errors,
@@ -472,10 +477,11 @@ pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageRe
         progress.set(i, n, name)
     });
     let summary = format!(
-        "{} workloads, {} points, {} damages, {} errors, {} recovered, {} undetectable, {} violations",
+        "{} workloads, {} points, {} damages ({} forged), {} errors, {} recovered, {} undetectable, {} violations",
         result.workloads,
         result.points,
         result.damages,
+        result.forged,
         result.errors,
         result.recovered,
         result.undetectable,

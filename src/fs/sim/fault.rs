@@ -14,6 +14,12 @@
 //!   short `write(2)`), then fails with `ENOSPC` (what the retry of the rest returns
 //!   on a full disk). The prefix stays in the file as written-but-unsynced bytes.
 //!   On any other call it fails like `Enospc`.
+//! * [`FaultKind::DiskFull`]: the disk is full from call `k` on and stays full
+//!   until [`super::SimFs::clear_faults`] frees it: every call that needs space
+//!   (`append`, `create_file`, `create_dir_all`, `hard_link`) fails with `ENOSPC`
+//!   and changes nothing; syncs, renames, truncations and removals still work (they
+//!   allocate nothing, and a removal frees space). Not one failing call: every
+//!   retry, and every reopen that has to write, fails the same way.
 
 use std::fmt;
 use std::io;
@@ -38,11 +44,23 @@ pub enum FaultKind {
     Enospc,
     /// An append keeps the first half of its data, then `ENOSPC`.
     ShortWrite,
+    /// From this call on, every call that needs space fails with `ENOSPC`, until
+    /// the disk is freed.
+    DiskFull,
 }
 
 impl FaultKind {
-    /// Every kind, in the order the I/O-error sweep tries them.
+    /// The kinds that fail one call, in the order the I/O-error sweep tries them.
     pub const ALL: [FaultKind; 3] = [FaultKind::Eio, FaultKind::Enospc, FaultKind::ShortWrite];
+
+    /// Every kind the I/O-error sweep tries: the one-call kinds, then the disk
+    /// that stays full.
+    pub const SWEPT: [FaultKind; 4] = [
+        FaultKind::Eio,
+        FaultKind::Enospc,
+        FaultKind::ShortWrite,
+        FaultKind::DiskFull,
+    ];
 
     /// The kind's name as the CLI and scenario files spell it (`eio`, `enospc`, `short_write`).
     pub fn name(self) -> &'static str {
@@ -50,6 +68,7 @@ impl FaultKind {
             FaultKind::Eio => "eio",
             FaultKind::Enospc => "enospc",
             FaultKind::ShortWrite => "short_write",
+            FaultKind::DiskFull => "disk_full",
         }
     }
 
@@ -57,7 +76,9 @@ impl FaultKind {
     pub fn error(self) -> io::Error {
         match self {
             FaultKind::Eio => io::Error::from_raw_os_error(EIO),
-            FaultKind::Enospc | FaultKind::ShortWrite => io::Error::from_raw_os_error(ENOSPC),
+            FaultKind::Enospc | FaultKind::ShortWrite | FaultKind::DiskFull => {
+                io::Error::from_raw_os_error(ENOSPC)
+            }
         }
     }
 
@@ -65,7 +86,7 @@ impl FaultKind {
     pub fn kept_bytes(self, len: usize) -> usize {
         match self {
             FaultKind::ShortWrite => len / 2,
-            FaultKind::Eio | FaultKind::Enospc => 0,
+            FaultKind::Eio | FaultKind::Enospc | FaultKind::DiskFull => 0,
         }
     }
 }
@@ -80,10 +101,12 @@ impl FromStr for FaultKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        FaultKind::ALL
+        FaultKind::SWEPT
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown fault kind {s:?}; known: eio, enospc, short_write"))
+            .ok_or_else(|| {
+                format!("unknown fault kind {s:?}; known: eio, enospc, short_write, disk_full")
+            })
     }
 }
 
@@ -112,9 +135,20 @@ pub enum Call {
     HardLink,
     /// [`FileSystem::remove_dir_all`](crate::fs::FileSystem::remove_dir_all).
     RemoveDirAll,
+    /// [`FileSystem::try_lock`](crate::fs::FileSystem::try_lock): traced, never
+    /// counted by the simulated file system (no fault or crash point lands on it).
+    Lock,
 }
 
 impl Call {
+    /// True for the calls a full disk refuses: they allocate blocks or entries.
+    pub fn needs_space(self) -> bool {
+        matches!(
+            self,
+            Call::Append | Call::CreateFile | Call::CreateDirAll | Call::HardLink
+        )
+    }
+
     /// The call's name in snake case, as the sweep reports it.
     pub fn name(self) -> &'static str {
         match self {
@@ -128,6 +162,7 @@ impl Call {
             Call::RemoveFile => "remove_file",
             Call::HardLink => "hard_link",
             Call::RemoveDirAll => "remove_dir_all",
+            Call::Lock => "lock",
         }
     }
 }

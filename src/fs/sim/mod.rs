@@ -76,6 +76,8 @@ struct Control {
     faults: BTreeMap<u64, FaultKind>,
     /// The faults of `faults` that fired, in order.
     fired: Vec<FiredFault>,
+    /// The disk is full from this call on ([`FaultKind::DiskFull`]).
+    full_from: Option<u64>,
     /// Sync calls (by mutating-call number) that complete as no-ops: the sync
     /// ablation's "this one fsync never happened".
     skip_syncs: BTreeSet<u64>,
@@ -236,12 +238,26 @@ impl SimFs {
     /// [`FaultKind`] for what the failing call leaves behind); later calls work.
     /// The fault is listed by [`SimFs::fired_faults`] once it fires.
     pub fn fail_nth_with(&self, k: u64, kind: FaultKind) {
-        self.lock().control.faults.insert(k, kind);
+        let control = &mut self.lock().control;
+        if kind == FaultKind::DiskFull {
+            control.full_from = Some(k);
+        } else {
+            control.faults.insert(k, kind);
+        }
     }
 
-    /// Drops the faults set by [`SimFs::fail_nth_with`] that have not fired yet.
+    /// Drops the faults set by [`SimFs::fail_nth_with`] that have not fired yet,
+    /// and frees a full disk.
     pub fn clear_faults(&self) {
-        self.lock().control.faults.clear();
+        let control = &mut self.lock().control;
+        control.faults.clear();
+        control.full_from = None;
+    }
+
+    /// True while the disk is full ([`FaultKind::DiskFull`] from a call already made).
+    pub fn is_full(&self) -> bool {
+        let control = &self.lock().control;
+        control.full_from.is_some_and(|from| from < control.ops)
     }
 
     /// The faults set by [`SimFs::fail_nth_with`] that fired so far, in order.
@@ -407,20 +423,34 @@ impl SimFs {
             on_fault(&mut inner.state, kind)?;
             return Err(kind.error());
         }
+        if control.full_from.is_some_and(|from| k >= from) && call.needs_space() {
+            control.fired.push(FiredFault {
+                op: k,
+                call,
+                path: path.display().to_string(),
+                kind: FaultKind::DiskFull,
+            });
+            return Err(FaultKind::DiskFull.error());
+        }
         f(&mut inner.state)
     }
 }
 
 impl FileSystem for SimFs {
     /// In memory, outside the counted calls (faults and crash points never land
-    /// on it, and numbering of the other calls stays as it was).
+    /// on it, and numbering of the other calls stays as it was). As on a real disk,
+    /// a missing parent directory is `NotFound`; unlike it, no file is created.
     fn try_lock(&self, path: &Path) -> io::Result<FileLock> {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !self.is_dir(p)) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no directory for {}", path.display()),
+            ));
+        }
         let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
         if !locks.insert(path.to_path_buf()) {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                "lock held by another writer",
-            ));
+            return Err(crate::fs::LockHeld { holder_pid: None }.into_error());
         }
         Ok(FileLock::new(SimLock {
             locks: Arc::clone(&self.locks),
