@@ -259,7 +259,42 @@ fn check_read_error(
     if !kept {
         return fail("the open changed the damaged file");
     }
-    Ok(())
+    // A trusted segment is trusted for its bytes, not its length: a file whose
+    // length no longer matches its summary is seen at open (one `len`), so it is
+    // an error or a scan there, never accepted to fail a later read.
+    if case.damaged.len() != case.original.len() {
+        return fail("the file's length no longer matches its summary, yet the open trusted it");
+    }
+    if case.damage.blind {
+        // Blind to the format's rules (an LSB of `baseOffset` that keeps the
+        // ordering): a scan may accept it; the read that refused it looked closer.
+        return Ok(());
+    }
+    check_full_scan_refuses(case)
+}
+
+/// The damage the open was entitled not to look at (a trusted segment's bytes):
+/// an open that looks (`Log::open_checked`, what `seglog recover` runs: no
+/// recovery point, no marker) refuses it with a structured error naming the file,
+/// and changes nothing beyond the protocol recoveries. A closed segment is never
+/// cut like the active segment's torn tail.
+fn check_full_scan_refuses(case: &Case<'_>) -> Result<(), String> {
+    let fs = Arc::new(case.image()?);
+    let before = fs.snapshot();
+    let dirs_before = fs.snapshot_dirs();
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    match Log::open_checked(dyn_fs, LOG_DIR, case.config.clone()) {
+        Ok((_, report)) => Err(format!(
+            "a full-scan open accepted the damaged trusted segment (truncated {} bytes of segment {:?})",
+            report.truncated_bytes, report.truncated_segment
+        )),
+        Err(e) => {
+            let after = fs.snapshot();
+            check_failed_open(case, &before, &after, dirs_before == fs.snapshot_dirs(), &fs)
+                .map_err(|d| format!("full-scan open: {d}"))?;
+            check_error(case, &e).map_err(|d| format!("full-scan open: {d}"))
+        }
+    }
 }
 
 /// A damaged temp file never becomes live content.

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::format::batch::{
-    ATTRIBUTES_OFFSET, ATTR_CONTROL, BASE_OFFSET_OFFSET, CRC_OFFSET, MAGIC_OFFSET,
+    ATTRIBUTES_OFFSET, ATTR_CONTROL, BASE_OFFSET_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, MAGIC_OFFSET,
     MAX_TIMESTAMP_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET,
 };
 use crate::format::{Compression, RecordBatch};
@@ -32,7 +32,10 @@ pub struct RawBatchSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Defect {
-    /// A flipped bit in the last byte: the CRC-32C rule.
+    /// A flipped bit in `baseTimestamp`, under the CRC: the records still parse
+    /// (their timestamps move by one), so only the CRC-32C rule refuses it. A flip
+    /// in the last byte (a record's header count) broke the record framing too, so
+    /// a raw append that skipped the CRC check still refused it.
     Crc,
     /// Magic 1: an old message format.
     Magic,
@@ -115,11 +118,7 @@ pub fn encode(batch: &RawBatchSpec) -> Vec<u8> {
     let mut bytes = built.encode();
     match batch.defect {
         None | Some(Defect::OffsetDelta) => {}
-        Some(Defect::Crc) => {
-            if let Some(last) = bytes.last_mut() {
-                *last ^= 0x01;
-            }
-        }
+        Some(Defect::Crc) => bytes[BASE_TIMESTAMP_OFFSET + 7] ^= 0x01,
         Some(Defect::Magic) => bytes[MAGIC_OFFSET] = 1,
         Some(Defect::Control) => {
             bytes[ATTRIBUTES_OFFSET + 1] |= ATTR_CONTROL as u8;
