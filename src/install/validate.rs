@@ -84,7 +84,7 @@ pub fn matches(fs: &dyn FileSystem, dir: &Path, manifest: &Manifest) -> Result<b
 /// Byte position of `next_offset` in the manifest (docs/design.md section 6).
 const NEXT_OFFSET_POSITION: u64 = 14;
 
-/// For a directory that [`matches`] `manifest`: its last `.log` ends at the
+/// For a directory that [`matches()`] `manifest`: its last `.log` ends at the
 /// manifest's `next_offset` (the offset after its last batch, or its base offset
 /// when it holds none), or the manifest is `Corrupt` at that field. A forged
 /// manifest (a valid checksum over an impossible next offset) would otherwise roll
