@@ -231,6 +231,9 @@ fn dir_seeds() -> BTreeMap<String, Vec<u8>> {
                     && matches!(i.damage.0.as_slice(), [Damage::FlipBit { .. }])
                     && last_log_damaged(i)
             }),
+            ("forged-batch-header", &|i| {
+                batches(i) >= 3 && matches!(i.damage.0.as_slice(), [Damage::Forge { .. }])
+            }),
             ("damaged-closed-segment", &|i| {
                 batches(i) >= 3 && closed_log_damaged(i)
             }),

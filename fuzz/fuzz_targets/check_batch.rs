@@ -15,6 +15,30 @@ use seglog::format::batch::{decode, decode_header};
 ///   non-minimal varints, which the encoder never writes).
 /// - `decode_header` agrees with `decode` on base offset and size.
 pub fn decode_batch(data: &[u8]) {
+    decode_checked(data);
+    // The same bytes with the CRC resealed over the declared length: a CRC-valid
+    // batch with whatever header fields the input holds (extreme offsets, deltas,
+    // counts, timestamps), which the CRC would otherwise refuse first.
+    if let Some(sealed) = resealed(data) {
+        decode_checked(&sealed);
+    }
+}
+
+/// `data` with bytes `[17, 21)` set to the CRC-32C of `[21, 12 + batchLength)`,
+/// when the declared length fits in `data`.
+fn resealed(data: &[u8]) -> Option<Vec<u8>> {
+    use seglog::format::batch::{ATTRIBUTES_OFFSET, CRC_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD};
+    let length = i32::from_be_bytes(data.get(LENGTH_OFFSET..LOG_OVERHEAD)?.try_into().ok()?);
+    let end = LOG_OVERHEAD.checked_add(usize::try_from(length).ok()?)?;
+    let covered = data.get(ATTRIBUTES_OFFSET..end)?;
+    let crc = seglog::format::crc::crc32c(covered);
+    let mut out = data.to_vec();
+    out.get_mut(CRC_OFFSET..CRC_OFFSET + 4)?
+        .copy_from_slice(&crc.to_be_bytes());
+    Some(out)
+}
+
+fn decode_checked(data: &[u8]) {
     let Ok((batch, used)) = decode(data) else {
         return;
     };

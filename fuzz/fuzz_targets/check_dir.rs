@@ -216,6 +216,37 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
                 fs.remove_file(&path).expect("remove");
                 path
             }
+            Damage::Forge {
+                file,
+                batch,
+                field,
+                value,
+            } => {
+                let logs: Vec<&PathBuf> = files.iter().filter(|p| is_log(p)).collect();
+                if logs.is_empty() {
+                    continue;
+                }
+                let path = logs[usize::from(*file) % logs.len()].clone();
+                let bytes = fs.read_all(&path).expect("read");
+                let ranges = seglog::damage::batch_ranges(&bytes);
+                if ranges.is_empty() {
+                    continue;
+                }
+                let (start, _) = ranges[usize::from(*batch) % ranges.len()];
+                let (offset, len) = field.place();
+                let forged = seglog::damage::Change::Forge {
+                    position: start + offset as u64,
+                    len,
+                    value: value.0,
+                    seal: seglog::damage::Seal::Batch,
+                }
+                .apply(&bytes);
+                let Some(forged) = forged else {
+                    continue; // the field already held the value
+                };
+                fs.write_new(&path, &forged).expect("rewrite");
+                path
+            }
         };
         damaged.insert(path);
     }

@@ -337,10 +337,89 @@ pub struct DirSegment {
 /// files in name order (modulo their count).
 #[derive(Debug, Clone, Arbitrary)]
 pub enum Damage {
-    Truncate { file: u8, at: u16 },
-    FlipBit { file: u8, at: u16, bit: u8 },
-    AppendBytes { file: u8, bytes: Few<u8, 16> },
-    Remove { file: u8 },
+    Truncate {
+        file: u8,
+        at: u16,
+    },
+    FlipBit {
+        file: u8,
+        at: u16,
+        bit: u8,
+    },
+    AppendBytes {
+        file: u8,
+        bytes: Few<u8, 16>,
+    },
+    Remove {
+        file: u8,
+    },
+    /// A header field of one batch of a `.log` set to `value`, the batch's CRC-32C
+    /// recomputed: a CRC-valid batch with impossible or extreme fields, which no
+    /// writer of ours produces and no checksum refuses (`seglog::damage::Change::Forge`).
+    Forge {
+        file: u8,
+        batch: u8,
+        field: HeaderField,
+        value: Extreme,
+    },
+}
+
+/// A batch header field a forgery sets.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum HeaderField {
+    BaseOffset,
+    LastOffsetDelta,
+    RecordCount,
+    BaseTimestamp,
+    MaxTimestamp,
+    ProducerId,
+    ProducerEpoch,
+    BaseSequence,
+    Attributes,
+}
+
+impl HeaderField {
+    /// Its position in the batch and its size in bytes.
+    pub fn place(self) -> (usize, u8) {
+        use seglog::format::batch::*;
+        match self {
+            HeaderField::BaseOffset => (BASE_OFFSET_OFFSET, 8),
+            HeaderField::LastOffsetDelta => (LAST_OFFSET_DELTA_OFFSET, 4),
+            HeaderField::RecordCount => (RECORD_COUNT_OFFSET, 4),
+            HeaderField::BaseTimestamp => (BASE_TIMESTAMP_OFFSET, 8),
+            HeaderField::MaxTimestamp => (MAX_TIMESTAMP_OFFSET, 8),
+            HeaderField::ProducerId => (PRODUCER_ID_OFFSET, 8),
+            HeaderField::ProducerEpoch => (PRODUCER_EPOCH_OFFSET, 2),
+            HeaderField::BaseSequence => (BASE_SEQUENCE_OFFSET, 4),
+            HeaderField::Attributes => (ATTRIBUTES_OFFSET, 2),
+        }
+    }
+}
+
+/// A value that is, three times in four, an edge of some integer type (a forged
+/// field's low bytes are written, so `i64::MAX` in a 4-byte field is -1).
+#[derive(Debug, Clone, Copy)]
+pub struct Extreme(pub i64);
+
+impl<'a> Arbitrary<'a> for Extreme {
+    fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        if u.ratio(3u8, 4)? {
+            let edges = [
+                i64::MAX,
+                i64::MIN,
+                i64::MAX - 1,
+                -1,
+                0,
+                1,
+                i64::from(i32::MAX),
+                i64::from(i32::MIN),
+                i64::from(i16::MAX),
+                i64::from(u16::MAX),
+            ];
+            return Ok(Extreme(*u.choose(&edges)?));
+        }
+        Ok(Extreme(i64::arbitrary(u)?))
+    }
 }
 
 /// A file the log does not own; recovery must leave it alone.
