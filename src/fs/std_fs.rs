@@ -143,6 +143,22 @@ fn resolve(path: &Path, symlinks: u32) -> io::Result<PathBuf> {
     Ok(resolve(parent, symlinks)?.join(name))
 }
 
+/// A held `flock`, unlocked explicitly when dropped. Closing the descriptor alone
+/// is not enough: a `fork` on another thread between our `open` and its child's
+/// `exec` shares the open file description (and so the lock) until the `exec`
+/// closes it, and a reopen right after our close was refused `Locked` with no
+/// holder to name (found by `tests/log_failpoints.rs`, whose threads spawn the
+/// binary). `LOCK_UN` releases the description's lock whoever else refers to it.
+struct HeldLock(File);
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        // Best effort: on an error the close that follows still releases it once
+        // no other descriptor refers to it.
+        let _ = self.0.unlock();
+    }
+}
+
 /// The process holding a `flock` on the file `meta` describes, from Linux's
 /// `/proc/locks` (`N: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF`,
 /// major and minor in hex). `None` where there is no such file or no entry.
@@ -196,7 +212,7 @@ impl FileSystem for StdFs {
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
-        Ok(super::FileLock::new(file))
+        Ok(super::FileLock::new(HeldLock(file)))
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
@@ -357,6 +373,34 @@ mod tests {
         assert_eq!(super::parse_flock_holder(text, 8, 2, 4242), Some(99));
         assert_eq!(super::parse_flock_holder(text, 8, 2, 4243), None);
         assert_eq!(super::parse_flock_holder("", 8, 2, 4242), None);
+    }
+
+    /// Another thread forks (spawns processes) all along: each fork shares the
+    /// lock's open file description until its child `exec`s. A lock dropped and
+    /// taken again at once is never refused: the drop unlocks explicitly.
+    #[test]
+    fn a_dropped_lock_is_free_at_once_while_other_threads_fork() {
+        use super::super::FileSystem;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = super::StdFs::new();
+        let path = tmp.path().join("d.lock");
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let forker = {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::process::Command::new("true").status();
+                }
+            })
+        };
+        for i in 0..300 {
+            let held = fs.try_lock(&path);
+            assert!(held.is_ok(), "attempt {i}: {:?}", held.err());
+            drop(held);
+        }
+        stop.store(true, Ordering::Relaxed);
+        forker.join().unwrap();
     }
 
     #[test]
