@@ -312,3 +312,37 @@ fn a_grown_txn_index_is_not_read_and_is_rewritten() {
     assert_eq!(fs.bytes_read(&path), 0);
     assert!(std::fs::metadata(&path).unwrap().len() < 1024, "rewritten");
 }
+
+/// A closed segment's `.txnindex` grown to 1 GiB under a kafka-policy cleaning of
+/// transactional data. The cleaner reads each closed segment's aborted-transaction
+/// entries; one entry per ABORT marker, each a whole batch of the `.log`, bounds
+/// the file by the segment's length: the grown one is not read at all.
+#[test]
+fn a_grown_txn_index_is_not_read_by_the_kafka_cleaner() {
+    use seglog::{ControlKind, Producer};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p0");
+    let fs = Arc::new(ReadLog::default());
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let (mut log, _) = Log::open_with(dyn_fs.clone(), &dir, LogConfig::default()).unwrap();
+    let producer = Producer::new(7, 0);
+    log.append_transactional(producer, &[record("a")]).unwrap();
+    log.append_control(ControlKind::Abort, 7, 0, 1).unwrap();
+    log.append(&[record("a"), record("b")]).unwrap();
+    log.roll().unwrap();
+    log.append(&[record("c")]).unwrap();
+    log.close().unwrap();
+    let path = dir.join(filename::build(0, filename::TXN_INDEX_SUFFIX));
+    grow(&path);
+    let (mut log, _) = Log::open_with(dyn_fs, &dir, LogConfig::default()).unwrap();
+    let kafka = seglog::compaction::CleanOptions {
+        policy: seglog::compaction::CompactionPolicy::Kafka,
+        dedupe_buffer_bytes: None,
+        ..KNOBS
+    };
+    // The grown index is ignored like an undecodable one (the log's own state
+    // pass rewrites it): the cleaning succeeds, and removes the aborted record.
+    let report = log.clean(10, 1000, None, kafka).unwrap();
+    assert!(report.records_after < report.records_before, "{report:?}");
+    assert_eq!(fs.bytes_read(&path), 0, "the grown .txnindex was read");
+}

@@ -187,7 +187,18 @@ pub fn entries(
         if !fs.exists(&path) {
             continue;
         }
-        let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        // One entry per ABORT marker, and every marker is a whole batch of the
+        // segment's `.log`: a larger index is not read (like an undecodable one,
+        // it is ignored here; the log's state pass rewrites it).
+        let log = dir.join(filename::build(base, filename::LOG_SUFFIX));
+        let log_bytes = fs.len(&log).map_err(|e| Error::io(&log, e))?;
+        let bytes_max = (log_bytes / crate::format::batch::HEADER_LEN as u64)
+            .saturating_mul(txn_index::ENTRY_BYTES as u64);
+        let Some(bytes) =
+            crate::fs::read_bounded(fs, &path, bytes_max).map_err(|e| Error::io(&path, e))?
+        else {
+            continue;
+        };
         let Ok(found) = txn_index::decode(&bytes) else {
             continue;
         };
