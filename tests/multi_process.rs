@@ -181,9 +181,32 @@ fn concurrent_processes_lose_no_acknowledged_record() {
             }
         }));
     }
+    // A reader among them: `dump` takes no lock, and whatever state the others
+    // leave it in, it reads the log or says an install is pending, nothing else.
+    let reading = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let reader = {
+        let (d, reading) = (d.clone(), Arc::clone(&reading));
+        thread::spawn(move || {
+            let (mut reads, mut pending) = (0u32, 0u32);
+            while reading.load(std::sync::atomic::Ordering::Relaxed) {
+                let out = seglog(&["dump", &d]);
+                if out.status.success() {
+                    reads += 1;
+                } else {
+                    let err = stderr(&out);
+                    assert!(err.contains("install is pending"), "dump: {err}");
+                    pending += 1;
+                }
+            }
+            (reads, pending)
+        })
+    };
     for t in threads {
         t.join().unwrap();
     }
+    reading.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (reads, _pending) = reader.join().unwrap();
+    assert!(reads > 0, "no dump succeeded");
     // Nothing runs now: an append must get the lock at the first try.
     let out = seglog(&["append", &d, "--batch", &batch("last")]);
     assert!(

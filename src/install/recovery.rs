@@ -211,7 +211,9 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
 }
 
 /// For read-only opens: an error if an install is pending next to `live` (a
-/// writable open, e.g. `seglog recover`, must decide it first).
+/// writable open, e.g. `seglog recover`, must decide it first). A read-only open
+/// takes no writer lock, so it cannot tell a live writer's install from one a
+/// crash cut short: the message names both.
 pub fn pending(fs: &dyn FileSystem, live: &Path) -> Result<()> {
     let paths = InstallPaths::new(live)?;
     let present: Vec<_> = [
@@ -228,7 +230,7 @@ pub fn pending(fs: &dyn FileSystem, live: &Path) -> Result<()> {
         return Ok(());
     }
     Err(Error::Ambiguous {
-        reason: "a compaction install is pending; open the log writable (seglog recover) to finish or roll it back".into(),
+        reason: "a compaction install is pending: a writer may be installing it right now (read again once it is done), or one was cut short (`seglog recover` finishes or rolls it back)".into(),
         dirs: present,
     })
 }
