@@ -16,18 +16,7 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use cli_support::seglog;
-
-fn ok(args: &[&str]) -> String {
-    let out = seglog(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use cli_support::{ok, seglog};
 
 /// Appends one record per value of key "k" (all but the last superseded), in
 /// small segments so that compaction has closed segments to clean.

@@ -22,7 +22,7 @@ use seglog::{Log, LogConfig};
 use seglog_model::spec::SpecLog;
 
 mod cleanup_support;
-use cleanup_support::{apply_steps, seed_retention_steps, Rec};
+use cleanup_support::{apply_steps, seed_retention_steps, siblings, Rec};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Op {
@@ -365,22 +365,6 @@ fn engine_view(log: &Log) -> View {
 
 fn spec_view(spec: &SpecLog) -> View {
     seglog::workload::spec::view(spec)
-}
-
-fn siblings(dir: &Path) -> Vec<String> {
-    // The writer lock's file stays beside the log (empty, as Kafka's `.lock`): it
-    // is not an install leftover.
-    let is_lock_file = |name: &str, n: &str| {
-        n.strip_prefix(name) == Some(seglog::log::lock::LOCK_SUFFIX)
-            && std::fs::metadata(dir.parent().unwrap().join(n)).is_ok_and(|m| m.len() == 0)
-    };
-    let name = dir.file_name().unwrap().to_str().unwrap().to_string();
-    StdFs::new()
-        .list_dir(dir.parent().unwrap())
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with(&name) && *n != name && !is_lock_file(&name, n))
-        .collect()
 }
 
 fn check_case(c: &Case) {

@@ -9,8 +9,9 @@
 //! and the active segment's invalid tail (truncated by a writable open) otherwise.
 #![cfg(feature = "suite")]
 
+mod cli_support;
+
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Arc;
 
 use seglog::format::batch::RecordBatch;
@@ -18,6 +19,8 @@ use seglog::format::filename;
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::{CorruptKind, Error, Log, LogConfig, NewRecord};
+
+use cli_support::{ok, seglog};
 
 fn record(key: &str) -> NewRecord {
     NewRecord::new(Some(key.as_bytes().to_vec()), Some(b"v".to_vec()), 1)
@@ -139,13 +142,6 @@ fn a_forged_negative_delta_in_a_trusted_segment_fails_the_read() {
     }
 }
 
-fn seglog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seglog"))
-        .args(args)
-        .output()
-        .expect("run seglog")
-}
-
 /// Exit 2 with a one-line message naming `needle`, never a panic (exit 101).
 fn fails(args: &[&str], needle: &str) {
     let out = seglog(args);
@@ -156,17 +152,6 @@ fn fails(args: &[&str], needle: &str) {
         stderr.contains(needle),
         "{args:?}: {stderr:?} lacks {needle:?}"
     );
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = seglog(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A CLI log at `dir`: closed segment 0 (offsets 0, 1), active segment 2.

@@ -11,8 +11,10 @@
 //! a refused writer changes no byte.
 #![cfg(feature = "suite")]
 
+mod cli_support;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -20,14 +22,9 @@ use std::time::Duration;
 
 use seglog::{Log, LogConfig};
 
-const LOCKED: &str = "is locked by another writer";
+use cli_support::{seglog, snapshot};
 
-fn seglog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seglog"))
-        .args(args)
-        .output()
-        .expect("run seglog")
-}
+const LOCKED: &str = "is locked by another writer";
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -42,19 +39,6 @@ fn until_unlocked(args: &[&str]) -> Output {
         }
         thread::sleep(Duration::from_millis(2));
     }
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// Offset -> value of every record `seglog dump` reads.

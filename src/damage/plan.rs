@@ -223,6 +223,20 @@ pub fn ordering_holds(bytes: &[u8], segment_base: i64, upper: Option<i64>) -> bo
     true
 }
 
+/// The batches every `.log` plan damages: the first, and the last when it is
+/// another, as `(label, (start, end))`.
+fn first_and_last(ranges: &[(u64, u64)]) -> Vec<(&'static str, (u64, u64))> {
+    let mut picked = Vec::new();
+    picked.extend(ranges.first().map(|r| ("first", *r)));
+    picked.extend(
+        ranges
+            .last()
+            .filter(|_| ranges.len() > 1)
+            .map(|r| ("last", *r)),
+    );
+    picked
+}
+
 /// The damages to try on a `.log` holding `bytes`.
 pub fn log_damages(bytes: &[u8]) -> Vec<Damage> {
     let ranges = batch_ranges(bytes);
@@ -230,14 +244,7 @@ pub fn log_damages(bytes: &[u8]) -> Vec<Damage> {
         .chain(ranges.iter().map(|r| r.1))
         .collect();
     let mut out = Vec::new();
-    let mut picked: Vec<(&str, (u64, u64))> = Vec::new();
-    if let Some(first) = ranges.first() {
-        picked.push(("first", *first));
-    }
-    if let Some(last) = ranges.last().filter(|_| ranges.len() > 1) {
-        picked.push(("last", *last));
-    }
-    for (which, (start, end)) in picked {
+    for (which, (start, end)) in first_and_last(&ranges) {
         for (name, offset, size, blind) in HEADER_FIELDS {
             out.push(Damage {
                 label: format!("flip batch[{which}].{name}"),
@@ -339,16 +346,8 @@ fn compressed_payload_damages(bytes: &[u8], which: &str, start: u64, end: u64) -
 /// and `partitionLeaderEpoch` are blind (outside the CRC).
 pub fn header_bit_damages(bytes: &[u8]) -> Vec<Damage> {
     let ranges = batch_ranges(bytes);
-    let mut picked = Vec::new();
-    picked.extend(ranges.first().map(|r| ("first", r.0)));
-    picked.extend(
-        ranges
-            .last()
-            .filter(|_| ranges.len() > 1)
-            .map(|r| ("last", r.0)),
-    );
     let mut out = Vec::new();
-    for (which, start) in picked {
+    for (which, (start, _)) in first_and_last(&ranges) {
         for byte in 0..RECORDS_OFFSET {
             let (name, _, _, blind) = HEADER_FIELDS
                 .iter()
@@ -392,16 +391,8 @@ pub fn forged_damages(bytes: &[u8], is_log: bool) -> Vec<Damage> {
 
 fn forged_log(bytes: &[u8]) -> Vec<Damage> {
     let ranges = batch_ranges(bytes);
-    let mut picked: Vec<(&str, u64)> = Vec::new();
-    picked.extend(ranges.first().map(|r| ("first", r.0)));
-    picked.extend(
-        ranges
-            .last()
-            .filter(|_| ranges.len() > 1)
-            .map(|r| ("last", r.0)),
-    );
     let mut out = Vec::new();
-    for (which, start) in picked {
+    for (which, (start, _)) in first_and_last(&ranges) {
         let fields: [(&str, usize, u8, i64, bool); 5] = [
             // The last offset (and so the next one) overflows i64.
             ("base_offset", BASE_OFFSET_OFFSET, 8, i64::MAX, false),

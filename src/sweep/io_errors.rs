@@ -321,7 +321,7 @@ impl<'a> Point<'a> {
                 // (while a full disk stays full first, then freed).
                 let candidates = self.chain.clone();
                 if self.fs.is_full() {
-                    match self.reopen_on_full_disk("open", &e, &candidates) {
+                    match self.reopen_on_full_disk("open", &candidates) {
                         Ok(Some(log)) => return self.run_ops(variant, log),
                         Ok(None) => self.fs.clear_faults(),
                         Err(()) => return,
@@ -394,7 +394,7 @@ impl<'a> Point<'a> {
                     }
                     if self.fs.is_full() {
                         // The disk stays full: a restarted process opens it as it is.
-                        match self.reopen_on_full_disk(&during, &e, &candidates) {
+                        match self.reopen_on_full_disk(&during, &candidates) {
                             Ok(Some(reopened)) => {
                                 log = reopened;
                                 continue;
@@ -451,6 +451,12 @@ impl<'a> Point<'a> {
                 return None;
             }
         };
+        self.adopt(during, log, candidates)
+    }
+
+    /// A reopened `log` must be one of `candidates` with no leftovers; the spec and
+    /// the chain become what was recovered.
+    fn adopt(&mut self, during: &str, log: Log, candidates: &[SpecLog]) -> Option<Log> {
         let recovered = match matching(&log, candidates) {
             Ok(m) => m,
             Err(detail) => {
@@ -482,7 +488,6 @@ impl<'a> Point<'a> {
     fn reopen_on_full_disk(
         &mut self,
         during: &str,
-        error: &Error,
         candidates: &[SpecLog],
     ) -> Result<Option<Log>, ()> {
         let during = format!("{during} (reopen on the full disk)");
@@ -497,10 +502,9 @@ impl<'a> Point<'a> {
                 Err(())
             }
             Ok(log) => {
-                drop(log);
-                // The same checks as any reopen (on a fresh handle: `reopen` opens).
                 self.reopened_on_full += 1;
-                self.reopen(&during, error, candidates).map(Some).ok_or(())
+                self.reopened += 1;
+                self.adopt(&during, log, candidates).map(Some).ok_or(())
             }
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::StorageFull => {
                 self.refused_on_full += 1;

@@ -13,6 +13,18 @@ pub fn seglog(args: &[&str]) -> Output {
         .expect("run seglog")
 }
 
+/// Runs `seglog args`, which must exit 0; its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = seglog(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// Every file directly in `dir`, by name, with its bytes.
 pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
