@@ -100,7 +100,9 @@ pub fn recover_with(
     report.install = crate::install::recover(fs, dir)?;
     // Its removals become durable with phase 9's directory sync.
     report.retention = crate::retention::recover(fs, dir)?;
-    let existed = fs.exists(dir);
+    // A directory the open created before recovery (the writer lock's, for a new
+    // log whose parent was missing: `report.created` already set) did not exist.
+    let existed = fs.exists(dir) && !report.created;
     recovery_ensure_dir(fs, dir, report)?;
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
