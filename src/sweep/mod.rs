@@ -286,6 +286,7 @@ pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let lock_name = format!("{log_name}{}", crate::log::lock::LOCK_SUFFIX);
     if let Ok(names) = fs.list_dir(Path::new(PARENT_DIR)) {
         out.extend(
             names
@@ -293,8 +294,7 @@ pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
                 .filter(|n| *n != log_name)
                 // The writer lock's file stays, empty (docs/design.md section 6e).
                 .filter(|n| {
-                    let lock = format!("{log_name}{}", crate::log::lock::LOCK_SUFFIX);
-                    *n != lock
+                    *n != lock_name
                         || fs
                             .len(&Path::new(PARENT_DIR).join(n))
                             .map_or(true, |l| l > 0)
