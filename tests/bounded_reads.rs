@@ -26,7 +26,7 @@ const KNOBS: seglog::compaction::CleanOptions = seglog::compaction::CleanOptions
     dedupe_buffer_bytes: Some(1 << 20),
     min_compaction_lag_ms: 0,
     policy: seglog::compaction::CompactionPolicy::Seed,
-    producer_id_expiration_ms: seglog::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+    producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
 };
 
 /// [`StdFs`] that records the bytes each read asks for, by path.

@@ -30,7 +30,7 @@ const KNOBS: CleanOptions = CleanOptions {
     dedupe_buffer_bytes: Some(1 << 20),
     min_compaction_lag_ms: 0,
     policy: seglog::compaction::CompactionPolicy::Seed,
-    producer_id_expiration_ms: seglog::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+    producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
 };
 
 fn record(key: String, value: &str, ts: i64) -> NewRecord {

@@ -75,7 +75,7 @@ fn prepare(op: Op, dir: &Path) -> SpecLog {
             dedupe_buffer_bytes: Some(1000 * 24),
             min_compaction_lag_ms: 0,
             policy: seglog::compaction::CompactionPolicy::Seed,
-            producer_id_expiration_ms: seglog::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+            producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
         };
         seglog::workload::engine::apply(&mut log, &clean).unwrap();
         seglog::workload::spec::apply(&mut spec, &clean);

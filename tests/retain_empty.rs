@@ -6,8 +6,8 @@
 //! The spec's own log is replayed alongside to prove the case meets each of these.
 #![cfg(feature = "suite")]
 
-use seglog::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT;
 use seglog::compaction::CompactionPolicy;
+use seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT;
 use seglog::conformance::{case_config, run_case, Backend, Step};
 use seglog::workload::{spec, Op, RecordSpec};
 use seglog_model::spec::SpecLog;

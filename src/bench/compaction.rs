@@ -126,7 +126,7 @@ impl CompactionFixture {
     /// Install step 1 (offset map over every segment, rewrite of the closed region,
     /// copy of the active segment, fsync of every file) into `D.compact-tmp`, which
     /// is removed afterwards; its time and the build.
-    pub fn build(&self, fs: &dyn FileSystem) -> Result<(Duration, cleaner::Built)> {
+    pub fn build(&self, fs: &dyn FileSystem) -> Result<(Duration, crate::compaction::Built)> {
         self.build_with(fs, crate::compaction::CompactionPolicy::Seed)
     }
 
@@ -135,7 +135,7 @@ impl CompactionFixture {
         &self,
         fs: &dyn FileSystem,
         policy: crate::compaction::CompactionPolicy,
-    ) -> Result<(Duration, cleaner::Built)> {
+    ) -> Result<(Duration, crate::compaction::Built)> {
         let options = CompactOptions {
             now: i64::MAX / 2,
             delete_retention_ms: 0,

@@ -10,9 +10,11 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::log::Log;
 
-use super::cleaner::read_clean_point;
 #[cfg(any(test, feature = "test-variants"))]
-use super::cleaner::{build_indexed, Built};
+use super::cleaner::build_indexed;
+#[cfg(any(test, feature = "test-variants"))]
+use super::options::Built;
+use super::section::read_clean_point;
 use super::{CleanOptions, CompactOptions, CompactionReport};
 
 /// How dirty a log is (Kafka's `LogToClean`), by whole closed segments: one that

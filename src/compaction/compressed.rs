@@ -171,7 +171,7 @@ pub fn encode_kept(
     let start = out.len();
     out.extend_from_slice(&source[..RECORDS_OFFSET]);
     batch.compression().compress_into(scratch, out);
-    super::rewrite::seal_kept_batch(out, start, max_timestamp, count);
+    super::reseal::seal_kept_batch(out, start, max_timestamp, count);
 }
 
 #[cfg(all(test, feature = "compression"))]

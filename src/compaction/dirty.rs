@@ -27,70 +27,10 @@ use super::carry::{self, SourceKeys};
 use super::dirty_map::DirtyMap;
 use super::hashed::{self, Input, Item};
 use super::offset_map::{Digest, Digester, OffsetMap, Superseded, ENTRY_BYTES};
+use super::options::CleanOptions;
 use super::planner::Horizon;
 use super::scan::Scan;
 use super::source::segment_path;
-
-/// Kafka's default `producer.id.expiration.ms`: one day.
-pub const PRODUCER_ID_EXPIRATION_MS_DEFAULT: i64 = 86_400_000;
-
-/// The cleaner's knobs (docs/design.md section 1; `LogConfig` holds the log's own).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CleanOptions {
-    /// Cap of the offset map, 24 bytes a key; `None`: unbounded.
-    pub dedupe_buffer_bytes: Option<u64>,
-    /// Closed segments holding a timestamp newer than `now - min_compaction_lag_ms`
-    /// (and every later one) are not cleaned; 0: no lag.
-    pub min_compaction_lag_ms: i64,
-    /// The rules of the pass (`seed` by default).
-    pub policy: super::CompactionPolicy,
-    /// A producer with no open transaction whose last batch is this old is no
-    /// longer active (Kafka's `producer.id.expiration.ms`): a `kafka` pass keeps an
-    /// active producer's last batch as an empty batch ([`super::producers`]).
-    pub producer_id_expiration_ms: i64,
-}
-
-impl Default for CleanOptions {
-    fn default() -> Self {
-        CleanOptions {
-            dedupe_buffer_bytes: None,
-            min_compaction_lag_ms: 0,
-            policy: super::CompactionPolicy::default(),
-            producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS_DEFAULT,
-        }
-    }
-}
-
-impl CleanOptions {
-    /// Keys the map may hold (`dedupe_buffer_bytes / 24`), `None` when unbounded.
-    pub fn key_budget(&self) -> Option<u64> {
-        self.dedupe_buffer_bytes
-            .map(|bytes| bytes / ENTRY_BYTES as u64)
-    }
-
-    /// Rejects knobs that can never work.
-    pub fn validate(&self) -> Result<()> {
-        if self.min_compaction_lag_ms < 0 {
-            return Err(Error::InvalidArgument(format!(
-                "min_compaction_lag_ms must be >= 0, got {}",
-                self.min_compaction_lag_ms
-            )));
-        }
-        if self.producer_id_expiration_ms <= 0 {
-            return Err(Error::InvalidArgument(format!(
-                "producer_id_expiration_ms must be > 0, got {}",
-                self.producer_id_expiration_ms
-            )));
-        }
-        if self.key_budget() == Some(0) {
-            return Err(Error::InvalidArgument(format!(
-                "dedupe_buffer_bytes {:?} holds no key ({ENTRY_BYTES} bytes a key)",
-                self.dedupe_buffer_bytes
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// What the incremental map pass leaves for the rewrite pass.
 #[derive(Debug)]

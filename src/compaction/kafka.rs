@@ -28,11 +28,11 @@ use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 use crate::segment::{BatchFacts, Segment};
 
-use super::cleaner::{
-    build_sync_file, finish_build, Built, CompactOptions, CompactionReport, Tail,
-};
-use super::dirty::CleanOptions;
+use super::files::build_sync_file;
+use super::finish::{finish_build, Tail};
+use super::kafka_read::active_bytes;
 use super::kafka_txn::{marker_outcome, MarkerData, MarkerOutcome};
+use super::options::{BuildFrom, Built, CleanOptions, CompactOptions, CompactionReport};
 use super::producers::{empty_batch, ActiveProducers};
 use super::source::segment_path;
 use super::view;
@@ -350,7 +350,7 @@ pub(super) struct BuildInputs<'a> {
     pub index_interval_bytes: u64,
     pub carry_point: bool,
     /// The live directory or a concurrent cleaning's snapshot.
-    pub from: &'a super::cleaner::BuildFrom<'a>,
+    pub from: &'a BuildFrom<'a>,
 }
 
 /// A decoded closed segment: its bytes and, per batch, the decoded batch and its
@@ -391,31 +391,6 @@ fn read_source(fs: &dyn FileSystem, dir: &Path, base: i64) -> Result<Source> {
         bytes,
         batches,
     })
-}
-
-/// The active segment's bytes as the pass sees it (a snapshot's: its first
-/// `active_len` bytes; what was appended after it is the tail's), checked batch by
-/// batch. Both kafka passes (`build` here and `super::kafka_pass::build`) read it
-/// so before anything is written: a damaged active segment fails both alike.
-pub(super) fn active_bytes(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    active_base: i64,
-    active_len: Option<u64>,
-) -> Result<Vec<u8>> {
-    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
-    let mut active_bytes = fs
-        .read_all(&active_path)
-        .map_err(|e| Error::io(&active_path, e))?;
-    if let Some(len) = active_len {
-        assert!(
-            active_bytes.len() as u64 >= len,
-            "the snapshot's active bytes stay"
-        );
-        active_bytes.truncate(len as usize);
-    }
-    view::batches(&active_path, active_base, &active_bytes)?;
-    Ok(active_bytes)
 }
 
 /// Install step 1 under the `kafka` policy: decodes the closed segments, maps

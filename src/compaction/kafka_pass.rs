@@ -54,16 +54,14 @@ use crate::format::TimestampType;
 use crate::fs::FileSystem;
 use crate::segment::{BatchFacts, Segment};
 
-use super::cleaner::{
-    build_sync_file, finish_build, Built, CompactOptions, CompactionReport, Tail,
-};
-use super::dirty::CleanOptions;
+use super::files::build_sync_file;
+use super::finish::{finish_build, Tail};
 use super::kafka::{
-    active_bytes, filter_batch, first_uncleanable, groups, stamp_batch, BatchOutcome, BuildInputs,
-    RecordRule,
+    filter_batch, first_uncleanable, groups, stamp_batch, BatchOutcome, BuildInputs, RecordRule,
 };
-use super::kafka_read::{self, Batch, MapRange, PassMap, Source};
+use super::kafka_read::{self, active_bytes, Batch, MapRange, PassMap, Source};
 use super::kafka_txn::{marker_outcome, MarkerData, MarkerOutcome};
+use super::options::{Built, CleanOptions, CompactOptions, CompactionReport};
 use super::producers::{write_empty, ActiveProducers};
 
 /// Scratch of the clean step, reused from batch to batch.
@@ -750,7 +748,8 @@ pub(super) fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cleaner::{read_clean_point, BuildFrom};
+    use crate::compaction::options::BuildFrom;
+    use crate::compaction::section::read_clean_point;
     use crate::compaction::source::list_segments;
     use crate::format::batch::ATTR_TRANSACTIONAL;
     use crate::format::record::Header;
@@ -1209,7 +1208,7 @@ mod tests {
                 producer_id_expiration_ms: if rng.chance(60) {
                     1 + rng.below(400) as i64
                 } else {
-                    crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT
+                    crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT
                 },
             };
             let reference = run_pass(&fs, &dir, options, clean, false);

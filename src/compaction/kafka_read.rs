@@ -220,7 +220,7 @@ pub(super) fn first_error(
             walk(&split.path, &split.bytes, batch, false, |_| {})?;
         }
     }
-    super::kafka::active_bytes(fs, dir, active_base, active_len)?;
+    active_bytes(fs, dir, active_base, active_len)?;
     super::kafka_txn::KafkaTxn::gather(fs, dir, bases)?;
     Ok(())
 }
@@ -463,4 +463,29 @@ fn read(
         }
     }
     Ok(())
+}
+
+/// The active segment's bytes as the pass sees it (a snapshot's: its first
+/// `active_len` bytes; what was appended after it is the tail's), checked batch by
+/// batch. Both kafka passes (the reference `super::kafka::build` and `super::kafka_pass::build`) read it
+/// so before anything is written: a damaged active segment fails both alike.
+pub(super) fn active_bytes(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    active_base: i64,
+    active_len: Option<u64>,
+) -> Result<Vec<u8>> {
+    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
+    let mut active_bytes = fs
+        .read_all(&active_path)
+        .map_err(|e| Error::io(&active_path, e))?;
+    if let Some(len) = active_len {
+        assert!(
+            active_bytes.len() as u64 >= len,
+            "the snapshot's active bytes stay"
+        );
+        active_bytes.truncate(len as usize);
+    }
+    view::batches(&active_path, active_base, &active_bytes)?;
+    Ok(active_bytes)
 }

@@ -11,6 +11,8 @@ pub mod cleaner;
 pub mod compressed;
 pub mod dirty;
 pub mod dirty_map;
+mod files;
+mod finish;
 mod handover;
 mod hashed;
 pub mod kafka;
@@ -18,13 +20,15 @@ mod kafka_pass;
 mod kafka_read;
 pub mod kafka_txn;
 pub mod offset_map;
+pub mod options;
 pub mod output;
 pub mod plan;
 pub mod planner;
-pub mod policy;
 pub mod producers;
+mod reseal;
 pub mod rewrite;
 pub mod scan;
+pub mod section;
 pub mod snapshot;
 pub mod source;
 pub mod txn;
@@ -35,11 +39,13 @@ use std::path::Path;
 use crate::error::Result;
 use crate::fs::FileSystem;
 
-pub use cleaner::{build, build_indexed, build_with, Built, CompactOptions, CompactionReport};
-pub use dirty::CleanOptions;
+pub use cleaner::{build, build_indexed, build_with};
+pub use options::{
+    Built, CleanOptions, CompactOptions, CompactionPolicy, CompactionReport,
+    PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+};
 pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use planner::{Decision, Horizon};
-pub use policy::CompactionPolicy;
 #[cfg(any(test, feature = "test-variants"))]
 pub use snapshot::CleanVariant;
 pub use snapshot::{CleanBuild, CleanSnapshot, Swapped};

@@ -14,16 +14,14 @@ use std::sync::mpsc;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::fail_point;
 use crate::format::filename::{self, KEYS_SUFFIX, LOG_SUFFIX};
 use crate::format::key_summary::{self, KeySummary};
 use crate::format::manifest::ManifestFile;
-#[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
-use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
 use super::carry::{self, SourceKeys};
+use super::files::{build_sync_file, write_link};
 use super::offset_map::Superseded;
 use super::planner::{Grouper, Horizon, Placement};
 use super::rewrite::{compact_segment, Compacted, Counts, Cursor, Rules};
@@ -342,14 +340,14 @@ fn write_jobs(
         file.bytes += job.counts.bytes_after;
         file.crc32c = job.crc32c;
         if let Some(summary) = job.end {
-            super::cleaner::build_sync_file(fs, &path)?;
+            build_sync_file(fs, &path)?;
             if let Some(summary) = summary {
                 assert_eq!(summary.segment_bytes, file.bytes);
                 assert_eq!(summary.segment_crc32c, file.crc32c);
                 let keys_path = tmp.join(keys_name(&file.name));
                 fs.write_new(&keys_path, &key_summary::encode(&summary))
                     .map_err(|e| Error::io(&keys_path, e))?;
-                super::cleaner::build_sync_file(fs, &keys_path)?;
+                build_sync_file(fs, &keys_path)?;
             }
         }
         // The helper may have stopped on an error: then they are dropped here.
@@ -364,15 +362,9 @@ fn keys_name(log_name: &str) -> String {
     filename::build(base, KEYS_SUFFIX)
 }
 
-/// Install step 1 for a carried file: `to` becomes a second name of `from`.
-pub(super) fn write_link(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
-    fail_point!(fp::COMPACTION_BUILD_LINK_CARRIED);
-    fs.hard_link(from, to).map_err(|e| Error::io(to, e))
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::compaction::cleaner::{build, CompactOptions};
+    use crate::compaction::{build, CompactOptions};
     use crate::format::{filename, NewRecord, RecordBatch};
     use crate::fs::sim::SimFs;
     use crate::fs::FileSystem;

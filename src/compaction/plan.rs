@@ -6,8 +6,8 @@
 
 use crate::format::RecordBatch;
 
-use super::cleaner::CompactionReport;
 use super::offset_map::OffsetMap;
+use super::options::CompactionReport;
 use super::planner::{compact_batch, Grouper, Horizon, Placement};
 
 /// One source segment: its base offset and decoded batches.

@@ -14,7 +14,8 @@ use crate::fs::FileSystem;
 use crate::install::{InstallPaths, Trash};
 use crate::log::Log;
 
-use super::cleaner::{build_from, BuildFrom, Built};
+use super::cleaner::build_from;
+use super::options::{BuildFrom, Built};
 use super::{CleanOptions, CompactOptions, CompactionReport};
 
 /// Test-only: the swap and its deliberately broken forms (the shared design's
@@ -233,7 +234,7 @@ impl Log {
                 &mut manifest,
                 &tail_bases,
                 self.next_offset(),
-                |tmp| super::cleaner::write_recovery_point(fs.as_ref(), tmp, &all),
+                |tmp| super::finish::write_recovery_point(fs.as_ref(), tmp, &all),
             )
         });
         let trash = match result {
@@ -299,7 +300,7 @@ impl Log {
         crate::install::tail::link(fs.as_ref(), &paths, &tail)?;
         let mut all = built.segments.clone();
         all.extend(self.tail_segments(active_base));
-        super::cleaner::write_recovery_point(fs.as_ref(), &paths.tmp, &all)?;
+        super::finish::write_recovery_point(fs.as_ref(), &paths.tmp, &all)?;
         crate::install::tail::sync_tmp(fs.as_ref(), &paths)?;
         during(self)?;
         let mut manifest = built.manifest.clone();

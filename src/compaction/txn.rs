@@ -25,8 +25,8 @@ use crate::error::{Error, Result};
 use crate::format::batch::{
     decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
 };
-use crate::format::filename::{self, LOG_SUFFIX, TXN_INDEX_SUFFIX};
-use crate::format::txn_index::{self, AbortedTxn};
+use crate::format::filename::LOG_SUFFIX;
+use crate::format::txn_index::AbortedTxn;
 use crate::format::{BatchView, ControlKind};
 use crate::fs::FileSystem;
 
@@ -171,40 +171,6 @@ pub fn decide(
         }
     }
     plan
-}
-
-/// Writes the `.txnindex` of every output segment (`bases` ascending, the active
-/// one last) that holds an entry of `plan` into `tmp`: derived files like the
-/// indexes, not listed in the manifest; a closed segment's synced before the
-/// commit point, the active one's not (an open checks them all against the
-/// batches before use, `log::txn`). Only the first `written` of `bases` get
-/// theirs: the rest come with a concurrent cleaning's tail (`install::tail`).
-pub fn write_indexes(
-    fs: &dyn FileSystem,
-    tmp: &Path,
-    bases: &[i64],
-    written: usize,
-    plan: &TxnPlan,
-) -> Result<()> {
-    for (i, &base) in bases.iter().enumerate().take(written) {
-        let end = bases.get(i + 1).copied().unwrap_or(i64::MAX);
-        let entries: Vec<AbortedTxn> = plan
-            .entries
-            .iter()
-            .filter(|e| e.last_offset >= base && e.last_offset < end)
-            .copied()
-            .collect();
-        if entries.is_empty() {
-            continue;
-        }
-        let path = tmp.join(filename::build(base, TXN_INDEX_SUFFIX));
-        fs.write_new(&path, &txn_index::encode(&entries))
-            .map_err(|e| Error::io(&path, e))?;
-        if i + 1 < bases.len() {
-            super::cleaner::build_sync_file(fs, &path)?;
-        }
-    }
-    Ok(())
 }
 
 /// The facts of every batch of the segments `bases` of `dir` (the last one

@@ -172,7 +172,7 @@ fn draw() -> impl Strategy<Value = Draw> {
             prop_oneof![3 => Just(None), 2 => (60u64..600).prop_map(Some)],
         )
             .prop_map(|(delete_retention_ms, segment_bytes)| Draw::Compact { delete_retention_ms, segment_bytes }),
-        3 => (0i64..200, prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(crate::compaction::CompactionPolicy::Seed), 2 => Just(crate::compaction::CompactionPolicy::Kafka)], prop_oneof![1 => Just(crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT), 1 => 1i64..300])
+        3 => (0i64..200, prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(crate::compaction::CompactionPolicy::Seed), 2 => Just(crate::compaction::CompactionPolicy::Kafka)], prop_oneof![1 => Just(crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT), 1 => 1i64..300])
             .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms, policy, producer_id_expiration_ms)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms, policy, producer_id_expiration_ms }),
         2 => prop_oneof![12 => -1i64..40, 1 => Just(i64::MIN), 1 => Just(i64::MAX)].prop_map(|from| Draw::Read { from }),
         3 => (1i64..150).prop_map(Draw::Clock),

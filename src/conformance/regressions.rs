@@ -62,8 +62,7 @@ pub fn open_syncs_found_bytes() -> Regression {
                 dedupe_buffer_bytes: Some(24),
                 min_compaction_lag_ms: 52,
                 policy: crate::compaction::CompactionPolicy::Seed,
-                producer_id_expiration_ms:
-                    crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+                producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
             }),
             Step::Op(Op::Roll),
             Step::CrashReopen {

@@ -137,7 +137,7 @@ fn default_min_cleanable_dirty_ratio() -> f64 {
 }
 
 fn default_producer_id_expiration_ms() -> i64 {
-    crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT
+    crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT
 }
 
 /// Kafka's default `max.message.bytes`: 1 MiB plus the log overhead.

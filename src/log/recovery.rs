@@ -121,7 +121,7 @@ pub fn recover_with(
         .filter(|scan| !scan.trusted)
         .map(|scan| scan.segment.base_offset)
         .collect();
-    crate::compaction::cleaner::check_clean_point(
+    crate::compaction::section::check_clean_point(
         fs,
         dir,
         &listing.bases,

@@ -92,7 +92,7 @@ fn clean(now: i64, keys: u64) -> Op {
         dedupe_buffer_bytes: Some(keys * 24),
         min_compaction_lag_ms: 0,
         policy: crate::compaction::CompactionPolicy::Seed,
-        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
@@ -105,7 +105,7 @@ fn kafka_clean(now: i64) -> Op {
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
         policy: crate::compaction::CompactionPolicy::Kafka,
-        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
@@ -120,7 +120,7 @@ fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
         policy,
-        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     };
     vec![
         txn(&[(Some("a"), Some("1"), 1), (Some("b"), Some("1"), 2)]),
@@ -164,7 +164,7 @@ fn carry_clean(now: i64, segment_bytes: Option<u64>) -> Op {
         dedupe_buffer_bytes: Some(1000 * 24),
         min_compaction_lag_ms: 0,
         policy: crate::compaction::CompactionPolicy::Seed,
-        producer_id_expiration_ms: crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 

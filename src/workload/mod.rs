@@ -337,7 +337,7 @@ fn is_zero_u64(n: &u64) -> bool {
 }
 
 fn default_producer_id_expiration_ms() -> i64 {
-    crate::compaction::dirty::PRODUCER_ID_EXPIRATION_MS_DEFAULT
+    crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT
 }
 
 fn is_default_producer_id_expiration_ms(ms: &i64) -> bool {
