@@ -5,6 +5,11 @@
 //! (expressions, types, patterns, and the paths inside macro invocations) that names
 //! a sibling through `super::`, `crate::compaction::` or a re-export of
 //! `compaction/mod.rs` is an edge from the file's top-level module to that sibling.
+//! The rule sets in `src/compaction/rules` do no IO: their non-test code names no
+//! `FileSystem`, nothing of `std::fs`, `std::io`, `std::path`, `std::net`,
+//! `std::process` or `crate::fs`, and of compaction's own modules only the pure
+//! ones ([`PURE`]).
+//!
 //! Items under `#[cfg(test)]` do not count: a unit test may drive its layer through
 //! the whole pipeline above it. Doc links do not either (they are attributes, not
 //! paths). docs/design.md, "Compaction": the layers and their order.
@@ -17,6 +22,22 @@ use syn::visit::Visit;
 
 /// The directory whose child modules must form no cycle.
 const LAYERED: &str = "src/compaction";
+
+/// The directory whose files must do no IO.
+const RULES: &str = "src/compaction/rules";
+
+/// The modules of `src/compaction` the rules may use: no IO in any of them.
+const PURE: &[&str] = &["rules", "bitmap", "offset_map", "view"];
+
+/// Paths that reach IO.
+const IO_PREFIXES: &[&[&str]] = &[
+    &["std", "fs"],
+    &["std", "io"],
+    &["std", "path"],
+    &["std", "net"],
+    &["std", "process"],
+    &["crate", "fs"],
+];
 
 /// The module path (from the crate root) of a file under `src/`.
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
@@ -104,10 +125,21 @@ fn resolve(module: &[String], segments: &[String]) -> Option<Vec<String>> {
 struct Names {
     module: Vec<String>,
     found: Vec<Vec<String>>,
+    /// Every path as written (unresolved), for the IO check.
+    written: Vec<Vec<String>>,
 }
 
 impl Names {
+    fn new(module: Vec<String>) -> Self {
+        Names {
+            module,
+            found: Vec::new(),
+            written: Vec::new(),
+        }
+    }
+
     fn record(&mut self, segments: &[String]) {
+        self.written.push(segments.to_vec());
         if let Some(path) = resolve(&self.module, segments) {
             self.found.push(path);
         }
@@ -260,10 +292,7 @@ fn module_edges(src: &Path, layered: &[String]) -> BTreeMap<String, BTreeSet<Str
         let Some(from) = module.get(layered.len()).cloned() else {
             continue;
         };
-        let mut names = Names {
-            module,
-            found: Vec::new(),
-        };
+        let mut names = Names::new(module);
         names.visit_file(&ast);
         for path in names.found {
             if !path.starts_with(layered) {
@@ -359,6 +388,94 @@ fn layered_module() -> Vec<String> {
         .split('/')
         .map(str::to_owned)
         .collect()
+}
+
+/// Where the non-test code of the files under `dir` reaches IO: `(file, path)` for
+/// each path naming `FileSystem`, starting with an [`IO_PREFIXES`] entry, or
+/// naming a module of `src/compaction` outside [`PURE`].
+fn io_reaches(src: &Path, dir: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        let ast = syn::parse_file(&text)
+            .unwrap_or_else(|err| panic!("{} does not parse: {err}", file.display()));
+        let module = module_of(src, &file);
+        let mut names = Names::new(module.clone());
+        names.visit_file(&ast);
+        let shown = file
+            .strip_prefix(src)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for written in &names.written {
+            let resolved = resolve(&module, written).unwrap_or_else(|| written.clone());
+            let io = written.iter().any(|s| s == "FileSystem")
+                || IO_PREFIXES.iter().any(|prefix| {
+                    resolved.len() >= prefix.len()
+                        && resolved.iter().zip(prefix.iter()).all(|(a, b)| a == b)
+                        || written.len() >= prefix.len()
+                            && written.iter().zip(prefix.iter()).all(|(a, b)| a == b)
+                })
+                || (resolved.first().is_some_and(|s| s == "compaction")
+                    && resolved.get(1).is_some_and(|m| !PURE.contains(&m.as_str())));
+            if io {
+                out.push((shown.clone(), written.join("::")));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_rules_do_no_io() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let dir = root.join(RULES);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    assert!(files.len() >= 5, "{RULES} holds {} files", files.len());
+    let reaches = io_reaches(&src, &dir);
+    assert!(
+        reaches.is_empty(),
+        "{RULES} reaches IO:\n{}",
+        reaches
+            .iter()
+            .map(|(file, path)| format!("  {file}: {path}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The IO check finds each form it claims to: a `FileSystem` parameter, a
+/// `std::fs` call, a `use` of `crate::fs`, an impure sibling through `super::super`;
+/// and passes pure code and test-only IO.
+#[test]
+fn the_io_check_sees_each_form() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = dir.path().join("src");
+    let rules = src.join("compaction").join("rules");
+    std::fs::create_dir_all(&rules).expect("create the tree");
+    let write = |name: &str, text: &str| std::fs::write(rules.join(name), text).expect("write");
+    write("pure.rs", "use super::super::bitmap::Bitmap;\nuse std::collections::BTreeMap;\npub fn f(b: &Bitmap) -> usize { b.len() }\n#[cfg(test)]\nmod tests { fn t() { std::fs::read(\"x\").unwrap(); } }\n");
+    assert!(io_reaches(&src, &rules).is_empty());
+    write("a.rs", "pub fn f(fs: &dyn crate::fs::FileSystem) {}\n");
+    write("b.rs", "pub fn g() { let _ = std::fs::read(\"x\"); }\n");
+    write("c.rs", "use crate::fs::read_bounded;\n");
+    write("d.rs", "pub fn h() { super::super::headers::walk(); }\n");
+    let found: Vec<String> = io_reaches(&src, &rules)
+        .into_iter()
+        .map(|(file, _)| file)
+        .collect();
+    for name in ["a.rs", "b.rs", "c.rs", "d.rs"] {
+        let file = format!("compaction/rules/{name}");
+        assert!(found.contains(&file), "{file} not found in {found:?}");
+    }
+    assert!(!found.iter().any(|f| f.ends_with("pure.rs")));
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::log::Log;
 use super::cleaner::build_indexed;
 #[cfg(any(test, feature = "test-variants"))]
 use super::options::Built;
-use super::section::read_clean_point;
+use super::section::{first_uncleanable, read_clean_point};
 use super::{CleanOptions, CompactOptions, CompactionReport};
 
 /// How dirty a log is (Kafka's `LogToClean`), by whole closed segments: one that
@@ -70,17 +70,18 @@ impl Log {
             meta.next_offset = own;
         }
         let active_base = metas.last().map_or(0, |s| s.base_offset);
-        let lag_ms = self.config().min_compaction_lag_ms;
-        let young_after = now.saturating_sub(lag_ms);
-        let first_uncleanable_offset = if lag_ms <= 0 {
-            active_base
-        } else {
-            metas
-                .iter()
-                .filter(|s| s.closed)
-                .find(|s| s.next_offset > clean_point && s.max_timestamp > young_after)
-                .map_or(active_base, |s| s.base_offset)
-        };
+        let closed: Vec<(i64, i64, i64)> = metas
+            .iter()
+            .filter(|s| s.closed)
+            .map(|s| (s.base_offset, s.next_offset, s.max_timestamp))
+            .collect();
+        let first_uncleanable_offset = first_uncleanable(
+            &closed,
+            active_base,
+            clean_point,
+            now,
+            self.config().min_compaction_lag_ms,
+        );
         let (mut clean_bytes, mut cleanable_bytes) = (0, 0);
         for segment in metas.iter().filter(|s| s.closed) {
             if segment.next_offset <= clean_point {

@@ -18,7 +18,7 @@ use crate::format::filename::{KEYS_SUFFIX, LOG_SUFFIX};
 use crate::format::key_summary::{self, KeySummary, NO_TOMBSTONE};
 use crate::fs::FileSystem;
 
-use super::planner::Horizon;
+use super::rules::seed::Horizon;
 use super::source::segment_path;
 
 /// How the pass treats one closed source segment, for the rewrite and for the
@@ -105,7 +105,7 @@ impl ReadKeys {
 }
 
 /// True if a tombstone with this timestamp is past the grace at `horizon` (the
-/// rule of `planner::decide_tail`; monotone in the timestamp, so the oldest one
+/// rule of `rules::seed::decide_tail`; monotone in the timestamp, so the oldest one
 /// decides a segment).
 pub fn tombstone_expired(timestamp: i64, horizon: Horizon) -> bool {
     i128::from(horizon.now) - i128::from(timestamp) > i128::from(horizon.delete_retention_ms)

@@ -13,7 +13,7 @@ use super::dirty::scan_dirty_bounded;
 use super::finish::{carried_files, finish_build, Tail};
 use super::options::{BuildFrom, Built, CleanOptions, CompactOptions, CompactionReport};
 use super::output::{write_closed, ClosedRegion, Written};
-use super::planner::Horizon;
+use super::rules::seed::Horizon;
 use super::scan::{scan_with, Scan};
 use super::section::read_clean_point;
 use super::source::list_segments;
@@ -152,7 +152,7 @@ fn build_inner(
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
     if clean.policy == super::CompactionPolicy::Kafka {
-        let inputs = super::kafka::BuildInputs {
+        let inputs = super::options::BuildInputs {
             paths: &paths,
             bases: &bases,
             clean_point_before,
@@ -160,7 +160,7 @@ fn build_inner(
             carry_point,
             from,
         };
-        // The tuned pass applies the transaction rules too (`super::kafka_txn`).
+        // The tuned pass applies the transaction rules too (`super::rules::txn`).
         return super::kafka_pass::build(fs, dir, options, clean, inputs).map(Some);
     }
     // The transaction rules (`super::txn`): a log holding transactional data is
@@ -177,11 +177,12 @@ fn build_inner(
         .iter()
         .rposition(|&base| base <= clean_point_before)
         .unwrap_or(0);
-    let txn = if dirty_first == 0 || super::txn::gather(fs, dir, &bases[dirty_first..])?.is_some() {
-        super::txn::plan(fs, dir, &bases, txn_horizon)?
-    } else {
-        None
-    };
+    let txn =
+        if dirty_first == 0 || super::headers::gather(fs, dir, &bases[dirty_first..])?.is_some() {
+            super::headers::plan(fs, dir, &bases, txn_horizon)?
+        } else {
+            None
+        };
     let from_scratch = (clean_point_before == log_start_offset && clean == CleanOptions::default())
         || txn.is_some();
     let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {

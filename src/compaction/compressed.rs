@@ -19,7 +19,7 @@ use crate::format::RecordBatch;
 use crate::format::TimestampType;
 
 use super::offset_map::Superseded;
-use super::planner::{decide_latest, Decision, Horizon};
+use super::rules::seed::{decide_latest, Decision, Horizon};
 use super::view;
 
 /// A compressed batch's decompressed records, and the checked batch they belong to.

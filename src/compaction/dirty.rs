@@ -28,8 +28,9 @@ use super::dirty_map::DirtyMap;
 use super::hashed::{self, Input, Item};
 use super::offset_map::{Digest, Digester, OffsetMap, Superseded, ENTRY_BYTES};
 use super::options::CleanOptions;
-use super::planner::Horizon;
+use super::rules::seed::Horizon;
 use super::scan::Scan;
+use super::section::too_young;
 use super::source::segment_path;
 
 /// What the incremental map pass leaves for the rewrite pass.
@@ -357,7 +358,6 @@ fn map_dirty(
         next_offset: None,
         plain: Bitmap::default(),
     };
-    let young_after = now.saturating_sub(min_compaction_lag_ms);
     let mut ordinal = 0i64;
     let mut batch_index = 0usize;
     let mut fresh: Vec<Digest> = Vec::new();
@@ -392,10 +392,14 @@ fn map_dirty(
                     }
                     let segment = &sources[source];
                     if !segment.active
-                        && min_compaction_lag_ms > 0
                         && mapped.first_uncleanable.is_none()
-                        && next_offset > clean_point
-                        && max_timestamp > young_after
+                        && too_young(
+                            next_offset,
+                            max_timestamp,
+                            clean_point,
+                            now,
+                            min_compaction_lag_ms,
+                        )
                     {
                         mapped.first_uncleanable = Some(segment.base);
                     }

@@ -21,8 +21,8 @@ use crate::segment::{BatchFacts, Segment};
 
 use super::files::{build_sync_file, write_link};
 use super::options::{BuildFrom, Built, CompactionReport};
+use super::rules::txn::TxnPlan;
 use super::source::segment_path;
-use super::txn::TxnPlan;
 use super::view;
 
 /// What the end of a build needs: the closed region is written into the temp dir.

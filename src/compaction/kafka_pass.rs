@@ -1,5 +1,5 @@
 //! The `kafka` policy's cleaning pass as it runs (docs/design.md section 1, "The
-//! kafka pass"): the rules of [`super::kafka`] applied to the batches in place.
+//! kafka pass"): the rules of [`super::rules::kafka`] applied to the batches in place.
 //!
 //! 1. Read and 2. map, one walk of every record ([`super::kafka_read`]): every
 //!    closed segment is split into CRC-checked batches, then a second thread checks
@@ -8,25 +8,25 @@
 //!    digests the keys of `[clean point, first uncleanable offset)`; this thread
 //!    inserts them with record ordinals as positions (a key seen again sets its
 //!    previous ordinal's bit in a superseded bitmap, as the `seed` policy's map
-//!    does), under the key budget batch by batch as [`super::kafka::KafkaMap::build`].
+//!    does), under the key budget batch by batch as [`super::rules::kafka::KafkaMap::build`].
 //!    Any damage fails the pass with the reference's error, before anything is written.
 //! 3. Clean: a batch past the map is kept whole; a mapped batch is decided whole
 //!    from its counts and the bitmap when it can be (all keyed records superseded:
 //!    dropped; none, and no keyless record or tombstone: copied); any other batch is
-//!    decided record by record with [`super::kafka::RecordRule`] (for a mapped batch
+//!    decided record by record with [`super::rules::kafka::RecordRule`] (for a mapped batch
 //!    "latest" is one bit of the bitmap; a batch below the clean point looks its keys
 //!    up). A batch kept whole and not stamped is copied as stored; a batch with
 //!    nothing kept is dropped; the rest is rebuilt as Kafka's `filterTo` does: the source header with the
 //!    new attributes (delete horizon bit), base and max timestamps, count, length
 //!    and CRC-32C, then the kept records re-encoded with their timestamp deltas
 //!    against the new base timestamp ([`crate::format::record::RecordView::encode_with_timestamp_delta`]).
-//!    A compressed batch goes through the decoded rule ([`super::kafka::clean_batch`]).
+//!    A compressed batch goes through the decoded rule ([`super::rules::kafka::clean_batch`]).
 //! 4. Write: Kafka's groups of the cleaned segments, then the segments past the map
 //!    as stored, each written and synced by a writer thread while the next group is
 //!    cleaned (the same calls in the same order as the reference), then the same
 //!    tail as every build (`cleaner::finish_build`).
 //!
-//! Transactions (`super::kafka_txn`, the reference's decisions on
+//! Transactions (`super::rules::txn`, the reference's decisions on
 //! `txn::walk`'s header facts): the first uncleanable offset is held at the
 //! segment of the last stable offset; a data batch of an aborted transaction is
 //! mapped hollow (no key, the map's last offset moves past it) and dropped where
@@ -56,13 +56,15 @@ use crate::segment::{BatchFacts, Segment};
 
 use super::files::build_sync_file;
 use super::finish::{finish_build, Tail};
-use super::kafka::{
-    filter_batch, first_uncleanable, groups, stamp_batch, BatchOutcome, BuildInputs, RecordRule,
-};
 use super::kafka_read::{self, active_bytes, Batch, MapRange, PassMap, Source};
-use super::kafka_txn::{marker_outcome, MarkerData, MarkerOutcome};
+use super::options::BuildInputs;
 use super::options::{Built, CleanOptions, CompactOptions, CompactionReport};
-use super::producers::{write_empty, ActiveProducers};
+use super::reseal::stamp_batch;
+use super::reseal::write_empty;
+use super::rules::kafka::{filter_batch, groups, BatchOutcome, RecordRule};
+use super::rules::markers::{marker_outcome, MarkerData, MarkerOutcome};
+use super::rules::retain_empty::ActiveProducers;
+use super::section::first_uncleanable;
 
 /// Scratch of the clean step, reused from batch to batch.
 #[derive(Default)]
@@ -295,7 +297,7 @@ fn clean_one<'a>(
     Ok(Cleaned::Written(facts))
 }
 
-/// Rule 5 (`super::producers`) for a batch of which nothing stays: its empty
+/// Rule 5 (`super::rules::retain_empty`) for a batch of which nothing stays: its empty
 /// batch, written from its stored header, when it keeps an active producer's
 /// state; else nothing.
 fn retained_empty(
@@ -520,8 +522,8 @@ pub(super) fn build(
         let second = kafka_read::split_sources(fs, dir, second);
         let active_bytes = active_bytes(fs, dir, active_base, inputs.from.active_len);
         // The batch headers' facts, one walk for the transaction rules and the
-        // producers (`super::txn::walk`, as the reference takes them).
-        let walk = super::txn::walk(fs, dir, inputs.bases);
+        // producers (`super::headers::walk`, as the reference takes them).
+        let walk = super::headers::walk(fs, dir, inputs.bases);
         let mut splits = first.join().expect("a split does not panic")?;
         splits.extend(second?);
         Ok((splits, active_bytes?, walk?))
@@ -533,9 +535,9 @@ pub(super) fn build(
             return Err(error);
         }
     };
-    // The transaction rules (`super::kafka_txn`, as the reference applies them)
-    // and the empty batches' producers (`super::producers`), from that walk.
-    let txn = super::kafka_txn::KafkaTxn::of(&walk);
+    // The transaction rules (`super::rules::txn`, as the reference applies them)
+    // and the empty batches' producers (`super::rules::retain_empty`), from that walk.
+    let txn = super::rules::txn::KafkaTxn::of(&walk);
     let producers =
         ActiveProducers::of_facts(&walk.batches, options.now, clean.producer_id_expiration_ms);
     let facts: Vec<(i64, i64, i64)> = splits
@@ -621,7 +623,7 @@ pub(super) fn build(
         });
         let cleaned_result = (|| -> Result<()> {
             let mut scratch = Scratch::default();
-            // The marker rule (`super::kafka_txn::marker_outcome`), across groups.
+            // The marker rule (`super::rules::txn::marker_outcome`), across groups.
             let mut markers = MarkerData::default();
             for group in &groups {
                 let mut bytes = buffers.try_recv().unwrap_or_default();
@@ -637,7 +639,7 @@ pub(super) fn build(
                     let source = &sources[s];
                     for batch in &source.batches {
                         if batch.control && batch.records == 0 {
-                            // An emptied marker (`super::producers`): ends nothing.
+                            // An emptied marker (`super::rules::retain_empty`): ends nothing.
                             facts.extend(retained_empty(source, batch, &producers, &mut bytes));
                             continue;
                         }
@@ -652,7 +654,7 @@ pub(super) fn build(
                         }
                         markers.on_data(batch.producer_id, batch.transactional);
                         if batch.aborted {
-                            // Aborted data goes (`super::kafka_txn`).
+                            // Aborted data goes (`super::rules::txn`).
                             facts.extend(retained_empty(source, batch, &producers, &mut bytes));
                             continue;
                         }
@@ -705,20 +707,20 @@ pub(super) fn build(
     report.bytes_before = sources.iter().map(|s| s.bytes.len() as u64).sum();
     report.segments_after = files.len() as u64;
     let clean_point_after = report.clean_point_after;
-    // The output's `.txnindex` files (`super::kafka_txn::entries`).
+    // The output's `.txnindex` files (`super::rules::txn::entries`).
     let txn_plan = match &txn {
         Some(t) => {
-            let data: Vec<super::kafka_txn::DataBatch> = sources
+            let data: Vec<super::rules::txn::DataBatch> = sources
                 .iter()
                 .flat_map(|s| &s.batches)
                 .filter(|b| !b.control)
                 .map(|b| (b.base_offset, b.producer_id, b.transactional))
                 .collect();
             let cleaned_end = sources.get(cleaned).map_or(active_base, |s| s.base);
-            Some(super::txn::TxnPlan {
-                entries: super::kafka_txn::entries(fs, dir, inputs.bases, cleaned_end, &data)?,
+            Some(super::rules::txn::TxnPlan {
+                entries: super::headers::entries(fs, dir, inputs.bases, cleaned_end, &data)?,
                 last_stable_offset: t.last_stable_offset,
-                ..super::txn::TxnPlan::default()
+                ..super::rules::txn::TxnPlan::default()
             })
         }
         None => None,
@@ -930,14 +932,14 @@ mod tests {
         use crate::format::filename::TXN_INDEX_SUFFIX;
         use crate::format::txn_index;
         let bases = list_segments(fs, dir).unwrap();
-        let Some((facts, _)) = crate::compaction::txn::gather(fs, dir, &bases).unwrap() else {
+        let Some((facts, _)) = crate::compaction::headers::gather(fs, dir, &bases).unwrap() else {
             return;
         };
-        let never = crate::compaction::planner::Horizon {
+        let never = crate::compaction::rules::seed::Horizon {
             now: i64::MIN,
             delete_retention_ms: i64::MAX,
         };
-        let plan = crate::compaction::txn::decide(&facts, 0, i64::MAX, never);
+        let plan = crate::compaction::rules::txn::decide(&facts, 0, i64::MAX, never);
         for entry in plan.entries.iter().filter(|e| e.last_offset >= from) {
             let base = *bases.iter().rfind(|&&b| b <= entry.last_offset).unwrap();
             let path = dir.join(filename::build(base, TXN_INDEX_SUFFIX));
@@ -1059,7 +1061,7 @@ mod tests {
         let built = if tuned {
             build(fs, dir, options, clean, inputs)
         } else {
-            super::super::kafka::build(fs, dir, options, clean, inputs)
+            crate::compaction::reference::kafka::build(fs, dir, options, clean, inputs)
         }
         .map_err(|e| format!("{e:?}"))?;
         Ok((temp_files(fs, &paths), built))
@@ -1110,20 +1112,21 @@ mod tests {
         /// The transaction facts of `dir` as a cleaning finds them.
         fn observe(&mut self, fs: &SimFs, dir: &Path) {
             let bases = list_segments(fs, dir).unwrap();
-            let Ok(Some((facts, closed))) = crate::compaction::txn::gather(fs, dir, &bases) else {
+            let Ok(Some((facts, closed))) = crate::compaction::headers::gather(fs, dir, &bases)
+            else {
                 return;
             };
             self.transactional += 1;
-            let never = crate::compaction::planner::Horizon {
+            let never = crate::compaction::rules::seed::Horizon {
                 now: i64::MIN,
                 delete_retention_ms: i64::MAX,
             };
-            let plan = crate::compaction::txn::decide(&facts, closed, i64::MAX, never);
+            let plan = crate::compaction::rules::txn::decide(&facts, closed, i64::MAX, never);
             let aborted = |range: Range<usize>| range.into_iter().any(|i| plan.aborted.get(i));
             self.aborted_closed += u64::from(aborted(0..closed));
             self.aborted_active += u64::from(aborted(closed..facts.len()));
             let active_base = *bases.last().unwrap();
-            let t = super::super::kafka_txn::KafkaTxn::decide(&facts, closed);
+            let t = crate::compaction::rules::txn::KafkaTxn::decide(&facts, closed);
             self.held_back += u64::from(t.bound(active_base, &bases) < active_base);
         }
     }
@@ -1295,7 +1298,8 @@ mod tests {
     /// expirations: the same active producers wherever the walk succeeds, and an
     /// error wherever the reference's walk fails. Returns the producers compared.
     fn compare_producers_on_seed(seed: u64) -> usize {
-        use crate::compaction::producers::{reference, ActiveProducers};
+        use crate::compaction::reference::producers as reference;
+        use crate::compaction::rules::retain_empty::ActiveProducers;
         let mut rng = Rng(seed);
         let fs = SimFs::new();
         let dir = PathBuf::from(format!("/producers-{seed}"));
@@ -1309,7 +1313,7 @@ mod tests {
                 damage(&fs, &dir, &mut rng);
             }
             let bases = list_segments(&fs, &dir).unwrap();
-            let walk = crate::compaction::txn::walk(&fs, &dir, &bases);
+            let walk = crate::compaction::headers::walk(&fs, &dir, &bases);
             for _ in 0..3 {
                 let now = rng.below(1_500) as i64;
                 let expiration_ms = 1 + rng.below(800) as i64;
@@ -1449,10 +1453,10 @@ mod tests {
                 batch = batch.with_log_append_time(900);
             }
             let bytes = batch.encode();
-            let map = super::super::kafka::KafkaMap::build([&batch], None).unwrap();
+            let map = crate::compaction::rules::kafka::KafkaMap::build([&batch], None).unwrap();
             let mut keyless = 0;
             let BatchOutcome::Rewritten(want) =
-                super::super::kafka::clean_batch(&batch, &map, 1_000, 50, &mut keyless)
+                crate::compaction::rules::kafka::clean_batch(&batch, &map, 1_000, 50, &mut keyless)
             else {
                 panic!("partly kept and stamped");
             };

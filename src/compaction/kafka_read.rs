@@ -4,7 +4,7 @@
 //! one inflated once and kept), counts its keyed, keyless and tombstone records,
 //! and digests the keys of the batches the map covers; this thread inserts the
 //! digests into the offset map as they come, under the key budget (the rules of
-//! [`super::kafka::KafkaMap::build`]). The two halves cost about the same, as in
+//! [`super::rules::kafka::KafkaMap::build`]). The two halves cost about the same, as in
 //! the `seed` pass's scan (`super::hashed`).
 //!
 //! Errors are the reference pass's, in its order: every closed segment's batches
@@ -44,7 +44,7 @@ pub(super) struct Batch {
     pub producer_epoch: i16,
     /// Attribute bit 4.
     pub transactional: bool,
-    /// Data of an aborted transaction ([`super::kafka_txn::KafkaTxn::aborted`]):
+    /// Data of an aborted transaction ([`super::rules::txn::KafkaTxn::aborted`]):
     /// mapped hollow (no key, the map's last offset moves) and removed where cleaned.
     pub aborted: bool,
     /// Its records with a key, without one, and with a null value (data batches).
@@ -221,7 +221,7 @@ pub(super) fn first_error(
         }
     }
     active_bytes(fs, dir, active_base, active_len)?;
-    super::kafka_txn::KafkaTxn::gather(fs, dir, bases)?;
+    super::headers::kafka_txn(fs, dir, bases)?;
     Ok(())
 }
 
@@ -289,7 +289,7 @@ impl MapRange {
     }
 }
 
-/// The map's building state ([`super::kafka::KafkaMap::build`]'s rules).
+/// The map's building state ([`super::rules::kafka::KafkaMap::build`]'s rules).
 struct Mapper {
     map: OffsetMap,
     ordinals: i64,
@@ -467,7 +467,7 @@ fn read(
 
 /// The active segment's bytes as the pass sees it (a snapshot's: its first
 /// `active_len` bytes; what was appended after it is the tail's), checked batch by
-/// batch. Both kafka passes (the reference `super::kafka::build` and `super::kafka_pass::build`) read it
+/// batch. Both kafka passes (the reference `super::reference::kafka::build` and `super::kafka_pass::build`) read it
 /// so before anything is written: a damaged active segment fails both alike.
 pub(super) fn active_bytes(
     fs: &dyn FileSystem,

@@ -1,6 +1,9 @@
-//! Key-based compaction: a pure [`planner`] (latest-offset map over all segments
-//! including the active one, keep/drop per record, greedy grouping) and a
-//! [`cleaner`] that writes the new directory, installed by [`crate::install`].
+//! Key-based compaction: pure rule sets ([`rules`]: keep/drop per record and
+//! batch, grouping, transactions, markers, empty batches), the readers and maps that
+//! feed them, and a [`cleaner`] that writes the new directory, installed by
+//! [`crate::install`]. The modules import each other in one direction (docs/design.md
+//! section 6 has the layers; `tests/module_graph.rs` holds them to it); the decoded
+//! [reference](mod@reference) compactors are what the passes that run are held to.
 //!
 //! Semantics: docs/design.md section 1; map memory and collisions: section 6.
 
@@ -15,23 +18,20 @@ mod files;
 mod finish;
 mod handover;
 mod hashed;
-pub mod kafka;
+pub mod headers;
 mod kafka_pass;
 mod kafka_read;
-pub mod kafka_txn;
 pub mod offset_map;
 pub mod options;
 pub mod output;
-pub mod plan;
-pub mod planner;
-pub mod producers;
+pub mod reference;
 mod reseal;
 pub mod rewrite;
+pub mod rules;
 pub mod scan;
 pub mod section;
 pub mod snapshot;
 pub mod source;
-pub mod txn;
 pub mod view;
 
 use std::path::Path;
@@ -44,8 +44,8 @@ pub use options::{
     Built, CleanOptions, CompactOptions, CompactionPolicy, CompactionReport,
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
 };
-pub use plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
-pub use planner::{Decision, Horizon};
+pub use reference::plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
+pub use rules::seed::{Decision, Horizon};
 #[cfg(any(test, feature = "test-variants"))]
 pub use snapshot::CleanVariant;
 pub use snapshot::{CleanBuild, CleanSnapshot, Swapped};

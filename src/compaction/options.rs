@@ -1,6 +1,6 @@
 //! The types every stage of a compaction shares: what a pass is asked to do
 //! ([`CompactOptions`], the cleaner's knobs [`CleanOptions`] and their
-//! [`CompactionPolicy`]), where it reads from ([`BuildFrom`]), and what it leaves
+//! [`CompactionPolicy`]), where it reads from (`BuildFrom`), and what it leaves
 //! ([`Built`], its [`CompactionReport`]). No IO, no imports from the stages.
 
 use std::fmt;
@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
+use crate::install::InstallPaths;
 use crate::segment::Segment;
 
 use super::offset_map::ENTRY_BYTES;
@@ -108,6 +109,18 @@ impl BuildFrom<'_> {
 /// Kafka's default `producer.id.expiration.ms`: one day.
 pub const PRODUCER_ID_EXPIRATION_MS_DEFAULT: i64 = 86_400_000;
 
+/// The parts of [`super::cleaner::build_indexed`]'s state a kafka pass needs.
+pub(crate) struct BuildInputs<'a> {
+    pub paths: &'a InstallPaths,
+    /// Segment bases, ascending, the active one last; at least one closed.
+    pub bases: &'a [i64],
+    pub clean_point_before: i64,
+    pub index_interval_bytes: u64,
+    pub carry_point: bool,
+    /// The live directory or a concurrent cleaning's snapshot.
+    pub from: &'a BuildFrom<'a>,
+}
+
 /// The cleaner's knobs (docs/design.md section 1; `LogConfig` holds the log's own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanOptions {
@@ -120,7 +133,7 @@ pub struct CleanOptions {
     pub policy: CompactionPolicy,
     /// A producer with no open transaction whose last batch is this old is no
     /// longer active (Kafka's `producer.id.expiration.ms`): a `kafka` pass keeps an
-    /// active producer's last batch as an empty batch ([`super::producers`]).
+    /// active producer's last batch as an empty batch ([`super::rules::retain_empty`]).
     pub producer_id_expiration_ms: i64,
 }
 

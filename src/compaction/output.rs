@@ -23,8 +23,8 @@ use super::bitmap::Bitmap;
 use super::carry::{self, SourceKeys};
 use super::files::{build_sync_file, write_link};
 use super::offset_map::Superseded;
-use super::planner::{Grouper, Horizon, Placement};
 use super::rewrite::{compact_segment, Compacted, Counts, Cursor, Rules};
+use super::rules::seed::{Grouper, Horizon, Placement};
 use super::source::segment_path;
 use crate::segment::Segment;
 
@@ -52,8 +52,8 @@ pub struct ClosedRegion<'a> {
     /// every output segment whose sources are all known gets a key summary
     /// (`.keys`). `None` (a full compaction): no summary, no carry.
     pub keys: Option<Vec<SourceKeys>>,
-    /// The transaction rules' decisions ([`super::txn`]), if any.
-    pub txn: Option<&'a super::txn::TxnPlan>,
+    /// The transaction rules' decisions ([`super::rules::txn`]), if any.
+    pub txn: Option<&'a super::rules::txn::TxnPlan>,
 }
 
 /// What [`write_closed`] wrote.

@@ -10,9 +10,9 @@ use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
 use super::offset_map::Superseded;
-use super::planner::{decide_latest, Decision, Horizon};
 use super::reseal::seal_kept_batch;
-use super::txn::TxnPlan;
+use super::rules::seed::{decide_latest, Decision, Horizon};
+use super::rules::txn::TxnPlan;
 use super::view;
 use crate::format::batch::RECORDS_OFFSET;
 use crate::format::RecordBatch;
@@ -203,7 +203,7 @@ pub struct Rules<'a> {
     /// Batches at or past this offset are kept as they are: the cleaning pass did
     /// not map them, or they are too young to clean ([`super::dirty`]).
     pub keep_from: i64,
-    /// The transaction rules' decisions ([`super::txn`]), when the log holds
+    /// The transaction rules' decisions ([`super::rules::txn`]), when the log holds
     /// transactional batches: the batches they remove have no ordinal.
     pub txn: Option<&'a TxnPlan>,
 }

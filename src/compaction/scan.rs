@@ -27,8 +27,8 @@ use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
 use super::offset_map::{Digest, OffsetMap, Superseded};
+use super::rules::txn::TxnPlan;
 use super::source::segment_path;
-use super::txn::TxnPlan;
 use super::view;
 
 /// What the map pass leaves for the rewrite pass.
@@ -80,7 +80,7 @@ pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
 
 /// [`scan`] reading only the first `active_len` bytes of the active segment, if
 /// given (a cleaner's snapshot: what was appended after it is left to the next
-/// pass), under the transaction rules `txn` ([`super::txn`]): the keyed records of
+/// pass), under the transaction rules `txn` ([`super::rules::txn`]): the keyed records of
 /// aborted batches, and of every batch at or past the last stable offset, get no
 /// ordinal and never enter the map.
 pub fn scan_with(

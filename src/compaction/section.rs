@@ -1,5 +1,6 @@
-//! The section of the log a pass cleans, as the directory describes it: the clean
-//! point (`cleaner-offset.checkpoint`), where the dirty section starts.
+//! The section of the log a pass cleans: the clean point
+//! (`cleaner-offset.checkpoint`), where the dirty section starts, and the min-lag
+//! rule ([`too_young`], [`first_uncleanable`]), where the cleanable section ends.
 
 use std::path::Path;
 
@@ -78,4 +79,53 @@ pub fn check_clean_point(
         }
     }
     Ok(())
+}
+
+/// The min-lag rule (Kafka's `min.compaction.lag.ms`), the one predicate the
+/// seed map, the kafka pass and `Log::cleanable` share: a closed segment that ends
+/// past the clean point (`next_offset > clean_point`) and holds a timestamp newer
+/// than `now - min_compaction_lag_ms` is too young to clean, and with it every later
+/// segment. A lag of 0 holds nothing back.
+pub fn too_young(
+    next_offset: i64,
+    max_timestamp: i64,
+    clean_point: i64,
+    now: i64,
+    min_compaction_lag_ms: i64,
+) -> bool {
+    min_compaction_lag_ms > 0
+        && next_offset > clean_point
+        && max_timestamp > now.saturating_sub(min_compaction_lag_ms)
+}
+
+/// Kafka's first uncleanable offset: the active segment's base, or with a lag the
+/// base of the first closed segment [`too_young`] to clean. `closed`: (base, next
+/// offset, max timestamp), ascending.
+pub fn first_uncleanable(
+    closed: &[(i64, i64, i64)],
+    active_base: i64,
+    clean_point: i64,
+    now: i64,
+    min_compaction_lag_ms: i64,
+) -> i64 {
+    closed
+        .iter()
+        .find(|&&(_, next, max_ts)| {
+            too_young(next, max_ts, clean_point, now, min_compaction_lag_ms)
+        })
+        .map_or(active_base, |&(base, _, _)| base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lag_holds_back_the_first_uncleanable_offset() {
+        // (base, next, max ts): [0,3) ts 5, [3,6) ts 50, active at 6.
+        let closed = [(0, 3, 5), (3, 6, 50)];
+        assert_eq!(first_uncleanable(&closed, 6, 0, 60, 0), 6);
+        assert_eq!(first_uncleanable(&closed, 6, 0, 60, 20), 3);
+        assert_eq!(first_uncleanable(&closed, 6, 0, 100, 20), 6);
+    }
 }

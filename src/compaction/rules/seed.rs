@@ -1,13 +1,15 @@
-//! The pure part of compaction: the keep/drop decision per record and batch, and
-//! the greedy grouping of compacted source segments into output segments.
+//! The seed policy's rules (docs/design.md section 1): the keep/drop decision per
+//! record and batch (the latest record per key survives, keyless records stay, a
+//! latest tombstone stays until older than `delete_retention_ms`), and the greedy
+//! grouping of compacted source segments into output segments.
 
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::format::{Record, RecordBatch};
 
-use super::offset_map::OffsetMap;
-use super::view::RecordView;
+use crate::compaction::offset_map::OffsetMap;
+use crate::compaction::view::RecordView;
 
 /// What happens to one record of the closed region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Compaction's transaction rules (docs/design.md section 1, "Transactions"; the
-//! spec's `spec::txn::compact`), as a pure decision over batch facts that either
-//! policy can use, and the header pass that gathers the facts.
+//! spec's `spec::txn::compact`), as a pure decision over the batch facts that the
+//! header walk (`super::super::headers`) gathers, for either policy.
 //!
 //! Kafka's `LogCleaner` rules, for the seed policy:
 //! - records of aborted transactions never enter the latest-offset map and are
@@ -15,24 +15,40 @@
 //!   delete horizon has passed (`now - timestamp > delete_retention_ms`, the seed
 //!   policy's tombstone rule; the kafka policy stamps the horizon instead);
 //! - the seed policy keeps no producer's last batch as an empty batch (the kafka
-//!   policy does, `super::producers`); a control batch with no marker record (an
+//!   policy does, [`super::retain_empty`]); a control batch with no marker record (an
 //!   empty one) takes no part in the rules.
+//!
+//! Under the `kafka` policy (`KafkaTxn`; docs/design.md section 1, "The kafka
+//! policy and transactions"): what Kafka 4.4's cleaner does with transactional
+//! data, the same decision over the same facts. The spec's statement of these
+//! rules: `model/src/spec/kafka_txn.rs` (conformance holds the engine to it).
+//!
+//! - The first uncleanable offset is held at the segment holding the last stable
+//!   offset (the first offset of the earliest open transaction):
+//!   `LogCleanerManager.cleanableOffsets` takes the minimum of the log's first
+//!   unstable offset, the active segment's base and the compaction-lag bound, and
+//!   `LogToClean` rounds it down to the base of the segment holding it. So nothing
+//!   of an open transaction, nor anything in or after its first segment, is mapped
+//!   or cleaned.
+//! - A data batch of an aborted transaction (its producer's ABORT marker follows it)
+//!   never enters the offset map (`buildOffsetMapForSegment` skips a batch
+//!   `CleanedTransactionMetadata.onBatchRead` calls aborted; the map's latest offset
+//!   still moves past it), and is removed from every segment the pass cleans
+//!   (`shouldDiscardBatch`). So aborted records never shadow committed ones.
+//! - The `.txnindex` of the output ([`keeps_entry`], which the reader's
+//!   `super::super::headers::entries` applies): a segment the pass does not clean
+//!   keeps its entries as found; in a cleaned segment an aborted transaction's entry
+//!   (as found: its first offset stays) is kept while the source holds a data batch
+//!   of the transaction (Kafka's `CleanedTransactionMetadata.onControlBatchRead`
+//!   keeps the entry of an ABORT whose transaction it read a batch of in the pass).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use crate::error::{Error, Result};
-use crate::format::batch::{
-    decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
-};
-use crate::format::filename::LOG_SUFFIX;
 use crate::format::txn_index::AbortedTxn;
-use crate::format::{BatchView, ControlKind};
-use crate::fs::FileSystem;
+use crate::format::ControlKind;
 
-use super::bitmap::Bitmap;
-use super::planner::Horizon;
-use super::source::segment_path;
+use super::seed::Horizon;
+use crate::compaction::bitmap::Bitmap;
 
 /// What the rules need of one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +65,7 @@ pub struct TxnFacts {
     pub control: bool,
     /// The batch's max timestamp (a marker's time).
     pub max_timestamp: i64,
-    /// Its producer epoch (for [`super::producers::ActiveProducers`]).
+    /// Its producer epoch (for [`super::retain_empty::ActiveProducers`]).
     pub producer_epoch: i16,
     /// Base offset plus last offset delta (for the same).
     pub last_offset: i64,
@@ -173,92 +189,78 @@ pub fn decide(
     plan
 }
 
-/// The facts of every batch of the segments `bases` of `dir` (the last one
-/// active), from their headers (a control batch's marker record is decoded, and
-/// its CRC checked), in one walk: the transaction rules' and the `kafka` policy's
-/// producers' (`super::producers`). A torn tail ends a segment's walk (the scan
-/// reports it); the first damaged header or control batch is the error.
-pub fn walk(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<LogFacts> {
-    let mut out = LogFacts::default();
-    for (i, &base) in bases.iter().enumerate() {
-        let path = segment_path(dir, base, LOG_SUFFIX);
-        let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
-        let mut at = 0usize;
-        while at < bytes.len() {
-            let rest = &bytes[at..];
-            let header = decode_header(rest).map_err(|e| e.at(&path, at as u64))?;
-            let size = header.size;
-            if rest.len() < size {
-                break; // the scan reports it
-            }
-            let transactional = header.attributes & ATTR_TRANSACTIONAL != 0;
-            let control = header.attributes & ATTR_CONTROL != 0;
-            let mut pid = [0u8; 8];
-            pid.copy_from_slice(&rest[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8]);
-            let mut epoch = [0u8; 2];
-            epoch.copy_from_slice(&rest[PRODUCER_EPOCH_OFFSET..PRODUCER_EPOCH_OFFSET + 2]);
-            let marker = if control {
-                let (batch, _) =
-                    BatchView::decode(&rest[..size]).map_err(|e| e.at(&path, at as u64))?;
-                match batch.records().next() {
-                    Some(Ok(r)) => match r.key {
-                        Some([0, 0, 0, 0]) => Some(ControlKind::Abort),
-                        Some([0, 0, 0, 1]) => Some(ControlKind::Commit),
-                        _ => None,
-                    },
-                    _ => None,
-                }
-            } else {
-                None
-            };
-            // A control batch with no marker record (an empty one, Kafka's
-            // `RETAIN_EMPTY`) takes no part, as `log::txn` reads it.
-            let transactional = transactional && (marker.is_some() || !control);
-            // Markers alone (no transactional data) leave the plain seed rules in
-            // force: the rules apply once the log holds transactional data.
-            out.transactional |= transactional && !control;
-            out.batches.push(TxnFacts {
-                base_offset: header.base_offset,
-                producer_id: i64::from_be_bytes(pid),
-                transactional,
-                marker,
-                control,
-                max_timestamp: header.max_timestamp,
-                producer_epoch: i16::from_be_bytes(epoch),
-                last_offset: header.base_offset + i64::from(header.last_offset_delta),
-            });
-            at += size;
-        }
-        if i + 1 < bases.len() {
-            out.closed_batches = out.batches.len();
+/// The transaction facts of one `kafka` pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaTxn {
+    /// By closed batch index (every batch of the closed segments, in offset order):
+    /// a data batch of an aborted transaction.
+    aborted: Vec<bool>,
+    /// The first offset of the earliest open transaction, or `i64::MAX`.
+    pub last_stable_offset: i64,
+}
+
+impl KafkaTxn {
+    /// The rules over `facts` (every batch of the log, active segment included, in
+    /// offset order), of which the first `closed_batches` are in closed segments.
+    pub fn decide(facts: &[TxnFacts], closed_batches: usize) -> KafkaTxn {
+        // Markers' horizons play no part here: only the aborted data and the last
+        // stable offset of the shared rules are used.
+        let plan = decide(
+            facts,
+            closed_batches,
+            i64::MAX,
+            Horizon {
+                now: i64::MIN,
+                delete_retention_ms: i64::MAX,
+            },
+        );
+        KafkaTxn {
+            aborted: (0..closed_batches).map(|i| plan.aborted.get(i)).collect(),
+            last_stable_offset: plan.last_stable_offset,
         }
     }
-    Ok(out)
+
+    /// [`KafkaTxn::decide`] on one walk's facts (the header walk (`super::super::headers::walk`)); `None` when the
+    /// log holds no transactional data batch (the plain rules apply).
+    pub fn of(facts: &LogFacts) -> Option<KafkaTxn> {
+        facts
+            .transactional
+            .then(|| KafkaTxn::decide(&facts.batches, facts.closed_batches))
+    }
+
+    /// True if closed batch `index` is data of an aborted transaction.
+    pub fn aborted(&self, index: usize) -> bool {
+        self.aborted.get(index).copied().unwrap_or(false)
+    }
+
+    /// The first uncleanable offset held at the base of the segment holding the
+    /// last stable offset (`bases`: the segment bases, ascending).
+    pub fn bound(&self, first_uncleanable: i64, bases: &[i64]) -> i64 {
+        if self.last_stable_offset >= first_uncleanable {
+            return first_uncleanable;
+        }
+        bases
+            .iter()
+            .copied()
+            .take_while(|&b| b <= self.last_stable_offset)
+            .last()
+            .unwrap_or(first_uncleanable)
+            .min(first_uncleanable)
+    }
 }
 
-/// [`walk`]'s transaction facts: `None` when no data batch is transactional (then
-/// the plain seed rules apply: markers are kept, as the seed spec keeps control
-/// batches). Returns the facts and how many batches the closed segments hold.
-pub fn gather(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    bases: &[i64],
-) -> Result<Option<(Vec<TxnFacts>, usize)>> {
-    Ok(walk(fs, dir, bases)?.txn())
-}
+/// One data batch of the pass's source: (base offset, producer id, transactional).
+pub type DataBatch = (i64, i64, bool);
 
-/// [`gather`] then [`decide`]: `None` when the log holds no transactional batch.
-pub fn plan(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    bases: &[i64],
-    horizon: Horizon,
-) -> Result<Option<TxnPlan>> {
-    let Some((facts, closed_batches)) = gather(fs, dir, bases)? else {
-        return Ok(None);
-    };
-    // With no open transaction nothing is held back: every batch is below it.
-    Ok(Some(decide(&facts, closed_batches, i64::MAX, horizon)))
+/// The rule of the reader's `super::super::headers::entries` for one entry.
+pub fn keeps_entry(entry: &AbortedTxn, cleaned_end: i64, source: &[DataBatch]) -> bool {
+    entry.last_offset >= cleaned_end
+        || source.iter().any(|&(base, pid, transactional)| {
+            transactional
+                && pid == entry.producer_id
+                && entry.first_offset <= base
+                && base < entry.last_offset
+        })
 }
 
 #[cfg(test)]
@@ -333,5 +335,59 @@ mod tests {
             "past the last stable offset: not cleaned"
         );
         assert_eq!(plan.dropped_batches, 0);
+    }
+
+    #[test]
+    fn aborted_data_is_marked_and_committed_or_plain_data_is_not() {
+        // 0 plain, 1 p7 data, 2 p8 data, 3 ABORT p7, 4 COMMIT p8, 5 p9 data (open).
+        let facts = [
+            data(0, -1),
+            data(1, 7),
+            data(2, 8),
+            marker(3, 7, ControlKind::Abort),
+            marker(4, 8, ControlKind::Commit),
+            data(5, 9),
+        ];
+        let t = KafkaTxn::decide(&facts, 6);
+        let aborted: Vec<bool> = (0..6).map(|i| t.aborted(i)).collect();
+        assert_eq!(aborted, [false, true, false, false, false, false]);
+        assert_eq!(t.last_stable_offset, 5);
+        // Segments at 0, 3 and 8 (active): the segment holding offset 5 starts at 3.
+        assert_eq!(t.bound(8, &[0, 3, 8]), 3);
+        assert_eq!(t.bound(3, &[0, 3, 8]), 3);
+        assert_eq!(t.bound(8, &[0, 5, 8]), 5);
+    }
+
+    #[test]
+    fn an_entry_stays_while_its_data_does_or_its_segment_is_not_cleaned() {
+        let entry = AbortedTxn {
+            producer_id: 7,
+            first_offset: 2,
+            last_offset: 10,
+            last_stable_offset: 11,
+        };
+        // A batch of the transaction (first offset moved past a removed one).
+        assert!(keeps_entry(&entry, 20, &[(5, 7, true)]));
+        // Another producer's, a plain batch, one after the marker: not its data.
+        assert!(!keeps_entry(
+            &entry,
+            20,
+            &[(5, 8, true), (6, 7, false), (12, 7, true)]
+        ));
+        // Before the first offset: an earlier transaction of the producer.
+        assert!(!keeps_entry(&entry, 20, &[(1, 7, true)]));
+        // The marker's segment is not cleaned: kept as found.
+        assert!(keeps_entry(&entry, 10, &[]));
+    }
+
+    #[test]
+    fn an_abort_in_the_active_segment_counts_and_nothing_open_bounds_nothing() {
+        // The closed region is batches 0 and 1; the ABORT (batch 2) is active.
+        let facts = [data(0, 7), data(1, -1), marker(2, 7, ControlKind::Abort)];
+        let t = KafkaTxn::decide(&facts, 2);
+        assert!(t.aborted(0));
+        assert!(!t.aborted(1));
+        assert!(!t.aborted(2), "only closed batches are indexed");
+        assert_eq!(t.bound(2, &[0, 2]), 2);
     }
 }

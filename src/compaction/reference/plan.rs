@@ -1,14 +1,15 @@
 //! [`Compactor::plan`]: the whole compaction as a pure function of decoded segments.
 //!
-//! The cleaner ([`super::cleaner`]) streams the same decisions segment by segment
-//! without holding the log in memory; this form keeps everything, for tests,
-//! tools and comparison with the reference spec. Both use [`super::planner`].
+//! The cleaner ([`crate::compaction::cleaner`]) streams the same decisions segment
+//! by segment without holding the log in memory; this form keeps everything, for
+//! tests, tools and comparison with the reference spec. Both use the seed rules
+//! ([`crate::compaction::rules::seed`]).
 
 use crate::format::RecordBatch;
 
-use super::offset_map::OffsetMap;
-use super::options::CompactionReport;
-use super::planner::{compact_batch, Grouper, Horizon, Placement};
+use crate::compaction::offset_map::OffsetMap;
+use crate::compaction::options::CompactionReport;
+use crate::compaction::rules::seed::{compact_batch, Grouper, Horizon, Placement};
 
 /// One source segment: its base offset and decoded batches.
 #[derive(Debug, Clone, PartialEq, Eq)]

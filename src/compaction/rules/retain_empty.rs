@@ -7,7 +7,7 @@
 //!
 //! seglog keeps no producer snapshot: [`ActiveProducers`] reads the producers from
 //! every batch header of the log, active segment included (the facts of the one
-//! walk [`super::txn::walk`] that the transaction rules read too), as Kafka's
+//! walk `super::super::headers::walk` that the transaction rules read too), as Kafka's
 //! `lastRecordsOfActiveProducers` holds them (`ProducerStateEntry`): a producer's
 //! epoch, last timestamp and open transaction are its last batch's, its last data
 //! offset that of its last data batch at that epoch, and it is active unless it has
@@ -15,11 +15,8 @@
 
 use std::collections::HashMap;
 
-use crate::format::batch::{
-    ATTRIBUTES_OFFSET, ATTR_COMPRESSION_MASK, ATTR_DELETE_HORIZON, BASE_TIMESTAMP_OFFSET,
-    HEADER_LEN, LENGTH_OFFSET, LOG_OVERHEAD, RECORD_COUNT_OFFSET,
-};
-use crate::format::{crc, RecordBatch};
+use crate::format::batch::{ATTR_COMPRESSION_MASK, ATTR_DELETE_HORIZON};
+use crate::format::RecordBatch;
 
 use super::txn::TxnFacts;
 
@@ -92,7 +89,7 @@ impl ActiveProducers {
         ActiveProducers { producers }
     }
 
-    /// [`ActiveProducers::of`] the batch facts of one walk ([`super::txn::walk`]): the
+    /// [`ActiveProducers::of`] the batch facts of one walk (`super::super::headers::walk`): the
     /// headers the transaction facts come from, so no walk of its own. (A fact's
     /// `transactional` is the attribute bit but for a control batch with no marker
     /// record; `of` reads it of data batches only.)
@@ -137,7 +134,7 @@ impl ActiveProducers {
 
 /// The attribute bits an empty batch keeps (timestamp type, transactional,
 /// control): no codec, no delete horizon.
-const EMPTY_KEEPS: i16 = !(ATTR_COMPRESSION_MASK | ATTR_DELETE_HORIZON);
+pub(crate) const EMPTY_KEEPS: i16 = !(ATTR_COMPRESSION_MASK | ATTR_DELETE_HORIZON);
 
 /// The reference's empty batch of `batch` (Kafka's
 /// `DefaultRecordBatch.writeEmptyHeader`): no records, base timestamp -1, its max
@@ -151,88 +148,11 @@ pub fn empty_batch(batch: &RecordBatch) -> RecordBatch {
     }
 }
 
-/// [`empty_batch`] from a stored batch's header bytes, appended to `out`: the
-/// header with its length, attributes, base timestamp, count and CRC-32C rewritten.
-pub fn write_empty(stored: &[u8], out: &mut Vec<u8>) {
-    assert!(
-        stored.len() >= HEADER_LEN,
-        "a stored batch holds its header"
-    );
-    let start = out.len();
-    out.extend_from_slice(&stored[..HEADER_LEN]);
-    let header = &mut out[start..];
-    let length = (HEADER_LEN - LOG_OVERHEAD) as i32;
-    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
-    let attributes = i16::from_be_bytes(
-        header[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2]
-            .try_into()
-            .expect("two bytes"),
-    );
-    header[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2]
-        .copy_from_slice(&(attributes & EMPTY_KEEPS).to_be_bytes());
-    header[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8]
-        .copy_from_slice(&(-1i64).to_be_bytes());
-    header[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&0i32.to_be_bytes());
-    let crc_offset = crate::format::batch::CRC_OFFSET;
-    let sum = crc::crc32c(&header[ATTRIBUTES_OFFSET..]);
-    header[crc_offset..crc_offset + 4].copy_from_slice(&sum.to_be_bytes());
-}
-
-/// The walk the passes took before [`super::txn::walk`] served both (tests hold
-/// [`ActiveProducers::of_facts`] to it).
-#[cfg(test)]
-pub(crate) mod reference {
-    use std::path::Path;
-
-    use super::{ActiveProducers, ProducerBatch};
-    use crate::compaction::source::segment_path;
-    use crate::error::{Error, Result};
-    use crate::format::batch::{
-        decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
-    };
-    use crate::format::filename::LOG_SUFFIX;
-    use crate::fs::FileSystem;
-
-    /// [`ActiveProducers::of`] the batch headers of the segments `bases` of `dir`
-    /// (the last one active; a torn tail ends the walk, as the reads report it).
-    pub(crate) fn gather(
-        fs: &dyn FileSystem,
-        dir: &Path,
-        bases: &[i64],
-        now: i64,
-        producer_id_expiration_ms: i64,
-    ) -> Result<ActiveProducers> {
-        let mut batches = Vec::new();
-        for &base in bases {
-            let path = segment_path(dir, base, LOG_SUFFIX);
-            let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
-            let mut at = 0usize;
-            while at < bytes.len() {
-                let rest = &bytes[at..];
-                let header = decode_header(rest).map_err(|e| e.at(&path, at as u64))?;
-                if rest.len() < header.size {
-                    break;
-                }
-                let epoch = &rest[PRODUCER_EPOCH_OFFSET..PRODUCER_EPOCH_OFFSET + 2];
-                let pid = &rest[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8];
-                batches.push(ProducerBatch {
-                    producer_id: i64::from_be_bytes(pid.try_into().expect("eight bytes")),
-                    producer_epoch: i16::from_be_bytes(epoch.try_into().expect("two bytes")),
-                    control: header.attributes & ATTR_CONTROL != 0,
-                    transactional: header.attributes & ATTR_TRANSACTIONAL != 0,
-                    last_offset: header.base_offset + i64::from(header.last_offset_delta),
-                    max_timestamp: header.max_timestamp,
-                });
-                at += header.size;
-            }
-        }
-        Ok(ActiveProducers::of(batches, now, producer_id_expiration_ms))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compaction::reseal::write_empty;
+    use crate::format::batch::HEADER_LEN;
     use crate::format::batch::{ATTR_TRANSACTIONAL, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
     use crate::format::{Compression, NewRecord};
 
@@ -273,99 +193,6 @@ mod tests {
         assert!(active.retains_empty(2, 1, true, 3));
         assert!(!active.retains_empty(2, 0, false, 2));
         assert!(!active.retains_empty(NO_PRODUCER_ID, NO_PRODUCER_EPOCH, false, 6));
-    }
-
-    /// One walk's facts give the reference walk's producers on a log written to
-    /// disk: epochs bumped, a producer without a data batch at its epoch, an
-    /// idempotent (non-transactional) producer, an open transaction, multi-record
-    /// batches, an empty marker (no record: not transactional to the transaction
-    /// rules) and batches of no producer, over two segments.
-    #[test]
-    fn one_walk_gives_the_reference_producers() {
-        use crate::compaction::source::segment_path;
-        use crate::compaction::txn;
-        use crate::format::filename::LOG_SUFFIX;
-        use crate::format::ControlKind;
-        use crate::fs::sim::SimFs;
-        use crate::fs::FileSystem;
-        use std::path::Path;
-
-        let data = |base: i64, pid: i64, epoch: i16, transactional: bool, ts: i64| {
-            let records = [
-                NewRecord::new(Some(b"a".to_vec()), None, ts - 1),
-                NewRecord::new(Some(b"b".to_vec()), None, ts),
-            ];
-            let mut batch = RecordBatch::build(base, &records);
-            if pid != NO_PRODUCER_ID {
-                batch.producer_id = pid;
-                batch.producer_epoch = epoch;
-            }
-            if transactional {
-                batch.attributes |= ATTR_TRANSACTIONAL;
-            }
-            batch.encode()
-        };
-        let marker = |base: i64, kind, pid: i64, epoch: i16, ts: i64| {
-            RecordBatch::control(base, kind, pid, epoch, 0, ts).encode()
-        };
-        let mut empty_marker = Vec::new();
-        write_empty(
-            &marker(13, ControlKind::Commit, 5, 2, 40),
-            &mut empty_marker,
-        );
-        let segments: [(i64, Vec<Vec<u8>>); 2] = [
-            (
-                0,
-                vec![
-                    data(0, 1, 0, true, 10),
-                    marker(2, ControlKind::Commit, 1, 0, 20),
-                    data(3, 2, 0, true, 10),
-                    marker(5, ControlKind::Abort, 2, 1, 30),
-                ],
-            ),
-            (
-                6,
-                vec![
-                    data(6, 3, 4, false, 2),
-                    data(8, 4, 0, true, 1),
-                    data(10, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, false, 1),
-                    marker(12, ControlKind::Abort, 5, 1, 3),
-                    empty_marker,
-                ],
-            ),
-        ];
-        let fs = SimFs::new();
-        let dir = Path::new("/one-walk");
-        fs.create_dir_all(dir).unwrap();
-        for (base, batches) in &segments {
-            let path = segment_path(dir, *base, LOG_SUFFIX);
-            fs.create_file(&path).unwrap();
-            for batch in batches {
-                fs.append(&path, batch).unwrap();
-            }
-        }
-        let bases = [0, 6];
-        let walk = txn::walk(&fs, dir, &bases).unwrap();
-        assert_eq!(walk.batches.len(), 9);
-        assert_eq!(walk.closed_batches, 4);
-        assert!(walk.transactional);
-        for (now, expiration_ms) in [(40, 25), (41, 25), (44, 25), (45, 25), (60, 1_000)] {
-            let got = ActiveProducers::of_facts(&walk.batches, now, expiration_ms);
-            let want = reference::gather(&fs, dir, &bases, now, expiration_ms).unwrap();
-            assert_eq!(got, want, "now {now}, expiration {expiration_ms}");
-        }
-        let active = ActiveProducers::of_facts(&walk.batches, 40, 25);
-        assert_eq!(active.get(1).unwrap().last_data_offset, Some(1));
-        assert_eq!(active.get(1).unwrap().last_timestamp, 20);
-        assert_eq!(active.get(2).unwrap().epoch, 1);
-        assert_eq!(active.get(2).unwrap().last_data_offset, None);
-        assert_eq!(active.get(3), None, "40 - 2 >= 25");
-        assert!(active.get(4).unwrap().open_transaction);
-        assert_eq!(active.get(5).unwrap().epoch, 2);
-        assert!(!active.get(5).unwrap().open_transaction);
-        assert!(ActiveProducers::of_facts(&walk.batches, 100, 1_000)
-            .get(3)
-            .is_some_and(|p| p.epoch == 4 && p.last_data_offset == Some(7)));
     }
 
     /// The header patch writes the reference's encoding, for a compressed,
