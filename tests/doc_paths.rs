@@ -14,6 +14,8 @@
 //!   fails here;
 //! * a `--flag` in a backtick span outside a command is a flag of some command (or
 //!   one of cargo's, listed below);
+//! * every row docs/performance.md's table names is a `seglog bench` row of the code
+//!   (`src/cli/bench_cmd.rs`, `src/bench/`), and every row the code has is in it.
 #![cfg(feature = "suite")]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -489,6 +491,95 @@ fn every_command_and_flag_a_document_names_exists() {
     );
 }
 
+/// The string literals of a Rust source that look like bench rows (`group/name`, with
+/// `{label}` where the code formats a part in).
+fn row_literals(source: &str) -> BTreeSet<String> {
+    let mut rows = BTreeSet::new();
+    for piece in source.split('"').skip(1).step_by(2) {
+        let looks_like_row = piece.contains('/')
+            && !piece.starts_with('/')
+            && !piece.ends_with('/')
+            && piece
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_/{}".contains(c));
+        if looks_like_row {
+            rows.insert(piece.to_string());
+        }
+    }
+    rows
+}
+
+/// Whether `name` is a row `pattern` formats: each `{label}` stands for a run of
+/// lowercase letters, digits and `_` (never a `/`).
+fn matches_pattern(pattern: &str, name: &str) -> bool {
+    match pattern.find('{') {
+        None => pattern == name,
+        Some(open) => {
+            let Some(close) = pattern[open..].find('}').map(|c| open + c) else {
+                return pattern == name;
+            };
+            let (head, tail) = (&pattern[..open], &pattern[close + 1..]);
+            let Some(rest) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=rest.len())
+                .take_while(|&k| {
+                    rest[..k]
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                })
+                .any(|k| matches_pattern(tail, &rest[k..]))
+        }
+    }
+}
+
+#[test]
+fn the_performance_table_has_every_bench_row_and_no_other() {
+    let root = root();
+    let mut sources = vec![root.join("src/cli/bench_cmd.rs")];
+    for entry in std::fs::read_dir(root.join("src/bench")).expect("src/bench") {
+        sources.push(entry.expect("an entry").path());
+    }
+    let mut patterns = BTreeSet::new();
+    for source in &sources {
+        let text = std::fs::read_to_string(source).expect("a source file");
+        patterns.extend(row_literals(&text));
+    }
+    assert!(
+        patterns.contains("append/log"),
+        "no bench row found in {sources:?}"
+    );
+    let doc = "docs/performance.md";
+    let text = std::fs::read_to_string(root.join(doc)).expect("docs/performance.md");
+    // The table's first two cells: the row and its baseline.
+    let mut named = BTreeSet::new();
+    for line in text.lines().filter(|l| l.starts_with("| `")) {
+        for cell in line.split('|').skip(1).take(2) {
+            for name in cell.split('`').skip(1).step_by(2) {
+                if name.contains('/') {
+                    named.insert(name.to_string());
+                }
+            }
+        }
+    }
+    let unknown: Vec<&String> = named
+        .iter()
+        .filter(|n| !patterns.iter().any(|p| matches_pattern(p, n)))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "{doc} names bench rows the code does not have: {unknown:?}"
+    );
+    let absent: Vec<&String> = patterns
+        .iter()
+        .filter(|p| !named.iter().any(|n| matches_pattern(p, n)))
+        .collect();
+    assert!(
+        absent.is_empty(),
+        "{doc} leaves out bench rows the code has: {absent:?}"
+    );
+}
+
 #[test]
 fn the_path_scanner_sees_what_it_must() {
     let found = named_paths("see `src/log/write.rs`, tests/{a,b}.rs and model/src/spec/mod.rs.");
@@ -518,4 +609,17 @@ fn the_path_scanner_sees_what_it_must() {
         1
     );
     assert_eq!(check_command(&shape, &["no-such-command"]).len(), 1);
+    assert!(matches_pattern(
+        "incremental/{label}/build",
+        "incremental/clustered/build"
+    ));
+    assert!(matches_pattern(
+        "compact_kafka/build{suffix}",
+        "compact_kafka/build_partial"
+    ));
+    assert!(!matches_pattern(
+        "compact_kafka/build{suffix}",
+        "compact_kafka/x/build"
+    ));
+    assert!(!matches_pattern("open/clean", "open/cleaner"));
 }
