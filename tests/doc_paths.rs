@@ -15,7 +15,9 @@
 //! * a `--flag` in a backtick span outside a command is a flag of some command (or
 //!   one of cargo's, listed below);
 //! * every row docs/performance.md's table names is a `seglog bench` row of the code
-//!   (`src/cli/bench_cmd.rs`, `src/bench/`), and every row the code has is in it.
+//!   (`src/cli/bench_cmd.rs`, `src/bench/`), and every row the code has is in it;
+//! * docs/design.md's reading guide names every model `seglog model check` has, each
+//!   once, each by a letter of its own.
 #![cfg(feature = "suite")]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -577,6 +579,44 @@ fn the_performance_table_has_every_bench_row_and_no_other() {
     assert!(
         absent.is_empty(),
         "{doc} leaves out bench rows the code has: {absent:?}"
+    );
+}
+
+/// The models `seglog model check --model` knows, by name.
+fn model_names() -> BTreeSet<String> {
+    use clap::ValueEnum;
+    seglog_model::check::ModelKind::value_variants()
+        .iter()
+        .filter_map(|m| m.to_possible_value())
+        .map(|v| v.get_name().to_string())
+        .collect()
+}
+
+/// The rows of docs/design.md's reading guide: one per model, `| (letter) | `name` |`.
+#[test]
+fn the_reading_guide_names_every_model_once_by_one_letter() {
+    let text = std::fs::read_to_string(root().join("docs/design.md")).expect("design.md");
+    let mut letters = BTreeSet::new();
+    let mut named = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with("| (")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (letter, model) = (cells[1], cells[2].trim_matches('`'));
+        assert!(
+            letters.insert(letter.to_string()),
+            "letter {letter} names two models"
+        );
+        named.push(model.to_string());
+    }
+    let named_set: BTreeSet<String> = named.iter().cloned().collect();
+    assert_eq!(
+        named.len(),
+        named_set.len(),
+        "a model named twice: {named:?}"
+    );
+    assert_eq!(
+        named_set,
+        model_names(),
+        "docs/design.md's reading guide and `seglog model check --model` disagree"
     );
 }
 
