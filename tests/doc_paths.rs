@@ -2,7 +2,8 @@
 //! name only what exists.
 //!
 //! Invariants checked:
-//! * every `src/`, `tests/`, `model/` and `fuzz/` path a document names exists in the
+//! * every `src/`, `tests/`, `model/`, `fuzz/`, `docs/`, `crash-scenarios/`, `benches/`,
+//!   `examples/` and `interop/` path a document names exists in the
 //!   repository (a `{a,b}` group names each of its members; a `*` names the directory
 //!   before it);
 //! * every `seglog <command> [<subcommand>] --flag ...` in code (a fenced block or a
@@ -87,6 +88,19 @@ const OTHER_TOOLS: &[&str] = &[
     ".ci/",
 ];
 
+/// The repository directories whose paths the documents name.
+const PATH_ROOTS: [&str; 9] = [
+    "src/",
+    "tests/",
+    "model/",
+    "fuzz/",
+    "docs/",
+    "crash-scenarios/",
+    "benches/",
+    "examples/",
+    "interop/",
+];
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -149,10 +163,7 @@ fn named_paths(text: &str) -> Vec<(usize, String)> {
                 continue;
             }
             let rest = &line[at..];
-            if !["src/", "tests/", "model/", "fuzz/"]
-                .iter()
-                .any(|p| rest.starts_with(p))
-            {
+            if !PATH_ROOTS.iter().any(|p| rest.starts_with(p)) {
                 continue;
             }
             let mut token: String = rest.chars().take_while(|&c| is_path_char(c)).collect();
@@ -637,7 +648,7 @@ fn the_path_scanner_sees_what_it_must() {
         ["tests/a.rs", "tests/b.rs"]
     );
     // Not a repository path: inside a longer path or an item path.
-    assert!(named_paths("interop/src/x.rs seglog::src/x").is_empty());
+    assert!(named_paths("kafka/src/x.rs seglog::src/x").is_empty());
     let shape = CliShape::read();
     assert!(check_command(&shape, &["verify", "--budget", "quick"]).is_empty());
     assert_eq!(
