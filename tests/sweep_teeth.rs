@@ -20,7 +20,7 @@
 //!   to the old log, an outcome the "old or new" range accepted;
 //! * `recovery-point-before-flush`: a roll writes the recovery point before it
 //!   fsyncs the segment it closes;
-//! * `clean-point-first` (model (f)): the new clean point is made durable in the live
+//! * `clean-point-first` (model (c)): the new clean point is made durable in the live
 //!   directory before the install commits. A crash in between recovers the old
 //!   segments under the new clean point; only the clean point in the compared state
 //!   (the exact oracle's `clean_point`) tells it from the old log.

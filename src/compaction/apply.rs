@@ -232,7 +232,7 @@ impl Log {
         Ok(built.report)
     }
 
-    /// Test builds only: the broken order of model (e)'s `clean-point-first`: the
+    /// Test builds only: the broken order of model (c)'s `clean-point-first`: the
     /// new clean point is made durable in the live directory (temp, fsync, rename,
     /// dir fsync) before the install commits. A crash in between leaves the old,
     /// uncleaned segments under a clean point that calls them clean.

@@ -18,7 +18,7 @@ pub enum Variant {
     #[cfg(feature = "test-variants")]
     Roll(crate::log::RollVariant),
     /// The new clean point made durable in the live directory before the install
-    /// commits (model (e)'s `clean-point-first`).
+    /// commits (model (c)'s `clean-point-first`).
     #[cfg(feature = "test-variants")]
     CleanPointFirst,
     /// The compacted directory installed without its index files and recovery

@@ -36,7 +36,7 @@ pub enum ModelKind {
     /// (e) the log's own files: append, flush, roll and close with the recovery
     /// point and the clean-shutdown marker, crashes, and open.
     Durability,
-    /// (e) the cleaner's clean point and bounded map, with crashes.
+    /// (c) the cleaner's clean point and bounded map, with crashes.
     Cleaner,
     /// (f) concurrent cleaning: appender, cleaner, retention and reader interleaved,
     /// with a crash anywhere and recovery.
@@ -667,7 +667,7 @@ pub fn has_sync_step(failpoint: &str) -> bool {
 /// protocol (`InstallVariant::steps`, `RetentionVariant::steps`, ours).
 const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("compaction::build::sync_file", ModelKind::Install, 1),
-    // The clean point is one more file of the temp dir (model (e) checks why).
+    // The clean point is one more file of the temp dir (model (c) checks why).
     ("compaction::build::sync_clean_point", ModelKind::Install, 1),
     // So is the new directory's recovery point (issue 11: no reopen after cleanup).
     (

@@ -1,4 +1,4 @@
-//! Model (e): the cleaner's clean point and bounded offset map, under crashes.
+//! Model (c): the cleaner's clean point and bounded offset map, under crashes.
 //!
 //! The log is the reference spec with keys `a`, `b`, `c` (values and tombstones) and
 //! small segments; a cleaning pass ([`SpecLog::clean`]) maps at most
