@@ -37,20 +37,14 @@
 //! The result is the reference pass's (`kafka::build`, test builds) byte for byte:
 //! the tests below compare the two on random logs, transactional ones among them.
 
-use std::ops::Range;
 use std::path::Path;
 use std::sync::mpsc;
 
 use crate::error::{Error, Result};
-use crate::format::batch::{
-    decode, ATTRIBUTES_OFFSET, ATTR_DELETE_HORIZON, BASE_TIMESTAMP_OFFSET, CRC_OFFSET,
-    LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, RECORDS_OFFSET, RECORD_COUNT_OFFSET,
-};
-use crate::format::batch_view::BatchView;
+use crate::format::batch::{decode, ATTR_DELETE_HORIZON, BASE_TIMESTAMP_OFFSET};
 use crate::format::filename::{self, LOG_SUFFIX};
 use crate::format::manifest::ManifestFile;
 use crate::format::record::RecordView;
-use crate::format::TimestampType;
 use crate::fs::FileSystem;
 use crate::segment::{BatchFacts, Segment};
 
@@ -59,11 +53,11 @@ use super::finish::{finish_build, Tail};
 use super::kafka_read::{self, active_bytes, Batch, MapRange, PassMap, Source};
 use super::options::BuildInputs;
 use super::options::{Built, CleanOptions, CompactOptions, CompactionReport};
-use super::reseal::stamp_batch;
-use super::reseal::write_empty;
+use super::reseal::{rebuild, stamp_batch, write_empty};
 use super::rules::kafka::{filter_batch, groups, BatchOutcome, RecordRule};
 use super::rules::markers::{marker_outcome, MarkerData, MarkerOutcome};
 use super::rules::retain_empty::ActiveProducers;
+use super::runs::Runs;
 use super::section::first_uncleanable;
 
 /// Scratch of the clean step, reused from batch to batch.
@@ -71,81 +65,6 @@ use super::section::first_uncleanable;
 struct Scratch<'a> {
     records: Vec<RecordView<'a>>,
     keep: Vec<bool>,
-}
-
-/// A cleaned group's bytes in output order, as written: runs of source bytes kept
-/// as stored (never copied: written straight from the mapping) and the rebuilt
-/// batches, which live in `rebuilt`. One `append_vectored` writes them.
-#[derive(Default)]
-struct GroupBytes {
-    pieces: Vec<Piece>,
-    rebuilt: Vec<u8>,
-}
-
-/// One run of a group's bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Piece {
-    /// Bytes `start..end` of source segment `source`.
-    Stored {
-        source: usize,
-        start: usize,
-        end: usize,
-    },
-    /// Bytes `start..end` of [`GroupBytes::rebuilt`].
-    Rebuilt { start: usize, end: usize },
-}
-
-impl GroupBytes {
-    fn clear(&mut self) {
-        self.pieces.clear();
-        self.rebuilt.clear();
-    }
-
-    /// Appends source `source`'s bytes `range` (joined to the last run when it
-    /// follows it in the same source).
-    fn push_stored(&mut self, source: usize, range: Range<usize>) {
-        if let Some(Piece::Stored {
-            source: last, end, ..
-        }) = self.pieces.last_mut()
-        {
-            if *last == source && *end == range.start {
-                *end = range.end;
-                return;
-            }
-        }
-        self.pieces.push(Piece::Stored {
-            source,
-            start: range.start,
-            end: range.end,
-        });
-    }
-
-    /// Appends what was written to `rebuilt` from `start` on.
-    fn push_rebuilt(&mut self, start: usize) {
-        let new_end = self.rebuilt.len();
-        assert!(start <= new_end);
-        if let Some(Piece::Rebuilt { end, .. }) = self.pieces.last_mut() {
-            if *end == start {
-                *end = new_end;
-                return;
-            }
-        }
-        self.pieces.push(Piece::Rebuilt {
-            start,
-            end: new_end,
-        });
-    }
-
-    /// The runs as slices, in order.
-    fn parts<'a>(&'a self, sources: &'a [Source]) -> Vec<&'a [u8]> {
-        self.pieces
-            .iter()
-            .map(|piece| match *piece {
-                Piece::Stored { source, start, end } => &sources[source].bytes[start..end],
-                Piece::Rebuilt { start, end } => &self.rebuilt[start..end],
-            })
-            .collect()
-    }
 }
 
 /// What the clean step wrote for one source batch into a group's bytes.
@@ -168,10 +87,10 @@ fn clean_one<'a>(
     options: &CompactOptions,
     keyless_dropped: &mut u64,
     scratch: &mut Scratch<'a>,
-    out: &mut GroupBytes,
+    out: &mut Runs,
 ) -> Result<Cleaned> {
     let bytes = &source.bytes[batch.range.clone()];
-    let copied = |out: &mut GroupBytes| {
+    let copied = |out: &mut Runs| {
         out.push_stored(s, batch.range.clone());
         Cleaned::Written(BatchFacts {
             base_offset: batch.base_offset,
@@ -304,7 +223,7 @@ fn retained_empty(
     source: &Source,
     batch: &Batch,
     producers: &ActiveProducers,
-    out: &mut GroupBytes,
+    out: &mut Runs,
 ) -> Option<BatchFacts> {
     if !producers.retains_empty(
         batch.producer_id,
@@ -336,7 +255,7 @@ fn clean_marker(
     has_data: bool,
     options: &CompactOptions,
     producers: &ActiveProducers,
-    out: &mut GroupBytes,
+    out: &mut Runs,
 ) -> Result<Option<BatchFacts>> {
     let bytes = &source.bytes[batch.range.clone()];
     let horizon = (batch.attributes & ATTR_DELETE_HORIZON != 0).then(|| {
@@ -384,64 +303,6 @@ fn clean_marker(
     }
 }
 
-/// Kafka's rebuilt batch (what `kafka::clean_batch` and `RecordBatch::encode` give):
-/// the source header with `horizon` stamped (attribute bit 6 and base timestamp;
-/// without one, the first kept record's stored timestamp), the kept records'
-/// max timestamp (LogAppendTime: the batch's), count, length and CRC-32C; then the
-/// kept records, each re-encoded with its delta to the new base timestamp.
-fn rebuild(
-    view: &BatchView<'_>,
-    records: &[RecordView<'_>],
-    keep: &[bool],
-    horizon: Option<i64>,
-    out: &mut Vec<u8>,
-) -> BatchFacts {
-    let stored = |r: &RecordView<'_>| view.base_timestamp.wrapping_add(r.timestamp_delta);
-    let kept = || {
-        records
-            .iter()
-            .zip(keep)
-            .filter(|(_, k)| **k)
-            .map(|(r, _)| r)
-    };
-    let first = kept().next().expect("a rebuilt batch keeps a record");
-    let base_timestamp = horizon.unwrap_or_else(|| stored(first));
-    let max_timestamp = match view.timestamp_type() {
-        TimestampType::LogAppendTime => view.max_timestamp,
-        TimestampType::CreateTime => kept().map(stored).max().unwrap_or(base_timestamp),
-    };
-    let attributes = if horizon.is_some() {
-        view.attributes | ATTR_DELETE_HORIZON
-    } else {
-        view.attributes
-    };
-    let start = out.len();
-    out.extend_from_slice(&view.bytes()[..RECORDS_OFFSET]);
-    let mut count = 0i32;
-    for record in kept() {
-        record.encode_with_timestamp_delta(stored(record).wrapping_sub(base_timestamp), out);
-        count += 1;
-    }
-    let length = i32::try_from(out.len() - start - LOG_OVERHEAD).expect("a batch's size fits");
-    let header = &mut out[start..start + RECORDS_OFFSET];
-    header[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
-    header[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
-    header[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8]
-        .copy_from_slice(&base_timestamp.to_be_bytes());
-    header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
-        .copy_from_slice(&max_timestamp.to_be_bytes());
-    header[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&count.to_be_bytes());
-    let crc = crate::format::crc::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
-    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
-    BatchFacts {
-        base_offset: view.base_offset,
-        last_offset: view.base_offset + i64::from(view.last_offset_delta),
-        size_bytes: (out.len() - start) as u64,
-        records: count as u64,
-        max_timestamp,
-    }
-}
-
 /// The temp dir's segments so far.
 #[derive(Default)]
 struct Written {
@@ -454,7 +315,7 @@ struct Written {
 /// What the writer thread writes next: a cleaned group `(base, bytes, facts)`, or
 /// source segment `s` as stored.
 enum Job {
-    Cleaned(i64, GroupBytes, Vec<BatchFacts>),
+    Cleaned(i64, Runs, Vec<BatchFacts>),
     Stored(usize),
 }
 
@@ -600,7 +461,7 @@ pub(super) fn build(
     let groups = groups(&sizes, options.segment_bytes, uncleanable);
     let (written, cleaned_result) = std::thread::scope(|scope| {
         let (to_writer, jobs) = mpsc::sync_channel::<Job>(1);
-        let (back, buffers) = mpsc::channel::<GroupBytes>();
+        let (back, buffers) = mpsc::channel::<Runs>();
         let (sources, inputs) = (&sources, &inputs);
         let writer = scope.spawn(move || -> Result<Written> {
             let mut written = Written::default();
@@ -751,9 +612,11 @@ pub(super) fn build(
 mod tests {
     use super::*;
     use crate::compaction::options::BuildFrom;
+    use crate::compaction::runs::Piece;
     use crate::compaction::section::read_clean_point;
     use crate::compaction::source::list_segments;
-    use crate::format::batch::ATTR_TRANSACTIONAL;
+    use crate::format::batch::{ATTRIBUTES_OFFSET, ATTR_TRANSACTIONAL, CRC_OFFSET, RECORDS_OFFSET};
+    use crate::format::batch_view::BatchView;
     use crate::format::record::Header;
     use crate::format::{ControlKind, NewRecord, RecordBatch};
     use crate::fs::sim::SimFs;
@@ -1393,7 +1256,7 @@ mod tests {
             batches: Vec::new(),
         };
         let sources = [source(b"0123456789"), source(b"abcdefghij")];
-        let mut group = GroupBytes::default();
+        let mut group = Runs::default();
         group.push_stored(0, 0..2);
         group.push_stored(0, 2..4); // joined
         group.push_stored(0, 6..7); // after a gap

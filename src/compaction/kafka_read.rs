@@ -65,6 +65,25 @@ pub(super) struct Source {
     pub batches: Vec<Batch>,
 }
 
+impl super::runs::Sources for [Source] {
+    fn source(&self, source: usize) -> &[u8] {
+        &self[source].bytes
+    }
+}
+
+impl super::runs::Sources for Vec<Source> {
+    fn source(&self, source: usize) -> &[u8] {
+        &self[source].bytes
+    }
+}
+
+#[cfg(test)]
+impl<const N: usize> super::runs::Sources for [Source; N] {
+    fn source(&self, source: usize) -> &[u8] {
+        &self[source].bytes
+    }
+}
+
 impl Source {
     /// The batch's header fields and its records (checked by the read).
     pub fn records<'a>(&'a self, batch: &'a Batch) -> Result<(BatchView<'a>, RecordViews<'a>)> {

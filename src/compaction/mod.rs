@@ -28,6 +28,7 @@ pub mod reference;
 mod reseal;
 pub mod rewrite;
 pub mod rules;
+mod runs;
 pub mod scan;
 pub mod section;
 pub mod snapshot;

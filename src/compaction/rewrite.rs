@@ -2,7 +2,6 @@
 //! segment as runs of bytes ([`compact_segment`]), written with few calls
 //! ([`Compacted::write`]).
 
-use std::ops::Range;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -13,6 +12,7 @@ use super::offset_map::Superseded;
 use super::reseal::seal_kept_batch;
 use super::rules::seed::{decide_latest, Decision, Horizon};
 use super::rules::txn::TxnPlan;
+use super::runs::Runs;
 use super::view;
 use crate::format::batch::RECORDS_OFFSET;
 use crate::format::RecordBatch;
@@ -22,22 +22,13 @@ use crate::segment::{BatchFacts, Segment};
 /// written on its own (bounds the write calls when kept and dropped batches alternate).
 const STAGING_BYTES: usize = 256 * 1024;
 
-/// A run of the compacted segment: consecutive bytes of the source segment (whole
-/// kept batches, control batches) or of [`Compacted::encoded`] (re-encoded batches).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Piece {
-    Source(Range<usize>),
-    Encoded(Range<usize>),
-}
-
 /// The compacted form of one source segment; its buffers are reused from one
 /// segment to the next (no fresh pages per segment).
 #[derive(Debug, Default)]
 pub struct Compacted {
-    /// The compacted segment as runs, in order; adjacent runs of one kind are merged.
-    pieces: Vec<Piece>,
-    /// Partly kept batches, re-encoded.
-    encoded: Vec<u8>,
+    /// The compacted segment as runs of source bytes and partly kept batches
+    /// re-encoded (source 0: the segment given to [`compact_segment`]).
+    runs: Runs,
     /// Keep flags of one batch's records (scratch).
     keep: Vec<bool>,
     /// Keep flags and record ends of one compressed batch's records (scratch).
@@ -60,11 +51,8 @@ pub struct Cursor {
 
 impl Compacted {
     /// The runs' bytes, in order.
-    fn runs<'a>(&'a self, source: &'a [u8]) -> impl Iterator<Item = &'a [u8]> {
-        self.pieces.iter().map(move |piece| match piece {
-            Piece::Source(r) => &source[r.clone()],
-            Piece::Encoded(r) => &self.encoded[r.clone()],
-        })
+    fn runs<'a>(&'a self, source: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.runs.runs(source)
     }
 
     /// Feeds every batch of the compacted segment, in order, to `segment`
@@ -96,12 +84,7 @@ impl Compacted {
 
     /// Bytes of the compacted segment.
     pub fn bytes(&self) -> u64 {
-        self.pieces
-            .iter()
-            .map(|p| match p {
-                Piece::Source(r) | Piece::Encoded(r) => r.len() as u64,
-            })
-            .sum()
+        self.runs.bytes()
     }
 
     /// `crc` (a CRC-32C) extended by the compacted segment; `source` as given to
@@ -158,15 +141,14 @@ impl Compacted {
     /// the ordinals and batch numbers). The source's CRC-32C was checked against its
     /// key summary, so only the framing is checked here.
     pub fn set_whole(&mut self, path: &Path, base: i64, source: &[u8]) -> Result<Counts> {
-        self.pieces.clear();
-        self.encoded.clear();
+        self.runs.clear();
         let mut records = 0u64;
         for batch in &view::batches_verified(path, base, source)? {
             let count = u64::try_from(batch.header.record_count).expect("checked by the split");
             records += count;
         }
         if !source.is_empty() {
-            self.pieces.push(Piece::Source(0..source.len()));
+            self.runs.push_stored(0, 0..source.len());
         }
         assert_eq!(self.bytes(), source.len() as u64);
         Ok(Counts {
@@ -174,19 +156,6 @@ impl Compacted {
             records_after: records,
             bytes_after: source.len() as u64,
         })
-    }
-}
-
-/// Appends `piece` to `pieces`, merged into the last run when they are adjacent.
-fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
-    match (pieces.last_mut(), &piece) {
-        (Some(Piece::Source(last)), Piece::Source(next))
-        | (Some(Piece::Encoded(last)), Piece::Encoded(next))
-            if last.end == next.start =>
-        {
-            last.end = next.end;
-        }
-        _ => pieces.push(piece),
     }
 }
 
@@ -249,13 +218,11 @@ pub fn compact_segment(
         txn,
     } = rules;
     let keep = &mut out.keep;
-    let pieces = &mut out.pieces;
-    let encoded = &mut out.encoded;
+    let runs = &mut out.runs;
     let decisions = &mut out.decisions;
     let spliced = &mut out.spliced;
     let arena = &mut out.inflated;
-    pieces.clear();
-    encoded.clear();
+    runs.clear();
     // Views borrow this segment's bytes; one batch's worth at a time.
     let mut views: Vec<view::RecordView<'_>> = Vec::new();
     let mut counts = Counts::default();
@@ -289,18 +256,24 @@ pub fn compact_segment(
             counts.records_after += kept as u64;
             if kept == records {
                 let start = usize::try_from(batch.position).expect("a segment fits in memory");
-                push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
+                runs.push_stored(0, start..start + batch.bytes.len());
             } else if kept > 0 {
-                let start = encoded.len();
-                super::compressed::encode_kept(batch.bytes, &inflated, decisions, spliced, encoded);
+                let start = runs.rebuilt.len();
+                super::compressed::encode_kept(
+                    batch.bytes,
+                    &inflated,
+                    decisions,
+                    spliced,
+                    &mut runs.rebuilt,
+                );
                 debug_assert_eq!(
-                    crate::format::batch::decode(&encoded[start..]).map(|(b, _)| b),
+                    crate::format::batch::decode(&runs.rebuilt[start..]).map(|(b, _)| b),
                     Ok(retain_decoded(batch, &decisions.keep)),
                     "{} at byte {}",
                     path.display(),
                     batch.position
                 );
-                push_piece(pieces, Piece::Encoded(start..encoded.len()));
+                runs.push_rebuilt(start);
             }
             continue;
         }
@@ -338,7 +311,7 @@ pub fn compact_segment(
         counts.records_after += kept as u64;
         if kept == records {
             let start = usize::try_from(batch.position).expect("a segment fits in memory");
-            push_piece(pieces, Piece::Source(start..start + batch.bytes.len()));
+            runs.push_stored(0, start..start + batch.bytes.len());
         } else if kept > 0 {
             assert_eq!(keep.len(), records);
             if plain.get(index) {
@@ -346,16 +319,16 @@ pub fn compact_segment(
                 view::records(path, batch, &mut views)?;
             }
             assert_eq!(views.len(), records);
-            let start = encoded.len();
-            splice(batch, &views, keep, encoded);
+            let start = runs.rebuilt.len();
+            splice(batch, &views, keep, &mut runs.rebuilt);
             debug_assert_eq!(
-                crate::format::batch::decode(&encoded[start..]).map(|(b, _)| b),
+                crate::format::batch::decode(&runs.rebuilt[start..]).map(|(b, _)| b),
                 Ok(retain_decoded(batch, keep)),
                 "{} at byte {}",
                 path.display(),
                 batch.position
             );
-            push_piece(pieces, Piece::Encoded(start..encoded.len()));
+            runs.push_rebuilt(start);
         }
     }
     counts.bytes_after = out.bytes();
@@ -420,6 +393,7 @@ fn retain_decoded(batch: &view::BatchView<'_>, keep: &[bool]) -> RecordBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compaction::runs::Piece;
     use crate::fs::sim::SimFs;
 
     #[test]
@@ -452,26 +426,6 @@ mod tests {
     }
 
     #[test]
-    fn adjacent_runs_of_one_kind_merge() {
-        let mut pieces = Vec::new();
-        push_piece(&mut pieces, Piece::Source(0..10));
-        push_piece(&mut pieces, Piece::Source(10..25));
-        push_piece(&mut pieces, Piece::Source(30..40));
-        push_piece(&mut pieces, Piece::Encoded(0..5));
-        push_piece(&mut pieces, Piece::Encoded(5..9));
-        push_piece(&mut pieces, Piece::Source(40..41));
-        assert_eq!(
-            pieces,
-            vec![
-                Piece::Source(0..25),
-                Piece::Source(30..40),
-                Piece::Encoded(0..9),
-                Piece::Source(40..41),
-            ]
-        );
-    }
-
-    #[test]
     fn pieces_are_written_in_order_small_ones_staged() {
         let fs = SimFs::new();
         let path = Path::new("/out.log");
@@ -479,14 +433,21 @@ mod tests {
         fs.create_file(path).unwrap();
         let source: Vec<u8> = (0..3 * STAGING_BYTES).map(|i| (i % 251) as u8).collect();
         let big = STAGING_BYTES + 7;
+        let stored = |start: usize, end: usize| Piece::Stored {
+            source: 0,
+            start,
+            end,
+        };
         let compacted = Compacted {
-            encoded: b"encoded!".to_vec(),
-            pieces: vec![
-                Piece::Source(3..9),
-                Piece::Encoded(0..8),
-                Piece::Source(100..100 + big),
-                Piece::Source(20..21),
-            ],
+            runs: Runs {
+                rebuilt: b"encoded!".to_vec(),
+                pieces: vec![
+                    stored(3, 9),
+                    Piece::Rebuilt { start: 0, end: 8 },
+                    stored(100, 100 + big),
+                    stored(20, 21),
+                ],
+            },
             ..Compacted::default()
         };
         let mut staging = Vec::new();
