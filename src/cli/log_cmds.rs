@@ -60,8 +60,11 @@ pub struct LogArgs {
     /// torn-tail (the default) truncates it, whatever follows, and reports it;
     /// strict refuses (exit 2, nothing changed) when CRC-valid batches follow
     /// the damage, i.e. the tail is not a torn write. The command's JSON says
-    /// what was truncated and why in "recovery".
-    #[arg(long, default_value_t = RecoveryMode::TornTail, value_name = "torn-tail|strict")]
+    /// what was truncated and why in "recovery". Every mode but accept-loss
+    /// refuses (exit 2, nothing changed) a log whose recovery point summarizes
+    /// closed segments that are missing, shorter or not files; accept-loss opens
+    /// anyway, names the lost ranges in "lost" and writes a fresh recovery point.
+    #[arg(long, default_value_t = RecoveryMode::TornTail, value_name = "torn-tail|strict|accept-loss")]
     pub recovery_mode: RecoveryMode,
 }
 

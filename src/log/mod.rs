@@ -13,6 +13,7 @@
 //! (a dropped log behaves like a crashed process).
 
 pub(crate) mod encode;
+pub mod evidence;
 mod fetch;
 mod index_check;
 pub mod lock;

@@ -107,6 +107,12 @@ pub fn recover_with(
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
     let mut found = Trust::read(fs, dir, &listing.bases, report)?;
+    found.check_cover(&listing.bases, report);
+    // Evidence before hints: closed segments the recovery point summarizes at or
+    // above the durable start (the checkpoint retention recovery just read) that
+    // are gone are refused here, before anything of the log is modified.
+    let start = report.retention.checkpoint;
+    let lost = recovery_find_lost(fs, dir, &found, start, config, report)?;
     found.check_listing(&listing.bases, report);
     let trusted = if trust {
         found.clone()
@@ -136,7 +142,17 @@ pub fn recover_with(
     if segments.is_empty() {
         segments.push(recovery_create_first_segment(fs, dir, config, report)?);
     }
-    super::trust::settle(fs, dir, &found, &segments, &scanned, created_indexes)?;
+    // Lost segments accepted: the point that summarizes them is replaced by a fresh
+    // one, so the next open does not ask again.
+    let settled = if !lost {
+        found
+    } else {
+        Trust {
+            point: None,
+            ..found
+        }
+    };
+    super::trust::settle(fs, dir, &settled, &segments, &scanned, created_indexes)?;
     recovery_sync_dir(fs, dir, report)?;
     if existed && segments.iter().all(Segment::is_empty) {
         recovery_sync_path(fs, dir)?;
@@ -173,6 +189,13 @@ pub fn inspect(
             std::io::Error::new(std::io::ErrorKind::NotFound, "no segment files here"),
         ));
     }
+    // Lost summarized segments are refused as by a writable open (the hints are
+    // read into a scratch report: a diagnostic checks every segment anyway).
+    let start = crate::retention::executor::read_checkpoint(fs, dir)?;
+    let mut hints = RecoveryReport::default();
+    let mut trust = Trust::read(fs, dir, &listing.bases, &mut hints)?;
+    trust.check_cover(&listing.bases, &mut hints);
+    recovery_find_lost(fs, dir, &trust, start, config, report)?;
     // A read-only inspection is a diagnostic: it checks every segment.
     let mut scans = recovery_scan(fs, dir, &listing, config, &Trust::default(), report)?;
     recovery_judge_tail(fs, &scans, config, false, report)?;
@@ -357,6 +380,34 @@ pub fn recovery_scan(
         scans.push(scan);
     }
     Ok(scans)
+}
+
+/// Phase 2b (read-only): the closed segments the recovery point summarizes at or
+/// above the durable log start `start` whose `.log` is missing, shorter than its
+/// summary or not a regular file ([`super::evidence`]). Refused with
+/// [`crate::CorruptKind::SegmentsLost`] unless the mode is
+/// [`super::RecoveryMode::AcceptLoss`], which lists them in the report. Returns
+/// true if segments were lost (and accepted).
+pub fn recovery_find_lost(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    trust: &Trust,
+    start: Option<i64>,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<bool> {
+    let Some((_, summaries)) = &trust.point else {
+        return Ok(false);
+    };
+    let lost = super::evidence::find_lost(fs, dir, summaries, start, config.index_interval_bytes)?;
+    if lost.is_empty() {
+        return Ok(false);
+    }
+    if config.recovery_mode != super::RecoveryMode::AcceptLoss {
+        return Err(super::evidence::refusal(dir, lost));
+    }
+    report.lost = lost.into_iter().map(|(segment, _)| segment).collect();
+    Ok(true)
 }
 
 /// How [`open_trusted`] ends a reason that blames the summary, not the segment.
