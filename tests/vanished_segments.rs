@@ -344,3 +344,120 @@ fn cli_refuses_every_command_and_accept_loss_names_the_range() {
     );
     cli_support::ok(&["recover", d]);
 }
+
+/// Segments 0, 2 and the active 3 in a temp dir, closed cleanly, with segment 2
+/// removed; the dir's path.
+fn cli_log_without_segment_2(tmp: &tempfile::TempDir) -> (PathBuf, u64) {
+    let dir = tmp.path().join("p0");
+    let fs: Arc<dyn FileSystem> = Arc::new(seglog::fs::StdFs::new());
+    let (_, _, bytes2) = three_segments(&fs, &dir);
+    for suffix in [".log", ".index", ".timeindex"] {
+        std::fs::remove_file(path(&dir, 2, suffix)).unwrap();
+    }
+    (dir, bytes2)
+}
+
+/// A writable command in `accept-loss` says what it went past: `"recovery"."lost"`
+/// in its JSON and a warning on stderr naming the segment; the next command, in
+/// the default mode, finds nothing to say.
+#[test]
+fn cli_accept_loss_names_the_loss_in_every_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, bytes2) = cli_log_without_segment_2(&tmp);
+    let d = dir.to_str().unwrap();
+    let expected = serde_json::json!([{
+        "segment": "00000000000000000002.log",
+        "loss": "missing",
+        "first_offset": 2,
+        "last_offset": 2,
+        "bytes": bytes2,
+    }]);
+    let out = cli_support::seglog(&["dump", d, "--recovery-mode", "accept-loss"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["lost"], expected);
+    let offsets: Vec<i64> = value["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, vec![0, 1, 3]);
+
+    let batch = r#"[{"key":"x","value":"y","ts":9}]"#;
+    let out = cli_support::seglog(&[
+        "append",
+        d,
+        "--recovery-mode",
+        "accept-loss",
+        "--batch",
+        batch,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("00000000000000000002.log missing"),
+        "{stderr}"
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["base_offset"], 4);
+    assert_eq!(value["recovery"]["lost"], expected);
+    assert_eq!(value["recovery"]["truncated_bytes"], 0);
+
+    let out = cli_support::seglog(&["append", d, "--batch", batch]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["base_offset"], 5);
+    assert!(value.get("recovery").is_none(), "{value}");
+}
+
+/// A writable command's JSON carries the open's findings whenever it found
+/// anything, not only a truncation: here a recovery point that fails its CRC (a
+/// hint, ignored and rewritten).
+#[test]
+fn cli_writable_commands_report_an_ignored_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p0");
+    let fs: Arc<dyn FileSystem> = Arc::new(seglog::fs::StdFs::new());
+    three_segments(&fs, &dir);
+    let point = dir.join(recovery_point::RECOVERY_POINT_NAME);
+    let mut bytes = std::fs::read(&point).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&point, bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    let value: serde_json::Value = serde_json::from_str(&cli_support::ok(&["roll", d])).unwrap();
+    assert_eq!(value["active_base_offset"], 4);
+    let ignored = value["recovery"]["ignored_checkpoints"].as_array().unwrap();
+    assert_eq!(ignored.len(), 1, "{value}");
+    assert!(
+        ignored[0]
+            .as_str()
+            .unwrap()
+            .contains(recovery_point::RECOVERY_POINT_NAME),
+        "{value}"
+    );
+    assert_eq!(value["recovery"]["lost"], serde_json::json!([]));
+    let value: serde_json::Value = serde_json::from_str(&cli_support::ok(&["roll", d])).unwrap();
+    assert!(value.get("recovery").is_none(), "{value}");
+}
