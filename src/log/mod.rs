@@ -16,6 +16,7 @@ pub(crate) mod encode;
 pub mod evidence;
 mod fetch;
 mod index_check;
+pub mod leftovers;
 pub mod lock;
 mod raw;
 mod read;

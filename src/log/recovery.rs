@@ -43,6 +43,8 @@ pub struct Listing {
     pub bases: Vec<i64>,
     /// Index files whose `.log` does not exist.
     pub orphans: Vec<String>,
+    /// Kafka's leftovers (`.swap`, `.cleaned`, `.deleted`; [`super::leftovers`]).
+    pub leftovers: Vec<(String, super::leftovers::Leftover)>,
 }
 
 /// An index file that must be rewritten, with its bytes.
@@ -106,6 +108,7 @@ pub fn recover_with(
     recovery_ensure_dir(fs, dir, report)?;
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
+    let leftovers = super::leftovers::plan(dir, &listing.leftovers)?;
     let mut found = Trust::read(fs, dir, &listing.bases, report)?;
     found.check_cover(&listing.bases, report);
     // Evidence before hints: closed segments the recovery point summarizes at or
@@ -135,6 +138,7 @@ pub fn recover_with(
     )?;
     // Modifying phases.
     recovery_remove_orphans(fs, dir, &listing, report)?;
+    recovery_remove_leftovers(fs, dir, &leftovers, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
     let created_indexes = recovery_rebuild_indexes(fs, &rewrites, report)?;
     recovery_sync_active(fs, &scans)?;
@@ -180,6 +184,7 @@ pub fn inspect(
         ));
     }
     let mut listing = recovery_list(fs, dir, report)?;
+    let leftovers = super::leftovers::plan(dir, &listing.leftovers)?;
     // What retention recovery would remove is not shown.
     let below = crate::retention::recovery::wholly_below(fs, dir, &listing.bases)?;
     listing.bases.retain(|base| !below.contains(base));
@@ -203,6 +208,7 @@ pub fn inspect(
         report.rebuilt_indexes.push(rewrite.report());
     }
     report.removed_files.clone_from(&listing.orphans);
+    report.removed_files.extend(leftovers);
     if let Some(last) = scans.last_mut() {
         if let Some(invalid) = last.invalid.take() {
             report.truncated_bytes = last.file_bytes - last.valid_bytes();
@@ -285,6 +291,7 @@ pub fn recovery_list(
     let names = fs.list_dir(dir).map_err(|e| Error::io(dir, e))?;
     let mut logs = BTreeSet::new();
     let mut indexes = Vec::new();
+    let mut leftovers = Vec::new();
     for name in names {
         match filename::parse(&name) {
             Some((base, filename::LOG_SUFFIX)) if !fs.is_dir(&dir.join(&name)) => {
@@ -294,7 +301,10 @@ pub fn recovery_list(
             _ if name == crate::format::checkpoint::CHECKPOINT_NAME
                 || name == crate::format::checkpoint::CLEAN_POINT_NAME => {}
             _ if super::trust::NAMES.contains(&name.as_str()) => {}
-            _ => report.unknown_files.push(name),
+            _ => match super::leftovers::classify(&name) {
+                Some(kind) if !fs.is_dir(&dir.join(&name)) => leftovers.push((name, kind)),
+                _ => report.unknown_files.push(name),
+            },
         }
     }
     let orphans = indexes
@@ -305,6 +315,7 @@ pub fn recovery_list(
     Ok(Listing {
         bases: logs.into_iter().collect(),
         orphans,
+        leftovers,
     })
 }
 
@@ -575,6 +586,24 @@ pub fn recovery_remove_orphans(
         report.removed_files.push(name.clone());
     }
     Ok(!listing.orphans.is_empty())
+}
+
+/// Phase 5b: remove Kafka's `.cleaned` and `.deleted` leftovers, as Kafka's
+/// `LogLoader` does (a `.swap` was refused before anything was modified). Their
+/// removal becomes durable with phase 9's directory sync; one lost to a power loss
+/// is removed again by the next open.
+pub fn recovery_remove_leftovers(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    for name in names {
+        let path = dir.join(name);
+        fs.remove_file(&path).map_err(|e| Error::io(&path, e))?;
+        report.removed_files.push(name.clone());
+    }
+    Ok(())
 }
 
 /// Phase 6: cut the last segment's invalid tail. No fsync of its own: phase 7b
