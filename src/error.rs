@@ -314,6 +314,73 @@ pub enum CorruptKind {
         /// Their largest last offset.
         last_offset: i64,
     },
+    /// A CRC-valid recovery point summarizes closed segments at or above the durable
+    /// log start whose `.log` is missing, shorter than its summary, or not a regular
+    /// file: acknowledged data is gone (deleted, cut or replaced behind the log's
+    /// back; no crash leaves this). The error's path is the first such `.log`; every
+    /// one is listed with the offsets and bytes lost. Nothing was changed: restore
+    /// the files, or open with `RecoveryMode::AcceptLoss` to go on without them.
+    #[error("{} summarized segment(s) lost: {}", lost.len(), LostSegment::list(lost))]
+    SegmentsLost {
+        /// Each lost segment, ascending by base offset.
+        lost: Vec<LostSegment>,
+    },
+}
+
+/// How a summarized segment's `.log` contradicts its summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Loss {
+    /// The `.log` does not exist.
+    Missing,
+    /// The `.log` holds fewer bytes than its summary.
+    Shorter {
+        /// The bytes the file holds.
+        file_bytes: u64,
+    },
+    /// The name is taken by something other than a regular file (a directory).
+    NotAFile,
+}
+
+/// One summarized segment whose data is gone ([`CorruptKind::SegmentsLost`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct LostSegment {
+    /// The segment's `.log` file name.
+    pub segment: String,
+    /// How the file contradicts its summary.
+    pub loss: Loss,
+    /// The first offset lost.
+    pub first_offset: i64,
+    /// The last offset lost.
+    pub last_offset: i64,
+    /// The bytes of `.log` lost.
+    pub bytes: u64,
+}
+
+impl LostSegment {
+    fn list(lost: &[LostSegment]) -> String {
+        lost.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl std::fmt::Display for LostSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self.loss {
+            Loss::Missing => "missing".to_string(),
+            Loss::Shorter { file_bytes } => format!("holds only {file_bytes} bytes"),
+            Loss::NotAFile => "not a regular file".to_string(),
+        };
+        write!(
+            f,
+            "{} {how}: offsets {}..={} ({} bytes) lost",
+            self.segment, self.first_offset, self.last_offset, self.bytes
+        )
+    }
 }
 
 /// Which of Kafka's produce-request rules a batch given to

@@ -125,7 +125,7 @@ pub mod workload;
 /// The shared byte buffers [`ReadRecord`] keys and values are slices of.
 pub use bytes::{self, Bytes};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::{BatchRule, CorruptKind, Error, Result};
+pub use error::{BatchRule, CorruptKind, Error, Loss, LostSegment, Result};
 pub use format::txn_index::AbortedTxn;
 pub use format::{ControlKind, Header, NewRecord, RecordBatch};
 pub use log::{

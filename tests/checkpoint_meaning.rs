@@ -42,6 +42,13 @@ fn three_segments() -> (Arc<dyn FileSystem>, &'static Path) {
     (fs, dir)
 }
 
+fn accept_loss() -> LogConfig {
+    LogConfig {
+        recovery_mode: seglog::RecoveryMode::AcceptLoss,
+        ..LogConfig::default()
+    }
+}
+
 fn files(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fs.list_dir(dir)
         .unwrap()
@@ -271,9 +278,10 @@ fn two_batch_first_segment() -> (Arc<dyn FileSystem>, &'static Path, u64) {
 fn a_recovery_point_length_the_file_contradicts_is_ignored_and_the_segment_scanned() {
     let (fs, dir, first_batch_bytes) = two_batch_first_segment();
     let path = dir.join(seglog::format::filename::build(0, ".log"));
-    // Cut at the batch boundary: the scan finds a valid (shorter) segment.
+    // Cut at the batch boundary: the scan finds a valid (shorter) segment. Lost
+    // data: only the explicit `AcceptLoss` opens past it (tests/vanished_segments.rs).
     fs.set_len(&path, first_batch_bytes).unwrap();
-    let (log, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    let (log, report) = Log::open_with(fs.clone(), dir, accept_loss()).unwrap();
     assert_eq!(report.ignored_checkpoints.len(), 1, "{report:?}");
     assert!(
         report.ignored_checkpoints[0].contains("recovery-point.checkpoint"),
@@ -323,7 +331,9 @@ fn a_recovery_point_naming_a_missing_middle_segment_is_ignored() {
         fs.remove_file(&dir.join(seglog::format::filename::build(2, suffix)))
             .unwrap();
     }
-    let (log, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+    // Lost data: only the explicit `AcceptLoss` opens past it
+    // (tests/vanished_segments.rs).
+    let (log, report) = Log::open_with(fs.clone(), dir, accept_loss()).unwrap();
     assert_eq!(report.ignored_checkpoints.len(), 1, "{report:?}");
     assert!(
         report.ignored_checkpoints[0].contains("segment 2"),

@@ -60,19 +60,33 @@ pub struct LogArgs {
     /// torn-tail (the default) truncates it, whatever follows, and reports it;
     /// strict refuses (exit 2, nothing changed) when CRC-valid batches follow
     /// the damage, i.e. the tail is not a torn write. The command's JSON says
-    /// what was truncated and why in "recovery".
-    #[arg(long, default_value_t = RecoveryMode::TornTail, value_name = "torn-tail|strict")]
+    /// what was truncated and why in "recovery". Every mode but accept-loss
+    /// refuses (exit 2, nothing changed) a log whose recovery point summarizes
+    /// closed segments that are missing, shorter or not files; accept-loss opens
+    /// anyway, names the lost ranges in "lost" and writes a fresh recovery point.
+    #[arg(long, default_value_t = RecoveryMode::TornTail, value_name = "torn-tail|strict|accept-loss")]
     pub recovery_mode: RecoveryMode,
 }
 
-/// What the open's recovery truncated and why, for the JSON of a command that
-/// opened the log writable (`"recovery"`); `None` when it truncated nothing (the
-/// command's JSON is then what it always was). Prints a warning on stderr when the
-/// truncation dropped CRC-valid batches that followed the damage.
+/// What the open's recovery found and did, for the JSON of a command that opened
+/// the log writable (`"recovery"`); `None` when it found and changed nothing worth
+/// saying (the command's JSON is then what it always was): no truncation, no lost
+/// segments, no ignored checkpoint, no rescanned trusted segment, no rebuilt index,
+/// no removed or unknown file. Prints a warning on stderr when the truncation
+/// dropped CRC-valid batches that followed the damage, and when the open accepted
+/// lost segments.
 pub(crate) fn recovery_json(report: &RecoveryReport) -> Option<Value> {
-    if report.truncated_bytes == 0 {
+    let found = report.truncated_bytes != 0
+        || !report.lost.is_empty()
+        || !report.ignored_checkpoints.is_empty()
+        || !report.rescanned.is_empty()
+        || !report.rebuilt_indexes.is_empty()
+        || !report.removed_files.is_empty()
+        || !report.unknown_files.is_empty();
+    if !found {
         return None;
     }
+    warn_lost(report);
     let tail = report.truncated_tail.as_ref();
     let after = tail.map(|t| t.valid_after.clone()).unwrap_or_default();
     if tail.is_some_and(|t| t.kind == TailKind::CorruptionBeforeValidBatches) {
@@ -95,7 +109,22 @@ pub(crate) fn recovery_json(report: &RecoveryReport) -> Option<Value> {
         "valid_records_after": after.records,
         "valid_offsets_after": after.first_offset.zip(after.last_offset).map(|(a, b)| [a, b]),
         "mode": tail.map(|t| t.mode.to_string()),
+        "lost": report.lost,
+        "ignored_checkpoints": report.ignored_checkpoints,
+        "rescanned": report.rescanned,
+        "rebuilt_indexes": report.rebuilt_indexes,
+        "removed_files": report.removed_files,
+        "unknown_files": report.unknown_files,
     }))
+}
+
+/// One stderr warning per lost segment an `accept-loss` open went past.
+fn warn_lost(report: &RecoveryReport) {
+    for lost in &report.lost {
+        eprintln!(
+            "seglog: warning: the recovery point summarizes data that is gone and --recovery-mode accept-loss opened without it: {lost}; a fresh recovery point no longer names it"
+        );
+    }
 }
 
 /// Opens the log in `dir` writable through the CLI's seam: the log, and its open's
@@ -353,6 +382,7 @@ pub fn recover(args: LogArgs) -> Result<Outcome> {
     super::require_log(&args.dir)?;
     // Every segment is checked, whatever the recovery point and marker vouch for.
     let (log, report) = Log::open_checked(super::seam(), &args.dir, args.config())?;
+    warn_lost(&report);
     log.close()?;
     Ok(Outcome::Ok(json!(report)))
 }
@@ -385,6 +415,11 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
     });
     if isolation == crate::Isolation::ReadCommitted {
         out["last_stable_offset"] = json!(log.last_stable_offset()?);
+    }
+    // Only `--recovery-mode accept-loss` gets here with lost segments: named.
+    if !report.lost.is_empty() {
+        warn_lost(&report);
+        out["lost"] = json!(report.lost);
     }
     Ok(Outcome::Ok(out))
 }

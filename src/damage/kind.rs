@@ -42,6 +42,9 @@ pub enum FileKind {
     /// The recovery point, the clean-shutdown marker and their temps: derived, ignored
     /// when damaged (the open scans instead) and rewritten.
     TrustCheckpoint,
+    /// A closed segment removed, cut at a batch boundary, emptied or replaced by a
+    /// directory (`vanish`): refused or named, never served in silence.
+    VanishedSegment,
     Other,
 }
 

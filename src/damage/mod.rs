@@ -12,13 +12,17 @@
 //! open changes nothing beyond the protocol recoveries.
 //!
 //! Damage the format cannot see (a flip in `baseOffset` or `partitionLeaderEpoch`,
-//! which are outside Kafka's CRC; a `.log` cut exactly at a batch boundary) is
-//! counted as `undetectable` when the log serves it, not as a violation.
+//! which are outside Kafka's CRC; a `.log` cut exactly at a batch boundary that no
+//! recovery point describes) is counted as `undetectable` when the log serves it,
+//! not as a violation. Closed segments removed, cut, emptied or replaced by a
+//! directory are the `vanished_segment` class (`vanish`): refused or named, never
+//! served in silence where a recovery point reveals the loss.
 
 mod judge;
 mod kind;
 mod plan;
 mod points;
+mod vanish;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,6 +30,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::format::filename;
 use crate::sweep::{named_workloads, Workload};
 
 pub use judge::Outcome;
@@ -279,7 +284,52 @@ fn damage_point(
             }
         }
     }
+    damage_point_vanish(workload, point, &mut report);
     report
+}
+
+/// The `vanished_segment` class (`vanish`) on one point's image: closed segments
+/// removed, cut at every batch boundary, emptied or replaced by a directory.
+fn damage_point_vanish(
+    workload: &Workload,
+    point: &points::Point,
+    report: &mut WorkloadDamageReport,
+) {
+    let kind = FileKind::VanishedSegment;
+    for case in vanish::plan(&point.image) {
+        let count = report.per_kind.entry(kind.name()).or_default();
+        count.damages += 1;
+        report.damages += 1;
+        match vanish::judge(&workload.config, point, &case) {
+            Ok(Outcome::Error) => {
+                count.errors += 1;
+                report.errors += 1;
+            }
+            Ok(Outcome::Recovered) => {
+                count.recovered += 1;
+                report.recovered += 1;
+            }
+            Ok(Outcome::ReadError) => {
+                count.read_errors += 1;
+                report.read_errors += 1;
+            }
+            Ok(Outcome::Undetectable) => {
+                count.undetectable += 1;
+                report.undetectable += 1;
+            }
+            Err(detail) => {
+                count.violations += 1;
+                report.violations.push(DamageViolation {
+                    workload: workload.name.clone(),
+                    point: point.name.clone(),
+                    file: filename::build(case.base, filename::LOG_SUFFIX),
+                    kind,
+                    damage: case.label(),
+                    detail,
+                });
+            }
+        }
+    }
 }
 
 impl WorkloadDamageReport {

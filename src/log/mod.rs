@@ -13,8 +13,10 @@
 //! (a dropped log behaves like a crashed process).
 
 pub(crate) mod encode;
+pub mod evidence;
 mod fetch;
 mod index_check;
+pub mod leftovers;
 pub mod lock;
 mod raw;
 mod read;

@@ -43,6 +43,8 @@ pub struct Listing {
     pub bases: Vec<i64>,
     /// Index files whose `.log` does not exist.
     pub orphans: Vec<String>,
+    /// Kafka's leftovers (`.swap`, `.cleaned`, `.deleted`; [`super::leftovers`]).
+    pub leftovers: Vec<(String, super::leftovers::Leftover)>,
 }
 
 /// An index file that must be rewritten, with its bytes.
@@ -106,7 +108,14 @@ pub fn recover_with(
     recovery_ensure_dir(fs, dir, report)?;
     let listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
+    let leftovers = super::leftovers::plan(dir, &listing.leftovers)?;
     let mut found = Trust::read(fs, dir, &listing.bases, report)?;
+    found.check_cover(&listing.bases, report);
+    // Evidence before hints: closed segments the recovery point summarizes at or
+    // above the durable start (the checkpoint retention recovery just read) that
+    // are gone are refused here, before anything of the log is modified.
+    let start = report.retention.checkpoint;
+    let lost = recovery_find_lost(fs, dir, &found, start, config, report)?;
     found.check_listing(&listing.bases, report);
     let trusted = if trust {
         found.clone()
@@ -129,6 +138,7 @@ pub fn recover_with(
     )?;
     // Modifying phases.
     recovery_remove_orphans(fs, dir, &listing, report)?;
+    recovery_remove_leftovers(fs, dir, &leftovers, report)?;
     recovery_truncate_tail(fs, &mut scans, report)?;
     let created_indexes = recovery_rebuild_indexes(fs, &rewrites, report)?;
     recovery_sync_active(fs, &scans)?;
@@ -136,7 +146,17 @@ pub fn recover_with(
     if segments.is_empty() {
         segments.push(recovery_create_first_segment(fs, dir, config, report)?);
     }
-    super::trust::settle(fs, dir, &found, &segments, &scanned, created_indexes)?;
+    // Lost segments accepted: the point that summarizes them is replaced by a fresh
+    // one, so the next open does not ask again.
+    let settled = if !lost {
+        found
+    } else {
+        Trust {
+            point: None,
+            ..found
+        }
+    };
+    super::trust::settle(fs, dir, &settled, &segments, &scanned, created_indexes)?;
     recovery_sync_dir(fs, dir, report)?;
     if existed && segments.iter().all(Segment::is_empty) {
         recovery_sync_path(fs, dir)?;
@@ -164,6 +184,7 @@ pub fn inspect(
         ));
     }
     let mut listing = recovery_list(fs, dir, report)?;
+    let leftovers = super::leftovers::plan(dir, &listing.leftovers)?;
     // What retention recovery would remove is not shown.
     let below = crate::retention::recovery::wholly_below(fs, dir, &listing.bases)?;
     listing.bases.retain(|base| !below.contains(base));
@@ -173,6 +194,13 @@ pub fn inspect(
             std::io::Error::new(std::io::ErrorKind::NotFound, "no segment files here"),
         ));
     }
+    // Lost summarized segments are refused as by a writable open (the hints are
+    // read into a scratch report: a diagnostic checks every segment anyway).
+    let start = crate::retention::executor::read_checkpoint(fs, dir)?;
+    let mut hints = RecoveryReport::default();
+    let mut trust = Trust::read(fs, dir, &listing.bases, &mut hints)?;
+    trust.check_cover(&listing.bases, &mut hints);
+    recovery_find_lost(fs, dir, &trust, start, config, report)?;
     // A read-only inspection is a diagnostic: it checks every segment.
     let mut scans = recovery_scan(fs, dir, &listing, config, &Trust::default(), report)?;
     recovery_judge_tail(fs, &scans, config, false, report)?;
@@ -180,6 +208,7 @@ pub fn inspect(
         report.rebuilt_indexes.push(rewrite.report());
     }
     report.removed_files.clone_from(&listing.orphans);
+    report.removed_files.extend(leftovers);
     if let Some(last) = scans.last_mut() {
         if let Some(invalid) = last.invalid.take() {
             report.truncated_bytes = last.file_bytes - last.valid_bytes();
@@ -262,6 +291,7 @@ pub fn recovery_list(
     let names = fs.list_dir(dir).map_err(|e| Error::io(dir, e))?;
     let mut logs = BTreeSet::new();
     let mut indexes = Vec::new();
+    let mut leftovers = Vec::new();
     for name in names {
         match filename::parse(&name) {
             Some((base, filename::LOG_SUFFIX)) if !fs.is_dir(&dir.join(&name)) => {
@@ -271,7 +301,10 @@ pub fn recovery_list(
             _ if name == crate::format::checkpoint::CHECKPOINT_NAME
                 || name == crate::format::checkpoint::CLEAN_POINT_NAME => {}
             _ if super::trust::NAMES.contains(&name.as_str()) => {}
-            _ => report.unknown_files.push(name),
+            _ => match super::leftovers::classify(&name) {
+                Some(kind) if !fs.is_dir(&dir.join(&name)) => leftovers.push((name, kind)),
+                _ => report.unknown_files.push(name),
+            },
         }
     }
     let orphans = indexes
@@ -282,6 +315,7 @@ pub fn recovery_list(
     Ok(Listing {
         bases: logs.into_iter().collect(),
         orphans,
+        leftovers,
     })
 }
 
@@ -357,6 +391,34 @@ pub fn recovery_scan(
         scans.push(scan);
     }
     Ok(scans)
+}
+
+/// Phase 2b (read-only): the closed segments the recovery point summarizes at or
+/// above the durable log start `start` whose `.log` is missing, shorter than its
+/// summary or not a regular file ([`super::evidence`]). Refused with
+/// [`crate::CorruptKind::SegmentsLost`] unless the mode is
+/// [`super::RecoveryMode::AcceptLoss`], which lists them in the report. Returns
+/// true if segments were lost (and accepted).
+pub fn recovery_find_lost(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    trust: &Trust,
+    start: Option<i64>,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<bool> {
+    let Some((_, summaries)) = &trust.point else {
+        return Ok(false);
+    };
+    let lost = super::evidence::find_lost(fs, dir, summaries, start, config.index_interval_bytes)?;
+    if lost.is_empty() {
+        return Ok(false);
+    }
+    if config.recovery_mode != super::RecoveryMode::AcceptLoss {
+        return Err(super::evidence::refusal(dir, lost));
+    }
+    report.lost = lost.into_iter().map(|(segment, _)| segment).collect();
+    Ok(true)
 }
 
 /// How [`open_trusted`] ends a reason that blames the summary, not the segment.
@@ -524,6 +586,24 @@ pub fn recovery_remove_orphans(
         report.removed_files.push(name.clone());
     }
     Ok(!listing.orphans.is_empty())
+}
+
+/// Phase 5b: remove Kafka's `.cleaned` and `.deleted` leftovers, as Kafka's
+/// `LogLoader` does (a `.swap` was refused before anything was modified). Their
+/// removal becomes durable with phase 9's directory sync; one lost to a power loss
+/// is removed again by the next open.
+pub fn recovery_remove_leftovers(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    for name in names {
+        let path = dir.join(name);
+        fs.remove_file(&path).map_err(|e| Error::io(&path, e))?;
+        report.removed_files.push(name.clone());
+    }
+    Ok(())
 }
 
 /// Phase 6: cut the last segment's invalid tail. No fsync of its own: phase 7b

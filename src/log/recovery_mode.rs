@@ -11,6 +11,8 @@ use crate::segment::salvage::ValidAfter;
 /// What a writable open does with an invalid tail of the active segment (the bytes
 /// from its first invalid batch to its end). Damage in any other segment is always
 /// [`Error::Corrupt`]; a read-only open never changes anything and only reports.
+/// The mode also decides whether an open may go past summarized segments that are
+/// gone ([`RecoveryMode::AcceptLoss`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
@@ -30,6 +32,14 @@ pub enum RecoveryMode {
     /// the damage) is still truncated: a flipped bit in the last batch cannot be
     /// told from a torn write of it.
     Strict,
+    /// The tail as [`RecoveryMode::TornTail`], and open past lost summarized
+    /// segments (RocksDB's best-efforts recovery): a CRC-valid recovery point whose
+    /// closed segments are missing, shorter than their summary or not regular files
+    /// is [`crate::CorruptKind::SegmentsLost`] in every other mode; here the open
+    /// goes on with what is there, lists the lost ranges in
+    /// [`super::RecoveryReport::lost`], and writes a fresh recovery point, so the
+    /// next open does not ask again (docs/design.md section 3c).
+    AcceptLoss,
 }
 
 impl std::fmt::Display for RecoveryMode {
@@ -37,6 +47,7 @@ impl std::fmt::Display for RecoveryMode {
         f.write_str(match self {
             RecoveryMode::TornTail => "torn-tail",
             RecoveryMode::Strict => "strict",
+            RecoveryMode::AcceptLoss => "accept-loss",
         })
     }
 }
@@ -114,8 +125,9 @@ impl std::str::FromStr for RecoveryMode {
         match s {
             "torn-tail" => Ok(RecoveryMode::TornTail),
             "strict" => Ok(RecoveryMode::Strict),
+            "accept-loss" => Ok(RecoveryMode::AcceptLoss),
             other => Err(format!(
-                "unknown recovery mode {other:?}: torn-tail or strict"
+                "unknown recovery mode {other:?}: torn-tail, strict or accept-loss"
             )),
         }
     }

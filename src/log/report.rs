@@ -87,6 +87,11 @@ pub struct RecoveryReport {
     /// Recovery point or marker files that failed to decode and were ignored (the
     /// open scanned instead), each with the error.
     pub ignored_checkpoints: Vec<String>,
+    /// Closed segments the recovery point summarizes that are missing, shorter
+    /// than their summary or not regular files: data that is gone. Only an open in
+    /// [`super::RecoveryMode::AcceptLoss`] gets past them (every other open refuses
+    /// with [`crate::CorruptKind::SegmentsLost`]); a read-only open lists them.
+    pub lost: Vec<crate::error::LostSegment>,
     /// The install protocol's recovery: which row of the decision table applied
     /// (docs/design.md section 6). Runs first, before the directory is even created.
     pub install: crate::install::InstallRecovery,

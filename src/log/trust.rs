@@ -5,9 +5,10 @@
 //! durability`, checks the orderings; docs/design.md section 3b has the crash windows.
 //!
 //! A file that fails to decode is ignored (the open scans instead, and the report
-//! says why): neither file is ever needed for correctness, only for speed. A trusted
-//! segment whose `.log` length differs from its summary is an error: a checkpoint
-//! vouched for data that is not there, and nothing may be guessed.
+//! says why): neither file is ever needed for correctness, only for speed. A
+//! CRC-valid recovery point that describes this directory is evidence, though: a
+//! summarized segment that is gone is lost data (`super::evidence`), refused unless
+//! the recovery mode accepts the loss.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -81,6 +82,29 @@ impl Trust {
             }
         }
         Ok(trust)
+    }
+
+    /// Ignores (and reports) a recovery point that does not summarize every segment
+    /// file below its point (`bases`: the segment files left after retention
+    /// recovery): every roll summarizes all of them, so such a point does not
+    /// describe this directory (a forged summary, or files from elsewhere). It is a
+    /// hint then, not evidence of lost segments (`super::evidence`).
+    pub fn check_cover(&mut self, bases: &[i64], report: &mut RecoveryReport) {
+        let Some((point, summaries)) = &self.point else {
+            return;
+        };
+        let unsummarized = bases
+            .iter()
+            .take_while(|base| *base < point)
+            .find(|base| !summaries.contains_key(base));
+        if let Some(base) = unsummarized {
+            report.ignored_checkpoints.push(format!(
+                "{}: does not summarize segment {base} below its point {point}: ignored",
+                recovery_point::RECOVERY_POINT_NAME
+            ));
+            report.recovery_point = None;
+            self.point = None;
+        }
     }
 
     /// Ignores (and reports) a recovery point that summarizes a closed segment whose

@@ -299,6 +299,10 @@ pub enum OpenError {
     /// A trusted segment's length differs from its summary: a checkpoint claimed
     /// more than was durable.
     TrustedLengthMismatch,
+    /// A closed segment the recovery point summarizes is gone. This model has no
+    /// retention (the log start never moves), so every summarized segment counts:
+    /// the engine's `CorruptKind::SegmentsLost` (docs/design.md section 3c).
+    SummarizedSegmentMissing,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -438,6 +442,13 @@ impl DurabilityModel {
             return Err(OpenError::NoSegment);
         };
         let point = state.checkpoint(DName::RecoveryPoint);
+        // Evidence, not a hint: a readable recovery point names the closed segments
+        // that existed, whole, when it was renamed into place. One of them gone is
+        // lost data to refuse, never a wrong hint to drop (`open_succeeds` proves
+        // that no crash leaves it).
+        if point.is_some_and(|p| (0..p.point).any(|s| !segments.contains(&s))) {
+            return Err(OpenError::SummarizedSegmentMissing);
+        }
         let marker = state.checkpoint(DName::Marker).filter(|m| m.point == last);
         let mut trusted = 0u8;
         let mut rescan = false;
@@ -927,6 +938,40 @@ mod tests {
         // Pinned: a model that silently shrinks fails here.
         // 17,201 before the operator's DropIndexes (issue 10).
         assert_eq!(checker.unique_state_count(), 21_362);
+    }
+
+    #[test]
+    fn a_summarized_segment_gone_is_refused() {
+        let model = DurabilityModel::new(DurabilityVariant::Ours);
+        let mut state = model.init_states().remove(0);
+        assert!(model.open_plan(&state).is_ok());
+        state
+            .dir
+            .run(DirOp::Create(DName::Segment(1), DObj::Segment));
+        let point = Checkpoint {
+            point: 1,
+            len: 0,
+            synced: true,
+            torn: false,
+        };
+        state
+            .dir
+            .run(DirOp::Create(DName::RecoveryPoint, DObj::Checkpoint(point)));
+        assert!(model.open_plan(&state).is_ok());
+        state.dir.run(DirOp::Remove(DName::Segment(0)));
+        assert_eq!(
+            model.open_plan(&state).err(),
+            Some(OpenError::SummarizedSegmentMissing)
+        );
+        // A torn point is a hint: the open scans what is there.
+        let torn = Checkpoint {
+            torn: true,
+            ..point
+        };
+        state
+            .dir
+            .run(DirOp::Create(DName::RecoveryPoint, DObj::Checkpoint(torn)));
+        assert!(model.open_plan(&state).is_ok());
     }
 
     #[test]
