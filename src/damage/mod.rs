@@ -242,46 +242,19 @@ fn damage_point(
                 damaged: &damaged,
                 aliases: &aliases,
             };
-            let count = report.per_kind.entry(kind.name()).or_default();
-            count.damages += 1;
-            report.damages += 1;
-            match judge::judge(&case) {
-                Ok(Outcome::Error) => {
-                    count.errors += 1;
-                    report.errors += 1;
-                }
-                Ok(Outcome::Recovered) => {
-                    count.recovered += 1;
-                    report.recovered += 1;
-                }
-                Ok(Outcome::ReadError) => {
-                    count.read_errors += 1;
-                    report.read_errors += 1;
-                }
-                Ok(Outcome::Undetectable) => {
-                    count.undetectable += 1;
-                    report.undetectable += 1;
-                    if report.undetectable_examples.len() < 8 {
-                        report.undetectable_examples.push(format!(
-                            "{}: {} {}",
-                            point.name,
-                            damage.label,
-                            path.display()
-                        ));
-                    }
-                }
-                Err(detail) => {
-                    count.violations += 1;
-                    report.violations.push(DamageViolation {
-                        workload: workload.name.clone(),
-                        point: point.name.clone(),
-                        file: path.display().to_string(),
-                        kind,
-                        damage: damage.label.clone(),
-                        detail,
-                    });
-                }
-            }
+            report.count(
+                kind,
+                judge::judge(&case),
+                || format!("{}: {} {}", point.name, damage.label, path.display()),
+                |detail| DamageViolation {
+                    workload: workload.name.clone(),
+                    point: point.name.clone(),
+                    file: path.display().to_string(),
+                    kind,
+                    damage: damage.label.clone(),
+                    detail,
+                },
+            );
         }
     }
     damage_point_vanish(workload, point, &mut report);
@@ -297,42 +270,63 @@ fn damage_point_vanish(
 ) {
     let kind = FileKind::VanishedSegment;
     for case in vanish::plan(&point.image) {
-        let count = report.per_kind.entry(kind.name()).or_default();
-        count.damages += 1;
-        report.damages += 1;
-        match vanish::judge(&workload.config, point, &case) {
-            Ok(Outcome::Error) => {
-                count.errors += 1;
-                report.errors += 1;
-            }
-            Ok(Outcome::Recovered) => {
-                count.recovered += 1;
-                report.recovered += 1;
-            }
-            Ok(Outcome::ReadError) => {
-                count.read_errors += 1;
-                report.read_errors += 1;
-            }
-            Ok(Outcome::Undetectable) => {
-                count.undetectable += 1;
-                report.undetectable += 1;
-            }
-            Err(detail) => {
-                count.violations += 1;
-                report.violations.push(DamageViolation {
-                    workload: workload.name.clone(),
-                    point: point.name.clone(),
-                    file: filename::build(case.base, filename::LOG_SUFFIX),
-                    kind,
-                    damage: case.label(),
-                    detail,
-                });
-            }
-        }
+        report.count(
+            kind,
+            vanish::judge(&workload.config, point, &case),
+            || format!("{}: {}", point.name, case.label()),
+            |detail| DamageViolation {
+                workload: workload.name.clone(),
+                point: point.name.clone(),
+                file: filename::build(case.base, filename::LOG_SUFFIX),
+                kind,
+                damage: case.label(),
+                detail,
+            },
+        );
     }
 }
 
 impl WorkloadDamageReport {
+    /// Counts one judged damage of `kind`: its outcome (an undetectable one with the
+    /// example `label` gives, while there are fewer than eight), or the violation
+    /// `violation` makes of the judge's detail.
+    fn count(
+        &mut self,
+        kind: FileKind,
+        judged: std::result::Result<Outcome, String>,
+        label: impl FnOnce() -> String,
+        violation: impl FnOnce(String) -> DamageViolation,
+    ) {
+        let count = self.per_kind.entry(kind.name()).or_default();
+        count.damages += 1;
+        self.damages += 1;
+        match judged {
+            Ok(Outcome::Error) => {
+                count.errors += 1;
+                self.errors += 1;
+            }
+            Ok(Outcome::Recovered) => {
+                count.recovered += 1;
+                self.recovered += 1;
+            }
+            Ok(Outcome::ReadError) => {
+                count.read_errors += 1;
+                self.read_errors += 1;
+            }
+            Ok(Outcome::Undetectable) => {
+                count.undetectable += 1;
+                self.undetectable += 1;
+                if self.undetectable_examples.len() < 8 {
+                    self.undetectable_examples.push(label());
+                }
+            }
+            Err(detail) => {
+                count.violations += 1;
+                self.violations.push(violation(detail));
+            }
+        }
+    }
+
     /// Adds a point's share (`damage_point`) to this workload's report.
     fn add(&mut self, part: WorkloadDamageReport) {
         self.points += part.points;
