@@ -130,6 +130,72 @@ fn the_dirtiest_partition_is_cleaned_first() {
     manager.close().unwrap();
 }
 
+/// Issue 43: a partition whose only closed segment holds an open transaction has
+/// nothing cleanable (a pass would change nothing): under both policies the
+/// cleaner cleans the other partitions, dirtiest first, and never picks it.
+#[test]
+fn a_partition_held_by_an_open_transaction_is_never_chosen() {
+    use seglog::compaction::CompactionPolicy;
+    use seglog::Producer;
+    for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
+        let (fs, clock) = (Arc::new(SimFs::new()), Arc::new(ManualClock::new(100)));
+        let manager = manager(&fs, &clock);
+        let config = PartitionConfig {
+            log: LogConfig {
+                compaction_policy: policy,
+                ..compacted().log
+            },
+            ..compacted()
+        };
+        let held = manager.create("held", 0, config.clone()).unwrap();
+        held.append(&[record("a", "1", 1)]).unwrap();
+        let producer = Producer {
+            id: 7,
+            epoch: 0,
+            base_sequence: -1,
+        };
+        held.with_log_mut(|log| log.append_transactional(producer, &[record("b", "2", 2)]))
+            .unwrap();
+        held.append(&[record("a", "3", 3)]).unwrap();
+        held.roll().unwrap();
+        held.append(&[record("c", "4", 4)]).unwrap();
+        // Two cleanable partitions: "low" cleaned once, then a smaller dirty section.
+        let low = manager.create("low", 0, config.clone()).unwrap();
+        let high = manager.create("high", 0, config).unwrap();
+        fill(&low, 2, 20, 0);
+        fill(&high, 2, 20, 0);
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            let Some(cleaned) = manager.run_cleaner_once().unwrap() else {
+                break;
+            };
+            order.push(cleaned.partition);
+        }
+        assert_eq!(order.len(), 2, "{policy:?}: {order:?}");
+        assert!(
+            !order.contains(&"held-0".to_string()),
+            "{policy:?}: {order:?}"
+        );
+        fill(&low, 1, 5, 0);
+        fill(&high, 3, 5, 0);
+        let ratio = |p: &seglog::manager::Partition| {
+            p.with_log(|log| log.cleanable(100)).unwrap().dirty_ratio
+        };
+        assert!(ratio(&high) > ratio(&low), "{policy:?}");
+        assert_eq!(ratio(&held), 0.0, "{policy:?}");
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            let Some(cleaned) = manager.run_cleaner_once().unwrap() else {
+                break;
+            };
+            assert!(matches!(cleaned.outcome, CleanOutcome::Cleaned(_)));
+            order.push(cleaned.partition);
+        }
+        assert_eq!(order, ["high-0", "low-0"], "{policy:?}");
+        manager.close().unwrap();
+    }
+}
+
 #[test]
 fn retention_skips_a_partition_a_cleaner_holds_and_cleaning_skips_a_paused_one() {
     let (fs, clock) = (Arc::new(SimFs::new()), Arc::new(ManualClock::new(10_000)));

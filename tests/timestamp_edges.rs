@@ -109,3 +109,42 @@ fn timestamps_spanning_more_than_i64_max_round_trip() {
         run_case(&steps, backend, "manifest").unwrap_or_else(|d| panic!("{d}"));
     }
 }
+
+/// Issue 43: a tombstone's age is `now - timestamp` exactly (no saturation), in the
+/// engine as in the spec, at the edges of i64: `now` at `i64::MAX` or `i64::MIN`,
+/// `now` smaller than the retention, a timestamp of -1, a retention of `i64::MAX`.
+#[test]
+fn tombstone_ages_agree_at_the_edges_of_i64() {
+    let tombstone = |ts: i64| RecordSpec {
+        key: Some("k".into()),
+        value: None,
+        ts,
+    };
+    let nows = [i64::MIN, -1, 0, 5, i64::MAX - 1, i64::MAX];
+    let retentions = [0, 1, 10, i64::MAX - 1, i64::MAX];
+    for now in nows {
+        for delete_retention_ms in retentions {
+            let steps = vec![
+                Step::Op(Op::Append {
+                    records: vec![tombstone(-1), tombstone(0), rec(i64::MAX)],
+                    codec: None,
+                    log_append_time: None,
+                }),
+                Step::Op(Op::Append {
+                    records: vec![tombstone(-1)],
+                    codec: None,
+                    log_append_time: None,
+                }),
+                Step::Op(Op::Roll),
+                Step::Op(Op::Compact {
+                    now,
+                    delete_retention_ms,
+                    segment_bytes: None,
+                }),
+            ];
+            run_case(&steps, Backend::Sim, "manifest").unwrap_or_else(|d| {
+                panic!("now {now}, delete_retention_ms {delete_retention_ms}: {d}")
+            });
+        }
+    }
+}

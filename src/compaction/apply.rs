@@ -14,7 +14,7 @@ use crate::log::Log;
 use super::cleaner::build_indexed;
 #[cfg(any(test, feature = "test-variants"))]
 use super::options::Built;
-use super::section::{first_uncleanable, read_clean_point};
+use super::section::{first_uncleanable, read_clean_point, stable_bound};
 use super::{CleanOptions, CompactOptions, CompactionReport};
 
 /// How dirty a log is (Kafka's `LogToClean`), by whole closed segments: one that
@@ -26,7 +26,9 @@ pub struct Cleanable {
     /// The log's clean point (0 when it was never cleaned).
     pub clean_point: i64,
     /// The active segment's base, or (with a lag) the base of the first closed
-    /// segment past the clean point holding a timestamp newer than `now - lag`.
+    /// segment past the clean point holding a timestamp newer than `now - lag`,
+    /// held at the base of the segment holding the last stable offset (an open
+    /// transaction's segment and every later one are not cleanable).
     pub first_uncleanable_offset: i64,
     /// Bytes of the closed segments at or below the clean point.
     pub clean_bytes: u64,
@@ -59,8 +61,9 @@ impl Log {
         )
     }
 
-    /// The dirty ratio at clock `now` under the log's `min_compaction_lag_ms`, from
-    /// the segment list (no segment is read).
+    /// The dirty ratio at clock `now` under the log's `min_compaction_lag_ms` and
+    /// its last stable offset, from the segment list and the transaction state (no
+    /// segment is read).
     pub fn cleanable(&self, now: i64) -> Result<Cleanable> {
         let clean_point = self.clean_point()?;
         let mut metas = crate::retention::apply::metas(self);
@@ -75,12 +78,17 @@ impl Log {
             .filter(|s| s.closed)
             .map(|s| (s.base_offset, s.next_offset, s.max_timestamp))
             .collect();
-        let first_uncleanable_offset = first_uncleanable(
-            &closed,
-            active_base,
-            clean_point,
-            now,
-            self.config().min_compaction_lag_ms,
+        let bases: Vec<i64> = metas.iter().map(|s| s.base_offset).collect();
+        let first_uncleanable_offset = stable_bound(
+            first_uncleanable(
+                &closed,
+                active_base,
+                clean_point,
+                now,
+                self.config().min_compaction_lag_ms,
+            ),
+            self.last_stable_offset()?,
+            &bases,
         );
         let (mut clean_bytes, mut cleanable_bytes) = (0, 0);
         for segment in metas.iter().filter(|s| s.closed) {

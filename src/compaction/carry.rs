@@ -108,7 +108,7 @@ impl ReadKeys {
 /// rule of `rules::seed::decide_tail`; monotone in the timestamp, so the oldest one
 /// decides a segment).
 pub fn tombstone_expired(timestamp: i64, horizon: Horizon) -> bool {
-    i128::from(horizon.now) - i128::from(timestamp) > i128::from(horizon.delete_retention_ms)
+    horizon.expired(timestamp)
 }
 
 /// The pure carry rule: a segment described by `summary` keeps every record when

@@ -183,8 +183,12 @@ fn build_inner(
         } else {
             None
         };
-    let from_scratch = (clean_point_before == log_start_offset && clean == CleanOptions::default())
-        || txn.is_some();
+    // Only the options that change the seed pass choose it (not
+    // `producer_id_expiration_ms`, which only the kafka policy reads).
+    let unbounded_without_lag =
+        clean.dedupe_buffer_bytes.is_none() && clean.min_compaction_lag_ms == 0;
+    let from_scratch =
+        (clean_point_before == log_start_offset && unbounded_without_lag) || txn.is_some();
     let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
         // Everything is dirty and the map unbounded: the full two-thread scan (no
         // key summaries: the next, incremental pass writes them).

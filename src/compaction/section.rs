@@ -1,6 +1,7 @@
 //! The section of the log a pass cleans: the clean point
 //! (`cleaner-offset.checkpoint`), where the dirty section starts, and the min-lag
-//! rule ([`too_young`], [`first_uncleanable`]), where the cleanable section ends.
+//! rule ([`too_young`], [`first_uncleanable`]) and the last stable offset
+//! ([`stable_bound`]), where the cleanable section ends.
 
 use std::path::Path;
 
@@ -116,6 +117,24 @@ pub fn first_uncleanable(
         .map_or(active_base, |&(base, _, _)| base)
 }
 
+/// Kafka's `LogCleanerManager.cleanableOffsets` bound by the last stable offset:
+/// `first_uncleanable` held at the base of the segment holding
+/// `last_stable_offset` when that offset is below it (`bases`: the segment bases,
+/// ascending). An open transaction holds back its segment and every later one.
+/// The spec's `stable_bound` is the same rule.
+pub fn stable_bound(first_uncleanable: i64, last_stable_offset: i64, bases: &[i64]) -> i64 {
+    if last_stable_offset >= first_uncleanable {
+        return first_uncleanable;
+    }
+    bases
+        .iter()
+        .copied()
+        .take_while(|&b| b <= last_stable_offset)
+        .last()
+        .unwrap_or(first_uncleanable)
+        .min(first_uncleanable)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +146,15 @@ mod tests {
         assert_eq!(first_uncleanable(&closed, 6, 0, 60, 0), 6);
         assert_eq!(first_uncleanable(&closed, 6, 0, 60, 20), 3);
         assert_eq!(first_uncleanable(&closed, 6, 0, 100, 20), 6);
+    }
+
+    #[test]
+    fn the_last_stable_offset_holds_back_its_segment() {
+        let bases = [0, 3, 6];
+        assert_eq!(stable_bound(6, 1, &bases), 0);
+        assert_eq!(stable_bound(6, 3, &bases), 3);
+        assert_eq!(stable_bound(6, 5, &bases), 3);
+        assert_eq!(stable_bound(6, 6, &bases), 6);
+        assert_eq!(stable_bound(3, 4, &bases), 3, "the lag's bound is lower");
     }
 }

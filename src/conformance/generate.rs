@@ -56,6 +56,9 @@ enum Draw {
     Compact {
         delete_retention_ms: i64,
         segment_bytes: Option<u64>,
+        /// Now and then a clock at an edge of i64 instead of the folded one (the
+        /// tombstone age's edges: `now` at `i64::MIN`, -1 or `i64::MAX`).
+        now_edge: Option<i64>,
     },
     /// A cleaning pass with a small offset map (`keys` keys; now and then
     /// unbounded, so that a `kafka` pass reaches past aborted batches) and maybe a lag.
@@ -170,9 +173,10 @@ fn draw() -> impl Strategy<Value = Draw> {
         1 => (
             prop_oneof![12 => 0i64..200, 2 => Just(-1i64), 1 => Just(i64::MAX), 1 => Just(i64::MIN)],
             prop_oneof![3 => Just(None), 2 => (60u64..600).prop_map(Some)],
+            prop_oneof![9 => Just(None), 1 => Just(Some(i64::MIN)), 1 => Just(Some(-1i64)), 1 => Just(Some(i64::MAX))],
         )
-            .prop_map(|(delete_retention_ms, segment_bytes)| Draw::Compact { delete_retention_ms, segment_bytes }),
-        3 => (0i64..200, prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(crate::compaction::CompactionPolicy::Seed), 2 => Just(crate::compaction::CompactionPolicy::Kafka)], prop_oneof![1 => Just(crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT), 1 => 1i64..300])
+            .prop_map(|(delete_retention_ms, segment_bytes, now_edge)| Draw::Compact { delete_retention_ms, segment_bytes, now_edge }),
+        3 => (prop_oneof![12 => 0i64..200, 1 => Just(i64::MAX - 1), 1 => Just(i64::MAX)], prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(crate::compaction::CompactionPolicy::Seed), 2 => Just(crate::compaction::CompactionPolicy::Kafka)], prop_oneof![1 => Just(crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT), 1 => 1i64..300])
             .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms, policy, producer_id_expiration_ms)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms, policy, producer_id_expiration_ms }),
         2 => prop_oneof![12 => -1i64..40, 1 => Just(i64::MIN), 1 => Just(i64::MAX)].prop_map(|from| Draw::Read { from }),
         3 => (1i64..150).prop_map(Draw::Clock),
@@ -281,8 +285,9 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
         Draw::Compact {
             delete_retention_ms,
             segment_bytes,
+            now_edge,
         } => Step::Op(Op::Compact {
-            now,
+            now: now_edge.unwrap_or(now),
             delete_retention_ms,
             segment_bytes,
         }),

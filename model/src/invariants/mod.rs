@@ -35,7 +35,8 @@ pub struct Grace {
 
 impl Grace {
     fn expired(&self, rec: &Rec) -> bool {
-        rec.value.is_none() && self.now.saturating_sub(rec.timestamp) > self.delete_retention_ms
+        rec.value.is_none()
+            && crate::spec::past_grace(rec.timestamp, self.now, self.delete_retention_ms)
     }
 }
 

@@ -134,6 +134,22 @@ pub struct DirtyMap {
     pub mapped_end: i64,
 }
 
+/// `first_uncleanable` held at the base of the segment holding
+/// `last_stable_offset` when that offset is below it (`bases`: the segment bases,
+/// ascending). The rule of the kafka pass's bound (`KafkaTxnRules::bound`).
+pub fn stable_bound(first_uncleanable: i64, last_stable_offset: i64, bases: &[i64]) -> i64 {
+    if last_stable_offset >= first_uncleanable {
+        return first_uncleanable;
+    }
+    bases
+        .iter()
+        .copied()
+        .take_while(|&b| b <= last_stable_offset)
+        .last()
+        .unwrap_or(first_uncleanable)
+        .min(first_uncleanable)
+}
+
 impl SpecLog {
     pub fn clean_point(&self) -> i64 {
         self.clean_point
@@ -184,9 +200,18 @@ impl SpecLog {
             .map_or(active, |s| s.base_offset)
     }
 
-    /// The dirty ratio and the bytes it is made of (see [`Cleanable`]).
+    /// The dirty ratio and the bytes it is made of (see [`Cleanable`]). The
+    /// cleanable section ends at the first uncleanable offset held at the base of
+    /// the segment holding the last stable offset (Kafka's
+    /// `LogCleanerManager.cleanableOffsets`, [`stable_bound`]): an open
+    /// transaction holds back its segment and every later one, under both policies.
     pub fn cleanable(&self, now: i64, min_compaction_lag_ms: i64) -> Cleanable {
-        let first_uncleanable_offset = self.first_uncleanable_offset(now, min_compaction_lag_ms);
+        let bases: Vec<i64> = self.segments.iter().map(|s| s.base_offset).collect();
+        let first_uncleanable_offset = stable_bound(
+            self.first_uncleanable_offset(now, min_compaction_lag_ms),
+            self.last_stable_offset(),
+            &bases,
+        );
         let mut clean_bytes = 0;
         let mut cleanable_bytes = 0;
         for segment in self.closed_segments() {

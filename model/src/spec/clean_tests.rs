@@ -298,3 +298,60 @@ proptest! {
         prop_assert_eq!(log.clean_point(), full.clean_point());
     }
 }
+
+/// Issue 43's log: a@0, an open transaction's b@1, a@2 in one closed segment, c@3
+/// in the active one. The last stable offset (1) lies in the closed segment.
+fn open_txn_log() -> SpecLog {
+    let mut log = SpecLog::new(1 << 20);
+    put(&mut log, "a", Some("1"), 1);
+    log.append_transactional(
+        7,
+        &[SpecRecordInput {
+            key: Some(b"b".to_vec()),
+            value: Some(b"2".to_vec()),
+            timestamp: 2,
+        }],
+    )
+    .unwrap();
+    put(&mut log, "a", Some("3"), 3);
+    log.roll();
+    put(&mut log, "c", Some("4"), 4);
+    log
+}
+
+#[test]
+fn the_cleanable_section_ends_at_the_segment_holding_the_last_stable_offset() {
+    let mut log = open_txn_log();
+    assert_eq!(log.last_stable_offset(), 1);
+    let held = log.cleanable(100, 0);
+    assert_eq!(
+        held.first_uncleanable_offset, 0,
+        "the base of the segment holding 1"
+    );
+    assert_eq!(held.cleanable_bytes, 0);
+    assert!(held.dirty_ratio.abs() < f64::EPSILON);
+    assert!(!held.should_clean(0.0));
+    // Committed, the bound lifts: the closed segment is cleanable again.
+    log.append_control_of(7, true, 5);
+    log.roll();
+    put(&mut log, "d", Some("6"), 6);
+    let free = log.cleanable(100, 0);
+    assert_eq!(free.first_uncleanable_offset, 5);
+    assert!(free.cleanable_bytes > 0);
+    assert!(free.should_clean(0.5));
+    // An open transaction in a later segment holds only that segment back.
+    log.append_transactional(
+        8,
+        &[SpecRecordInput {
+            key: Some(b"e".to_vec()),
+            value: None,
+            timestamp: 7,
+        }],
+    )
+    .unwrap();
+    log.roll();
+    put(&mut log, "f", Some("8"), 8);
+    let partial = log.cleanable(100, 0);
+    assert_eq!(partial.first_uncleanable_offset, 5);
+    assert_eq!(partial.cleanable_bytes, free.cleanable_bytes);
+}

@@ -55,9 +55,16 @@ pub fn latest_closed_tombstones(log: &SpecLog) -> Vec<&Rec> {
         .collect()
 }
 
+/// The one rule of a tombstone's (and a marker's) age: `now - timestamp`, exact
+/// (i128: no overflow, no saturation), past `delete_retention_ms`. The engine's
+/// `Horizon::expired` (`src/compaction/rules/seed.rs`) is the same.
+pub fn past_grace(timestamp: i64, now: i64, delete_retention_ms: i64) -> bool {
+    i128::from(now) - i128::from(timestamp) > i128::from(delete_retention_ms)
+}
+
 /// True if a kept latest tombstone is old enough to drop.
 pub fn tombstone_expired(rec: &Rec, now: i64, delete_retention_ms: i64) -> bool {
-    rec.value.is_none() && now.saturating_sub(rec.timestamp) > delete_retention_ms
+    rec.value.is_none() && past_grace(rec.timestamp, now, delete_retention_ms)
 }
 
 /// The keep rule for one record of a closed data batch.

@@ -33,7 +33,8 @@ pub use clean::{
 };
 pub use committed::{aborted_hides, CommittedFetch};
 pub use compact::{
-    keeps, latest_closed_tombstones, latest_offsets, tombstone_expired, CompactionSummary,
+    keeps, latest_closed_tombstones, latest_offsets, past_grace, tombstone_expired,
+    CompactionSummary,
 };
 pub use fetch::Fetched;
 pub use raw::SpecRawBatch;

@@ -241,7 +241,7 @@ pub fn markers_with_data(batches: &[TxnBatch]) -> BTreeSet<usize> {
 
 /// True when a marker whose transaction has no data batch left may go.
 pub fn marker_expired(timestamp: i64, now: i64, delete_retention_ms: i64) -> bool {
-    now.saturating_sub(timestamp) > delete_retention_ms
+    super::compact::past_grace(timestamp, now, delete_retention_ms)
 }
 
 /// Compaction under the seed policy with the transaction rules: the batches below
@@ -291,7 +291,11 @@ pub fn compact(
                     Some(k) => {
                         latest.get(k) == Some(&r.offset)
                             && !(r.value.is_none()
-                                && now.saturating_sub(r.timestamp) > delete_retention_ms)
+                                && super::compact::past_grace(
+                                    r.timestamp,
+                                    now,
+                                    delete_retention_ms,
+                                ))
                     }
                 })
                 .cloned()
@@ -331,7 +335,11 @@ fn compact_plain(
                     Some(k) => {
                         latest.get(k) == Some(&r.offset)
                             && !(r.value.is_none()
-                                && now.saturating_sub(r.timestamp) > delete_retention_ms)
+                                && super::compact::past_grace(
+                                    r.timestamp,
+                                    now,
+                                    delete_retention_ms,
+                                ))
                     }
                 })
                 .cloned()

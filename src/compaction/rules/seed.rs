@@ -33,6 +33,15 @@ pub struct Horizon {
     pub delete_retention_ms: i64,
 }
 
+impl Horizon {
+    /// The one rule of a tombstone's (and a marker's) age: `now - timestamp`,
+    /// exact (i128: no overflow, no saturation), past `delete_retention_ms`. The
+    /// spec's `past_grace` is the same.
+    pub fn expired(&self, timestamp: i64) -> bool {
+        i128::from(self.now) - i128::from(timestamp) > i128::from(self.delete_retention_ms)
+    }
+}
+
 /// Decides one record of the closed region.
 pub fn decide(batch: &RecordBatch, record: &Record, map: &OffsetMap, horizon: Horizon) -> Decision {
     decide_parts(
@@ -130,11 +139,8 @@ fn decide_tail(latest: bool, value_is_null: bool, timestamp: i64, horizon: Horiz
     if !latest {
         return Decision::DropObsolete;
     }
-    if value_is_null {
-        let age_ms = i128::from(horizon.now) - i128::from(timestamp);
-        if age_ms > i128::from(horizon.delete_retention_ms) {
-            return Decision::DropExpiredTombstone;
-        }
+    if value_is_null && horizon.expired(timestamp) {
+        return Decision::DropExpiredTombstone;
     }
     Decision::Keep
 }

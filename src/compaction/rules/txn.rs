@@ -153,7 +153,7 @@ pub fn decide(
         .unwrap_or(next_offset);
     for (i, with_data) in markers {
         let f = &facts[i];
-        let expired = horizon.now.saturating_sub(f.max_timestamp) > horizon.delete_retention_ms;
+        let expired = horizon.expired(f.max_timestamp);
         if i < closed_batches && f.base_offset < plan.last_stable_offset && !with_data && expired {
             plan.drop_markers.set(i);
         }
