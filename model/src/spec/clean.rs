@@ -203,7 +203,7 @@ impl SpecLog {
     /// The dirty ratio and the bytes it is made of (see [`Cleanable`]). The
     /// cleanable section ends at the first uncleanable offset held at the base of
     /// the segment holding the last stable offset (Kafka's
-    /// `LogCleanerManager.cleanableOffsets`, [`stable_bound`]): an open
+    /// `LogCleanerManager.cleanableOffsets`, `stable_bound`): an open
     /// transaction holds back its segment and every later one, under both policies.
     pub fn cleanable(&self, now: i64, min_compaction_lag_ms: i64) -> Cleanable {
         let bases: Vec<i64> = self.segments.iter().map(|s| s.base_offset).collect();
