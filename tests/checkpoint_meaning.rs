@@ -14,11 +14,14 @@
 //! start, its next pass writing a fresh one.
 #![cfg(feature = "suite")]
 
+mod open_support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
+use open_support::files;
 use seglog::format::checkpoint;
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
@@ -47,17 +50,6 @@ fn accept_loss() -> LogConfig {
         recovery_mode: seglog::RecoveryMode::AcceptLoss,
         ..LogConfig::default()
     }
-}
-
-fn files(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fs.list_dir(dir)
-        .unwrap()
-        .into_iter()
-        .map(|name| {
-            let bytes = fs.read_all(&dir.join(&name)).unwrap();
-            (name, bytes)
-        })
-        .collect()
 }
 
 #[test]

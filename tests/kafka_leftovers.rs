@@ -13,10 +13,12 @@
 
 mod cli_support;
 
-use std::collections::BTreeMap;
+mod open_support;
+
 use std::path::Path;
 use std::sync::Arc;
 
+use open_support::{files, OPENS};
 use seglog::format::{filename, recovery_point};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
@@ -44,17 +46,6 @@ fn kafka_like_log(fs: &Arc<dyn FileSystem>, dir: &Path) {
     }
 }
 
-fn files(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fs.list_dir(dir)
-        .unwrap()
-        .into_iter()
-        .map(|name| {
-            let bytes = fs.read_all(&dir.join(&name)).unwrap();
-            (name, bytes)
-        })
-        .collect()
-}
-
 #[test]
 fn a_swap_cut_short_is_refused_by_every_open_with_the_file_named() {
     let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());
@@ -66,23 +57,7 @@ fn a_swap_cut_short_is_refused_by_every_open_with_the_file_named() {
     let swap = dir.join(format!("{}.swap", filename::build(2, ".log")));
     fs.rename(&log, &swap).unwrap();
     let before = files(fs.as_ref(), dir);
-    type Open = fn(
-        Arc<dyn FileSystem>,
-        &Path,
-        LogConfig,
-    ) -> seglog::Result<(Log, seglog::log::RecoveryReport)>;
-    let opens: [(&str, Open); 3] = [
-        ("writable", |fs, dir, config| {
-            Log::open_with(fs, dir, config)
-        }),
-        ("checked", |fs, dir, config| {
-            Log::open_checked(fs, dir, config)
-        }),
-        ("read-only", |fs, dir, config| {
-            Log::open_read_only(fs, dir, config)
-        }),
-    ];
-    for (name, open) in opens {
+    for (name, open) in OPENS {
         match open(fs.clone(), dir, LogConfig::default()) {
             Err(Error::Ambiguous { reason, dirs }) => {
                 assert!(reason.contains("00000000000000000002.log.swap"), "{reason}");

@@ -18,10 +18,12 @@
 
 mod cli_support;
 
-use std::collections::BTreeMap;
+mod open_support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use open_support::{files, OPENS};
 use seglog::format::{checkpoint, filename, recovery_point};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
@@ -62,18 +64,6 @@ fn remove_segment(fs: &dyn FileSystem, dir: &Path, base: i64) {
     }
 }
 
-fn files(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
-    fs.list_dir(dir)
-        .unwrap()
-        .into_iter()
-        .map(|name| {
-            let path = dir.join(&name);
-            let bytes = (!fs.is_dir(&path)).then(|| fs.read_all(&path).unwrap());
-            (name, bytes)
-        })
-        .collect()
-}
-
 fn accept_loss() -> LogConfig {
     LogConfig {
         recovery_mode: RecoveryMode::AcceptLoss,
@@ -85,24 +75,8 @@ fn accept_loss() -> LogConfig {
 /// `expected`, and the directory is byte for byte what it was.
 fn every_open_refuses(fs: &Arc<dyn FileSystem>, dir: &Path, expected: &[LostSegment]) {
     let before = files(fs.as_ref(), dir);
-    type Open = fn(
-        Arc<dyn FileSystem>,
-        &Path,
-        LogConfig,
-    ) -> seglog::Result<(Log, seglog::log::RecoveryReport)>;
-    let opens: [(&str, Open); 3] = [
-        ("writable", |fs, dir, config| {
-            Log::open_with(fs, dir, config)
-        }),
-        ("checked", |fs, dir, config| {
-            Log::open_checked(fs, dir, config)
-        }),
-        ("read-only", |fs, dir, config| {
-            Log::open_read_only(fs, dir, config)
-        }),
-    ];
     for mode in [RecoveryMode::TornTail, RecoveryMode::Strict] {
-        for (name, open) in opens {
+        for (name, open) in OPENS {
             let config = LogConfig {
                 recovery_mode: mode,
                 ..LogConfig::default()
