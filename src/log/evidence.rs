@@ -59,24 +59,26 @@ pub type Lost = (LostSegment, u64);
 /// Every counted segment of `summaries` (the recovery point's, below its point)
 /// whose `.log` in `dir` contradicts its summary, ascending. Read-only. A shortened
 /// segment's valid prefix is scanned to name the first offset lost: what follows it
-/// (a cut batch included) is lost.
+/// (a cut batch included) is lost. `logs`: the bases whose `.log` the open's
+/// listing found as a regular file, ascending; only their lengths are asked for.
 pub fn find_lost(
     fs: &dyn FileSystem,
     dir: &Path,
     summaries: &BTreeMap<i64, SegmentSummary>,
     start: Option<i64>,
+    logs: &[i64],
     index_interval_bytes: u64,
 ) -> Result<Vec<Lost>> {
     let mut out = Vec::new();
     for summary in summaries.values().filter(|s| counted(s, start)) {
         let name = filename::build(summary.base_offset, filename::LOG_SUFFIX);
         let path = dir.join(&name);
-        let found = if !fs.exists(&path) {
-            Found::Missing
+        let found = if logs.binary_search(&summary.base_offset).is_ok() {
+            Found::Bytes(fs.len(&path).map_err(|e| Error::io(&path, e))?)
         } else if fs.is_dir(&path) {
             Found::NotAFile
         } else {
-            Found::Bytes(fs.len(&path).map_err(|e| Error::io(&path, e))?)
+            Found::Missing
         };
         let Some(loss) = lost(summary, found) else {
             continue;

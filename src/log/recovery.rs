@@ -115,7 +115,7 @@ pub fn recover_with(
     // above the durable start (the checkpoint retention recovery just read) that
     // are gone are refused here, before anything of the log is modified.
     let start = report.retention.checkpoint;
-    let lost = recovery_find_lost(fs, dir, &found, start, config, report)?;
+    let lost = recovery_find_lost(fs, dir, &found, start, &listing.bases, config, report)?;
     found.check_listing(&listing.bases, report);
     let trusted = if trust {
         found.clone()
@@ -200,7 +200,7 @@ pub fn inspect(
     let mut hints = RecoveryReport::default();
     let mut trust = Trust::read(fs, dir, &listing.bases, &mut hints)?;
     trust.check_cover(&listing.bases, &mut hints);
-    recovery_find_lost(fs, dir, &trust, start, config, report)?;
+    recovery_find_lost(fs, dir, &trust, start, &listing.bases, config, report)?;
     // A read-only inspection is a diagnostic: it checks every segment.
     let mut scans = recovery_scan(fs, dir, &listing, config, &Trust::default(), report)?;
     recovery_judge_tail(fs, &scans, config, false, report)?;
@@ -404,13 +404,15 @@ pub fn recovery_find_lost(
     dir: &Path,
     trust: &Trust,
     start: Option<i64>,
+    logs: &[i64],
     config: &LogConfig,
     report: &mut RecoveryReport,
 ) -> Result<bool> {
     let Some((_, summaries)) = &trust.point else {
         return Ok(false);
     };
-    let lost = super::evidence::find_lost(fs, dir, summaries, start, config.index_interval_bytes)?;
+    let lost =
+        super::evidence::find_lost(fs, dir, summaries, start, logs, config.index_interval_bytes)?;
     if lost.is_empty() {
         return Ok(false);
     }
