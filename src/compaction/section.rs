@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 use crate::format::checkpoint;
 use crate::fs::FileSystem;
 
+pub use super::rules::txn::stable_bound;
+
 /// The clean point of `dir`: its `cleaner-offset.checkpoint`, or the log start when
 /// there is none, and never below the log start (retention moves the start past
 /// it). The file is a hint a pass rebuilds, so one that is ignored (see
@@ -115,24 +117,6 @@ pub fn first_uncleanable(
             too_young(next, max_ts, clean_point, now, min_compaction_lag_ms)
         })
         .map_or(active_base, |&(base, _, _)| base)
-}
-
-/// Kafka's `LogCleanerManager.cleanableOffsets` bound by the last stable offset:
-/// `first_uncleanable` held at the base of the segment holding
-/// `last_stable_offset` when that offset is below it (`bases`: the segment bases,
-/// ascending). An open transaction holds back its segment and every later one.
-/// The spec's `stable_bound` is the same rule.
-pub fn stable_bound(first_uncleanable: i64, last_stable_offset: i64, bases: &[i64]) -> i64 {
-    if last_stable_offset >= first_uncleanable {
-        return first_uncleanable;
-    }
-    bases
-        .iter()
-        .copied()
-        .take_while(|&b| b <= last_stable_offset)
-        .last()
-        .unwrap_or(first_uncleanable)
-        .min(first_uncleanable)
 }
 
 #[cfg(test)]

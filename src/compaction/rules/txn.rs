@@ -236,17 +236,26 @@ impl KafkaTxn {
     /// The first uncleanable offset held at the base of the segment holding the
     /// last stable offset (`bases`: the segment bases, ascending).
     pub fn bound(&self, first_uncleanable: i64, bases: &[i64]) -> i64 {
-        if self.last_stable_offset >= first_uncleanable {
-            return first_uncleanable;
-        }
-        bases
-            .iter()
-            .copied()
-            .take_while(|&b| b <= self.last_stable_offset)
-            .last()
-            .unwrap_or(first_uncleanable)
-            .min(first_uncleanable)
+        stable_bound(first_uncleanable, self.last_stable_offset, bases)
     }
+}
+
+/// Kafka's `LogCleanerManager.cleanableOffsets` bound by the last stable offset:
+/// `first_uncleanable` held at the base of the segment holding
+/// `last_stable_offset` when that offset is below it (`bases`: the segment bases,
+/// ascending). An open transaction holds back its segment and every later one.
+/// The spec's `stable_bound` is the same rule; [`KafkaTxn::bound`] applies it.
+pub fn stable_bound(first_uncleanable: i64, last_stable_offset: i64, bases: &[i64]) -> i64 {
+    if last_stable_offset >= first_uncleanable {
+        return first_uncleanable;
+    }
+    bases
+        .iter()
+        .copied()
+        .take_while(|&b| b <= last_stable_offset)
+        .last()
+        .unwrap_or(first_uncleanable)
+        .min(first_uncleanable)
 }
 
 /// One data batch of the pass's source: (base offset, producer id, transactional).
