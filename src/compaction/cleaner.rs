@@ -169,7 +169,7 @@ fn build_inner(
     // start. So the segments wholly below a later clean point were cleaned by a
     // pass that found no transactional data (appends only add at the end): only
     // the others are read to find out.
-    let txn_horizon = Horizon {
+    let horizon = Horizon {
         now: options.now,
         delete_retention_ms: options.delete_retention_ms,
     };
@@ -179,7 +179,7 @@ fn build_inner(
         .unwrap_or(0);
     let txn =
         if dirty_first == 0 || super::headers::gather(fs, dir, &bases[dirty_first..])?.is_some() {
-            super::headers::plan(fs, dir, &bases, txn_horizon)?
+            super::headers::plan(fs, dir, &bases, horizon)?
         } else {
             None
         };
@@ -206,10 +206,6 @@ fn build_inner(
             None,
         )
     } else {
-        let horizon = Horizon {
-            now: options.now,
-            delete_retention_ms: options.delete_retention_ms,
-        };
         let dirty = scan_dirty_bounded(
             fs,
             dir,
@@ -236,10 +232,6 @@ fn build_inner(
         active: active_bytes,
         plain,
     } = scan;
-    let horizon = Horizon {
-        now: options.now,
-        delete_retention_ms: options.delete_retention_ms,
-    };
     let mut report = CompactionReport {
         segments_before: closed.len() as u64,
         map_keys: superseded.keys as u64,
