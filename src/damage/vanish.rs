@@ -60,6 +60,21 @@ pub struct VanishCase {
     pub keep: Keep,
 }
 
+impl Keep {
+    /// The checkpoint files this choice removes from the image.
+    fn removed(self) -> &'static [&'static str] {
+        match self {
+            Keep::Both => &[],
+            Keep::NoMarker => &[recovery_point::CLEAN_SHUTDOWN_NAME],
+            Keep::NoPoint => &[recovery_point::RECOVERY_POINT_NAME],
+            Keep::Neither => &[
+                recovery_point::CLEAN_SHUTDOWN_NAME,
+                recovery_point::RECOVERY_POINT_NAME,
+            ],
+        }
+    }
+}
+
 impl VanishCase {
     /// Where, for reports.
     pub fn label(&self) -> String {
@@ -80,17 +95,12 @@ pub fn plan(image: &SimFs) -> Vec<VanishCase> {
     let Ok(bases) = list_segments(image, live) else {
         return Vec::new();
     };
-    let present = |name: &str| image.exists(&live.join(name));
     let keeps: Vec<Keep> = [Keep::Both, Keep::NoMarker, Keep::NoPoint, Keep::Neither]
         .into_iter()
-        .filter(|keep| match keep {
-            Keep::Both => true,
-            Keep::NoMarker => present(recovery_point::CLEAN_SHUTDOWN_NAME),
-            Keep::NoPoint => present(recovery_point::RECOVERY_POINT_NAME),
-            Keep::Neither => {
-                present(recovery_point::CLEAN_SHUTDOWN_NAME)
-                    && present(recovery_point::RECOVERY_POINT_NAME)
-            }
+        .filter(|keep| {
+            keep.removed()
+                .iter()
+                .all(|name| image.exists(&live.join(name)))
         })
         .collect();
     let mut out = Vec::new();
@@ -135,20 +145,10 @@ fn apply(image: &SimFs, case: &VanishCase) -> std::io::Result<SimFs> {
             fs.create_dir_all(&log)?;
         }
     }
-    let remove = |name: &str| -> std::io::Result<()> {
+    for name in case.keep.removed() {
         let path = live.join(name);
         if fs.exists(&path) {
             fs.remove_file(&path)?;
-        }
-        Ok(())
-    };
-    match case.keep {
-        Keep::Both => {}
-        Keep::NoMarker => remove(recovery_point::CLEAN_SHUTDOWN_NAME)?,
-        Keep::NoPoint => remove(recovery_point::RECOVERY_POINT_NAME)?,
-        Keep::Neither => {
-            remove(recovery_point::CLEAN_SHUTDOWN_NAME)?;
-            remove(recovery_point::RECOVERY_POINT_NAME)?;
         }
     }
     Ok(fs)
