@@ -105,6 +105,8 @@ fn every_file_kind_is_damaged_often_enough() {
         ("manifest", 160),
         ("manifest_tmp", 20),
         ("trust_checkpoint", 100),
+        // 1,323 in the whole quick plan: generic and lying flips of the live `.keys`.
+        ("key_summary", 1_000),
     ]
     .into_iter()
     .collect();
@@ -150,6 +152,13 @@ fn outcomes_are_where_the_design_puts_them_in(report: &damage::DamageReport) {
     let closed = kind("closed_log");
     assert!(closed.errors + closed.read_errors > closed.damages / 2);
     assert!(closed.read_errors > 0, "no trusted segment was damaged");
+    // A damaged key summary is derived data: never an error, and a cleaning keeps
+    // what it keeps without the damage (the summary is not trusted, the segment is
+    // rewritten).
+    let summaries = kind("key_summary");
+    assert!(summaries.damages > 0, "no key summary was damaged");
+    assert_eq!(summaries.errors, 0);
+    assert_eq!(summaries.recovered, summaries.damages);
     // A damaged recovery point or marker is ignored (the open scans) and rewritten.
     assert_eq!(kind("trust_checkpoint").errors, 0);
     assert_eq!(

@@ -370,3 +370,49 @@ fn close_stops_the_threads_and_closes_every_log_cleanly() {
     assert!(report.clean_shutdown, "{report:?}");
     assert_eq!(report.scanned_segments, 0);
 }
+
+/// A partition whose own options cannot clean it (a map budget of two keys, a
+/// batch of five distinct keys) is reported `Uncleanable` once, changes nothing,
+/// and is passed over after that: the cleaner goes on with the next dirtiest
+/// partition instead of failing on the same one every round.
+#[test]
+fn a_partition_its_own_options_cannot_clean_is_passed_over() {
+    let (fs, clock) = (Arc::new(SimFs::new()), Arc::new(ManualClock::new(100)));
+    let manager = manager(&fs, &clock);
+    let tight = PartitionConfig {
+        log: LogConfig {
+            dedupe_buffer_bytes: Some(2 * 24),
+            ..compacted().log
+        },
+        ..compacted()
+    };
+    // Both all dirty (ratio 1): the tie goes to the first name, the stuck one.
+    let stuck = manager.create("a", 0, tight).unwrap();
+    let other = manager.create("b", 0, compacted()).unwrap();
+    fill(&stuck, 3, 5, 0);
+    fill(&other, 3, 5, 0);
+    let before = stuck.with_log(|log| log.read(0, usize::MAX)).unwrap();
+    let mut outcomes = Vec::new();
+    for _ in 0..4 {
+        let Some(cleaned) = manager.run_cleaner_once().unwrap() else {
+            break;
+        };
+        outcomes.push((cleaned.partition, cleaned.outcome));
+    }
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    assert!(
+        matches!(&outcomes[0], (name, CleanOutcome::Uncleanable { reason })
+            if name == "a-0" && reason.contains("offset map")),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(&outcomes[1], (name, CleanOutcome::Cleaned(_)) if name == "b-0"),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        stuck.with_log(|log| log.read(0, usize::MAX)).unwrap(),
+        before
+    );
+    assert!(manager.uncleanable_partitions().contains_key("a-0"));
+    manager.close().unwrap();
+}

@@ -5,7 +5,7 @@
 //! (expressions, types, patterns, and the paths inside macro invocations) that names
 //! a sibling through `super::`, `crate::compaction::` or a re-export of
 //! `compaction/mod.rs` is an edge from the file's top-level module to that sibling.
-//! The rule sets in `src/compaction/rules` do no IO: their non-test code names no
+//! The rule sets in `src/compaction/rules` and the planner (`plan.rs`) do no IO: their non-test code names no
 //! `FileSystem`, nothing of `std::fs`, `std::io`, `std::path`, `std::net`,
 //! `std::process` or `crate::fs`, and of compaction's own modules only the pure
 //! ones ([`PURE`]).
@@ -27,7 +27,10 @@ const LAYERED: &str = "src/compaction";
 const RULES: &str = "src/compaction/rules";
 
 /// The modules of `src/compaction` the rules may use: no IO in any of them.
-const PURE: &[&str] = &["rules", "bitmap", "offset_map", "view"];
+const PURE: &[&str] = &["rules", "bitmap", "offset_map", "view", "plan"];
+
+/// The planner: pure like the rules it consults.
+const PLANNER: &str = "src/compaction/plan.rs";
 
 /// Paths that reach IO.
 const IO_PREFIXES: &[&[&str]] = &[
@@ -396,6 +399,11 @@ fn layered_module() -> Vec<String> {
 fn io_reaches(src: &Path, dir: &Path) -> Vec<(String, String)> {
     let mut files = Vec::new();
     rust_files(dir, &mut files);
+    io_reaches_in(src, files)
+}
+
+/// [`io_reaches`] over the files `files`.
+fn io_reaches_in(src: &Path, mut files: Vec<PathBuf>) -> Vec<(String, String)> {
     files.sort();
     let mut out = Vec::new();
     for file in files {
@@ -431,23 +439,35 @@ fn io_reaches(src: &Path, dir: &Path) -> Vec<(String, String)> {
     out
 }
 
-#[test]
-fn the_rules_do_no_io() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
-    let dir = root.join(RULES);
-    let mut files = Vec::new();
-    rust_files(&dir, &mut files);
-    assert!(files.len() >= 5, "{RULES} holds {} files", files.len());
-    let reaches = io_reaches(&src, &dir);
+/// Fails listing every IO reach `reaches` found in `what`.
+fn assert_no_io(what: &str, reaches: &[(String, String)]) {
     assert!(
         reaches.is_empty(),
-        "{RULES} reaches IO:\n{}",
+        "{what} reaches IO:\n{}",
         reaches
             .iter()
             .map(|(file, path)| format!("  {file}: {path}"))
             .collect::<Vec<_>>()
             .join("\n")
+    );
+}
+
+#[test]
+fn the_rules_do_no_io() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join(RULES);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    assert!(files.len() >= 5, "{RULES} holds {} files", files.len());
+    assert_no_io(RULES, &io_reaches(&root.join("src"), &dir));
+}
+
+#[test]
+fn the_planner_does_no_io() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_no_io(
+        PLANNER,
+        &io_reaches_in(&root.join("src"), vec![root.join(PLANNER)]),
     );
 }
 

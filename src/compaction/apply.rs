@@ -65,6 +65,12 @@ impl Log {
     /// its last stable offset, from the segment list and the transaction state (no
     /// segment is read).
     pub fn cleanable(&self, now: i64) -> Result<Cleanable> {
+        self.cleanable_at(now, self.config().min_compaction_lag_ms)
+    }
+
+    /// [`Log::cleanable`] under `min_compaction_lag_ms` (a pass's own knob, as
+    /// [`Log::clean`] takes it) instead of the log's.
+    pub fn cleanable_at(&self, now: i64, min_compaction_lag_ms: i64) -> Result<Cleanable> {
         let clean_point = self.clean_point()?;
         let mut metas = crate::retention::apply::metas(self);
         // A segment is clean when its own last batch ends at the clean point (the
@@ -85,7 +91,7 @@ impl Log {
                 active_base,
                 clean_point,
                 now,
-                self.config().min_compaction_lag_ms,
+                min_compaction_lag_ms,
             ),
             self.last_stable_offset()?,
             &bases,

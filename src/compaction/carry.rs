@@ -231,6 +231,50 @@ mod tests {
         assert!(tombstone_expired(i64::MIN, HORIZON));
     }
 
+    /// A `.keys` file whose own CRC is wrong is never trusted: with the intact file
+    /// a segment no dirty key touches is untouched (carried), and after any single
+    /// bit flip of the file it is read. A flip in a key hash is the hazard: the
+    /// summary would hide a key the pass must drop (the dirty set holds `b`).
+    #[test]
+    fn a_summary_whose_own_crc_is_wrong_is_never_trusted() {
+        use crate::fs::sim::SimFs;
+        let fs = SimFs::new();
+        let dir = Path::new("/log");
+        fs.create_dir_all(dir).unwrap();
+        let base = 100;
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(300).collect();
+        fs.write_new(&segment_path(dir, base, LOG_SUFFIX), &bytes)
+            .unwrap();
+        let s = KeySummary {
+            base_offset: base,
+            segment_bytes: bytes.len() as u64,
+            segment_crc32c: crate::format::crc::crc32c(&bytes),
+            ..summary(&[b"a", b"b"], NO_TOMBSTONE)
+        };
+        let encoded = key_summary::encode(&s);
+        let keys = segment_path(dir, base, KEYS_SUFFIX);
+        let untouched_with = |file: &[u8], dirty: &[u64]| {
+            if fs.exists(&keys) {
+                fs.remove_file(&keys).unwrap();
+            }
+            fs.write_new(&keys, file).unwrap();
+            untouched(&fs, dir, base, &bytes, dirty, HORIZON).unwrap()
+        };
+        let (clean, touching) = (sorted(&[b"c"]), sorted(&[b"b", b"c"]));
+        assert_eq!(untouched_with(&encoded, &clean), Some(s.clone()));
+        assert_eq!(untouched_with(&encoded, &touching), None);
+        for i in 0..encoded.len() {
+            for bit in 0..8 {
+                let mut flipped = encoded.clone();
+                flipped[i] ^= 1 << bit;
+                for dirty in [&clean, &touching] {
+                    let carried = untouched_with(&flipped, dirty);
+                    assert_eq!(carried, None, "flip of bit {bit} at {i}, dirty {dirty:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn an_unknown_part_gives_no_summary() {
         let read = SourceKeys::read();

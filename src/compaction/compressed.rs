@@ -19,7 +19,7 @@ use crate::format::RecordBatch;
 use crate::format::TimestampType;
 
 use super::offset_map::Superseded;
-use super::rules::seed::{decide_latest, Decision, Horizon};
+use super::rules::seed::Horizon;
 use super::view;
 
 /// A compressed batch's decompressed records, and the checked batch they belong to.
@@ -114,7 +114,7 @@ pub fn decide_inflated(
             value_is_null: record.value.is_none(),
             bytes: &[],
         };
-        let keep = decide_latest(control, &view, latest, horizon) == Decision::Keep;
+        let keep = super::plan::seed_record(control, &view, latest, horizon);
         if keep {
             let max = decisions
                 .kept_max_timestamp

@@ -94,17 +94,7 @@ pub fn scan_dirty_bounded(
             fs.map(&path).map_err(|e| Error::io(&path, e))
         })
         .collect::<Result<Vec<Bytes>>>()?;
-    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
-    let mut active = fs
-        .read_all(&active_path)
-        .map_err(|e| Error::io(&active_path, e))?;
-    if let Some(len) = active_len {
-        assert!(
-            active.len() as u64 >= len,
-            "the snapshot's active bytes stay"
-        );
-        active.truncate(len as usize);
-    }
+    let active = super::source::read_active(fs, dir, active_base, active_len)?;
     let sources: Vec<Source<'_>> = closed_bases
         .iter()
         .zip(&closed)

@@ -10,7 +10,8 @@
 //!    previous ordinal's bit in a superseded bitmap, as the `seed` policy's map
 //!    does), under the key budget batch by batch as [`super::rules::kafka::KafkaMap::build`].
 //!    Any damage fails the pass with the reference's error, before anything is written.
-//! 3. Clean: a batch past the map is kept whole; a mapped batch is decided whole
+//! 3. Clean: each batch planned by the one planner ([`super::plan`]), then the
+//!    plan executed (`execute`). A batch past the map is kept whole; a mapped batch is decided whole
 //!    from its counts and the bitmap when it can be (all keyed records superseded:
 //!    dropped; none, and no keyless record or tombstone: copied); any other batch is
 //!    decided record by record with [`super::rules::kafka::RecordRule`] (for a mapped batch
@@ -22,9 +23,12 @@
 //!    against the new base timestamp ([`crate::format::record::RecordView::encode_with_timestamp_delta`]).
 //!    A compressed batch goes through the decoded rule ([`super::rules::kafka::clean_batch`]).
 //! 4. Write: Kafka's groups of the cleaned segments, then the segments past the map
-//!    as stored, each written and synced by a writer thread while the next group is
-//!    cleaned (the same calls in the same order as the reference), then the same
-//!    tail as every build (`cleaner::finish_build`).
+//!    as stored, each its own group. Cleaning runs on a describing thread, one
+//!    source segment at a time; the one writer ([`super::writer`]) writes each
+//!    source's runs into its group's output file while the next is cleaned and
+//!    syncs the file after its group's last source; then the same tail as every
+//!    build (`finish::finish_build`). The heap the step holds is two source
+//!    segments' runs, whatever the group's size.
 //!
 //! Transactions (`super::rules::txn`, the reference's decisions on
 //! `txn::walk`'s header facts): the first uncleanable offset is held at the
@@ -38,234 +42,223 @@
 //! the tests below compare the two on random logs, transactional ones among them.
 
 use std::path::Path;
-use std::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::format::batch::{decode, ATTR_DELETE_HORIZON, BASE_TIMESTAMP_OFFSET};
+use crate::format::batch_view::BatchView;
 use crate::format::filename::{self, LOG_SUFFIX};
-use crate::format::manifest::ManifestFile;
 use crate::format::record::RecordView;
 use crate::fs::FileSystem;
 use crate::segment::{BatchFacts, Segment};
 
-use super::files::build_sync_file;
 use super::finish::{finish_build, Tail};
-use super::kafka_read::{self, active_bytes, Batch, MapRange, PassMap, Source};
+use super::kafka_read::{self, Batch, MapRange, PassMap, Source};
 use super::options::BuildInputs;
 use super::options::{Built, CleanOptions, CompactOptions, CompactionReport};
+use super::plan::{self, BatchCounts, BatchPlan};
 use super::reseal::{rebuild, stamp_batch, write_empty};
 use super::rules::kafka::{filter_batch, groups, BatchOutcome, RecordRule};
-use super::rules::markers::{marker_outcome, MarkerData, MarkerOutcome};
+use super::rules::markers::{marker_outcome, MarkerData};
 use super::rules::retain_empty::ActiveProducers;
-use super::runs::Runs;
+use super::runs::{Counts, Runs};
 use super::section::first_uncleanable;
+use super::source::read_active;
+use super::writer::{settle, write_parts, Files, Part};
 
-/// Scratch of the clean step, reused from batch to batch.
+/// Scratch of the clean step, reused from batch to batch: the batch decided
+/// record by record, its records and their keep flags.
 #[derive(Default)]
 struct Scratch<'a> {
+    view: Option<BatchView<'a>>,
     records: Vec<RecordView<'a>>,
     keep: Vec<bool>,
 }
 
-/// What the clean step wrote for one source batch into a group's bytes.
-enum Cleaned {
-    Dropped,
-    /// Appended: its facts.
-    Written(BatchFacts),
+/// What the describing thread of [`build`] returns beside the writer's files.
+#[derive(Default)]
+struct Described {
+    /// The output segments' metadata and index entries, in order.
+    segments: Vec<Segment>,
+    keyless_dropped: u64,
+    empty_batches: u64,
 }
 
-/// Step 3 for one batch of source segment `s`: appends what stays to `out`.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the clean step's state, passed down"
-)]
-fn clean_one<'a>(
-    s: usize,
+/// The state of the clean step that crosses batches and source segments.
+struct Cleaning<'a> {
+    map: &'a PassMap,
+    options: &'a CompactOptions,
+    producers: &'a ActiveProducers,
+    /// The marker rule (`super::rules::txn::marker_outcome`), across segments.
+    markers: MarkerData,
+    keyless_dropped: u64,
+}
+
+impl Cleaning<'_> {
+    /// Step 3 for every batch of `source` (cleaned): each batch planned
+    /// ([`super::plan`]), then the plan executed into `out`; the facts of the
+    /// batches written.
+    fn source<'a>(
+        &mut self,
+        source: &'a Source,
+        scratch: &mut Scratch<'a>,
+        out: &mut Runs,
+    ) -> Result<Vec<BatchFacts>> {
+        let mut facts = Vec::new();
+        for batch in &source.batches {
+            let plan = self.plan(source, batch, scratch)?;
+            let plan = match plan {
+                // Rule 5 (`super::rules::retain_empty`): an active producer's last
+                // batch stays as its empty batch.
+                BatchPlan::Drop => plan::dropped(self.producers.retains_empty(
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    batch.control,
+                    batch.last_offset,
+                )),
+                plan => plan,
+            };
+            facts.extend(execute(source, batch, plan, self.options, scratch, out)?);
+        }
+        Ok(facts)
+    }
+
+    /// The plan of one batch of a cleaned segment (`scratch` holds its records and
+    /// keep flags when it was decided record by record).
+    fn plan<'a>(
+        &mut self,
+        source: &'a Source,
+        batch: &'a Batch,
+        scratch: &mut Scratch<'a>,
+    ) -> Result<BatchPlan> {
+        scratch.view = None;
+        if batch.control && batch.records == 0 {
+            // An emptied marker (`super::rules::retain_empty`): ends nothing.
+            return Ok(BatchPlan::Drop);
+        }
+        if batch.control {
+            let has_data = self.markers.on_marker(batch.producer_id);
+            let horizon = (batch.attributes & ATTR_DELETE_HORIZON != 0).then(|| {
+                let bytes = &source.bytes[batch.range.clone()];
+                let field = &bytes[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8];
+                i64::from_be_bytes(field.try_into().expect("eight bytes"))
+            });
+            let (now, retention) = (self.options.now, self.options.delete_retention_ms);
+            return Ok(plan::kafka_marker(marker_outcome(
+                has_data, horizon, now, retention,
+            )));
+        }
+        self.markers.on_data(batch.producer_id, batch.transactional);
+        if batch.aborted {
+            // Aborted data goes (`super::rules::txn`).
+            return Ok(BatchPlan::Drop);
+        }
+        self.plan_data(source, batch, scratch)
+    }
+
+    /// The plan of a data batch: from its counts and the superseded bitmap when
+    /// they decide it whole, else record by record with
+    /// [`super::rules::kafka::RecordRule`] (for a mapped batch "latest" is one bit
+    /// of the bitmap; a batch below the clean point looks its keys up).
+    fn plan_data<'a>(
+        &mut self,
+        source: &'a Source,
+        batch: &'a Batch,
+        scratch: &mut Scratch<'a>,
+    ) -> Result<BatchPlan> {
+        let map = self.map;
+        let counts = BatchCounts {
+            base_offset: batch.base_offset,
+            records: batch.records,
+            keyed: batch.keyed as usize,
+            keyless: batch.keyless as usize,
+            tombstones: batch.tombstones as usize,
+            stamped: batch.attributes & ATTR_DELETE_HORIZON != 0,
+        };
+        let superseded = batch
+            .first_ordinal
+            .map(|first| map.superseded_count(first..first + i64::from(batch.keyed)));
+        if let Some(plan) = plan::kafka_counted(&counts, map.latest_offset, superseded) {
+            if plan == BatchPlan::Drop {
+                self.keyless_dropped += u64::from(batch.keyless);
+            }
+            return Ok(plan);
+        }
+        let (view, records) = source.records(batch)?;
+        let horizon = (view.attributes & ATTR_DELETE_HORIZON != 0).then_some(view.base_timestamp);
+        let rule = RecordRule {
+            latest_offset: map.latest_offset,
+            now: self.options.now,
+            delete_horizon: horizon,
+        };
+        let Scratch {
+            view: kept_view,
+            records: views,
+            keep,
+        } = scratch;
+        views.clear();
+        keep.clear();
+        let mut ordinal = batch.first_ordinal;
+        let mut tombstone_kept = false;
+        for record in records {
+            let record = record.map_err(|e| e.at(&source.path, batch.range.start as u64))?;
+            let offset = view.offset_of(&record);
+            let tombstone = record.value.is_none();
+            let keeps = match (record.key, ordinal.as_mut()) {
+                (Some(_), Some(next)) => {
+                    // A mapped batch: its keyed records have ordinals, in order.
+                    let this = *next;
+                    *next += 1;
+                    rule.keeps(offset, true, tombstone, || !map.is_superseded(this))
+                }
+                (key, _) => rule.keeps(offset, key.is_some(), tombstone, || {
+                    // Asked only at or below `L` of a batch the map did not read: one
+                    // below the clean point, below every mapped offset, so "offset >=
+                    // the map's" holds exactly when the key is not mapped.
+                    assert!(batch.base_offset < map.clean_point);
+                    key.is_none_or(|k| !map.is_mapped(k))
+                }),
+            };
+            if !keeps && record.key.is_none() {
+                self.keyless_dropped += 1;
+            }
+            tombstone_kept |= keeps && tombstone;
+            keep.push(keeps);
+            views.push(record);
+        }
+        assert_eq!(views.len(), batch.records);
+        *kept_view = Some(view);
+        let kept = keep.iter().filter(|k| **k).count();
+        let options = self.options;
+        Ok(plan::kafka_decided(
+            views.len(),
+            kept,
+            tombstone_kept,
+            horizon,
+            options.now,
+            options.delete_retention_ms,
+        ))
+    }
+}
+
+/// Executes `plan` for one batch of `source` into `out` (the write side only
+/// executes plans): the facts of the batch written, `None` when dropped.
+/// A rebuilt data batch uses the records and flags the planner left in
+/// `scratch`; a stamped marker keeps every record.
+fn execute<'a>(
     source: &'a Source,
     batch: &'a Batch,
-    map: &PassMap,
+    plan: BatchPlan,
     options: &CompactOptions,
-    keyless_dropped: &mut u64,
     scratch: &mut Scratch<'a>,
-    out: &mut Runs,
-) -> Result<Cleaned> {
-    let bytes = &source.bytes[batch.range.clone()];
-    let copied = |out: &mut Runs| {
-        out.push_stored(s, batch.range.clone());
-        Cleaned::Written(BatchFacts {
-            base_offset: batch.base_offset,
-            last_offset: batch.last_offset,
-            size_bytes: bytes.len() as u64,
-            records: batch.records as u64,
-            max_timestamp: batch.max_timestamp,
-        })
-    };
-    assert!(!batch.control, "markers take `clean_marker`");
-    // Whole batches from the read's counts and the superseded bitmap, without
-    // walking their records again: a batch past the map's last offset keeps every
-    // record (copied unless a kept tombstone needs the horizon stamped); a mapped
-    // batch (every offset at or below it) whose keyed records are all superseded
-    // keeps nothing (its keyless records go too), and one with none superseded, no
-    // keyless record and no tombstone keeps everything. The rest are decided record
-    // by record below.
-    if batch.records > 0 {
-        let stamped = batch.attributes & ATTR_DELETE_HORIZON != 0;
-        if map
-            .latest_offset
-            .is_none_or(|last| batch.base_offset > last)
-        {
-            if batch.tombstones == 0 || stamped {
-                return Ok(copied(out));
-            }
-        } else if let Some(first) = batch.first_ordinal {
-            let keyed = i64::from(batch.keyed);
-            let superseded = map.superseded_count(first..first + keyed) as i64;
-            if superseded == keyed {
-                *keyless_dropped += u64::from(batch.keyless);
-                return Ok(Cleaned::Dropped);
-            }
-            if superseded == 0 && batch.keyless == 0 && batch.tombstones == 0 {
-                return Ok(copied(out));
-            }
-        }
-    }
-    let (view, records) = source.records(batch)?;
-    let horizon = (view.attributes & ATTR_DELETE_HORIZON != 0).then_some(view.base_timestamp);
-    let rule = RecordRule {
-        latest_offset: map.latest_offset,
-        now: options.now,
-        delete_horizon: horizon,
-    };
-    let Scratch {
-        records: views,
-        keep,
-    } = scratch;
-    views.clear();
-    keep.clear();
-    let mut ordinal = batch.first_ordinal;
-    for record in records {
-        let record = record.map_err(|e| e.at(&source.path, batch.range.start as u64))?;
-        let offset = view.offset_of(&record);
-        let tombstone = record.value.is_none();
-        let keeps = match (record.key, ordinal.as_mut()) {
-            (Some(_), Some(next)) => {
-                // A mapped batch: its keyed records have ordinals, in order.
-                let this = *next;
-                *next += 1;
-                rule.keeps(offset, true, tombstone, || !map.is_superseded(this))
-            }
-            (key, _) => rule.keeps(offset, key.is_some(), tombstone, || {
-                // Asked only at or below `L` of a batch the map did not read: one
-                // below the clean point, below every mapped offset, so "offset >=
-                // the map's" holds exactly when the key is not mapped.
-                assert!(batch.base_offset < map.clean_point);
-                key.is_none_or(|k| !map.is_mapped(k))
-            }),
-        };
-        if !keeps && record.key.is_none() {
-            *keyless_dropped += 1;
-        }
-        keep.push(keeps);
-        views.push(record);
-    }
-    assert_eq!(views.len(), batch.records);
-    let kept = keep.iter().filter(|k| **k).count();
-    if kept == 0 {
-        return Ok(Cleaned::Dropped);
-    }
-    let stamp = horizon.is_none()
-        && views
-            .iter()
-            .zip(keep.iter())
-            .any(|(r, k)| *k && r.value.is_none());
-    if kept == views.len() && !stamp {
-        return Ok(copied(out));
-    }
-    if batch.inflated.is_some() {
-        // Compressed: rebuilt by the decoded rule and re-compressed with its codec,
-        // as the reference pass does.
-        let (decoded, _) =
-            decode(bytes).map_err(|e| e.at(&source.path, batch.range.start as u64))?;
-        return Ok(
-            match filter_batch(&decoded, keep, options.now, options.delete_retention_ms) {
-                BatchOutcome::Dropped => unreachable!("a record is kept"),
-                BatchOutcome::Unchanged => unreachable!("a record is dropped or stamped"),
-                BatchOutcome::Rewritten(rebuilt) => {
-                    let start = out.rebuilt.len();
-                    rebuilt.encode_into(&mut out.rebuilt);
-                    out.push_rebuilt(start);
-                    Cleaned::Written(BatchFacts {
-                        base_offset: rebuilt.base_offset,
-                        last_offset: rebuilt.last_offset(),
-                        size_bytes: (out.rebuilt.len() - start) as u64,
-                        records: rebuilt.records.len() as u64,
-                        max_timestamp: rebuilt.max_timestamp,
-                    })
-                }
-            },
-        );
-    }
-    let horizon = if stamp {
-        Some(options.now.saturating_add(options.delete_retention_ms))
-    } else {
-        horizon
-    };
-    let start = out.rebuilt.len();
-    let facts = rebuild(&view, views, keep, horizon, &mut out.rebuilt);
-    out.push_rebuilt(start);
-    Ok(Cleaned::Written(facts))
-}
-
-/// Rule 5 (`super::rules::retain_empty`) for a batch of which nothing stays: its empty
-/// batch, written from its stored header, when it keeps an active producer's
-/// state; else nothing.
-fn retained_empty(
-    source: &Source,
-    batch: &Batch,
-    producers: &ActiveProducers,
-    out: &mut Runs,
-) -> Option<BatchFacts> {
-    if !producers.retains_empty(
-        batch.producer_id,
-        batch.producer_epoch,
-        batch.control,
-        batch.last_offset,
-    ) {
-        return None;
-    }
-    let start = out.rebuilt.len();
-    write_empty(&source.bytes[batch.range.clone()], &mut out.rebuilt);
-    out.push_rebuilt(start);
-    Some(BatchFacts {
-        base_offset: batch.base_offset,
-        last_offset: batch.last_offset,
-        size_bytes: (out.rebuilt.len() - start) as u64,
-        records: 0,
-        max_timestamp: batch.max_timestamp,
-    })
-}
-
-/// The marker rule for a control batch of a cleaned segment whose transaction
-/// `has_data` in the pass: copied, stamped (rebuilt as `kafka::stamp_batch`) or
-/// removed (`None`).
-fn clean_marker(
-    s: usize,
-    source: &Source,
-    batch: &Batch,
-    has_data: bool,
-    options: &CompactOptions,
-    producers: &ActiveProducers,
     out: &mut Runs,
 ) -> Result<Option<BatchFacts>> {
     let bytes = &source.bytes[batch.range.clone()];
-    let horizon = (batch.attributes & ATTR_DELETE_HORIZON != 0).then(|| {
-        let field = &bytes[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8];
-        i64::from_be_bytes(field.try_into().expect("eight bytes"))
-    });
-    match marker_outcome(has_data, horizon, options.now, options.delete_retention_ms) {
-        MarkerOutcome::Removed => Ok(retained_empty(source, batch, producers, out)),
-        MarkerOutcome::Kept => {
-            out.push_stored(s, batch.range.clone());
+    let at = |e: crate::format::FormatError| e.at(&source.path, batch.range.start as u64);
+    let start = out.rebuilt.len();
+    match plan {
+        BatchPlan::Drop => Ok(None),
+        BatchPlan::Copy => {
+            out.push_stored(batch.range.clone());
             Ok(Some(BatchFacts {
                 base_offset: batch.base_offset,
                 last_offset: batch.last_offset,
@@ -274,91 +267,63 @@ fn clean_marker(
                 max_timestamp: batch.max_timestamp,
             }))
         }
-        MarkerOutcome::Stamped(horizon) => {
-            let at = |e: crate::format::FormatError| e.at(&source.path, batch.range.start as u64);
-            if batch.inflated.is_some() {
-                let (decoded, _) = decode(bytes).map_err(at)?;
-                let stamped = stamp_batch(&decoded, horizon);
-                let start = out.rebuilt.len();
-                stamped.encode_into(&mut out.rebuilt);
-                out.push_rebuilt(start);
-                return Ok(Some(BatchFacts {
-                    base_offset: stamped.base_offset,
-                    last_offset: stamped.last_offset(),
-                    size_bytes: (out.rebuilt.len() - start) as u64,
-                    records: stamped.records.len() as u64,
-                    max_timestamp: stamped.max_timestamp,
-                }));
+        BatchPlan::KeepEmpty => {
+            write_empty(bytes, &mut out.rebuilt);
+            out.push_rebuilt(start);
+            Ok(Some(BatchFacts {
+                base_offset: batch.base_offset,
+                last_offset: batch.last_offset,
+                size_bytes: (out.rebuilt.len() - start) as u64,
+                records: 0,
+                max_timestamp: batch.max_timestamp,
+            }))
+        }
+        BatchPlan::Splice => unreachable!("the kafka rules rebuild a partly kept batch"),
+        BatchPlan::Rebuild { horizon } if batch.inflated.is_some() => {
+            // Compressed: rebuilt by the decoded rule and re-compressed with its
+            // codec, as the reference pass does.
+            let (decoded, _) = decode(bytes).map_err(at)?;
+            let rebuilt = if batch.control {
+                stamp_batch(&decoded, horizon.expect("a rebuilt marker is stamped"))
+            } else {
+                let (now, retention) = (options.now, options.delete_retention_ms);
+                match filter_batch(&decoded, &scratch.keep, now, retention) {
+                    BatchOutcome::Rewritten(rebuilt) => rebuilt,
+                    other => unreachable!("planned a rebuild, the decoded rule says {other:?}"),
+                }
+            };
+            rebuilt.encode_into(&mut out.rebuilt);
+            out.push_rebuilt(start);
+            Ok(Some(BatchFacts {
+                base_offset: rebuilt.base_offset,
+                last_offset: rebuilt.last_offset(),
+                size_bytes: (out.rebuilt.len() - start) as u64,
+                records: rebuilt.records.len() as u64,
+                max_timestamp: rebuilt.max_timestamp,
+            }))
+        }
+        BatchPlan::Rebuild { horizon } => {
+            if batch.control {
+                let (view, records) = source.records(batch)?;
+                scratch.records.clear();
+                for record in records {
+                    scratch.records.push(record.map_err(at)?);
+                }
+                scratch.keep.clear();
+                scratch.keep.resize(scratch.records.len(), true);
+                scratch.view = Some(view);
             }
-            let (view, records) = source.records(batch)?;
-            let views = records
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(at)?;
-            let keep = vec![true; views.len()];
-            let start = out.rebuilt.len();
-            let facts = rebuild(&view, &views, &keep, Some(horizon), &mut out.rebuilt);
+            let view = scratch.view.as_ref().expect("the planner read the batch");
+            let facts = rebuild(
+                view,
+                &scratch.records,
+                &scratch.keep,
+                horizon,
+                &mut out.rebuilt,
+            );
             out.push_rebuilt(start);
             Ok(Some(facts))
         }
-    }
-}
-
-/// The temp dir's segments so far.
-#[derive(Default)]
-struct Written {
-    files: Vec<ManifestFile>,
-    segments: Vec<Segment>,
-    records_after: u64,
-    bytes_after: u64,
-}
-
-/// What the writer thread writes next: a cleaned group `(base, bytes, facts)`, or
-/// source segment `s` as stored.
-enum Job {
-    Cleaned(i64, Runs, Vec<BatchFacts>),
-    Stored(usize),
-}
-
-impl Written {
-    /// Writes and syncs one output segment `(base, its bytes in parts, facts of
-    /// its batches)`: the calls of `write_new` (create, then one append of every
-    /// part), then the sync.
-    fn push(
-        &mut self,
-        fs: &dyn FileSystem,
-        dir: &Path,
-        inputs: &BuildInputs<'_>,
-        (base, parts, facts): (i64, &[&[u8]], &[BatchFacts]),
-    ) -> Result<()> {
-        let name = filename::build(base, LOG_SUFFIX);
-        let path = inputs.paths.tmp.join(&name);
-        fs.create_file(&path).map_err(|e| Error::io(&path, e))?;
-        fs.append_vectored(&path, parts)
-            .map_err(|e| Error::io(&path, e))?;
-        build_sync_file(fs, &path)?;
-        let mut crc = crate::format::crc::Crc32c::new();
-        let mut len = 0usize;
-        for part in parts {
-            crc.update(part);
-            len += part.len();
-        }
-        let mut segment = Segment::empty(dir, base, inputs.index_interval_bytes);
-        for fact in facts {
-            segment.on_batch(fact);
-        }
-        segment.close_active();
-        segment.pending_index.clear();
-        segment.pending_time_index.clear();
-        assert_eq!(segment.bytes, len as u64);
-        self.records_after += segment.records;
-        self.bytes_after += len as u64;
-        self.segments.push(segment);
-        self.files.push(ManifestFile {
-            name,
-            bytes: len as u64,
-            crc32c: crc.finish(),
-        });
-        Ok(())
     }
 }
 
@@ -381,7 +346,7 @@ pub(super) fn build(
         let (first, second) = closed_bases.split_at(closed_bases.len() / 2);
         let first = scope.spawn(move || kafka_read::split_sources(fs, dir, first));
         let second = kafka_read::split_sources(fs, dir, second);
-        let active_bytes = active_bytes(fs, dir, active_base, inputs.from.active_len);
+        let active_bytes = read_active(fs, dir, active_base, inputs.from.active_len);
         // The batch headers' facts, one walk for the transaction rules and the
         // producers (`super::headers::walk`, as the reference takes them).
         let walk = super::headers::walk(fs, dir, inputs.bases);
@@ -453,119 +418,105 @@ pub(super) fn build(
         ..CompactionReport::default()
     };
     // Cleaning does no IO: the temp dir is created where the reference creates it
-    // (after the reads). A writer thread writes and syncs each group, in order,
-    // while the next one is cleaned (as the seed pass's `output::write_jobs`); two
-    // buffers go back and forth.
-    fs.create_dir_all(&inputs.paths.tmp)
-        .map_err(|e| Error::io(&inputs.paths.tmp, e))?;
+    // (after the reads). The cleaned groups, then the segments past the map as
+    // stored, each its own group; each source segment's runs go to the one writer
+    // ([`super::writer`]) as the next is cleaned.
+    let tmp = &inputs.paths.tmp;
+    fs.create_dir_all(tmp).map_err(|e| Error::io(tmp, e))?;
     let groups = groups(&sizes, options.segment_bytes, uncleanable);
-    let (written, cleaned_result) = std::thread::scope(|scope| {
-        let (to_writer, jobs) = mpsc::sync_channel::<Job>(1);
-        let (back, buffers) = mpsc::channel::<Runs>();
-        let (sources, inputs) = (&sources, &inputs);
-        let writer = scope.spawn(move || -> Result<Written> {
-            let mut written = Written::default();
-            for job in jobs {
-                match job {
-                    Job::Cleaned(base, bytes, facts) => {
-                        let parts = bytes.parts(sources);
-                        written.push(fs, dir, inputs, (base, &parts, &facts))?;
-                        let _ = back.send(bytes);
+    let outputs: Vec<(std::ops::Range<usize>, bool)> = groups
+        .into_iter()
+        .map(|group| (group, true))
+        .chain((cleaned..sources.len()).map(|s| (s..s + 1, false)))
+        .collect();
+    let (sources, map, producers, options) = (&sources, &map, &producers, &options);
+    let index_interval_bytes = inputs.index_interval_bytes;
+    let (written, described) = write_parts(fs, dir, tmp, move |parts, back| {
+        let mut out = Described::default();
+        let mut cleaning = Cleaning {
+            map,
+            options,
+            producers,
+            markers: MarkerData::default(),
+            keyless_dropped: 0,
+        };
+        let mut scratch = Scratch::default();
+        let mut spare = vec![Runs::default(), Runs::default()];
+        let mut crc32c = 0;
+        for (group, clean) in outputs {
+            for s in group.clone() {
+                let mut runs = match spare.pop() {
+                    Some(runs) => runs,
+                    None => match back.recv() {
+                        Ok((runs, _source)) => runs,
+                        Err(_) => break, // the writer stopped on an error: it reports it
+                    },
+                };
+                runs.clear();
+                let source = &sources[s];
+                let facts = if clean {
+                    // What its rebuilt batches take at most but a few bytes of
+                    // re-encoded records: no reallocation, no copy while growing.
+                    runs.rebuilt.reserve(source.bytes.len());
+                    cleaning.source(source, &mut scratch, &mut runs)?
+                } else {
+                    runs.push_stored(0..source.bytes.len());
+                    source.facts()
+                };
+                let start = s == group.start;
+                if start {
+                    crc32c = 0;
+                    if let Some(done) = out.segments.last_mut() {
+                        done.close_active();
                     }
-                    Job::Stored(s) => {
-                        let source = &sources[s];
-                        let facts = source.facts();
-                        let parts: [&[u8]; 1] = [&source.bytes];
-                        written.push(fs, dir, inputs, (source.base, &parts, &facts))?;
-                    }
+                    out.segments
+                        .push(Segment::empty(dir, source.base, index_interval_bytes));
+                }
+                let segment = out.segments.last_mut().expect("a group starts a segment");
+                for fact in &facts {
+                    segment.on_batch(fact);
+                }
+                if clean {
+                    // The empty batches the cleaning kept (rule 5), not the stored ones.
+                    out.empty_batches += facts.iter().filter(|f| f.records == 0).count() as u64;
+                }
+                crc32c = runs.crc32c_append(crc32c, &source.bytes);
+                let part = Part {
+                    start: start.then(|| filename::build(source.base, LOG_SUFFIX)),
+                    source: source.bytes.clone(),
+                    counts: Counts {
+                        records_before: source.batches.iter().map(|b| b.records as u64).sum(),
+                        records_after: facts.iter().map(|f| f.records).sum(),
+                        bytes_after: runs.bytes(),
+                    },
+                    described: runs,
+                    crc32c,
+                    link: false,
+                    end: (s + 1 == group.end).then_some(None),
+                };
+                if parts.send(part).is_err() {
+                    break; // the writer stopped on an error: it reports it
                 }
             }
-            Ok(written)
-        });
-        let cleaned_result = (|| -> Result<()> {
-            let mut scratch = Scratch::default();
-            // The marker rule (`super::rules::txn::marker_outcome`), across groups.
-            let mut markers = MarkerData::default();
-            for group in &groups {
-                let mut bytes = buffers.try_recv().unwrap_or_default();
-                bytes.clear();
-                // The group's source bytes: what its rebuilt batches take at most but
-                // a few bytes of re-encoded records (no reallocation, no copy while
-                // growing; pages are touched only as written).
-                bytes
-                    .rebuilt
-                    .reserve(group.clone().map(|s| sources[s].bytes.len()).sum());
-                let mut facts = Vec::new();
-                for s in group.clone() {
-                    let source = &sources[s];
-                    for batch in &source.batches {
-                        if batch.control && batch.records == 0 {
-                            // An emptied marker (`super::rules::retain_empty`): ends nothing.
-                            facts.extend(retained_empty(source, batch, &producers, &mut bytes));
-                            continue;
-                        }
-                        if batch.control {
-                            let has_data = markers.on_marker(batch.producer_id);
-                            if let Some(fact) = clean_marker(
-                                s, source, batch, has_data, &options, &producers, &mut bytes,
-                            )? {
-                                facts.push(fact);
-                            }
-                            continue;
-                        }
-                        markers.on_data(batch.producer_id, batch.transactional);
-                        if batch.aborted {
-                            // Aborted data goes (`super::rules::txn`).
-                            facts.extend(retained_empty(source, batch, &producers, &mut bytes));
-                            continue;
-                        }
-                        match clean_one(
-                            s,
-                            source,
-                            batch,
-                            &map,
-                            &options,
-                            &mut report.keyless_dropped,
-                            &mut scratch,
-                            &mut bytes,
-                        )? {
-                            Cleaned::Dropped => {
-                                facts.extend(retained_empty(source, batch, &producers, &mut bytes));
-                            }
-                            Cleaned::Written(fact) => facts.push(fact),
-                        }
-                    }
-                }
-                report.empty_batches += facts.iter().filter(|f| f.records == 0).count() as u64;
-                let base = sources[group.start].base;
-                if to_writer.send(Job::Cleaned(base, bytes, facts)).is_err() {
-                    return Ok(()); // the writer stopped on an error: it reports it
-                }
-            }
-            for s in cleaned..sources.len() {
-                if to_writer.send(Job::Stored(s)).is_err() {
-                    return Ok(());
-                }
-            }
-            Ok(())
-        })();
-        drop(to_writer);
-        let written = writer.join().expect("the writer does not panic");
-        (written, cleaned_result)
-    });
-    cleaned_result?;
-    let written = written?;
-    report.records_after = written.records_after;
-    report.bytes_after = written.bytes_after;
-    let Written {
-        files, segments, ..
-    } = written;
-    report.records_before = sources
-        .iter()
-        .flat_map(|s| &s.batches)
-        .map(|b| b.records as u64)
-        .sum();
-    report.bytes_before = sources.iter().map(|s| s.bytes.len() as u64).sum();
+        }
+        drop(parts);
+        for (_runs, _source) in back {}
+        if let Some(done) = out.segments.last_mut() {
+            done.close_active();
+        }
+        out.keyless_dropped = cleaning.keyless_dropped;
+        Ok(out)
+    })?;
+    let Files { files, totals, .. } = written;
+    let mut segments = described.segments;
+    settle(dir, &mut segments, &files);
+    report.keyless_dropped = described.keyless_dropped;
+    report.empty_batches = described.empty_batches;
+    report.records_after = totals.counts.records_after;
+    report.bytes_after = totals.counts.bytes_after;
+    // Every source went to the writer as a part: the totals are the log's.
+    report.records_before = totals.counts.records_before;
+    report.bytes_before = totals.bytes_before;
     report.segments_after = files.len() as u64;
     let clean_point_after = report.clean_point_after;
     // The output's `.txnindex` files (`super::rules::txn::entries`).
@@ -612,7 +563,6 @@ pub(super) fn build(
 mod tests {
     use super::*;
     use crate::compaction::options::BuildFrom;
-    use crate::compaction::runs::Piece;
     use crate::compaction::section::read_clean_point;
     use crate::compaction::source::list_segments;
     use crate::format::batch::{ATTRIBUTES_OFFSET, ATTR_TRANSACTIONAL, CRC_OFFSET, RECORDS_OFFSET};
@@ -1242,60 +1192,6 @@ mod tests {
         assert!(met.empty_removed >= 1, "{met:?}");
         assert!(met.damaged >= 16, "{met:?}");
         assert!(met.damaged_failed >= 12, "{met:?}");
-    }
-
-    /// A group's runs: adjacent bytes of one source join, a gap (a dropped batch),
-    /// another source or a rebuilt run between starts a new one; the parts are the
-    /// bytes in order.
-    #[test]
-    fn a_group_joins_only_adjacent_runs_of_one_source() {
-        let source = |bytes: &[u8]| Source {
-            base: 0,
-            path: PathBuf::new(),
-            bytes: bytes::Bytes::copy_from_slice(bytes),
-            batches: Vec::new(),
-        };
-        let sources = [source(b"0123456789"), source(b"abcdefghij")];
-        let mut group = Runs::default();
-        group.push_stored(0, 0..2);
-        group.push_stored(0, 2..4); // joined
-        group.push_stored(0, 6..7); // after a gap
-        group.push_stored(1, 7..8); // another source
-        group.rebuilt.extend_from_slice(b"XY");
-        group.push_rebuilt(0);
-        group.rebuilt.extend_from_slice(b"Z");
-        group.push_rebuilt(2); // joined
-        group.push_stored(1, 8..10); // not across the rebuilt run
-        assert_eq!(
-            group.pieces,
-            vec![
-                Piece::Stored {
-                    source: 0,
-                    start: 0,
-                    end: 4
-                },
-                Piece::Stored {
-                    source: 0,
-                    start: 6,
-                    end: 7
-                },
-                Piece::Stored {
-                    source: 1,
-                    start: 7,
-                    end: 8
-                },
-                Piece::Rebuilt { start: 0, end: 3 },
-                Piece::Stored {
-                    source: 1,
-                    start: 8,
-                    end: 10
-                },
-            ]
-        );
-        assert_eq!(group.parts(&sources).concat(), b"01236hXYZij".to_vec());
-        group.clear();
-        assert!(group.pieces.is_empty());
-        assert!(group.parts(&sources).is_empty());
     }
 
     #[test]

@@ -65,25 +65,6 @@ pub(super) struct Source {
     pub batches: Vec<Batch>,
 }
 
-impl super::runs::Sources for [Source] {
-    fn source(&self, source: usize) -> &[u8] {
-        &self[source].bytes
-    }
-}
-
-impl super::runs::Sources for Vec<Source> {
-    fn source(&self, source: usize) -> &[u8] {
-        &self[source].bytes
-    }
-}
-
-#[cfg(test)]
-impl<const N: usize> super::runs::Sources for [Source; N] {
-    fn source(&self, source: usize) -> &[u8] {
-        &self[source].bytes
-    }
-}
-
 impl Source {
     /// The batch's header fields and its records (checked by the read).
     pub fn records<'a>(&'a self, batch: &'a Batch) -> Result<(BatchView<'a>, RecordViews<'a>)> {
@@ -239,7 +220,7 @@ pub(super) fn first_error(
             walk(&split.path, &split.bytes, batch, false, |_| {})?;
         }
     }
-    active_bytes(fs, dir, active_base, active_len)?;
+    super::source::read_active(fs, dir, active_base, active_len)?;
     super::headers::kafka_txn(fs, dir, bases)?;
     Ok(())
 }
@@ -482,29 +463,4 @@ fn read(
         }
     }
     Ok(())
-}
-
-/// The active segment's bytes as the pass sees it (a snapshot's: its first
-/// `active_len` bytes; what was appended after it is the tail's), checked batch by
-/// batch. Both kafka passes (the reference `super::reference::kafka::build` and `super::kafka_pass::build`) read it
-/// so before anything is written: a damaged active segment fails both alike.
-pub(super) fn active_bytes(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    active_base: i64,
-    active_len: Option<u64>,
-) -> Result<Vec<u8>> {
-    let active_path = segment_path(dir, active_base, LOG_SUFFIX);
-    let mut active_bytes = fs
-        .read_all(&active_path)
-        .map_err(|e| Error::io(&active_path, e))?;
-    if let Some(len) = active_len {
-        assert!(
-            active_bytes.len() as u64 >= len,
-            "the snapshot's active bytes stay"
-        );
-        active_bytes.truncate(len as usize);
-    }
-    view::batches(&active_path, active_base, &active_bytes)?;
-    Ok(active_bytes)
 }

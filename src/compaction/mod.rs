@@ -24,6 +24,7 @@ mod kafka_read;
 pub mod offset_map;
 pub mod options;
 pub mod output;
+mod plan;
 pub mod reference;
 mod reseal;
 pub mod rewrite;
@@ -34,6 +35,7 @@ pub mod section;
 pub mod snapshot;
 pub mod source;
 pub mod view;
+mod writer;
 
 use std::path::Path;
 

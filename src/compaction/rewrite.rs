@@ -1,26 +1,22 @@
 //! The rewrite pass of a compaction: the compacted form of one closed source
-//! segment as runs of bytes ([`compact_segment`]), written with few calls
-//! ([`Compacted::write`]).
+//! segment as runs of bytes ([`compact_segment`]), which the one writer
+//! (`super::writer`) writes with few calls.
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
-use crate::fs::FileSystem;
+use crate::error::Result;
 
 use super::bitmap::Bitmap;
 use super::offset_map::Superseded;
+use super::plan::{self, BatchPlan};
 use super::reseal::seal_kept_batch;
-use super::rules::seed::{decide_latest, Decision, Horizon};
+use super::rules::seed::Horizon;
 use super::rules::txn::TxnPlan;
-use super::runs::Runs;
+use super::runs::{Counts, Runs};
 use super::view;
 use crate::format::batch::RECORDS_OFFSET;
 use crate::format::RecordBatch;
 use crate::segment::{BatchFacts, Segment};
-
-/// Bytes below which a run is copied into the staging buffer instead of being
-/// written on its own (bounds the write calls when kept and dropped batches alternate).
-const STAGING_BYTES: usize = 256 * 1024;
 
 /// The compacted form of one source segment; its buffers are reused from one
 /// segment to the next (no fresh pages per segment).
@@ -90,41 +86,13 @@ impl Compacted {
     /// `crc` (a CRC-32C) extended by the compacted segment; `source` as given to
     /// [`compact_segment`].
     pub fn crc32c_append(&self, crc: u32, source: &[u8]) -> u32 {
-        self.runs(source).fold(crc, |crc, data| {
-            crate::format::crc::crc32c_append(crc, data)
-        })
+        self.runs.crc32c_append(crc, source)
     }
+}
 
-    /// Appends the compacted segment to the output file `path`: one write per long
-    /// run, short runs gathered in `staging`. `source` as given to [`compact_segment`].
-    pub fn write(
-        &self,
-        fs: &dyn FileSystem,
-        path: &Path,
-        source: &[u8],
-        staging: &mut Vec<u8>,
-    ) -> Result<()> {
-        let write = |data: &[u8]| fs.append(path, data).map_err(|e| Error::io(path, e));
-        staging.clear();
-        for data in self.runs(source) {
-            if data.len() >= STAGING_BYTES {
-                if !staging.is_empty() {
-                    write(staging)?;
-                    staging.clear();
-                }
-                write(data)?;
-            } else {
-                staging.extend_from_slice(data);
-                if staging.len() >= STAGING_BYTES {
-                    write(staging)?;
-                    staging.clear();
-                }
-            }
-        }
-        if !staging.is_empty() {
-            write(staging)?;
-        }
-        Ok(())
+impl super::writer::Described for Compacted {
+    fn runs(&self) -> &Runs {
+        &self.runs
     }
 }
 
@@ -148,7 +116,7 @@ impl Compacted {
             records += count;
         }
         if !source.is_empty() {
-            self.runs.push_stored(0, 0..source.len());
+            self.runs.push_stored(0..source.len());
         }
         assert_eq!(self.bytes(), source.len() as u64);
         Ok(Counts {
@@ -175,17 +143,6 @@ pub struct Rules<'a> {
     /// The transaction rules' decisions ([`super::rules::txn`]), when the log holds
     /// transactional batches: the batches they remove have no ordinal.
     pub txn: Option<&'a TxnPlan>,
-}
-
-/// Records and bytes of one source segment before and after compaction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Records before compaction.
-    pub records_before: u64,
-    /// Records kept.
-    pub records_after: u64,
-    /// Bytes of the compacted segment.
-    pub bytes_after: u64,
 }
 
 /// Describes the compacted form of one closed source segment in `out`. Source
@@ -237,6 +194,7 @@ pub fn compact_segment(
             counts.records_before += records as u64;
             continue;
         }
+        let position = usize::try_from(batch.position).expect("a segment fits in memory");
         if batch.header.base_offset < keep_from && batch.is_compressed() {
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.
@@ -254,42 +212,44 @@ pub fn compact_segment(
             let kept = decisions.kept();
             counts.records_before += records as u64;
             counts.records_after += kept as u64;
-            if kept == records {
-                let start = usize::try_from(batch.position).expect("a segment fits in memory");
-                runs.push_stored(0, start..start + batch.bytes.len());
-            } else if kept > 0 {
-                let start = runs.rebuilt.len();
-                super::compressed::encode_kept(
-                    batch.bytes,
-                    &inflated,
-                    decisions,
-                    spliced,
-                    &mut runs.rebuilt,
-                );
-                debug_assert_eq!(
-                    crate::format::batch::decode(&runs.rebuilt[start..]).map(|(b, _)| b),
-                    Ok(retain_decoded(batch, &decisions.keep)),
-                    "{} at byte {}",
-                    path.display(),
-                    batch.position
-                );
-                runs.push_rebuilt(start);
+            match plan::seed_decided(records, kept) {
+                BatchPlan::Copy => runs.push_stored(position..position + batch.bytes.len()),
+                BatchPlan::Drop => {}
+                BatchPlan::Splice => {
+                    let start = runs.rebuilt.len();
+                    super::compressed::encode_kept(
+                        batch.bytes,
+                        &inflated,
+                        decisions,
+                        spliced,
+                        &mut runs.rebuilt,
+                    );
+                    debug_assert_eq!(
+                        crate::format::batch::decode(&runs.rebuilt[start..]).map(|(b, _)| b),
+                        Ok(retain_decoded(batch, &decisions.keep)),
+                        "{} at byte {}",
+                        path.display(),
+                        batch.position
+                    );
+                    runs.push_rebuilt(start);
+                }
+                plan => unreachable!("the seed rules plan no {plan:?}"),
             }
             continue;
         }
-        let kept = if batch.header.base_offset >= keep_from {
+        let plan = if batch.header.base_offset >= keep_from {
             // Past the pass's horizon: no decision (and no ordinal is read again).
-            records
+            BatchPlan::Copy
         } else if plain.get(index) {
             assert!(!batch.is_control());
             let ordinals = cursor.ordinal..cursor.ordinal + records as i64;
             cursor.ordinal = ordinals.end;
             let dropped = superseded.count(ordinals.clone());
-            assert!(dropped <= records);
-            if dropped != 0 && dropped != records {
+            let plan = plan::seed_counted(records, dropped);
+            if plan == BatchPlan::Splice {
                 keep.extend(ordinals.map(|ordinal| !superseded.is_superseded(ordinal)));
             }
-            records - dropped
+            plan
         } else {
             view::records(path, batch, &mut views)?;
             assert_eq!(views.len(), records);
@@ -303,32 +263,37 @@ pub fn compact_segment(
                 } else {
                     false
                 };
-                keep.push(decide_latest(control, record, latest, horizon) == Decision::Keep);
+                keep.push(plan::seed_record(control, record, latest, horizon));
             }
-            keep.iter().filter(|k| **k).count()
+            plan::seed_decided(records, keep.iter().filter(|k| **k).count())
         };
         counts.records_before += records as u64;
-        counts.records_after += kept as u64;
-        if kept == records {
-            let start = usize::try_from(batch.position).expect("a segment fits in memory");
-            runs.push_stored(0, start..start + batch.bytes.len());
-        } else if kept > 0 {
-            assert_eq!(keep.len(), records);
-            if plain.get(index) {
-                // Decided from the bits alone: the records' bytes are needed now.
-                view::records(path, batch, &mut views)?;
+        match plan {
+            BatchPlan::Copy => {
+                counts.records_after += records as u64;
+                runs.push_stored(position..position + batch.bytes.len());
             }
-            assert_eq!(views.len(), records);
-            let start = runs.rebuilt.len();
-            splice(batch, &views, keep, &mut runs.rebuilt);
-            debug_assert_eq!(
-                crate::format::batch::decode(&runs.rebuilt[start..]).map(|(b, _)| b),
-                Ok(retain_decoded(batch, keep)),
-                "{} at byte {}",
-                path.display(),
-                batch.position
-            );
-            runs.push_rebuilt(start);
+            BatchPlan::Drop => {}
+            BatchPlan::Splice => {
+                assert_eq!(keep.len(), records);
+                counts.records_after += keep.iter().filter(|k| **k).count() as u64;
+                if plain.get(index) {
+                    // Decided from the bits alone: the records' bytes are needed now.
+                    view::records(path, batch, &mut views)?;
+                }
+                assert_eq!(views.len(), records);
+                let start = runs.rebuilt.len();
+                splice(batch, &views, keep, &mut runs.rebuilt);
+                debug_assert_eq!(
+                    crate::format::batch::decode(&runs.rebuilt[start..]).map(|(b, _)| b),
+                    Ok(retain_decoded(batch, keep)),
+                    "{} at byte {}",
+                    path.display(),
+                    batch.position
+                );
+                runs.push_rebuilt(start);
+            }
+            plan => unreachable!("the seed rules plan no {plan:?}"),
         }
     }
     counts.bytes_after = out.bytes();
@@ -394,7 +359,6 @@ fn retain_decoded(batch: &view::BatchView<'_>, keep: &[bool]) -> RecordBatch {
 mod tests {
     use super::*;
     use crate::compaction::runs::Piece;
-    use crate::fs::sim::SimFs;
 
     #[test]
     fn a_spliced_batch_is_the_retained_batch_byte_for_byte() {
@@ -426,18 +390,10 @@ mod tests {
     }
 
     #[test]
-    fn pieces_are_written_in_order_small_ones_staged() {
-        let fs = SimFs::new();
-        let path = Path::new("/out.log");
-        fs.create_dir_all(Path::new("/")).unwrap();
-        fs.create_file(path).unwrap();
-        let source: Vec<u8> = (0..3 * STAGING_BYTES).map(|i| (i % 251) as u8).collect();
-        let big = STAGING_BYTES + 7;
-        let stored = |start: usize, end: usize| Piece::Stored {
-            source: 0,
-            start,
-            end,
-        };
+    fn the_crc_and_length_cover_the_runs_in_order() {
+        let source: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+        let big = 300_007;
+        let stored = |start: usize, end: usize| Piece::Stored { start, end };
         let compacted = Compacted {
             runs: Runs {
                 rebuilt: b"encoded!".to_vec(),
@@ -450,13 +406,14 @@ mod tests {
             },
             ..Compacted::default()
         };
-        let mut staging = Vec::new();
-        compacted.write(&fs, path, &source, &mut staging).unwrap();
         let mut expected = source[3..9].to_vec();
         expected.extend_from_slice(b"encoded!");
         expected.extend_from_slice(&source[100..100 + big]);
         expected.extend_from_slice(&source[20..21]);
-        assert_eq!(fs.read_all(path).unwrap(), expected);
+        assert_eq!(
+            compacted.runs(&source).collect::<Vec<_>>().concat(),
+            expected
+        );
         assert_eq!(compacted.bytes(), expected.len() as u64);
         let crc = compacted.crc32c_append(0, &source);
         assert_eq!(crc, crate::format::crc::crc32c(&expected));

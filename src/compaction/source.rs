@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::batch_view::BatchView;
 use crate::format::{batch, filename, RecordBatch};
 use crate::fs::FileSystem;
 
@@ -80,6 +81,42 @@ pub fn decode_segment(path: &Path, base_offset: i64, bytes: &[u8]) -> Result<Vec
     }
     assert_eq!(position, bytes.len());
     Ok(batches)
+}
+
+/// The active segment's bytes as a pass sees them (a snapshot's: its first
+/// `active_len` bytes; what was appended after it is the tail's), checked the same
+/// way under both policies: split into CRC-checked batches, then every batch as a
+/// full decode checks it (a compressed one inflated, every record walked), an
+/// error naming the batch's position. A pass copies these bytes into the new
+/// directory, so it never copies a batch it could not read.
+pub fn read_active(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    active_base: i64,
+    active_len: Option<u64>,
+) -> Result<Vec<u8>> {
+    let path = segment_path(dir, active_base, filename::LOG_SUFFIX);
+    let mut bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+    if let Some(len) = active_len {
+        assert!(
+            bytes.len() as u64 >= len,
+            "the snapshot's active bytes stay"
+        );
+        bytes.truncate(len as usize);
+    }
+    for batch in super::view::batches(&path, active_base, &bytes)? {
+        let at = |e: crate::format::FormatError| e.at(&path, batch.position);
+        let (checked, _) = BatchView::decode_crc_checked(batch.bytes).map_err(at)?;
+        let inflated = checked.inflate().map_err(at)?;
+        let records = match &inflated {
+            None => checked.records(),
+            Some(inflated) => checked.records_in(inflated),
+        };
+        for record in records {
+            record.map_err(at)?;
+        }
+    }
+    Ok(bytes)
 }
 
 /// Checks, from the batch headers alone, that every closed segment's batches end

@@ -43,6 +43,7 @@ mod edges;
 pub mod faults;
 mod foreign;
 mod generate;
+pub mod manager;
 pub mod regressions;
 mod runner;
 mod scenario;
@@ -157,6 +158,10 @@ pub struct CaseStats {
     pub reads: u64,
     /// Operations that failed with an injected IO error (`Step::FailNext`).
     pub io_errors: u64,
+    /// Dirty-ratio decisions compared before a compacting operation.
+    pub cleanable_checks: u64,
+    /// Second writable opens refused by the writer lock (after every reopen).
+    pub second_opens_refused: u64,
 }
 
 /// A case on which the engine and the spec disagree, shrunk.
@@ -210,6 +215,11 @@ pub struct ConformanceReport {
     pub reads: u64,
     pub sim_seconds: f64,
     pub disk_seconds: f64,
+    /// Dirty-ratio decisions (`Log::cleanable_at` against the spec's `cleanable`,
+    /// and the trigger at several thresholds) compared before compacting operations.
+    pub cleanable_checks: u64,
+    /// Second writable opens of an open log, refused by the writer lock.
+    pub second_opens_refused: u64,
 }
 
 /// The seed of case `case` of a run seeded with `seed` (SplitMix64 of both).
@@ -276,6 +286,8 @@ pub fn run_random_selected(
             report.crashes += stats.crashes;
             report.crashes_lost_tail += stats.crashes_lost_tail;
             report.reads += stats.reads;
+            report.cleanable_checks += stats.cleanable_checks;
+            report.second_opens_refused += stats.second_opens_refused;
         }
         if let Some((backend, divergence)) = outcome.divergence {
             let divergence = shrink(divergence, |steps| {

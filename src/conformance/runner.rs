@@ -71,6 +71,22 @@ impl Engine {
         Ok(())
     }
 
+    /// A second writable open of the directory while the log is open: refused
+    /// with `Error::Locked` (the writer lock), on a file-system handle of its own
+    /// as another process would have on the real disk. `Err` says what happened
+    /// instead.
+    fn second_open_refused(&self) -> Result<(), String> {
+        let fs: Arc<dyn FileSystem> = match &self.sim {
+            Some(sim) => sim.clone(),
+            None => Arc::new(StdFs::new()),
+        };
+        match Log::open_with(fs, &self.dir, self.config.clone()) {
+            Err(crate::error::Error::Locked { .. }) => Ok(()),
+            Ok(_) => Err("a second writable open of the log succeeded while it is open: the writer lock held nothing".to_string()),
+            Err(e) => Err(format!("a second writable open failed with {e}, not with the writer lock's refusal")),
+        }
+    }
+
     /// Faults of `SimFs::fail_nth_with` that fired so far (0 on the real disk).
     fn faults_fired(&self) -> usize {
         self.sim.as_ref().map_or(0, |sim| sim.fired_faults().len())
@@ -172,6 +188,61 @@ fn step_kind(op: &Op) -> StepKind {
     }
 }
 
+/// The clock and min lag of a compacting operation: what its pass and its
+/// `--if-dirty` decision run with.
+fn cleaning(op: &Op, config: &LogConfig) -> Option<(i64, i64)> {
+    match op {
+        Op::Compact { now, .. } | Op::CleanWithAppends { now, .. } => {
+            Some((*now, config.min_compaction_lag_ms))
+        }
+        Op::Clean {
+            now,
+            min_compaction_lag_ms,
+            ..
+        } => Some((*now, *min_compaction_lag_ms)),
+        _ => None,
+    }
+}
+
+/// The dirty-ratio decision before a compacting operation: the engine's
+/// `Log::cleanable_at` equals the spec's `cleanable` (clean point, first
+/// uncleanable offset, clean and cleanable bytes, ratio), and so does the
+/// trigger (`should_clean`) at the log's `min_cleanable_dirty_ratio` and at
+/// ratios around the one found.
+fn compare_cleanable(log: &Log, spec: &SpecLog, now: i64, lag: i64) -> Result<(), String> {
+    let engine = log
+        .cleanable_at(now, lag)
+        .map_err(|e| format!("cleanable failed: {e}"))?;
+    let expected = spec.cleanable(now, lag);
+    let same = engine.clean_point == expected.clean_point
+        && engine.first_uncleanable_offset == expected.first_uncleanable_offset
+        && engine.clean_bytes == expected.clean_bytes
+        && engine.cleanable_bytes == expected.cleanable_bytes
+        && engine.dirty_ratio.to_bits() == expected.dirty_ratio.to_bits();
+    if !same {
+        return Err(format!(
+            "cleanable at now {now}, lag {lag}: engine {engine:?} spec {expected:?}"
+        ));
+    }
+    let ratio = expected.dirty_ratio;
+    for threshold in [
+        log.config().min_cleanable_dirty_ratio,
+        0.0,
+        ratio,
+        (ratio - 0.01).max(0.0),
+        1.0,
+    ] {
+        if engine.should_clean(threshold) != expected.should_clean(threshold) {
+            return Err(format!(
+                "should_clean({threshold}) at now {now}, lag {lag}: engine {} spec {} ({expected:?})",
+                engine.should_clean(threshold),
+                expected.should_clean(threshold)
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn invariants(before: &SpecLog, after: &SpecLog, kind: StepKind) -> Result<(), String> {
     let violations = check_step(before, after, kind);
     if violations.is_empty() {
@@ -210,6 +281,11 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
         match step {
             Step::Op(op) => {
                 let before = spec_log.clone();
+                if let Some((now, lag)) = cleaning(op, &config) {
+                    compare_cleanable(engine.log(), &spec_log, now, lag)
+                        .map_err(|e| fail(i, e, None))?;
+                    stats.cleanable_checks += 1;
+                }
                 let fired = engine.faults_fired();
                 let engine_outcome = match engine::apply_with(engine.log(), op, variant_parsed) {
                     Ok(outcome) => outcome,
@@ -258,6 +334,8 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 log.close()
                     .map_err(|e| fail(i, format!("close failed: {e}"), None))?;
                 engine.open().map_err(|e| fail(i, e, None))?;
+                engine.second_open_refused().map_err(|e| fail(i, e, None))?;
+                stats.second_opens_refused += 1;
                 durable.reset(&spec_log);
                 stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(i, e, None))?;
             }
@@ -297,6 +375,8 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 engine
                     .open()
                     .map_err(|e| lost_for(format!("recovery: {e}")))?;
+                engine.second_open_refused().map_err(&lost_for)?;
+                stats.second_opens_refused += 1;
                 let recovered =
                     engine_spec(engine.log(), config.segment_bytes).map_err(&lost_for)?;
                 let Some(m) = durable.states.iter().rposition(|s| *s == recovered) else {

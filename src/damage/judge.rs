@@ -159,7 +159,7 @@ fn check_cleanings(case: &Case<'_>, fs: &SimFs) -> Result<(), String> {
     if !cleaner_reads(case.kind) {
         return Ok(());
     }
-    for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
+    for (i, policy) in CLEAN_POLICIES.into_iter().enumerate() {
         let image = Arc::new(sweep::duplicate(fs));
         let dyn_fs: Arc<dyn FileSystem> = image.clone();
         let Ok((mut log, _)) = Log::open_with(dyn_fs, LOG_DIR, case.config.clone()) else {
@@ -171,6 +171,21 @@ fn check_cleanings(case: &Case<'_>, fs: &SimFs) -> Result<(), String> {
             ..CleanOptions::default()
         };
         let cleaned = catch_cleaning(policy, || log.clean(CLEAN_NOW, 1000, None, knobs));
+        if case.kind == FileKind::KeySummary {
+            let cleaned = match cleaned {
+                Err(violation) => return Err(violation),
+                Ok(Err(e)) => {
+                    return Err(format!(
+                        "a {policy:?} cleaning failed on a damaged key summary: {e}"
+                    ))
+                }
+                Ok(Ok(_)) => engine::view(&log)
+                    .map_err(|e| format!("read after a {policy:?} cleaning failed: {e}"))?,
+            };
+            drop(log);
+            check_cleaned_as_undamaged(case, i, policy, &cleaned)?;
+            continue;
+        }
         drop(log);
         match cleaned {
             Err(violation) => return Err(violation),
@@ -192,11 +207,64 @@ fn check_cleanings(case: &Case<'_>, fs: &SimFs) -> Result<(), String> {
     Ok(())
 }
 
+/// The policies [`check_cleanings`] cleans by, in turn.
+const CLEAN_POLICIES: [CompactionPolicy; 2] = [CompactionPolicy::Seed, CompactionPolicy::Kafka];
+
+/// What a cleaning by `policy` gives on a copy of `image` (opened first).
+fn cleaned_view(
+    config: &LogConfig,
+    image: &SimFs,
+    policy: CompactionPolicy,
+) -> Result<LogView, String> {
+    let fs: Arc<dyn FileSystem> = Arc::new(sweep::duplicate(image));
+    let (mut log, _) = Log::open_with(fs, LOG_DIR, config.clone())
+        .map_err(|e| format!("the undamaged image does not open: {e}"))?;
+    let knobs = CleanOptions {
+        policy,
+        ..CleanOptions::default()
+    };
+    catch_cleaning(policy, || log.clean(CLEAN_NOW, 1000, None, knobs))?
+        .map_err(|e| format!("a {policy:?} cleaning of the undamaged image failed: {e}"))?;
+    engine::view(&log).map_err(|e| format!("the undamaged image's cleaning does not read: {e}"))
+}
+
+/// A key summary is derived: a cleaning (the `i`th of [`CLEAN_POLICIES`]) of an
+/// image with a damaged one keeps exactly what a cleaning of the undamaged image
+/// keeps. A summary trusted despite its damage (a hidden key, a later tombstone
+/// bound) carries a segment whose records the pass must drop, and differs here.
+fn check_cleaned_as_undamaged(
+    case: &Case<'_>,
+    i: usize,
+    policy: CompactionPolicy,
+    cleaned: &LogView,
+) -> Result<(), String> {
+    let expected = case.point.cleaned.get_or_init(|| {
+        CLEAN_POLICIES
+            .into_iter()
+            .map(|p| cleaned_view(case.config, &case.point.image, p))
+            .collect()
+    });
+    let expected = expected
+        .get(i)
+        .ok_or_else(|| format!("no undamaged {policy:?} cleaning"))?
+        .as_ref()
+        .map_err(Clone::clone)?;
+    if expected != cleaned {
+        return Err(format!(
+            "a {policy:?} cleaning trusted a damaged key summary: it keeps what a \
+             cleaning of the undamaged image drops: {}",
+            expected.diff(cleaned).join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// Damage the cleaner can meet after a successful open: a segment file or another
 /// file the log carries (the clean point, `cleaner-offset.checkpoint`, is one),
 /// live or where recovery may bring it back from (the temp dir, the backup), or
-/// the log start checkpoint. Index files and the derived trust files are rebuilt
-/// or ignored by the open, and the cleaner reads neither.
+/// the log start checkpoint, or a live key summary (its carry decision reads it).
+/// Index files and the derived trust files are rebuilt or ignored by the open, and
+/// the cleaner reads neither.
 fn cleaner_reads(kind: FileKind) -> bool {
     matches!(
         kind,
@@ -209,6 +277,7 @@ fn cleaner_reads(kind: FileKind) -> bool {
             | FileKind::Checkpoint
             | FileKind::CheckpointTmp
             | FileKind::Other
+            | FileKind::KeySummary
     )
 }
 

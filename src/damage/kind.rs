@@ -42,6 +42,10 @@ pub enum FileKind {
     /// The recovery point, the clean-shutdown marker and their temps: derived, ignored
     /// when damaged (the open scans instead) and rewritten.
     TrustCheckpoint,
+    /// A closed segment's key summary (`.keys`) in the live dir: derived, outside
+    /// the manifest; the open keeps it and only a cleaning's carry decision reads
+    /// it, which must then rewrite the segment, never carry it on the damage.
+    KeySummary,
     /// A closed segment removed, cut at a batch boundary, emptied or replaced by a
     /// directory (`vanish`): refused or named, never served in silence.
     VanishedSegment,
@@ -101,6 +105,7 @@ pub fn classify(path: &Path, image: &BTreeMap<PathBuf, Vec<u8>>) -> (Role, FileK
         Role::Live => match filename::parse(&name) {
             Some((_, filename::INDEX_SUFFIX)) => FileKind::OffsetIndex,
             Some((_, filename::TIME_INDEX_SUFFIX)) => FileKind::TimeIndex,
+            Some((_, filename::KEYS_SUFFIX)) => FileKind::KeySummary,
             _ if name == checkpoint::CHECKPOINT_NAME => FileKind::Checkpoint,
             _ if name == checkpoint::CHECKPOINT_TMP_NAME => FileKind::CheckpointTmp,
             _ if crate::log::trust::NAMES.contains(&name.as_str()) => FileKind::TrustCheckpoint,

@@ -16,7 +16,10 @@
 //! recovery point describes) is counted as `undetectable` when the log serves it,
 //! not as a violation. Closed segments removed, cut, emptied or replaced by a
 //! directory are the `vanished_segment` class (`vanish`): refused or named, never
-//! served in silence where a recovery point reveals the loss.
+//! served in silence where a recovery point reveals the loss. A live key summary
+//! (`.keys`) also gets flips that make it lie (`plan::key_summary_damages`), and a
+//! cleaning of the damaged image must keep what a cleaning of the undamaged one
+//! keeps: a damaged summary makes a segment rewritten, never carried on its word.
 
 mod judge;
 mod kind;
@@ -203,6 +206,13 @@ fn damage_point(
         } else {
             plan::generic_damages(original)
         };
+        if kind == FileKind::KeySummary {
+            for damage in plan::key_summary_damages(original) {
+                if !damages.iter().any(|d| d.change == damage.change) {
+                    damages.push(damage);
+                }
+            }
+        }
         let first_forged = damages.len();
         for damage in plan::forged_damages(original, kind.is_log()) {
             if !damages.iter().any(|d| d.change == damage.change) {

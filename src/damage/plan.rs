@@ -518,6 +518,46 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
         .collect()
 }
 
+/// Key hashes of one summary whose low bit [`key_summary_damages`] flips, at most.
+const KEY_SUMMARY_HASHES_MAX: usize = 4;
+
+/// The damages that make a key summary (`.keys`) lie, CRC left as it was: the low
+/// bit of a key hash's last byte (the summary hides that key, so a pass whose map
+/// holds it would carry records it must drop), for up to
+/// [`KEY_SUMMARY_HASHES_MAX`] hashes spread over the list, and bit 62 of
+/// `tombstone_ts_min` (an expired tombstone looks within its grace). Only the
+/// summary's own CRC refuses them. Empty for bytes that are not a valid summary.
+pub fn key_summary_damages(bytes: &[u8]) -> Vec<Damage> {
+    use crate::format::key_summary::{self, HASHES_OFFSET, NO_TOMBSTONE, TOMBSTONE_TS_MIN_OFFSET};
+    let Some(summary) = key_summary::decode(bytes) else {
+        return Vec::new();
+    };
+    let count = summary.key_hashes.len();
+    let step = count.div_ceil(KEY_SUMMARY_HASHES_MAX).max(1);
+    let mut out: Vec<Damage> = (0..count)
+        .filter(|i| i % step == 0 || *i + 1 == count)
+        .map(|i| Damage {
+            label: format!("flip key_hashes[{i}] bit 0 (hides a key)"),
+            change: Change::Flip {
+                position: (HASHES_OFFSET + 8 * i + 7) as u64,
+                bit: 0,
+            },
+            blind: false,
+        })
+        .collect();
+    if summary.tombstone_ts_min != NO_TOMBSTONE {
+        out.push(Damage {
+            label: "flip tombstone_ts_min bit 62 (a later tombstone bound)".into(),
+            change: Change::Flip {
+                position: TOMBSTONE_TS_MIN_OFFSET as u64,
+                bit: 6,
+            },
+            blind: false,
+        });
+    }
+    out
+}
+
 /// The damages to try on any other file: flips at the start, middle and end,
 /// truncations to 0, to half and by one byte, and a zeroed range in the middle.
 pub fn generic_damages(bytes: &[u8]) -> Vec<Damage> {
@@ -722,5 +762,57 @@ mod tests {
             .apply(&[0, 0, 1]),
             Some(vec![0, 0, 3])
         );
+    }
+
+    /// Each key summary damage breaks the CRC only (a decode refuses it) and, with
+    /// the CRC resealed, changes exactly the field it names: one key hash (the
+    /// first and the last among them), or the tombstone bound to a later time.
+    #[test]
+    fn key_summary_damages_make_the_summary_lie_in_one_field() {
+        use crate::format::key_summary::{self, KeySummary, NO_TOMBSTONE};
+        let summary = KeySummary {
+            base_offset: 4,
+            segment_bytes: 500,
+            segment_crc32c: 7,
+            tombstone_ts_min: 1000,
+            key_hashes: (1..=10u64).map(|k| k << 40).collect(),
+        };
+        let bytes = key_summary::encode(&summary);
+        let damages = key_summary_damages(&bytes);
+        let mut hashes_changed = Vec::new();
+        let mut tombstone_changed = 0;
+        for damage in &damages {
+            let damaged = damage.change.apply(&bytes).expect("a change");
+            assert_eq!(key_summary::decode(&damaged), None, "{}", damage.label);
+            let mut resealed = damaged[..damaged.len() - 4].to_vec();
+            let crc = crate::format::crc::crc32c(&resealed);
+            resealed.extend_from_slice(&crc.to_be_bytes());
+            let lie = key_summary::decode(&resealed).expect("a valid summary");
+            let changed: Vec<usize> = (0..summary.key_hashes.len())
+                .filter(|&i| lie.key_hashes[i] != summary.key_hashes[i])
+                .collect();
+            if lie.tombstone_ts_min == summary.tombstone_ts_min {
+                assert_eq!(changed.len(), 1, "{}", damage.label);
+                hashes_changed.extend(changed);
+            } else {
+                assert!(changed.is_empty(), "{}", damage.label);
+                assert_eq!(lie.tombstone_ts_min, 1000 + (1 << 62), "{}", damage.label);
+                tombstone_changed += 1;
+            }
+            let rest = KeySummary {
+                key_hashes: summary.key_hashes.clone(),
+                tombstone_ts_min: summary.tombstone_ts_min,
+                ..lie
+            };
+            assert_eq!(rest, summary, "{}", damage.label);
+        }
+        assert_eq!(hashes_changed, [0, 3, 6, 9]);
+        assert_eq!(tombstone_changed, 1);
+        let without_tombstone = key_summary::encode(&KeySummary {
+            tombstone_ts_min: NO_TOMBSTONE,
+            ..summary
+        });
+        assert_eq!(key_summary_damages(&without_tombstone).len(), 4);
+        assert!(key_summary_damages(&bytes[1..]).is_empty());
     }
 }

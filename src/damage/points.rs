@@ -28,6 +28,9 @@ pub struct Point {
     /// A temp dir, backup or manifest exists next to the log: `Ambiguous` is a
     /// possible answer of recovery.
     pub install_pending: bool,
+    /// What a cleaning of the undamaged image by each policy gives (filled by the
+    /// judge on first use: only the points with a key summary need it).
+    pub cleaned: std::sync::OnceLock<Vec<Result<LogView, String>>>,
 }
 
 /// The protocol state of an image: the sibling names next to the log, a checkpoint
@@ -88,6 +91,7 @@ fn point(
         baseline,
         allowed: allowed.views().iter().map(|(_, v)| v.clone()).collect(),
         install_pending,
+        cleaned: std::sync::OnceLock::new(),
     })
 }
 

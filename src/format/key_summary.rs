@@ -35,9 +35,11 @@ const VERSION_OFFSET: usize = MAGIC_OFFSET + 4;
 const BASE_OFFSET_OFFSET: usize = VERSION_OFFSET + 2;
 const SEGMENT_BYTES_OFFSET: usize = BASE_OFFSET_OFFSET + 8;
 const SEGMENT_CRC_OFFSET: usize = SEGMENT_BYTES_OFFSET + 8;
-const TOMBSTONE_TS_MIN_OFFSET: usize = SEGMENT_CRC_OFFSET + 4;
+/// Where `tombstone_ts_min` starts.
+pub const TOMBSTONE_TS_MIN_OFFSET: usize = SEGMENT_CRC_OFFSET + 4;
 const KEY_COUNT_OFFSET: usize = TOMBSTONE_TS_MIN_OFFSET + 8;
-const HASHES_OFFSET: usize = KEY_COUNT_OFFSET + 4;
+/// Where the key hashes start.
+pub const HASHES_OFFSET: usize = KEY_COUNT_OFFSET + 4;
 const CRC_BYTES: usize = 4;
 /// Bytes of a summary with no key.
 pub const EMPTY_LEN: usize = HASHES_OFFSET + CRC_BYTES;
@@ -181,19 +183,96 @@ mod tests {
         }
     }
 
+    /// `body` (a summary without its CRC) with a CRC that matches it.
+    fn with_crc(mut body: Vec<u8>) -> Vec<u8> {
+        let crc = crate::format::crc::crc32c(&body);
+        body.extend_from_slice(&crc.to_be_bytes());
+        body
+    }
+
+    /// Every single-bit flip, every cut and every extension of a summary (with
+    /// keys and without) decodes to `None`: the CRC refuses a flip in a field no
+    /// other check reads (base offset, segment length and CRC, tombstone bound).
     #[test]
     fn round_trips_and_every_damage_is_refused() {
+        let empty = KeySummary {
+            key_hashes: Vec::new(),
+            tombstone_ts_min: NO_TOMBSTONE,
+            ..summary()
+        };
+        for s in [summary(), empty] {
+            let bytes = encode(&s);
+            assert_eq!(bytes.len(), EMPTY_LEN + 8 * s.key_hashes.len());
+            assert_eq!(decode(&bytes), Some(s));
+            for i in 0..bytes.len() {
+                for bit in 0..8 {
+                    let mut flipped = bytes.clone();
+                    flipped[i] ^= 1 << bit;
+                    assert_eq!(decode(&flipped), None, "flip of bit {bit} at {i}");
+                }
+            }
+            for len in 0..bytes.len() {
+                assert_eq!(decode(&bytes[..len]), None, "cut at {len}");
+            }
+            for extra in [&[0u8][..], &[0; 8], &bytes] {
+                let longer = [&bytes[..], extra].concat();
+                assert_eq!(decode(&longer), None, "{} bytes more", extra.len());
+            }
+        }
+    }
+
+    /// A body whose CRC matches but whose magic, version, key count or key order
+    /// is wrong decodes to `None`; the same body with a changed base offset (a
+    /// field only the CRC guards) decodes as written.
+    #[test]
+    fn a_matching_crc_does_not_admit_a_wrong_header_count_or_order() {
         let s = summary();
         let bytes = encode(&s);
-        assert_eq!(bytes.len(), EMPTY_LEN + 24);
-        assert_eq!(decode(&bytes), Some(s));
-        for i in 0..bytes.len() {
-            let mut flipped = bytes.clone();
-            flipped[i] ^= 0x01;
-            assert_eq!(decode(&flipped), None, "flip at {i}");
-        }
-        for len in 0..bytes.len() {
-            assert_eq!(decode(&bytes[..len]), None, "cut at {len}");
+        let body = &bytes[..bytes.len() - CRC_BYTES];
+        assert_eq!(with_crc(body.to_vec()), bytes);
+        let changed = |at: usize, with: &[u8]| {
+            let mut b = body.to_vec();
+            b[at..at + with.len()].copy_from_slice(with);
+            with_crc(b)
+        };
+        let mut moved = s.clone();
+        moved.base_offset = 43;
+        assert_eq!(
+            decode(&changed(BASE_OFFSET_OFFSET, &43i64.to_be_bytes())),
+            Some(moved)
+        );
+        let count = s.key_hashes.len() as u32;
+        let refused = [
+            ("magic", changed(MAGIC_OFFSET, b"SLKT")),
+            ("version 0", changed(VERSION_OFFSET, &0u16.to_be_bytes())),
+            ("version 2", changed(VERSION_OFFSET, &2u16.to_be_bytes())),
+            (
+                "count + 1",
+                changed(KEY_COUNT_OFFSET, &(count + 1).to_be_bytes()),
+            ),
+            (
+                "count - 1",
+                changed(KEY_COUNT_OFFSET, &(count - 1).to_be_bytes()),
+            ),
+            (
+                "count max",
+                changed(KEY_COUNT_OFFSET, &u32::MAX.to_be_bytes()),
+            ),
+            (
+                "hashes swapped",
+                changed(
+                    HASHES_OFFSET,
+                    &[s.key_hashes[1].to_be_bytes(), s.key_hashes[0].to_be_bytes()].concat(),
+                ),
+            ),
+            (
+                "a hash twice",
+                changed(HASHES_OFFSET + 8, &s.key_hashes[0].to_be_bytes()),
+            ),
+            ("a hash dropped", with_crc(body[..body.len() - 8].to_vec())),
+        ];
+        for (what, bytes) in refused {
+            assert_eq!(decode(&bytes), None, "{what}");
         }
     }
 

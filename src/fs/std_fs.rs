@@ -9,6 +9,24 @@ use std::sync::{Arc, Mutex};
 
 use super::FileSystem;
 
+/// Writes every byte of `slices` to `writer`, in order: a call may write any prefix
+/// (a short `writev`), so the loop advances past what each call took and writes the
+/// rest. `Interrupted` is retried; a call that takes nothing is `WriteZero`. (The
+/// same as `Write::write_all_vectored`, which is unstable.)
+fn write_all_vectored(writer: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    // Drops leading empty parts (a `writev` of only those would return 0).
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match writer.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// The real file system. Open handles are cached per path so appends and reads
 /// cost one syscall; rename and remove drop the cached handles they affect.
 /// [`FileSystem::map`] memory-maps files unless built with [`StdFs::without_mmap`].
@@ -250,7 +268,7 @@ impl FileSystem for StdFs {
         // A few parts (a raw append's header and records) need no allocation.
         let mut few = [IoSlice::new(&[]); 8];
         let mut many: Vec<IoSlice<'_>>;
-        let mut rest: &mut [IoSlice<'_>] = match few.get_mut(..parts.len()) {
+        let rest: &mut [IoSlice<'_>] = match few.get_mut(..parts.len()) {
             Some(slices) => {
                 for (slice, part) in slices.iter_mut().zip(parts) {
                     *slice = IoSlice::new(part);
@@ -262,18 +280,8 @@ impl FileSystem for StdFs {
                 &mut many
             }
         };
-        // Drops leading empty parts (a `writev` of only those would return 0).
-        IoSlice::advance_slices(&mut rest, 0);
-        while !rest.is_empty() {
-            // `std` caps the iovecs of one call at IOV_MAX; the loop writes the rest.
-            match (&*file).write_vectored(rest) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => IoSlice::advance_slices(&mut rest, n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        // `std` caps the iovecs of one call at IOV_MAX: a long list takes several.
+        write_all_vectored(&mut &*file, rest)
     }
 
     fn map(&self, path: &Path) -> io::Result<bytes::Bytes> {
@@ -364,6 +372,120 @@ impl FileSystem for StdFs {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{self, IoSlice, Write};
+
+    /// A `Write` that takes at most `per_call_max` bytes a call, across parts as
+    /// `writev` does (0 when given nothing), and fails its `fail_at.0`-th call with
+    /// `fail_at.1` instead.
+    struct ShortWriter {
+        written: Vec<u8>,
+        per_call_max: usize,
+        calls: usize,
+        fail_at: Option<(usize, io::ErrorKind)>,
+    }
+
+    impl ShortWriter {
+        fn new(per_call_max: usize, fail_at: Option<(usize, io::ErrorKind)>) -> Self {
+            ShortWriter {
+                written: Vec::new(),
+                per_call_max,
+                calls: 0,
+                fail_at,
+            }
+        }
+    }
+
+    impl Write for ShortWriter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            self.calls += 1;
+            if let Some((at, kind)) = self.fail_at {
+                if at == self.calls {
+                    return Err(kind.into());
+                }
+            }
+            let mut room = self.per_call_max;
+            for buf in bufs {
+                let take = buf.len().min(room);
+                self.written.extend_from_slice(&buf[..take]);
+                room -= take;
+            }
+            Ok(self.per_call_max - room)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Runs [`super::write_all_vectored`] over `parts` into `writer`.
+    fn write_parts(writer: &mut ShortWriter, parts: &[&[u8]]) -> io::Result<()> {
+        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        super::write_all_vectored(writer, &mut slices)
+    }
+
+    /// Short writes at every boundary: every per-call size from one byte to more
+    /// than the whole (so a call ends inside a part, at a part's end, across
+    /// parts, and around empty parts), each with and without an `Interrupted`
+    /// call first, second or third. The bytes written are the parts' concatenation,
+    /// each byte once.
+    #[test]
+    fn every_short_write_is_followed_by_the_rest() {
+        let shapes: [&[&[u8]]; 5] = [
+            &[b"", b"", b"abc", b"", b"defgh", b"i", b"", b"jklmnop", b""],
+            &[b"abc", b"defgh"],
+            &[b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"i", b"j"],
+            &[b"", b"abcdefghijklmnopq"],
+            &[b"x"],
+        ];
+        let interrupts = [None, Some(1), Some(2), Some(3)];
+        for parts in shapes {
+            let whole = parts.concat();
+            for per_call_max in 1..=whole.len() + 1 {
+                for at in interrupts {
+                    let fail_at = at.map(|at| (at, io::ErrorKind::Interrupted));
+                    let mut writer = ShortWriter::new(per_call_max, fail_at);
+                    let written = write_parts(&mut writer, parts);
+                    let case = format!("{parts:?} per call {per_call_max}, interrupted at {at:?}");
+                    assert!(written.is_ok(), "{case}: {written:?}");
+                    assert_eq!(writer.written, whole, "{case}");
+                    let calls_min = whole.len().div_ceil(per_call_max);
+                    assert!(writer.calls >= calls_min, "{case}: {} calls", writer.calls);
+                }
+            }
+        }
+    }
+
+    /// Parts that are all empty write nothing and make no call (a `writev` of
+    /// only empty parts returns 0, which is not `WriteZero` here).
+    #[test]
+    fn only_empty_parts_make_no_call() {
+        let mut writer = ShortWriter::new(4, None);
+        write_parts(&mut writer, &[b"", b"", b""]).unwrap();
+        assert!(writer.written.is_empty());
+        assert_eq!(writer.calls, 0);
+        write_parts(&mut writer, &[]).unwrap();
+        assert_eq!(writer.calls, 0);
+    }
+
+    /// A call that takes nothing is `WriteZero`; an error other than
+    /// `Interrupted` is returned as it is, after the bytes already taken.
+    #[test]
+    fn a_call_that_takes_nothing_or_fails_ends_the_write() {
+        let mut writer = ShortWriter::new(0, None);
+        let zero = write_parts(&mut writer, &[b"", b"ab", b"cd"]).unwrap_err();
+        assert_eq!(zero.kind(), io::ErrorKind::WriteZero);
+        assert_eq!(writer.calls, 1);
+        let mut writer = ShortWriter::new(3, Some((2, io::ErrorKind::StorageFull)));
+        let full = write_parts(&mut writer, &[b"ab", b"cd", b"ef"]).unwrap_err();
+        assert_eq!(full.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(writer.written, b"abc");
+        assert_eq!(writer.calls, 2);
+    }
+
     #[test]
     fn the_flock_holder_is_found_by_device_and_inode() {
         let text = "1: POSIX  ADVISORY  WRITE 77 fd:01:4242 0 EOF\n\

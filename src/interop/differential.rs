@@ -33,6 +33,7 @@ use serde_json::json;
 
 use crate::compaction::CompactionPolicy;
 use crate::format::{ControlKind, Header};
+use crate::soak::workload::Rng;
 use crate::{Log, LogConfig, NewRecord, Producer};
 
 use super::cases::{compare, KafkaRecord, INDEX_INTERVAL_BYTES, SEGMENT_BYTES};
@@ -57,23 +58,6 @@ const DELETE_RETENTION_MS: i64 = 20_000;
 const PRODUCER_ID_EXPIRATION_MS: i64 = 8_000;
 const CLOCK_START_MS: i64 = 1_700_000_000_000;
 const ROUND_MS: i64 = 10_000;
-
-/// SplitMix64: a seeded generator with no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// One append of a round.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +123,7 @@ fn records(rng: &mut Rng, round: usize, b: u64, start: i64) -> Vec<NewRecord> {
 }
 
 fn generate(seed: u64, transactions: bool, rounds: usize) -> Vec<Round> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut open = [false; PRODUCERS as usize];
     let mut sequence = [0i32; PRODUCERS as usize];
     (0..rounds)

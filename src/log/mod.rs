@@ -311,6 +311,17 @@ pub(crate) fn resolve_dir(fs: &dyn FileSystem, dir: &Path) -> Result<PathBuf> {
     fs.canonicalize(dir).map_err(|e| Error::io(dir, e))
 }
 
+/// How [`Log::open_by`] opens a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    /// Writable, trusting the recovery point and the clean-shutdown marker.
+    Trusting,
+    /// Writable, checking every segment ([`Log::open_checked`]).
+    Checked,
+    /// Read-only: no lock, nothing changed on disk.
+    ReadOnly,
+}
+
 impl Log {
     /// Opens (or creates) the log in `dir` on the real file system.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<(Log, RecoveryReport)> {
@@ -323,7 +334,7 @@ impl Log {
         dir: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
-        Self::open_by(fs, dir.as_ref(), config, false)
+        Self::open_by(fs, dir.as_ref(), config, Opening::Trusting)
     }
 
     /// [`Log::open_with`], ignoring the recovery point and the clean-shutdown marker:
@@ -334,18 +345,7 @@ impl Log {
         dir: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
-        config.validate()?;
-        let dir = &resolve_dir(fs.as_ref(), dir.as_ref())?;
-        // On the resolved directory: a symlink and its target share one lock.
-        let held = lock::acquire(fs.as_ref(), dir)?;
-        let mut report = RecoveryReport {
-            created: held.created_dir,
-            ..RecoveryReport::default()
-        };
-        let segments = recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?;
-        let mut log = Log::assemble(fs, dir.to_path_buf(), config, segments, false);
-        log.lock = Some(held.lock);
-        Ok((log, report))
+        Self::open_by(fs, dir.as_ref(), config, Opening::Checked)
     }
 
     /// Opens an existing log without changing anything on disk (no directory or
@@ -357,16 +357,19 @@ impl Log {
         dir: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
-        Self::open_by(fs, dir.as_ref(), config, true)
+        Self::open_by(fs, dir.as_ref(), config, Opening::ReadOnly)
     }
 
-    /// Recovers (or, read-only, inspects) the segments of `dir` and assembles the log.
+    /// Recovers (or, read-only, inspects) the segments of `dir` and assembles the
+    /// log: every open goes through here, so every writable one takes the writer
+    /// lock the same way.
     fn open_by(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         config: LogConfig,
-        read_only: bool,
+        opening: Opening,
     ) -> Result<(Log, RecoveryReport)> {
+        let read_only = opening == Opening::ReadOnly;
         config.validate()?;
         let dir = &resolve_dir(fs.as_ref(), dir)?;
         // The writer lock before recovery, on the resolved directory (a symlink
@@ -382,10 +385,12 @@ impl Log {
             ..RecoveryReport::default()
         };
         let held = held.map(|held| held.lock);
-        let segments = if read_only {
-            recovery::inspect(fs.as_ref(), dir, &config, &mut report)?
-        } else {
-            recovery::recover(fs.as_ref(), dir, &config, &mut report)?
+        let segments = match opening {
+            Opening::ReadOnly => recovery::inspect(fs.as_ref(), dir, &config, &mut report)?,
+            Opening::Trusting => recovery::recover(fs.as_ref(), dir, &config, &mut report)?,
+            Opening::Checked => {
+                recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?
+            }
         };
         let mut log = Log::assemble(fs, dir.to_path_buf(), config, segments, read_only);
         log.lock = held;

@@ -46,6 +46,14 @@ pub enum CleanOutcome {
     /// The partition's cleaning was aborted before the commit point: the temp dir
     /// was dropped.
     Aborted,
+    /// The partition's own options cannot clean it (its pass was refused with
+    /// `InvalidArgument`, e.g. a map budget below one batch's distinct keys):
+    /// nothing changed, and later rounds pass it over (Kafka's uncleanable
+    /// partitions) so the other partitions are cleaned.
+    Uncleanable {
+        /// The refusal's message.
+        reason: String,
+    },
 }
 
 /// Cleans `partition` at `now`. The caller holds its `InProgress` state.

@@ -103,6 +103,9 @@ struct Shared {
     /// Passes installed and segments retention deleted (see [`BackgroundCounts`]).
     cleanings: AtomicU64,
     retention_deletions: AtomicU64,
+    /// Partitions whose own options cannot clean them, with the reason
+    /// ([`CleanOutcome::Uncleanable`]): the cleaner passes them over.
+    uncleanable: Mutex<BTreeMap<String, String>>,
     /// Test builds only: the broken `no-cleaning-lock` (retention ignores the
     /// cleaning states and may delete from a partition being cleaned).
     #[cfg(feature = "test-variants")]
@@ -133,6 +136,7 @@ impl LogManager {
                 errors: AtomicU64::new(0),
                 cleanings: AtomicU64::new(0),
                 retention_deletions: AtomicU64::new(0),
+                uncleanable: Mutex::new(BTreeMap::new()),
                 #[cfg(feature = "test-variants")]
                 no_cleaning_lock: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -259,6 +263,7 @@ impl LogManager {
         let dir = handle.dir();
         let closed = handle.with_log_mut(Log::close_in_place);
         self.shared.states.forget(&name);
+        lock(&self.shared.uncleanable).remove(&name);
         closed?;
         self.shared
             .fs
@@ -293,6 +298,13 @@ impl LogManager {
     /// and retention consult; tools and tests may take states through it.
     pub fn cleaning_states(&self) -> &CleaningStates {
         &self.shared.states
+    }
+
+    /// The partitions the cleaner passes over because their own options cannot
+    /// clean them, with the reason (Kafka's uncleanable partitions): until the
+    /// partition is deleted or the manager restarts.
+    pub fn uncleanable_partitions(&self) -> BTreeMap<String, String> {
+        lock(&self.shared.uncleanable).clone()
     }
 
     /// Background rounds that ended in an error so far.
@@ -381,6 +393,7 @@ impl Shared {
         for partition in self.all() {
             if !partition.config().cleanup_policy.compacts()
                 || self.states.get(partition.name()) != CleaningState::Idle
+                || lock(&self.uncleanable).contains_key(partition.name())
             {
                 continue;
             }
@@ -402,7 +415,15 @@ impl Shared {
             // Paused, or another cleaner took it since: the next round decides again.
             return Ok(None);
         }
-        let outcome = cleaner::clean_partition(&partition, &self.states, now);
+        let outcome = match cleaner::clean_partition(&partition, &self.states, now) {
+            // Its own options cannot clean it: passed over from now on, so the
+            // dirtiest partition that can be cleaned is cleaned next round.
+            Err(Error::InvalidArgument(reason)) => {
+                lock(&self.uncleanable).insert(name.clone(), reason.clone());
+                Ok(CleanOutcome::Uncleanable { reason })
+            }
+            outcome => outcome,
+        };
         self.states.end_clean(&name);
         if let Ok(CleanOutcome::Cleaned(_)) = &outcome {
             self.cleanings.fetch_add(1, Ordering::SeqCst);

@@ -184,6 +184,11 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
+
+    /// True `percent` times in 100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
 }
 
 type Table = Arc<Mutex<HashMap<i64, Written>>>;

@@ -113,15 +113,16 @@ fn kafka_clean(now: i64) -> Op {
 /// transaction, an aborted one that rewrites its keys, plain appends, and one left
 /// open across the first cleaning (committed before the second).
 fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
-    let clean = |now| Op::Clean {
+    let clean_expiring = |now, producer_id_expiration_ms| Op::Clean {
         now,
         delete_retention_ms: 500,
         segment_bytes: None,
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
         policy,
-        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        producer_id_expiration_ms,
     };
+    let clean = |now| clean_expiring(now, crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT);
     vec![
         txn(&[(Some("a"), Some("1"), 1), (Some("b"), Some("1"), 2)]),
         Op::AppendControl {
@@ -150,6 +151,12 @@ fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
         Op::Roll,
         append(&[(Some("a"), Some("2"), 13)]),
         clean(2000),
+        // Long after the producer's last batch, a COMMIT marker: it holds no open
+        // transaction, so it expires, and the kafka policy drops the empty batches
+        // it kept for that producer (rule 5 of `kafka_txn`).
+        append(&[(Some("b"), Some("2"), 14)]),
+        Op::Roll,
+        clean_expiring(10_000, 1_000),
     ]
 }
 
@@ -505,7 +512,7 @@ pub fn named_workloads() -> Vec<Workload> {
         },
         Workload {
             name: "txn-kafka-clean".into(),
-            description: "the same transactions cleaned by the kafka policy: the first cleaning stops at the open transaction (the last stable offset), aborted data is removed, committed values kept, markers kept while their data remains; the second, after the commit, cleans past it; a crash anywhere ends in the old or the new log".into(),
+            description: "the same transactions cleaned by the kafka policy: the first cleaning stops at the open transaction (the last stable offset), aborted data is removed, committed values kept, markers kept while their data remains; the second, after the commit, cleans past it; the third, long after the producer's last batch (a COMMIT marker), finds the producer expired and drops the empty batches kept for it; a crash anywhere ends in the old or the new log".into(),
             config: LogConfig {
                 segment_bytes: 300,
                 index_interval_bytes: 64,

@@ -213,27 +213,44 @@ pub fn conformance(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     let result = conformance::run_random_selected(&conformance_options, &select, |done| {
         progress.set(done, total, "cases")
     });
-    let passed = result.failures.is_empty();
-    let summary = format!(
-        "{} cases, {} steps, {} crashes, {} divergences",
+    // The LogManager's cleaner rounds against the spec's choice and pass
+    // (`conformance::manager`): a quarter as many cases, as many steps each.
+    let manager = conformance::manager::run(
+        options.seed,
+        (total / 4).max(1),
+        options.conformance_ops,
+        |case| shard(options).owns(case),
+    );
+    let manager_stats = manager.as_ref().ok().copied().unwrap_or_default();
+    let passed = result.failures.is_empty() && manager.is_ok();
+    let mut summary = format!(
+        "{} cases, {} steps, {} crashes, {} dirty-ratio decisions, {} second opens refused, {} manager rounds ({} cleanings), {} divergences",
         result.cases,
         result.steps,
         result.crashes,
-        result.failures.len()
+        result.cleanable_checks,
+        result.second_opens_refused,
+        manager_stats.rounds,
+        manager_stats.cleaned,
+        result.failures.len() + usize::from(manager.is_err())
     );
+    if let Err(e) = &manager {
+        summary.push_str(&format!("; {e}"));
+    }
     progress.done(&summary);
     let (counterexample, replay_command) = result
         .failures
         .first()
         .map(|first| emit_scenario(options, &first.to_scenario(&options.variant)))
         .unwrap_or_default();
-    let mut report = stage(
-        "conformance",
-        started,
-        passed,
-        summary,
-        serde_json::to_value(&result).unwrap_or(Value::Null),
-    );
+    let mut report = stage("conformance", started, passed, summary, {
+        let mut details = serde_json::to_value(&result).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut details {
+            map.insert("manager".into(), json!(manager_stats));
+            map.insert("manager_divergence".into(), json!(manager.as_ref().err()));
+        }
+        details
+    });
     report.counterexample = counterexample;
     report.replay_command = replay_command;
     with_units(report, options, units.into_inner())

@@ -80,7 +80,7 @@ pub fn tombstone_horizon(before: &SpecLog, after: &SpecLog, grace: Grace) -> Res
         .batches()
         .map(|b| (b.base_offset, b.delete_horizon))
         .collect();
-    let fresh = grace.now.saturating_add(grace.delete_retention_ms);
+    let fresh = crate::spec::delete_horizon(grace.now, grace.delete_retention_ms);
     for batch in after
         .batches()
         .filter(|b| !b.control && b.last_offset() < after.clean_point())

@@ -48,6 +48,13 @@ pub struct KafkaMap {
 }
 
 /// Step 3's rule for one record of a data batch of a cleaned segment.
+/// Kafka's delete horizon of a batch stamped at `now`: `now + delete_retention_ms`,
+/// saturating. The one definition for tombstone batches and emptied transactions'
+/// markers (the engine's `rules::kafka::delete_horizon` is the same).
+pub fn delete_horizon(now: i64, delete_retention_ms: i64) -> i64 {
+    now.saturating_add(delete_retention_ms)
+}
+
 pub fn kafka_keeps(batch: &Batch, rec: &Rec, map: &KafkaMap, now: i64) -> bool {
     let Some(last) = map.latest_offset else {
         return true;
@@ -94,7 +101,7 @@ pub fn kafka_clean_batch(
         return Some(batch.clone());
     }
     let delete_horizon = if stamp {
-        Some(now.saturating_add(delete_retention_ms))
+        Some(delete_horizon(now, delete_retention_ms))
     } else {
         batch.delete_horizon
     };

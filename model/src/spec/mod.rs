@@ -37,6 +37,7 @@ pub use compact::{
     CompactionSummary,
 };
 pub use fetch::Fetched;
+pub use kafka::delete_horizon;
 pub use raw::SpecRawBatch;
 
 /// Kafka's NO_TIMESTAMP, the `max_timestamp` of an empty segment.

@@ -18,7 +18,6 @@ use crate::segment::{BatchFacts, Segment};
 
 use crate::compaction::files::build_sync_file;
 use crate::compaction::finish::{finish_build, Tail};
-use crate::compaction::kafka_read::active_bytes;
 use crate::compaction::options::{
     BuildInputs, Built, CleanOptions, CompactOptions, CompactionReport,
 };
@@ -27,6 +26,7 @@ use crate::compaction::rules::kafka::{clean_batch, groups, BatchOutcome, KafkaMa
 use crate::compaction::rules::markers::{marker_outcome, MarkerData, MarkerOutcome};
 use crate::compaction::rules::retain_empty::{empty_batch, ActiveProducers};
 use crate::compaction::section::first_uncleanable;
+use crate::compaction::source::read_active;
 use crate::compaction::source::segment_path;
 use crate::compaction::view;
 
@@ -93,7 +93,7 @@ pub(crate) fn build(
         .iter()
         .map(|&base| read_source(fs, dir, base))
         .collect::<Result<Vec<Source>>>()?;
-    let active_bytes = active_bytes(fs, dir, active_base, inputs.from.active_len)?;
+    let active_bytes = read_active(fs, dir, active_base, inputs.from.active_len)?;
     let facts: Vec<(i64, i64, i64)> = sources
         .iter()
         .map(|s| (s.base, s.next_offset(), s.max_timestamp()))

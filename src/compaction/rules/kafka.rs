@@ -136,6 +136,13 @@ impl RecordRule {
     }
 }
 
+/// Kafka's delete horizon of a batch stamped at `now`: `now + delete_retention_ms`,
+/// saturating (a tombstone's batch and an emptied transaction's marker alike). The
+/// spec's `delete_horizon` is the same.
+pub fn delete_horizon(now: i64, delete_retention_ms: i64) -> i64 {
+    now.saturating_add(delete_retention_ms)
+}
+
 /// What happens to one batch of a cleaned segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOutcome {
@@ -210,7 +217,7 @@ pub fn filter_batch(
         return BatchOutcome::Unchanged;
     }
     let horizon = if stamp {
-        Some(now.saturating_add(delete_retention_ms))
+        Some(delete_horizon(now, delete_retention_ms))
     } else {
         horizon
     };

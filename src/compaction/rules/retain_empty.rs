@@ -197,6 +197,26 @@ mod tests {
 
     /// The header patch writes the reference's encoding, for a compressed,
     /// stamped, transactional LogAppendTime batch too.
+    /// A producer whose last batch is a COMMIT or ABORT marker holds no open
+    /// transaction: it expires `producer_id_expiration_ms` after that marker, and
+    /// its last data batch is no longer kept empty. One whose last batch is
+    /// transactional data holds its transaction open and never expires.
+    #[test]
+    fn a_producer_ended_by_a_marker_expires() {
+        let ended = [batch(0, 1, 0, false, 10), batch(1, 1, 0, true, 20)];
+        let active = ActiveProducers::of(ended, 1_019, 1_000);
+        assert!(
+            active.retains_empty(1, 0, false, 0),
+            "within its expiration"
+        );
+        let expired = ActiveProducers::of(ended, 1_020, 1_000);
+        assert_eq!(expired.get(1), None, "expired after the marker");
+        assert!(!expired.retains_empty(1, 0, false, 0));
+        let open = ActiveProducers::of([batch(0, 1, 0, false, 10)], i64::MAX, 1_000);
+        assert!(open.get(1).is_some_and(|f| f.open_transaction));
+        assert!(open.retains_empty(1, 0, false, 0));
+    }
+
     #[test]
     fn the_empty_header_is_the_reference_encoding() {
         let records = [
