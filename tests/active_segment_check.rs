@@ -131,3 +131,66 @@ fn a_forged_record_in_the_active_segment_fails_either_policy_alike() {
     }
     assert_eq!(errors[0], errors[1], "one check, one error");
 }
+
+/// The batch at `at`: its second record's offset delta (a one-byte zigzag
+/// varint, 1) made 0, a repeat of the first record's, its CRC recomputed. Every
+/// length still adds up: only a record walk that checks the deltas increase sees it.
+fn forge_delta(bytes: &mut [u8], at: usize) {
+    let end = at + batch_len(bytes, at);
+    let first = at + RECORDS_OFFSET;
+    assert!(bytes[first] < 0x80, "a one-byte length varint");
+    let second = first + 1 + usize::from(bytes[first] / 2);
+    // length, attributes, timestamp delta (one byte: the records share a timestamp)
+    let delta = second + 3;
+    assert_eq!(bytes[delta], 2, "the second record's offset delta is 1");
+    bytes[delta] = 0;
+    let crc = crc32c(&bytes[at + ATTRIBUTES_OFFSET..end]);
+    bytes[at + CRC_OFFSET..at + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// The readers of closed segments walk records as the active segment's check
+/// does: a CRC-valid batch whose offset deltas do not increase fails the pass of
+/// either policy, with the same error naming the closed segment's file.
+#[test]
+fn a_repeated_offset_delta_in_a_closed_segment_fails_either_policy_alike() {
+    let mut errors = Vec::new();
+    for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
+        let fs = Arc::new(SimFs::new());
+        log(&fs);
+        let path = Path::new(DIR).join(filename::build(0, LOG_SUFFIX));
+        let mut bytes = fs.read_all(&path).unwrap();
+        let second = batch_len(&bytes, 0);
+        forge_delta(&mut bytes, second);
+        fs.remove_file(&path).unwrap();
+        fs.write_new(&path, &bytes).unwrap();
+        fs.sync_file(&path).unwrap();
+        let before = fs.list_dir(Path::new(DIR)).unwrap();
+        let clean = CleanOptions {
+            policy,
+            ..CleanOptions::default()
+        };
+        let options = CompactOptions {
+            now: 1_000,
+            delete_retention_ms: 0,
+            segment_bytes: 1 << 20,
+        };
+        let error = match build_with(fs.as_ref(), Path::new(DIR), options, clean) {
+            Ok(built) => panic!(
+                "{policy:?}: a forged offset delta was cleaned over: {:?}",
+                built.map(|b| b.report)
+            ),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            error.contains(&filename::build(0, LOG_SUFFIX)) && error.contains("delta"),
+            "{policy:?}: the error names the closed segment and the delta: {error}"
+        );
+        assert_eq!(
+            fs.list_dir(Path::new(DIR)).unwrap(),
+            before,
+            "{policy:?}: nothing installed"
+        );
+        errors.push(error);
+    }
+    assert_eq!(errors[0], errors[1], "one record walk, one error");
+}

@@ -20,6 +20,7 @@ use super::handover;
 use super::offset_map::{Digest, Digester};
 use super::source::segment_path;
 use super::view;
+use super::walker::Walker;
 
 /// One keyed record as the reading stage hands it over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,9 +122,7 @@ fn read(
     chunk: &mut Chunk,
     hand_over: &mut dyn FnMut(&mut Chunk) -> bool,
 ) -> Result<()> {
-    let mut records = Vec::new();
-    // Compressed batches' records, decompressed into one reused buffer.
-    let mut arena = Vec::new();
+    let mut walker = Walker::default();
     for input in inputs {
         let path = segment_path(dir, input.base, LOG_SUFFIX);
         let batches = view::batches(&path, input.base, input.bytes)?;
@@ -148,28 +147,15 @@ fn read(
             let mut keyless = false;
             let control = batch.is_control();
             if !control {
-                let mut push = |key: Option<&[u8]>, value_is_null: bool, timestamp: i64| match key {
+                walker.each(&path, batch, |record| match record.key.bytes() {
                     Some(key) => chunk.records.push(HashedRecord {
                         digest: digester.digest(key),
                         stable: key_hash(key),
-                        value_is_null,
-                        timestamp,
+                        value_is_null: record.value_is_null,
+                        timestamp: record.timestamp,
                     }),
                     None => keyless = true,
-                };
-                if batch.is_compressed() {
-                    let inflated = super::compressed::inflate_in(&path, batch, &mut arena)?;
-                    for record in inflated.views.records_in(inflated.records) {
-                        let record = record.map_err(|e| e.at(&path, batch.position))?;
-                        let timestamp = inflated.views.timestamp_of(&record);
-                        push(record.key, record.value.is_none(), timestamp);
-                    }
-                } else {
-                    view::records(&path, batch, &mut records)?;
-                    for record in &records {
-                        push(record.key, record.value_is_null, record.timestamp);
-                    }
-                }
+                })?;
             }
             chunk.items.push(Item::Batch {
                 base_offset,

@@ -29,6 +29,7 @@ use super::handover;
 use super::offset_map::{Digest, Digester, OffsetMap, Superseded};
 use super::source::segment_path;
 use super::view;
+use super::walker::Walker;
 
 /// One checked batch of a closed segment.
 pub(super) struct Batch {
@@ -106,6 +107,7 @@ pub(super) struct SplitBatch {
     pub base_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
+    pub control: bool,
 }
 
 impl Split {
@@ -137,6 +139,7 @@ pub(super) fn split_sources(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> R
                     base_offset: b.header.base_offset,
                     last_offset: b.last_offset(),
                     max_timestamp: b.header.max_timestamp,
+                    control: b.is_control(),
                 })
                 .collect();
             Ok(Split {
@@ -150,9 +153,11 @@ pub(super) fn split_sources(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> R
 }
 
 /// Checks the batch at `position` of `bytes` (split and CRC-checked) as `decode`
-/// does, in the same order, so that the same damage gives the same error; hands
-/// every key to `on_key` when `digest` is true (data batches only).
+/// does, in the same order, so that the same damage gives the same error
+/// ([`Walker::each_at`]); hands every key to `on_key` when `digest` is true (data
+/// batches only).
 fn walk(
+    walker: &mut Walker,
     path: &Path,
     bytes: &[u8],
     split: &SplitBatch,
@@ -160,18 +165,10 @@ fn walk(
     mut on_key: impl FnMut(&[u8]),
 ) -> Result<Batch> {
     let position = split.position;
-    let at = |e: crate::format::FormatError| e.at(path, position as u64);
-    let (checked, size) = BatchView::decode_crc_checked(&bytes[position..]).map_err(at)?;
-    let inflated = checked.inflate().map_err(at)?;
-    let records = match &inflated {
-        None => checked.records(),
-        Some(inflated) => checked.records_in(inflated),
-    };
-    let control = checked.is_control();
     let (mut keyed, mut keyless, mut tombstones) = (0u32, 0u32, 0u32);
-    for record in records {
-        let record = record.map_err(at)?;
-        match record.key {
+    let control = split.control;
+    let checked = walker.each_at(path, &bytes[position..], position as u64, |record| {
+        match record.key.bytes() {
             Some(key) => {
                 keyed += 1;
                 if digest && !control {
@@ -180,8 +177,10 @@ fn walk(
             }
             None => keyless += 1,
         }
-        tombstones += u32::from(record.value.is_none());
-    }
+        tombstones += u32::from(record.value_is_null);
+    })?;
+    let size = checked.size();
+    let inflated = checked.is_compressed().then(|| walker.take_inflated());
     Ok(Batch {
         range: position..position + size,
         base_offset: checked.base_offset,
@@ -213,11 +212,12 @@ pub(super) fn first_error(
     active_len: Option<u64>,
 ) -> Result<()> {
     let (&active_base, closed) = bases.split_last().expect("a log has a segment");
+    let mut walker = Walker::default();
     for base in closed {
         // Each segment split and walked before the next is touched.
         let split = split_sources(fs, dir, std::slice::from_ref(base))?.remove(0);
         for batch in &split.batches {
-            walk(&split.path, &split.bytes, batch, false, |_| {})?;
+            walk(&mut walker, &split.path, &split.bytes, batch, false, |_| {})?;
         }
     }
     super::source::read_active(fs, dir, active_base, active_len)?;
@@ -444,6 +444,7 @@ fn read(
     hand_over: &mut dyn FnMut(&mut Chunk) -> bool,
 ) -> Result<()> {
     let mut index = 0usize;
+    let mut walker = Walker::default();
     for (s, split) in splits.iter().enumerate() {
         for split_batch in &split.batches {
             let is_aborted = aborted(index);
@@ -451,9 +452,16 @@ fn read(
             let start = chunk.digests.len();
             let digests = &mut chunk.digests;
             let digest = !is_aborted && range.covers(split_batch.base_offset);
-            let mut batch = walk(&split.path, &split.bytes, split_batch, digest, |key| {
-                digests.push(digester.digest(key));
-            })?;
+            let mut batch = walk(
+                &mut walker,
+                &split.path,
+                &split.bytes,
+                split_batch,
+                digest,
+                |key| {
+                    digests.push(digester.digest(key));
+                },
+            )?;
             batch.aborted = is_aborted;
             chunk.batches.push((s, batch, start..chunk.digests.len()));
             let full = chunk.digests.len() >= CHUNK_DIGESTS || chunk.batches.len() >= CHUNK_BATCHES;

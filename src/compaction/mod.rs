@@ -35,6 +35,7 @@ pub mod section;
 pub mod snapshot;
 pub mod source;
 pub mod view;
+mod walker;
 mod writer;
 
 use std::path::Path;

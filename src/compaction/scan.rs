@@ -30,6 +30,7 @@ use super::offset_map::{Digest, OffsetMap, Superseded};
 use super::rules::txn::TxnPlan;
 use super::source::segment_path;
 use super::view;
+use super::walker::{Key, Walker};
 
 /// What the map pass leaves for the rewrite pass.
 #[derive(Debug)]
@@ -148,9 +149,8 @@ fn scan_into(
             let mut chunk = empty_rx.recv().expect("a chunk is free");
             let mut plain = Bitmap::default();
             let mut batch_index = 0usize;
-            let mut records = Vec::new();
             // Compressed batches are decompressed into one arena, batch after batch.
-            let mut arena = Vec::new();
+            let mut walker = Walker::default();
             for (i, &(base, bytes)) in segments.iter().enumerate() {
                 let path = segment_path(dir, base, LOG_SUFFIX);
                 let is_active = i + 1 == segments.len();
@@ -166,32 +166,21 @@ fn scan_into(
                         continue; // not mapped, no ordinal (the rewrite skips them too)
                     }
                     let mut is_plain = true;
-                    if batch.is_compressed() {
-                        // The records live in the arena the next batch reuses:
-                        // hand their keys over hashed.
-                        let inflated = super::compressed::inflate_in(&path, &batch, &mut arena)?;
-                        for record in inflated.views.records_in(inflated.records) {
-                            let record = record.map_err(|e| e.at(&path, batch.position))?;
-                            if let Some(key) = record.key {
-                                chunk.push((Item::Digest(digester.digest(key)), ordinal));
-                                ordinal += 1;
-                                is_plain &= record.value.is_some();
-                            } else {
+                    walker.each(&path, &batch, |record| {
+                        let item = match record.key {
+                            Key::None => {
                                 is_plain = false;
+                                return;
                             }
-                        }
-                    } else {
-                        view::records(&path, &batch, &mut records)?;
-                        for record in &records {
-                            if let Some(key) = record.key {
-                                chunk.push((Item::Key(key), ordinal));
-                                ordinal += 1;
-                                is_plain &= !record.value_is_null;
-                            } else {
-                                is_plain = false;
-                            }
-                        }
-                    }
+                            Key::Stored(key) => Item::Key(key),
+                            // The records live in the arena the next batch reuses:
+                            // hand their keys over hashed.
+                            Key::Inflated(key) => Item::Digest(digester.digest(key)),
+                        };
+                        chunk.push((item, ordinal));
+                        ordinal += 1;
+                        is_plain &= !record.value_is_null;
+                    })?;
                     if is_plain && !is_active {
                         plain.set(index);
                     }

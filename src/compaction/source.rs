@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::batch_view::BatchView;
 use crate::format::{batch, filename, RecordBatch};
 use crate::fs::FileSystem;
 
@@ -104,17 +103,9 @@ pub fn read_active(
         );
         bytes.truncate(len as usize);
     }
+    let mut walker = super::walker::Walker::default();
     for batch in super::view::batches(&path, active_base, &bytes)? {
-        let at = |e: crate::format::FormatError| e.at(&path, batch.position);
-        let (checked, _) = BatchView::decode_crc_checked(batch.bytes).map_err(at)?;
-        let inflated = checked.inflate().map_err(at)?;
-        let records = match &inflated {
-            None => checked.records(),
-            Some(inflated) => checked.records_in(inflated),
-        };
-        for record in records {
-            record.map_err(at)?;
-        }
+        walker.each(&path, &batch, |_| {})?;
     }
     Ok(bytes)
 }
