@@ -14,7 +14,6 @@
 //! left are record-level ones, met by the walk in log order, and a map error (key
 //! budget) counts only if every read succeeded.
 
-use std::collections::HashSet;
 use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
 
@@ -25,6 +24,7 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 use crate::segment::BatchFacts;
 
+use super::dirty_map::DirtyMap;
 use super::handover;
 use super::offset_map::{Digest, Digester, OffsetMap, Superseded};
 use super::source::segment_path;
@@ -231,6 +231,8 @@ pub(super) fn first_error(
 pub(super) enum Latest {
     Superseded(Superseded),
     Finished(OffsetMap),
+    /// A bounded map (`dedupe_buffer_bytes`): its fixed table answers both.
+    Bounded(DirtyMap, Digester),
 }
 
 /// The map step's result: the `seed` policy's [`OffsetMap`] (24-byte entries, a
@@ -253,6 +255,7 @@ impl PassMap {
         match &self.latest {
             Latest::Superseded(bits) => bits.is_superseded(ordinal),
             Latest::Finished(map) => map.is_superseded(ordinal),
+            Latest::Bounded(map, _) => map.superseded().get(ordinal_index(ordinal)),
         }
     }
 
@@ -261,6 +264,9 @@ impl PassMap {
         match &self.latest {
             Latest::Superseded(bits) => bits.count(ordinals),
             Latest::Finished(map) => map.superseded_count(ordinals),
+            Latest::Bounded(map, _) => map
+                .superseded()
+                .count(ordinal_index(ordinals.start)..ordinal_index(ordinals.end)),
         }
     }
 
@@ -269,6 +275,7 @@ impl PassMap {
     pub fn is_mapped(&self, key: &[u8]) -> bool {
         match &self.latest {
             Latest::Finished(map) => map.latest(key).is_some(),
+            Latest::Bounded(map, digester) => map.contains(digester.digest(key)),
             Latest::Superseded(_) => unreachable!("no batch below the clean point is cleaned"),
         }
     }
@@ -289,51 +296,99 @@ impl MapRange {
     }
 }
 
+/// Ordinals are dense from 0: a bitmap index.
+fn ordinal_index(ordinal: i64) -> usize {
+    usize::try_from(ordinal).expect("ordinals are >= 0")
+}
+
+/// The map being built: unbounded, or the fixed table of a key budget
+/// (`dedupe_buffer_bytes / 24` slots, allocated once: the map's memory stays
+/// within the budget, as the `seed` policy's incremental map's does).
+enum Table {
+    Unbounded(OffsetMap),
+    Bounded(DirtyMap),
+}
+
 /// The map's building state ([`super::rules::kafka::KafkaMap::build`]'s rules).
 struct Mapper {
-    map: OffsetMap,
+    table: Table,
+    digester: Digester,
     ordinals: i64,
     latest_offset: Option<i64>,
     /// The key budget stopped the map (no batch after it counts).
     stopped: bool,
     /// A first batch larger than the budget: reported if every read succeeds.
     error: Option<Error>,
-    /// With a budget: the distinct digests so far, and a batch's new ones.
-    seen: HashSet<Digest>,
+    /// A batch's digests the bounded table does not hold yet.
     fresh: Vec<Digest>,
 }
 
 impl Mapper {
+    fn new(key_budget: Option<u64>) -> Mapper {
+        // The unbounded map answers lookups by key with its own digest.
+        let (table, digester) = match key_budget {
+            None => {
+                let map = OffsetMap::tracking_superseded();
+                let digester = map.digester();
+                (Table::Unbounded(map), digester)
+            }
+            Some(budget) => {
+                let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+                let digester = OffsetMap::new().digester();
+                (Table::Bounded(DirtyMap::new(Some(budget))), digester)
+            }
+        };
+        Mapper {
+            table,
+            digester,
+            ordinals: 0,
+            latest_offset: None,
+            stopped: false,
+            error: None,
+            fresh: Vec::new(),
+        }
+    }
+
     /// One batch of the range, in order, with its keys' digests (none for a
-    /// control or aborted batch).
-    fn batch(&mut self, batch: &mut Batch, digests: &[Digest], key_budget: Option<u64>) {
+    /// control or aborted batch). A batch is mapped whole or not at all: one whose
+    /// new keys do not fit stops the map (the first batch: an error).
+    fn batch(&mut self, batch: &mut Batch, digests: &[Digest]) {
         if self.stopped {
             return;
         }
         if !batch.control && !batch.aborted {
-            if let Some(budget) = key_budget {
-                self.fresh.clear();
-                self.fresh
-                    .extend(digests.iter().filter(|d| !self.seen.contains(*d)));
-                self.fresh.sort_unstable();
-                self.fresh.dedup();
-                if (self.seen.len() + self.fresh.len()) as u64 > budget {
-                    if self.seen.is_empty() {
-                        self.error = Some(Error::InvalidArgument(format!(
-                            "the offset map holds {budget} keys; batch {} alone has {}",
-                            batch.base_offset,
-                            self.fresh.len()
-                        )));
+            match &mut self.table {
+                Table::Unbounded(map) => {
+                    batch.first_ordinal = Some(self.ordinals);
+                    for &digest in digests {
+                        map.insert_digest(digest, self.ordinals);
+                        self.ordinals += 1;
                     }
-                    self.stopped = true;
-                    return;
                 }
-                self.seen.extend(self.fresh.iter().copied());
-            }
-            batch.first_ordinal = Some(self.ordinals);
-            for &digest in digests {
-                self.map.insert_digest(digest, self.ordinals);
-                self.ordinals += 1;
+                Table::Bounded(map) => {
+                    self.fresh.clear();
+                    self.fresh
+                        .extend(digests.iter().filter(|d| !map.contains(**d)));
+                    self.fresh.sort_unstable();
+                    self.fresh.dedup();
+                    if self.fresh.len() > map.room() {
+                        if map.is_empty() {
+                            self.error = Some(Error::InvalidArgument(format!(
+                                "the offset map holds {} keys; batch {} alone has {}",
+                                map.room(),
+                                batch.base_offset,
+                                self.fresh.len()
+                            )));
+                        }
+                        self.stopped = true;
+                        return;
+                    }
+                    batch.first_ordinal = Some(self.ordinals);
+                    for &digest in digests {
+                        map.insert(digest, self.ordinals);
+                        self.ordinals += 1;
+                    }
+                }
             }
         }
         self.latest_offset = Some(batch.last_offset);
@@ -368,16 +423,8 @@ pub(super) fn read_and_map(
     aborted: &(dyn Fn(usize) -> bool + Sync),
     range: &MapRange,
 ) -> Result<(Vec<Source>, PassMap)> {
-    let mut mapper = Mapper {
-        map: OffsetMap::tracking_superseded(),
-        ordinals: 0,
-        latest_offset: None,
-        stopped: false,
-        error: None,
-        seen: HashSet::new(),
-        fresh: Vec::new(),
-    };
-    let digester = mapper.map.digester();
+    let mut mapper = Mapper::new(range.key_budget);
+    let digester = mapper.digester;
     let mut sources: Vec<Source> = splits
         .iter()
         .map(|s| Source {
@@ -393,7 +440,7 @@ pub(super) fn read_and_map(
         |chunk: &mut Chunk| {
             for (s, mut batch, digests) in chunk.batches.drain(..) {
                 if range.covers(batch.base_offset) {
-                    mapper.batch(&mut batch, &chunk.digests[digests], range.key_budget);
+                    mapper.batch(&mut batch, &chunk.digests[digests]);
                 }
                 sources[s].batches.push(batch);
             }
@@ -407,18 +454,26 @@ pub(super) fn read_and_map(
         assert_eq!(source.batches.len(), split.batches.len());
     }
     let Mapper {
-        mut map,
+        table,
+        digester,
         latest_offset,
         ..
     } = mapper;
-    let (latest, keys, map_bytes, map_bytes_peak) = if range.lookups {
-        map.finish();
-        let (keys, bytes, peak) = (map.len(), map.resident_bytes(), map.peak_bytes());
-        (Latest::Finished(map), keys, bytes, peak)
-    } else {
-        let bits = map.into_superseded();
-        let (keys, bytes, peak) = (bits.keys, bits.map_bytes, bits.map_bytes_peak);
-        (Latest::Superseded(bits), keys, bytes, peak)
+    let (latest, keys, map_bytes, map_bytes_peak) = match table {
+        Table::Bounded(map) => {
+            let (keys, bytes, peak) = (map.len(), map.table_bytes(), map.peak_bytes());
+            (Latest::Bounded(map, digester), keys, bytes, peak)
+        }
+        Table::Unbounded(mut map) if range.lookups => {
+            map.finish();
+            let (keys, bytes, peak) = (map.len(), map.resident_bytes(), map.peak_bytes());
+            (Latest::Finished(map), keys, bytes, peak)
+        }
+        Table::Unbounded(map) => {
+            let bits = map.into_superseded();
+            let (keys, bytes, peak) = (bits.keys, bits.map_bytes, bits.map_bytes_peak);
+            (Latest::Superseded(bits), keys, bytes, peak)
+        }
     };
     Ok((
         sources,

@@ -9,7 +9,6 @@ use crate::error::{CorruptKind, Error, Result};
 use crate::format::batch::{
     self, BatchHeader, ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, RECORDS_OFFSET,
 };
-use crate::format::varint::{get_varint, get_varlong};
 
 /// One batch of a segment, checked up to its CRC.
 #[derive(Debug, Clone, Copy)]
@@ -150,8 +149,10 @@ fn split<'a>(
     Ok(out)
 }
 
-/// The records of an uncompressed batch (key, offset, timestamp, null value),
-/// without copying. A compressed batch goes through [`super::compressed`].
+/// The records of an uncompressed batch (key, offset, timestamp, null value, and
+/// each record's encoded bytes), without copying, read by the format's record
+/// decoder as every reader reads them ([`super::walker`]). A compressed batch goes
+/// through [`super::compressed`].
 pub fn records<'a>(
     path: &Path,
     batch: &BatchView<'a>,
@@ -162,62 +163,22 @@ pub fn records<'a>(
         "a compressed batch's records are not in place"
     );
     out.clear();
-    let corrupt =
-        |at: usize, kind: CorruptKind| Error::corrupt(path, batch.position + at as u64, kind);
-    let mut at = RECORDS_OFFSET;
-    while at < batch.bytes.len() {
-        let rest = batch.bytes.get(at..).unwrap_or_default();
-        let (length, used) = get_varint(rest).map_err(|k| corrupt(at, k))?;
-        if length < 0 {
-            return Err(corrupt(at, CorruptKind::Field("record length")));
-        }
-        let body = rest
-            .get(used..used + length as usize)
-            .ok_or_else(|| corrupt(at, CorruptKind::Field("record length")))?;
-        let mut c = 1usize; // attributes
-        let field = |c: usize| body.get(c..).unwrap_or_default();
-        let (timestamp_delta, n) = get_varlong(field(c)).map_err(|k| corrupt(at, k))?;
-        c += n;
-        let (offset_delta, n) = get_varint(field(c)).map_err(|k| corrupt(at, k))?;
-        c += n;
-        let (key_len, n) = get_varint(field(c)).map_err(|k| corrupt(at, k))?;
-        c += n;
-        let key = if key_len < 0 {
-            None
-        } else {
-            let key = body
-                .get(c..c + key_len as usize)
-                .ok_or_else(|| corrupt(at, CorruptKind::Field("key length")))?;
-            c += key_len as usize;
-            Some(key)
-        };
-        let (value_len, _) = get_varint(field(c)).map_err(|k| corrupt(at, k))?;
-        if offset_delta < 0 || offset_delta > batch.header.last_offset_delta {
-            return Err(corrupt(
-                at,
-                CorruptKind::OffsetDelta {
-                    delta: i64::from(offset_delta),
-                    last: i64::from(batch.header.last_offset_delta),
-                },
-            ));
-        }
+    let at = |e: crate::format::FormatError| e.at(path, batch.position);
+    let (checked, _) = crate::format::BatchView::decode_crc_checked(batch.bytes).map_err(at)?;
+    let body = batch.bytes.get(RECORDS_OFFSET..).unwrap_or_default();
+    let mut records = checked.records();
+    let mut start = 0;
+    while let Some(record) = records.next() {
+        let record = record.map_err(at)?;
+        let end = records.consumed_bytes();
         out.push(RecordView {
-            offset: batch.header.base_offset + i64::from(offset_delta),
-            timestamp: batch.timestamp_of(timestamp_delta),
-            key,
-            value_is_null: value_len < 0,
-            bytes: rest.get(..used + length as usize).unwrap_or_default(),
+            offset: checked.offset_of(&record),
+            timestamp: checked.timestamp_of(&record),
+            key: record.key,
+            value_is_null: record.value.is_none(),
+            bytes: body.get(start..end).unwrap_or_default(),
         });
-        at += used + length as usize;
-    }
-    if out.len() != batch.header.record_count as usize {
-        return Err(corrupt(
-            0,
-            CorruptKind::RecordCount {
-                declared: i64::from(batch.header.record_count),
-                actual: out.len() as i64,
-            },
-        ));
+        start = end;
     }
     Ok(())
 }
