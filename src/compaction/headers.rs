@@ -8,7 +8,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::batch::{
-    decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
+    decode_header, BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
 };
 use crate::format::filename::{self, LOG_SUFFIX, TXN_INDEX_SUFFIX};
 use crate::format::txn_index::{self, AbortedTxn};
@@ -37,42 +38,7 @@ pub fn walk(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<LogFacts> 
             if rest.len() < size {
                 break; // the scan reports it
             }
-            let transactional = header.attributes & ATTR_TRANSACTIONAL != 0;
-            let control = header.attributes & ATTR_CONTROL != 0;
-            let mut pid = [0u8; 8];
-            pid.copy_from_slice(&rest[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8]);
-            let mut epoch = [0u8; 2];
-            epoch.copy_from_slice(&rest[PRODUCER_EPOCH_OFFSET..PRODUCER_EPOCH_OFFSET + 2]);
-            let marker = if control {
-                let (batch, _) =
-                    BatchView::decode(&rest[..size]).map_err(|e| e.at(&path, at as u64))?;
-                match batch.records().next() {
-                    Some(Ok(r)) => match r.key {
-                        Some([0, 0, 0, 0]) => Some(ControlKind::Abort),
-                        Some([0, 0, 0, 1]) => Some(ControlKind::Commit),
-                        _ => None,
-                    },
-                    _ => None,
-                }
-            } else {
-                None
-            };
-            // A control batch with no marker record (an empty one, Kafka's
-            // `RETAIN_EMPTY`) takes no part, as `log::txn` reads it.
-            let transactional = transactional && (marker.is_some() || !control);
-            // Markers alone (no transactional data) leave the plain seed rules in
-            // force: the rules apply once the log holds transactional data.
-            out.transactional |= transactional && !control;
-            out.batches.push(TxnFacts {
-                base_offset: header.base_offset,
-                producer_id: i64::from_be_bytes(pid),
-                transactional,
-                marker,
-                control,
-                max_timestamp: header.max_timestamp,
-                producer_epoch: i16::from_be_bytes(epoch),
-                last_offset: header.base_offset + i64::from(header.last_offset_delta),
-            });
+            push(&mut out, &path, at, &rest[..size], &header)?;
             at += size;
         }
         if i + 1 < bases.len() {
@@ -80,6 +46,79 @@ pub fn walk(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<LogFacts> 
         }
     }
     Ok(out)
+}
+
+/// [`walk`]'s facts, the closed segments' from their batches already split and
+/// checked (`closed`: each segment's path and its batches' positions and bytes,
+/// in order), so a pass that split them walks no closed header twice; the active
+/// segment (`active_base`) walked from its file, as [`walk`] does.
+pub fn of_split(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    closed: &[SplitSegment<'_>],
+    active_base: i64,
+) -> Result<LogFacts> {
+    let mut out = LogFacts::default();
+    for (path, batches) in closed {
+        for &(at, batch) in batches {
+            let header = decode_header(batch).map_err(|e| e.at(path, at as u64))?;
+            push(&mut out, path, at, batch, &header)?;
+        }
+    }
+    out.closed_batches = out.batches.len();
+    let active = walk(fs, dir, &[active_base])?;
+    out.transactional |= active.transactional;
+    out.batches.extend(active.batches);
+    Ok(out)
+}
+
+/// A split segment: its path, and each batch's position and bytes, in order.
+pub type SplitSegment<'a> = (&'a Path, Vec<(usize, &'a [u8])>);
+
+/// Adds the facts of the whole batch `batch` at `at` of `path` to `out`.
+fn push(
+    out: &mut LogFacts,
+    path: &Path,
+    at: usize,
+    batch: &[u8],
+    header: &BatchHeader,
+) -> Result<()> {
+    let transactional = header.attributes & ATTR_TRANSACTIONAL != 0;
+    let control = header.attributes & ATTR_CONTROL != 0;
+    let mut pid = [0u8; 8];
+    pid.copy_from_slice(&batch[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8]);
+    let mut epoch = [0u8; 2];
+    epoch.copy_from_slice(&batch[PRODUCER_EPOCH_OFFSET..PRODUCER_EPOCH_OFFSET + 2]);
+    let marker = if control {
+        let (view, _) = BatchView::decode(batch).map_err(|e| e.at(path, at as u64))?;
+        match view.records().next() {
+            Some(Ok(r)) => match r.key {
+                Some([0, 0, 0, 0]) => Some(ControlKind::Abort),
+                Some([0, 0, 0, 1]) => Some(ControlKind::Commit),
+                _ => None,
+            },
+            _ => None,
+        }
+    } else {
+        None
+    };
+    // A control batch with no marker record (an empty one, Kafka's
+    // `RETAIN_EMPTY`) takes no part, as `log::txn` reads it.
+    let transactional = transactional && (marker.is_some() || !control);
+    // Markers alone (no transactional data) leave the plain seed rules in
+    // force: the rules apply once the log holds transactional data.
+    out.transactional |= transactional && !control;
+    out.batches.push(TxnFacts {
+        base_offset: header.base_offset,
+        producer_id: i64::from_be_bytes(pid),
+        transactional,
+        marker,
+        control,
+        max_timestamp: header.max_timestamp,
+        producer_epoch: i16::from_be_bytes(epoch),
+        last_offset: header.base_offset + i64::from(header.last_offset_delta),
+    });
+    Ok(())
 }
 
 /// [`walk`]'s transaction facts: `None` when no data batch is transactional (then

@@ -347,12 +347,18 @@ pub(super) fn build(
         let first = scope.spawn(move || kafka_read::split_sources(fs, dir, first));
         let second = kafka_read::split_sources(fs, dir, second);
         let active_bytes = read_active(fs, dir, active_base, inputs.from.active_len);
-        // The batch headers' facts, one walk for the transaction rules and the
-        // producers (`super::headers::walk`, as the reference takes them).
-        let walk = super::headers::walk(fs, dir, inputs.bases);
         let mut splits = crate::panics::join_scoped(first, "the kafka split")?;
         splits.extend(second?);
-        Ok((splits, active_bytes?, walk?))
+        let active_bytes = active_bytes?;
+        // The batch headers' facts for the transaction rules and the producers
+        // (what `super::headers::walk` finds, as the reference takes them), the
+        // closed segments' from the batches just split: no header walked twice.
+        let closed: Vec<_> = splits
+            .iter()
+            .map(|s| (s.path.as_path(), s.batch_bytes()))
+            .collect();
+        let walk = super::headers::of_split(fs, dir, &closed, active_base)?;
+        Ok((splits, active_bytes, walk))
     });
     let (splits, active_bytes, walk) = match prelude {
         Ok(prelude) => prelude,

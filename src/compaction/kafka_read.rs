@@ -108,9 +108,18 @@ pub(super) struct SplitBatch {
     pub last_offset: i64,
     pub max_timestamp: i64,
     pub control: bool,
+    pub size: usize,
 }
 
 impl Split {
+    /// Every batch's position and bytes.
+    pub fn batch_bytes(&self) -> Vec<(usize, &[u8])> {
+        self.batches
+            .iter()
+            .map(|b| (b.position, &self.bytes[b.position..b.position + b.size]))
+            .collect()
+    }
+
     pub fn next_offset(&self) -> i64 {
         self.batches.last().map_or(self.base, |b| b.last_offset + 1)
     }
@@ -140,6 +149,7 @@ pub(super) fn split_sources(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> R
                     last_offset: b.last_offset(),
                     max_timestamp: b.header.max_timestamp,
                     control: b.is_control(),
+                    size: b.bytes.len(),
                 })
                 .collect();
             Ok(Split {
