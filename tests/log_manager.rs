@@ -2,7 +2,8 @@
 //! states shared with retention, pause/resume/abort, close.
 //!
 //! Invariants checked: the dirtiest cleanable partition is cleaned first (the
-//! selection order, not timing); retention never deletes from a partition a cleaner
+//! selection order, not timing); a cleaned partition, transactional data or not, is
+//! not chosen again until it is dirty again; retention never deletes from a partition a cleaner
 //! holds; a paused partition is not cleaned; deleting a partition aborts its
 //! cleaning before the commit point and leaves no temp dir; appends from another
 //! thread while the cleaner runs are never lost; `close` stops the threads and
@@ -192,6 +193,71 @@ fn a_partition_held_by_an_open_transaction_is_never_chosen() {
             order.push(cleaned.partition);
         }
         assert_eq!(order, ["high-0", "low-0"], "{policy:?}");
+        manager.close().unwrap();
+    }
+}
+
+/// Issue 43: a `seed` pass put the clean point of a log holding transactional data
+/// back at the log start, so the cleaner chose that partition again every round.
+/// A partition with a committed transaction in its closed segment and an open one
+/// in its active segment is cleaned once beside a plain one; then neither is chosen
+/// until new data makes the plain one dirty, and the transactional one is not
+/// chosen with it.
+#[test]
+fn a_cleaned_partition_with_transactions_is_not_chosen_again() {
+    use seglog::compaction::CompactionPolicy;
+    use seglog::{ControlKind, Producer};
+    for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
+        let (fs, clock) = (Arc::new(SimFs::new()), Arc::new(ManualClock::new(100)));
+        let manager = manager(&fs, &clock);
+        let config = PartitionConfig {
+            log: LogConfig {
+                compaction_policy: policy,
+                ..compacted().log
+            },
+            ..compacted()
+        };
+        let txn = manager.create("txn", 0, config.clone()).unwrap();
+        let producer = Producer {
+            id: 7,
+            epoch: 0,
+            base_sequence: -1,
+        };
+        txn.append(&[record("a", "1", 1)]).unwrap();
+        txn.with_log_mut(|log| log.append_transactional(producer, &[record("b", "2", 2)]))
+            .unwrap();
+        txn.with_log_mut(|log| log.append_control(ControlKind::Commit, 7, 0, 2))
+            .unwrap();
+        txn.append(&[record("a", "3", 3)]).unwrap();
+        txn.roll().unwrap();
+        txn.with_log_mut(|log| log.append_transactional(producer, &[record("e", "5", 5)]))
+            .unwrap(); // open: the last stable offset, the active base
+        txn.append(&[record("f", "6", 6)]).unwrap();
+        let plain = manager.create("plain", 0, config).unwrap();
+        fill(&plain, 2, 20, 0);
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            let Some(cleaned) = manager.run_cleaner_once().unwrap() else {
+                break;
+            };
+            assert!(matches!(cleaned.outcome, CleanOutcome::Cleaned(_)));
+            order.push(cleaned.partition);
+        }
+        order.sort();
+        assert_eq!(order, ["plain-0", "txn-0"], "{policy:?}: each once");
+        let ratio = |p: &seglog::manager::Partition| {
+            p.with_log(|log| log.cleanable(100)).unwrap().dirty_ratio
+        };
+        assert_eq!(ratio(&txn), 0.0, "{policy:?}");
+        fill(&plain, 3, 5, 0);
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            let Some(cleaned) = manager.run_cleaner_once().unwrap() else {
+                break;
+            };
+            order.push(cleaned.partition);
+        }
+        assert_eq!(order, ["plain-0"], "{policy:?}");
         manager.close().unwrap();
     }
 }

@@ -163,26 +163,17 @@ fn build_inner(
         // The tuned pass applies the transaction rules too (`super::rules::txn`).
         return super::kafka_pass::build(fs, dir, options, clean, inputs).map(Some);
     }
-    // The transaction rules (`super::txn`): a log holding transactional data is
-    // cleaned in full (the incremental dirty map does not apply them), nothing at
-    // or past its last stable offset cleaned, and its clean point stays at the log
-    // start. So the segments wholly below a later clean point were cleaned by a
-    // pass that found no transactional data (appends only add at the end): only
-    // the others are read to find out.
+    // The transaction rules (`super::rules::txn`): a log holding transactional data
+    // anywhere (below the clean point too: a marker there goes only under the
+    // rules) is cleaned in full (the incremental dirty map does not apply them),
+    // nothing at or past its last stable offset cleaned, and its clean point moves
+    // to the first offset the pass did not clean. So every segment is read to find
+    // out.
     let horizon = Horizon {
         now: options.now,
         delete_retention_ms: options.delete_retention_ms,
     };
-    let dirty_first = bases
-        .iter()
-        .rposition(|&base| base <= clean_point_before)
-        .unwrap_or(0);
-    let txn =
-        if dirty_first == 0 || super::headers::gather(fs, dir, &bases[dirty_first..])?.is_some() {
-            super::headers::plan(fs, dir, &bases, horizon)?
-        } else {
-            None
-        };
+    let txn = super::headers::plan(fs, dir, &bases, horizon)?;
     // Only the options that change the seed pass choose it (not
     // `producer_id_expiration_ms`, which only the kafka policy reads).
     let unbounded_without_lag =
@@ -193,11 +184,10 @@ fn build_inner(
         // Everything is dirty and the map unbounded: the full two-thread scan (no
         // key summaries: the next, incremental pass writes them).
         let keep_from = txn.as_ref().map_or(i64::MAX, |t| t.last_stable_offset);
-        let clean_point_after = if txn.is_some() {
-            log_start_offset
-        } else {
-            active_base
-        };
+        // The first offset not cleaned: the active base, or the last stable offset
+        // below it (Kafka's cleaner moves its clean point there); never back.
+        let clean_point_after = clean_point_before.max(active_base.min(keep_from));
+        assert!(clean_point_after >= log_start_offset);
         (
             scan_with(fs, dir, &bases, from.active_len, txn.as_ref())?,
             keep_from,

@@ -360,6 +360,12 @@ pub fn check_step(before: &SpecLog, after: &SpecLog, step: StepKind) -> Vec<Viol
         if let StepKind::KafkaClean(grace) = step {
             checks.push(kafka::control_past_horizon(before, after, grace));
         }
+        if after.clean_point() < before.clean_point() {
+            checks.push(fail(
+                "clean_section_deduplicated",
+                "a cleaning moved the clean point back".into(),
+            ));
+        }
         if after.active() != before.active() {
             checks.push(fail(
                 "offset_stability",

@@ -1,8 +1,8 @@
 //! The invariants of a compaction (either policy) of a log holding transactional
 //! data (docs/design.md section 4), in place of the plain ones, which the
 //! transaction rules break on purpose (aborted records and markers go, the region
-//! of an open transaction is not cleaned, a `seed` pass keeps the clean point at
-//! the log start):
+//! of an open transaction is not cleaned, a `seed` pass cleans the whole log), beside
+//! `offset_stability` and the clean point's soundness (never moved back):
 //! - `committed_view`: a `read_committed` reader sees every key's latest value as
 //!   before (keys whose latest committed record is a tombstone aside: it may go);
 //! - `open_retained`: every record of an open transaction survives;

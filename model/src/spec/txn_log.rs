@@ -1,15 +1,13 @@
 //! The transaction rules of [`super::txn`] applied to a [`SpecLog`]: its batches
 //! as [`TxnBatch`]es, `read_committed`, and the `seed` policy's pass over a log
 //! holding transactional data (docs/design.md section 1, "Transactions"; engine
-//! `src/compaction/txn.rs`).
+//! `src/compaction/rules/txn.rs`).
 //!
 //! Which pass a `seed` cleaning takes is the engine's decision: the transaction
-//! rules when the segments from the one holding the clean point on (the active one
-//! included) hold a transactional data batch, else the plain rules. A log holding
-//! transactional data keeps its clean point at the log start under the `seed`
-//! policy, so that is "the log holds transactional data" unless a `kafka` pass moved
-//! the clean point past all of it (then the plain rules run, keeping markers: sound,
-//! since such a pass removed every aborted batch below it and left no open one).
+//! rules when the log (every segment, the active one included) holds a
+//! transactional data batch, else the plain rules (markers alone keep the plain
+//! rules). The whole log, not only the dirty section: a marker below the clean
+//! point goes only under the rules, once its data is gone and its horizon passed.
 //!
 //! The `seed` pass with the rules: the latest-offset map covers the plain and
 //! committed data batches below the last stable offset (all of the log, active
@@ -17,9 +15,11 @@
 //! last stable offset are cleaned: an aborted data batch goes, a marker goes once
 //! no data batch of its transaction is left in the log and `now - timestamp >
 //! delete_retention_ms`, a committed or plain batch keeps the seed rule's records;
-//! the clean point goes back to the log start (the incremental map does not apply
-//! the rules: the knobs `dedupe_buffer_bytes` and `min_compaction_lag_ms` are not
-//! applied either).
+//! the clean point moves to the first offset not cleaned, `min(active base, last
+//! stable offset)`, never back (Kafka's cleaner does the same), so `cleanable`
+//! counts what the pass cleaned as clean. The next pass is a full one again (the
+//! incremental map does not apply the rules: the knobs `dedupe_buffer_bytes` and
+//! `min_compaction_lag_ms` are not applied either).
 
 use std::collections::BTreeMap;
 
@@ -114,15 +114,7 @@ impl SpecLog {
 
     /// True if a `seed` pass applies the transaction rules (the module docs).
     pub(super) fn seed_txn_applies(&self) -> bool {
-        let first = self
-            .segments
-            .iter()
-            .rposition(|s| s.base_offset <= self.clean_point)
-            .unwrap_or(0);
-        self.segments[first..]
-            .iter()
-            .flat_map(|s| &s.batches)
-            .any(Batch::is_transactional_data)
+        self.holds_transactional_data()
     }
 
     /// The `seed` pass with the transaction rules (the module docs); the caller
@@ -166,7 +158,10 @@ impl SpecLog {
                 _ => compact_batch(b, &keep),
             }
         });
-        self.clean_point = self.log_start_offset();
+        assert!(closed_end >= self.log_start_offset());
+        assert!(closed_end <= self.active().base_offset);
+        self.clean_point = self.clean_point.max(closed_end);
+        debug_assert_eq!(self.clean_section_duplicate(), None);
         summary
     }
 }
@@ -218,8 +213,8 @@ pub(super) mod tests {
         assert_eq!(log.read_committed(0).unwrap(), committed);
         assert_eq!(
             log.clean_point(),
-            0,
-            "the clean point stays at the log start"
+            7,
+            "the clean point moves to the active base (no transaction is open)"
         );
         // Past the horizon: the ABORT marker has no data left and goes; the
         // COMMIT marker stays while its records do.
