@@ -8,7 +8,8 @@
 //!    digests the keys of `[clean point, first uncleanable offset)`; this thread
 //!    inserts them with record ordinals as positions (a key seen again sets its
 //!    previous ordinal's bit in a superseded bitmap, as the `seed` policy's map
-//!    does), under the key budget batch by batch as [`super::rules::kafka::KafkaMap::build`].
+//!    does), under the key budget batch by batch as [`super::rules::kafka::KafkaMap::build`];
+//!    bounded, the map is the fixed table of `dedupe_buffer_bytes / 24` slots.
 //!    Any damage fails the pass with the reference's error, before anything is written.
 //! 3. Clean: each batch planned by the one planner ([`super::plan`]), then the
 //!    plan executed (`execute`). A batch past the map is kept whole; a mapped batch is decided whole
@@ -30,13 +31,13 @@
 //!    build (`finish::finish_build`). The heap the step holds is two source
 //!    segments' runs, whatever the group's size.
 //!
-//! Transactions (`super::rules::txn`, the reference's decisions on
-//! `txn::walk`'s header facts): the first uncleanable offset is held at the
-//! segment of the last stable offset; a data batch of an aborted transaction is
-//! mapped hollow (no key, the map's last offset moves past it) and dropped where
-//! cleaned; the output's `.txnindex` files are `kafka_txn::entries`. Markers follow
-//! `kafka_txn::marker_outcome` in every pass (`clean_marker`: copied, stamped by
-//! the `rebuild` above, or dropped).
+//! Transactions (`super::rules::txn`, the reference's decisions on the header
+//! facts, the closed segments' taken from the split batches: `headers::of_split`):
+//! the first uncleanable offset is held at the segment of the last stable offset;
+//! a data batch of an aborted transaction is mapped hollow (no key, the map's last
+//! offset moves past it) and dropped where cleaned; the output's `.txnindex` files
+//! are `kafka_txn::entries`. Markers follow `kafka_txn::marker_outcome` in every
+//! pass (`clean_marker`: copied, stamped by the `rebuild` above, or dropped).
 //!
 //! The result is the reference pass's (`kafka::build`, test builds) byte for byte:
 //! the tests below compare the two on random logs, transactional ones among them.

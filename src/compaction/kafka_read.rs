@@ -3,7 +3,8 @@
 //! closed segments exactly as a full decode would (records walked, a compressed
 //! one inflated once and kept), counts its keyed, keyless and tombstone records,
 //! and digests the keys of the batches the map covers; this thread inserts the
-//! digests into the offset map as they come, under the key budget (the rules of
+//! digests into the offset map as they come, under the key budget (a fixed table
+//! of `dedupe_buffer_bytes / 24` slots, so its memory stays within it; the rules of
 //! [`super::rules::kafka::KafkaMap::build`]). The two halves cost about the same, as in
 //! the `seed` pass's scan (`super::hashed`).
 //!

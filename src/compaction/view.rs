@@ -151,7 +151,7 @@ fn split<'a>(
 
 /// The records of an uncompressed batch (key, offset, timestamp, null value, and
 /// each record's encoded bytes), without copying, read by the format's record
-/// decoder as every reader reads them ([`super::walker`]). A compressed batch goes
+/// decoder as every reader reads them (`walker`). A compressed batch goes
 /// through [`super::compressed`].
 pub fn records<'a>(
     path: &Path,
