@@ -26,12 +26,12 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::compaction::{CleanOptions, CompactionPolicy};
-use crate::error::Error;
+use crate::error::{CorruptKind, Error};
 use crate::format::{checkpoint, filename};
 use crate::fs::sim::SimFs;
 use crate::fs::FileSystem;
 use crate::install::InstallCase;
-use crate::log::{Log, LogConfig, RecoveryReport};
+use crate::log::{Log, LogConfig, RecoveryMode, RecoveryReport, TailKind};
 use crate::panics::panic_message;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::{engine, LogView};
@@ -126,6 +126,7 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             let lookups = check_lookups(&log, &view);
             drop(log);
             let outcome = check_recovery(case, &before, &after, &view, &report, lookups)?;
+            check_strict(case, &report, &view)?;
             let paths = install_paths();
             let stray: Vec<PathBuf> = fs
                 .snapshot_dirs()
@@ -813,6 +814,79 @@ fn check_second_open(
         return Err("the second open changed the log".into());
     }
     Ok(())
+}
+
+/// The strict recovery mode on the same damaged image: where the default open cut
+/// an active segment's tail with CRC-valid batches after its damage, a strict open
+/// refuses with `BeforeValidBatches` at the first invalid batch (in the tail the
+/// default open cut) and changes nothing but what any failed open may; where it cut a torn tail, the strict open
+/// recovers the same log.
+fn check_strict(case: &Case<'_>, report: &RecoveryReport, view: &LogView) -> Result<(), String> {
+    // Only a cut tail tells the modes apart.
+    if case.config.recovery_mode != RecoveryMode::TornTail || report.truncated_tail.is_none() {
+        return Ok(());
+    }
+    let fs = Arc::new(case.image()?);
+    let before = fs.snapshot();
+    let dirs_before = fs.snapshot_dirs();
+    let strict = LogConfig {
+        recovery_mode: RecoveryMode::Strict,
+        ..case.config.clone()
+    };
+    let opened = Log::open_with(fs.clone() as Arc<dyn FileSystem>, LOG_DIR, strict);
+    let refuses = report
+        .truncated_tail
+        .as_ref()
+        .is_some_and(|t| t.kind == TailKind::CorruptionBeforeValidBatches);
+    match opened {
+        Err(Error::Corrupt {
+            path,
+            position,
+            kind: CorruptKind::BeforeValidBatches { .. },
+        }) if refuses => {
+            // As any failed open: nothing changed but what the protocol
+            // recoveries that run before the segment scan leave.
+            let after = fs.snapshot();
+            let dirs_same = dirs_before == fs.snapshot_dirs();
+            check_failed_open(case, &before, &after, dirs_same, &fs)
+                .map_err(|e| format!("a strict open that refused: {e}"))?;
+            let segment = report.truncated_segment.expect("a cut names its segment");
+            let cut = Path::new(LOG_DIR).join(filename::build(segment, filename::LOG_SUFFIX));
+            let len = fs.len(&cut).map_err(|e| format!("{}: {e}", cut.display()))?;
+            let at = len - report.truncated_bytes;
+            // The damage's own position in the first invalid batch (a CRC
+            // mismatch names the CRC field): in the tail the default open cut.
+            if path != cut || !(at..len).contains(&position) {
+                return Err(format!(
+                    "a strict open refused at {}:{position}, outside the tail the default open cut at {}:{at}",
+                    path.display(),
+                    cut.display()
+                ));
+            }
+            Ok(())
+        }
+        Err(e) if refuses => Err(format!(
+            "a strict open of a tail with CRC-valid batches after its damage failed with {e}, not BeforeValidBatches"
+        )),
+        Ok(_) if refuses => Err(format!(
+            "a strict open accepted a tail with CRC-valid batches after its damage (the default open cut {} bytes of segment {:?})",
+            report.truncated_bytes, report.truncated_segment
+        )),
+        Ok((log, strict_report)) => {
+            let strict_view =
+                engine::view(&log).map_err(|e| format!("read after a strict open failed: {e}"))?;
+            if strict_view != *view || strict_report.truncated_bytes != report.truncated_bytes {
+                return Err(format!(
+                    "a strict open recovered another log than the default open (cut {} bytes, not {})",
+                    strict_report.truncated_bytes, report.truncated_bytes
+                ));
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "a strict open failed where the default open cut a torn tail: {e}"
+        )),
+    }
 }
 
 /// A failed open is stable: opening again fails the same way and changes nothing
