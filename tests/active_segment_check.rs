@@ -77,6 +77,38 @@ fn forge(bytes: &mut [u8], at: usize) {
     bytes[at + CRC_OFFSET..at + CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Replaces `path` with the forged `bytes` and cleans the log under `policy`:
+/// the pass's error (a pass that succeeds panics, naming `forged`) and the
+/// directory's listing before it.
+fn clean_forged(
+    fs: &SimFs,
+    path: &Path,
+    bytes: &[u8],
+    policy: CompactionPolicy,
+    forged: &str,
+) -> (String, Vec<String>) {
+    fs.remove_file(path).unwrap();
+    fs.write_new(path, bytes).unwrap();
+    fs.sync_file(path).unwrap();
+    let before = fs.list_dir(Path::new(DIR)).unwrap();
+    let clean = CleanOptions {
+        policy,
+        ..CleanOptions::default()
+    };
+    let options = CompactOptions {
+        now: 1_000,
+        delete_retention_ms: 0,
+        segment_bytes: 1 << 20,
+    };
+    match build_with(fs, Path::new(DIR), options, clean) {
+        Ok(built) => panic!(
+            "{policy:?}: {forged} was cleaned over: {:?}",
+            built.map(|b| b.report)
+        ),
+        Err(error) => (error.to_string(), before),
+    }
+}
+
 #[test]
 fn a_forged_record_in_the_active_segment_fails_either_policy_alike() {
     let mut errors = Vec::new();
@@ -86,26 +118,13 @@ fn a_forged_record_in_the_active_segment_fails_either_policy_alike() {
         let path = active_path(active);
         let mut bytes = fs.read_all(&path).unwrap();
         forge(&mut bytes, position);
-        fs.remove_file(&path).unwrap();
-        fs.write_new(&path, &bytes).unwrap();
-        fs.sync_file(&path).unwrap();
-        let before = fs.list_dir(Path::new(DIR)).unwrap();
-        let clean = CleanOptions {
+        let (error, before) = clean_forged(
+            &fs,
+            &path,
+            &bytes,
             policy,
-            ..CleanOptions::default()
-        };
-        let options = CompactOptions {
-            now: 1_000,
-            delete_retention_ms: 0,
-            segment_bytes: 1 << 20,
-        };
-        let error = match build_with(fs.as_ref(), Path::new(DIR), options, clean) {
-            Ok(built) => panic!(
-                "{policy:?}: a forged record in the active segment was cleaned over: {:?}",
-                built.map(|b| b.report)
-            ),
-            Err(error) => error.to_string(),
-        };
+            "a forged record in the active segment",
+        );
         let name = filename::build(active, LOG_SUFFIX);
         assert!(
             error.contains(&name),
@@ -161,26 +180,7 @@ fn a_repeated_offset_delta_in_a_closed_segment_fails_either_policy_alike() {
         let mut bytes = fs.read_all(&path).unwrap();
         let second = batch_len(&bytes, 0);
         forge_delta(&mut bytes, second);
-        fs.remove_file(&path).unwrap();
-        fs.write_new(&path, &bytes).unwrap();
-        fs.sync_file(&path).unwrap();
-        let before = fs.list_dir(Path::new(DIR)).unwrap();
-        let clean = CleanOptions {
-            policy,
-            ..CleanOptions::default()
-        };
-        let options = CompactOptions {
-            now: 1_000,
-            delete_retention_ms: 0,
-            segment_bytes: 1 << 20,
-        };
-        let error = match build_with(fs.as_ref(), Path::new(DIR), options, clean) {
-            Ok(built) => panic!(
-                "{policy:?}: a forged offset delta was cleaned over: {:?}",
-                built.map(|b| b.report)
-            ),
-            Err(error) => error.to_string(),
-        };
+        let (error, before) = clean_forged(&fs, &path, &bytes, policy, "a forged offset delta");
         assert!(
             error.contains(&filename::build(0, LOG_SUFFIX)) && error.contains("delta"),
             "{policy:?}: the error names the closed segment and the delta: {error}"

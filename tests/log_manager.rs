@@ -131,31 +131,38 @@ fn the_dirtiest_partition_is_cleaned_first() {
     manager.close().unwrap();
 }
 
+/// [`compacted`] under `policy`.
+fn compacted_by(policy: seglog::compaction::CompactionPolicy) -> PartitionConfig {
+    PartitionConfig {
+        log: LogConfig {
+            compaction_policy: policy,
+            ..compacted().log
+        },
+        ..compacted()
+    }
+}
+
+/// The transactional producer of the issue 43 cases.
+const PRODUCER: seglog::Producer = seglog::Producer {
+    id: 7,
+    epoch: 0,
+    base_sequence: -1,
+};
+
 /// Issue 43: a partition whose only closed segment holds an open transaction has
 /// nothing cleanable (a pass would change nothing): under both policies the
 /// cleaner cleans the other partitions, dirtiest first, and never picks it.
 #[test]
 fn a_partition_held_by_an_open_transaction_is_never_chosen() {
     use seglog::compaction::CompactionPolicy;
-    use seglog::Producer;
     for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
         let (fs, clock) = (Arc::new(SimFs::new()), Arc::new(ManualClock::new(100)));
         let manager = manager(&fs, &clock);
-        let config = PartitionConfig {
-            log: LogConfig {
-                compaction_policy: policy,
-                ..compacted().log
-            },
-            ..compacted()
-        };
+        let config = compacted_by(policy);
         let held = manager.create("held", 0, config.clone()).unwrap();
         held.append(&[record("a", "1", 1)]).unwrap();
-        let producer = Producer {
-            id: 7,
-            epoch: 0,
-            base_sequence: -1,
-        };
-        held.with_log_mut(|log| log.append_transactional(producer, &[record("b", "2", 2)]))
+
+        held.with_log_mut(|log| log.append_transactional(PRODUCER, &[record("b", "2", 2)]))
             .unwrap();
         held.append(&[record("a", "3", 3)]).unwrap();
         held.roll().unwrap();
@@ -206,31 +213,21 @@ fn a_partition_held_by_an_open_transaction_is_never_chosen() {
 #[test]
 fn a_cleaned_partition_with_transactions_is_not_chosen_again() {
     use seglog::compaction::CompactionPolicy;
-    use seglog::{ControlKind, Producer};
+    use seglog::ControlKind;
     for policy in [CompactionPolicy::Seed, CompactionPolicy::Kafka] {
         let (fs, clock) = (Arc::new(SimFs::new()), Arc::new(ManualClock::new(100)));
         let manager = manager(&fs, &clock);
-        let config = PartitionConfig {
-            log: LogConfig {
-                compaction_policy: policy,
-                ..compacted().log
-            },
-            ..compacted()
-        };
+        let config = compacted_by(policy);
         let txn = manager.create("txn", 0, config.clone()).unwrap();
-        let producer = Producer {
-            id: 7,
-            epoch: 0,
-            base_sequence: -1,
-        };
+
         txn.append(&[record("a", "1", 1)]).unwrap();
-        txn.with_log_mut(|log| log.append_transactional(producer, &[record("b", "2", 2)]))
+        txn.with_log_mut(|log| log.append_transactional(PRODUCER, &[record("b", "2", 2)]))
             .unwrap();
         txn.with_log_mut(|log| log.append_control(ControlKind::Commit, 7, 0, 2))
             .unwrap();
         txn.append(&[record("a", "3", 3)]).unwrap();
         txn.roll().unwrap();
-        txn.with_log_mut(|log| log.append_transactional(producer, &[record("e", "5", 5)]))
+        txn.with_log_mut(|log| log.append_transactional(PRODUCER, &[record("e", "5", 5)]))
             .unwrap(); // open: the last stable offset, the active base
         txn.append(&[record("f", "6", 6)]).unwrap();
         let plain = manager.create("plain", 0, config).unwrap();

@@ -358,7 +358,6 @@ fn retain_decoded(batch: &view::BatchView<'_>, keep: &[bool]) -> RecordBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::runs::Piece;
 
     #[test]
     fn a_spliced_batch_is_the_retained_batch_byte_for_byte() {
@@ -392,24 +391,11 @@ mod tests {
     #[test]
     fn the_crc_and_length_cover_the_runs_in_order() {
         let source: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
-        let big = 300_007;
-        let stored = |start: usize, end: usize| Piece::Stored { start, end };
+        let (runs, expected) = crate::compaction::runs::sample(&source, 300_007);
         let compacted = Compacted {
-            runs: Runs {
-                rebuilt: b"encoded!".to_vec(),
-                pieces: vec![
-                    stored(3, 9),
-                    Piece::Rebuilt { start: 0, end: 8 },
-                    stored(100, 100 + big),
-                    stored(20, 21),
-                ],
-            },
+            runs,
             ..Compacted::default()
         };
-        let mut expected = source[3..9].to_vec();
-        expected.extend_from_slice(b"encoded!");
-        expected.extend_from_slice(&source[100..100 + big]);
-        expected.extend_from_slice(&source[20..21]);
         assert_eq!(
             compacted.runs(&source).collect::<Vec<_>>().concat(),
             expected

@@ -106,6 +106,27 @@ pub struct Counts {
     pub bytes_after: u64,
 }
 
+/// A test's runs over `source`: a short stored run, a rebuilt one, a stored one
+/// of `big` bytes and a one-byte stored run, out of order; and the bytes they make.
+#[cfg(test)]
+pub(super) fn sample(source: &[u8], big: usize) -> (Runs, Vec<u8>) {
+    let stored = |start: usize, end: usize| Piece::Stored { start, end };
+    let runs = Runs {
+        rebuilt: b"encoded!".to_vec(),
+        pieces: vec![
+            stored(3, 9),
+            Piece::Rebuilt { start: 0, end: 8 },
+            stored(100, 100 + big),
+            stored(20, 21),
+        ],
+    };
+    let mut expected = source[3..9].to_vec();
+    expected.extend_from_slice(b"encoded!");
+    expected.extend_from_slice(&source[100..100 + big]);
+    expected.extend_from_slice(&source[20..21]);
+    (runs, expected)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

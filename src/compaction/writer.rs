@@ -241,7 +241,6 @@ fn keys_name(log_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::runs::Piece;
     use crate::compaction::{build_with, Built, CleanOptions, CompactOptions, CompactionPolicy};
     use crate::format::{NewRecord, RecordBatch};
     use crate::fs::sim::SimFs;
@@ -253,24 +252,10 @@ mod tests {
         fs.create_dir_all(Path::new("/")).unwrap();
         fs.create_file(path).unwrap();
         let source: Vec<u8> = (0..3 * STAGING_BYTES).map(|i| (i % 251) as u8).collect();
-        let big = STAGING_BYTES + 7;
-        let stored = |start: usize, end: usize| Piece::Stored { start, end };
-        let runs = Runs {
-            rebuilt: b"encoded!".to_vec(),
-            pieces: vec![
-                stored(3, 9),
-                Piece::Rebuilt { start: 0, end: 8 },
-                stored(100, 100 + big),
-                stored(20, 21),
-            ],
-        };
+        let (runs, expected) = crate::compaction::runs::sample(&source, STAGING_BYTES + 7);
         let before = fs.mutating_ops();
         let mut staging = Vec::new();
         append_runs(&fs, path, &runs, &source, &mut staging).unwrap();
-        let mut expected = source[3..9].to_vec();
-        expected.extend_from_slice(b"encoded!");
-        expected.extend_from_slice(&source[100..100 + big]);
-        expected.extend_from_slice(&source[20..21]);
         assert_eq!(fs.read_all(path).unwrap(), expected);
         // The two short runs before the long one go in one write, the long one on
         // its own, the last short one in a third.
