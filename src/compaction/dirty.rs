@@ -25,9 +25,9 @@ use crate::fs::FileSystem;
 use super::bitmap::Bitmap;
 use super::carry::{self, SourceKeys};
 use super::dirty_map::DirtyMap;
-use super::hashed::{self, Input, Item};
 use super::offset_map::{Digest, Digester, OffsetMap, Superseded, ENTRY_BYTES};
 use super::options::CleanOptions;
+use super::read::{self, Event, Input, Plan};
 use super::rules::seed::Horizon;
 use super::scan::Scan;
 use super::section::too_young;
@@ -168,18 +168,24 @@ pub fn scan_dirty_bounded(
         })
         .collect();
     let mut current = 0usize;
-    hashed::for_each_batch(
+    let every = |_: usize, _: i64| true;
+    read::each(
         dir,
         &clean_inputs,
-        i64::MIN,
-        clean_point,
-        digester,
-        |item, records| {
-            match *item {
-                Item::Segment { source, .. } => current = source,
-                Item::Batch {
-                    control, keyless, ..
-                } => {
+        &Plan {
+            from: i64::MIN,
+            until: clean_point,
+            checked: false,
+            stable: true,
+            keep_inflated: false,
+            keys: &every,
+            digester,
+        },
+        |event, records| {
+            match event {
+                Event::Segment { source, .. } => current = *source,
+                Event::Batch(batch) => {
+                    let (control, keyless) = (batch.control, batch.keyless != 0);
                     let index = batch_index;
                     batch_index += 1;
                     if control {
@@ -190,7 +196,7 @@ pub fn scan_dirty_bounded(
                         _ => None,
                     };
                     for record in records {
-                        if map.contains(record.digest) {
+                        if map.contains(record.digest(&digester)) {
                             bits.set(ordinal);
                         }
                         ordinal += 1;
@@ -364,15 +370,22 @@ fn map_dirty(
     let mut current = 0usize;
     let mut reading_ends_at = None;
     let mut stopped = false;
-    hashed::for_each_batch(
+    let every = |_: usize, _: i64| true;
+    read::each(
         dir,
         &inputs,
-        clean_point,
-        i64::MAX,
-        digester,
-        |item, records| {
-            match *item {
-                Item::Segment {
+        &Plan {
+            from: clean_point,
+            until: i64::MAX,
+            checked: false,
+            stable: true,
+            keep_inflated: false,
+            keys: &every,
+            digester,
+        },
+        |event, records| {
+            match *event {
+                Event::Segment {
                     source,
                     next_offset,
                     max_timestamp,
@@ -396,12 +409,9 @@ fn map_dirty(
                     current = source;
                     reading_ends_at = Some(next_offset);
                 }
-                Item::Batch {
-                    base_offset,
-                    control,
-                    keyless,
-                    ..
-                } => {
+                Event::Batch(ref batch) => {
+                    let (base_offset, control) = (batch.base_offset, batch.control);
+                    let keyless = batch.keyless != 0;
                     let i = current;
                     let active = sources[i].active;
                     let index = batch_index;
@@ -416,7 +426,7 @@ fn map_dirty(
                         fresh.extend(
                             records
                                 .iter()
-                                .map(|r| r.digest)
+                                .map(|r| r.digest(&digester))
                                 .filter(|d| !map.contains(*d)),
                         );
                         fresh.sort_unstable();
@@ -441,7 +451,7 @@ fn map_dirty(
                         }
                     }
                     for record in records {
-                        map.insert(record.digest, ordinal);
+                        map.insert(record.digest(&digester), ordinal);
                         ordinal += 1;
                     }
                     stable.dirty.extend(records.iter().map(|r| r.stable));

@@ -1,4 +1,4 @@
-//! The two-stage hand-over both fast map passes use (`hashed`, `kafka_read`): a
+//! The two-stage hand-over of the one reader ([`super::read`]): a
 //! reader fills chunks on a scoped thread, the calling thread consumes them in
 //! order, and each consumed chunk goes back to the reader to be filled again, so
 //! at most [`CHUNKS`] chunks exist whatever the log's size.
@@ -15,6 +15,11 @@ pub const CHUNKS: usize = 4;
 pub trait Chunk: Default + Send {
     /// Empties the chunk for reuse, keeping its allocations.
     fn clear(&mut self);
+
+    /// Called on a full chunk about to be handed over while the consumer holds
+    /// every other chunk (it is behind): work the reader can take off the
+    /// consumer's hands before it waits anyway.
+    fn behind(&mut self) {}
 }
 
 /// Runs `read` on a second thread and `consume` on this one. `read` fills the
@@ -38,10 +43,14 @@ pub fn run<C: Chunk>(
         scope.spawn(move || {
             let mut chunk = C::default();
             let outcome = read(&mut chunk, &mut |full| {
+                let free = empty_rx.try_recv().ok();
+                if free.is_none() {
+                    full.behind();
+                }
                 if full_tx.send(Ok(std::mem::take(full))).is_err() {
                     return false;
                 }
-                match empty_rx.recv() {
+                match free.map_or_else(|| empty_rx.recv(), Ok) {
                     Ok(free) => {
                         *full = free;
                         true

@@ -401,7 +401,7 @@ pub(super) fn build(
         lookups,
     };
     let aborted = |index: usize| txn.as_ref().is_some_and(|t| t.aborted(index));
-    let (sources, map) = kafka_read::read_and_map(splits, &aborted, &range)?;
+    let (sources, map) = kafka_read::read_and_map(dir, splits, &aborted, &range)?;
     let end_offset = map.latest_offset.map_or(clean_point, |last| last + 1);
     assert!(
         end_offset <= active_base,

@@ -1,12 +1,12 @@
 //! The kafka pass's read and map steps (docs/design.md section 1, "The kafka
-//! pass"), one walk of every record: a second thread checks every batch of the
-//! closed segments exactly as a full decode would (records walked, a compressed
-//! one inflated once and kept), counts its keyed, keyless and tombstone records,
-//! and digests the keys of the batches the map covers; this thread inserts the
-//! digests into the offset map as they come, under the key budget (a fixed table
-//! of `dedupe_buffer_bytes / 24` slots, so its memory stays within it; the rules of
-//! [`super::rules::kafka::KafkaMap::build`]). The two halves cost about the same, as in
-//! the `seed` pass's scan (`super::hashed`).
+//! pass"), one walk of every record through the one reader ([`super::read`]): a
+//! second thread checks every batch of the closed segments exactly as a full
+//! decode would (records walked, a compressed one inflated once and kept), counts
+//! its keyed, keyless and tombstone records, and hands over the keys of the
+//! batches the map covers; this thread inserts their digests into the offset map
+//! as they come, under the key budget (a fixed table of `dedupe_buffer_bytes / 24`
+//! slots, so its memory stays within it; the rules of
+//! [`super::rules::kafka::KafkaMap::build`]), as the `seed` policy's scans do.
 //!
 //! Errors are the reference pass's, in its order: every closed segment's batches
 //! are split and CRC-checked first ([`split_sources`]); if that, the active
@@ -26,8 +26,8 @@ use crate::fs::FileSystem;
 use crate::segment::BatchFacts;
 
 use super::dirty_map::DirtyMap;
-use super::handover;
 use super::offset_map::{Digest, Digester, OffsetMap, Superseded};
+use super::read::{self, Event, Input, Plan, Rec};
 use super::source::segment_path;
 use super::view;
 use super::walker::Walker;
@@ -108,7 +108,6 @@ pub(super) struct SplitBatch {
     pub base_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
-    pub control: bool,
     pub size: usize,
 }
 
@@ -149,7 +148,6 @@ pub(super) fn split_sources(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> R
                     base_offset: b.header.base_offset,
                     last_offset: b.last_offset(),
                     max_timestamp: b.header.max_timestamp,
-                    control: b.is_control(),
                     size: b.bytes.len(),
                 })
                 .collect();
@@ -161,55 +159,6 @@ pub(super) fn split_sources(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> R
             })
         })
         .collect()
-}
-
-/// Checks the batch at `position` of `bytes` (split and CRC-checked) as `decode`
-/// does, in the same order, so that the same damage gives the same error
-/// ([`Walker::each_at`]); hands every key to `on_key` when `digest` is true (data
-/// batches only).
-fn walk(
-    walker: &mut Walker,
-    path: &Path,
-    bytes: &[u8],
-    split: &SplitBatch,
-    digest: bool,
-    mut on_key: impl FnMut(&[u8]),
-) -> Result<Batch> {
-    let position = split.position;
-    let (mut keyed, mut keyless, mut tombstones) = (0u32, 0u32, 0u32);
-    let control = split.control;
-    let checked = walker.each_at(path, &bytes[position..], position as u64, |record| {
-        match record.key.bytes() {
-            Some(key) => {
-                keyed += 1;
-                if digest && !control {
-                    on_key(key);
-                }
-            }
-            None => keyless += 1,
-        }
-        tombstones += u32::from(record.value_is_null);
-    })?;
-    let size = checked.size();
-    let inflated = checked.is_compressed().then(|| walker.take_inflated());
-    Ok(Batch {
-        range: position..position + size,
-        base_offset: checked.base_offset,
-        last_offset: split.last_offset,
-        records: checked.record_count,
-        attributes: checked.attributes,
-        max_timestamp: checked.max_timestamp,
-        control,
-        producer_id: checked.producer_id,
-        producer_epoch: checked.producer_epoch,
-        transactional: checked.attributes & ATTR_TRANSACTIONAL != 0,
-        aborted: false,
-        keyed,
-        keyless,
-        tombstones,
-        first_ordinal: None,
-        inflated,
-    })
 }
 
 /// The reference's reads one by one (every closed segment in full, then the
@@ -228,7 +177,8 @@ pub(super) fn first_error(
         // Each segment split and walked before the next is touched.
         let split = split_sources(fs, dir, std::slice::from_ref(base))?.remove(0);
         for batch in &split.batches {
-            walk(&mut walker, &split.path, &split.bytes, batch, false, |_| {})?;
+            let bytes = &split.bytes[batch.position..];
+            walker.each_at(&split.path, bytes, batch.position as u64, |_| {})?;
         }
     }
     super::source::read_active(fs, dir, active_base, active_len)?;
@@ -330,7 +280,8 @@ struct Mapper {
     stopped: bool,
     /// A first batch larger than the budget: reported if every read succeeds.
     error: Option<Error>,
-    /// A batch's digests the bounded table does not hold yet.
+    /// A batch's digests, and those the bounded table does not hold yet.
+    digests: Vec<Digest>,
     fresh: Vec<Digest>,
 }
 
@@ -356,18 +307,24 @@ impl Mapper {
             latest_offset: None,
             stopped: false,
             error: None,
+            digests: Vec::new(),
             fresh: Vec::new(),
         }
     }
 
-    /// One batch of the range, in order, with its keys' digests (none for a
+    /// One batch of the range, in order, with its keyed records (none for a
     /// control or aborted batch). A batch is mapped whole or not at all: one whose
     /// new keys do not fit stops the map (the first batch: an error).
-    fn batch(&mut self, batch: &mut Batch, digests: &[Digest]) {
+    fn batch(&mut self, batch: &mut Batch, records: &[Rec<'_>]) {
         if self.stopped {
             return;
         }
         if !batch.control && !batch.aborted {
+            let digester = self.digester;
+            self.digests.clear();
+            self.digests
+                .extend(records.iter().map(|r| r.digest(&digester)));
+            let digests = &self.digests;
             match &mut self.table {
                 Table::Unbounded(map) => {
                     batch.first_ordinal = Some(self.ordinals);
@@ -406,36 +363,19 @@ impl Mapper {
     }
 }
 
-/// Digests and batches a chunk holds before it is handed over.
-const CHUNK_DIGESTS: usize = 16 * 1024;
-const CHUNK_BATCHES: usize = 1024;
-
-/// What the reading thread hands over: checked batches `(source, batch, its
-/// digests in `digests`)`, in log order.
-#[derive(Default)]
-struct Chunk {
-    batches: Vec<(usize, Batch, Range<usize>)>,
-    digests: Vec<Digest>,
-}
-
-impl handover::Chunk for Chunk {
-    fn clear(&mut self) {
-        self.batches.clear();
-        self.digests.clear();
-    }
-}
-
-/// Steps 1 and 2: reads every batch of `splits` on a second thread (checked, as
-/// [`walk`]), `aborted` telling the closed batches of aborted transactions (by
-/// index over all of them), and maps the range on this one. Returns the sources
-/// and the map, or the first read error in log order (then a map error).
+/// Steps 1 and 2: reads every batch of `splits` on a second thread
+/// ([`super::read`]: checked as a full decode checks it, a compressed batch's
+/// records inflated once and kept), `aborted` telling the closed batches of
+/// aborted transactions (by index over all of them), and maps the range on this
+/// one. Returns the sources and the map, or the first read error in log order
+/// (then a map error).
 pub(super) fn read_and_map(
+    dir: &Path,
     splits: Vec<Split>,
     aborted: &(dyn Fn(usize) -> bool + Sync),
     range: &MapRange,
 ) -> Result<(Vec<Source>, PassMap)> {
     let mut mapper = Mapper::new(range.key_budget);
-    let digester = mapper.digester;
     let mut sources: Vec<Source> = splits
         .iter()
         .map(|s| Source {
@@ -445,23 +385,60 @@ pub(super) fn read_and_map(
             batches: Vec::with_capacity(s.batches.len()),
         })
         .collect();
-    let splits = &splits;
-    handover::run(
-        |chunk, hand_over| read(splits, aborted, range, digester, chunk, hand_over),
-        |chunk: &mut Chunk| {
-            for (s, mut batch, digests) in chunk.batches.drain(..) {
+    let inputs: Vec<Input<'_>> = splits
+        .iter()
+        .enumerate()
+        .map(|(source, split)| Input {
+            source,
+            base: split.base,
+            bytes: &split.bytes,
+        })
+        .collect();
+    let keys = |index: usize, base_offset: i64| !aborted(index) && range.covers(base_offset);
+    let plan = Plan {
+        from: i64::MIN,
+        until: i64::MAX,
+        checked: true,
+        stable: false,
+        keep_inflated: true,
+        keys: &keys,
+        digester: mapper.digester,
+    };
+    let mut current = 0usize;
+    read::each(dir, &inputs, &plan, |event, records| {
+        match event {
+            Event::Segment { source, .. } => current = *source,
+            Event::Batch(read) => {
+                let mut batch = Batch {
+                    range: read.position..read.position + read.size,
+                    base_offset: read.base_offset,
+                    last_offset: read.last_offset,
+                    records: read.record_count,
+                    max_timestamp: read.max_timestamp,
+                    attributes: read.attributes,
+                    control: read.control,
+                    producer_id: read.producer_id,
+                    producer_epoch: read.producer_epoch,
+                    transactional: read.attributes & ATTR_TRANSACTIONAL != 0,
+                    aborted: aborted(read.index),
+                    keyed: read.keyed,
+                    keyless: read.keyless,
+                    tombstones: read.tombstones,
+                    first_ordinal: None,
+                    inflated: read.inflated.take(),
+                };
                 if range.covers(batch.base_offset) {
-                    mapper.batch(&mut batch, &chunk.digests[digests]);
+                    mapper.batch(&mut batch, records);
                 }
-                sources[s].batches.push(batch);
+                sources[current].batches.push(batch);
             }
-            Ok(ControlFlow::Continue(()))
-        },
-    )?;
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
     if let Some(error) = mapper.error {
         return Err(error);
     }
-    for (source, split) in sources.iter().zip(splits) {
+    for (source, split) in sources.iter().zip(&splits) {
         assert_eq!(source.batches.len(), split.batches.len());
     }
     let Mapper {
@@ -497,44 +474,4 @@ pub(super) fn read_and_map(
             clean_point: range.clean_point,
         },
     ))
-}
-
-/// The reading thread: walks every batch in order, filling `chunk` and calling
-/// `hand_over` when it is full (false: the consumer stopped, so stop too).
-fn read(
-    splits: &[Split],
-    aborted: &(dyn Fn(usize) -> bool + Sync),
-    range: &MapRange,
-    digester: Digester,
-    chunk: &mut Chunk,
-    hand_over: &mut dyn FnMut(&mut Chunk) -> bool,
-) -> Result<()> {
-    let mut index = 0usize;
-    let mut walker = Walker::default();
-    for (s, split) in splits.iter().enumerate() {
-        for split_batch in &split.batches {
-            let is_aborted = aborted(index);
-            index += 1;
-            let start = chunk.digests.len();
-            let digests = &mut chunk.digests;
-            let digest = !is_aborted && range.covers(split_batch.base_offset);
-            let mut batch = walk(
-                &mut walker,
-                &split.path,
-                &split.bytes,
-                split_batch,
-                digest,
-                |key| {
-                    digests.push(digester.digest(key));
-                },
-            )?;
-            batch.aborted = is_aborted;
-            chunk.batches.push((s, batch, start..chunk.digests.len()));
-            let full = chunk.digests.len() >= CHUNK_DIGESTS || chunk.batches.len() >= CHUNK_BATCHES;
-            if full && !hand_over(chunk) {
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
 }

@@ -1,6 +1,6 @@
 //! The map pass of a compaction: one read of every segment that checks every batch
 //! (length, magic, CRC-32C, offsets, record framing) and builds the latest-position
-//! map, on two threads.
+//! map, on two threads ([`super::read`]).
 //!
 //! Closed segments are read through [`FileSystem::map`] and the mappings are kept
 //! for the rewrite pass, which therefore reads the very bytes checked here (closed
@@ -16,8 +16,8 @@
 //! ordinals (section 1: a latest keyed record with a value is kept, any other keyed
 //! record is dropped), so the rewrite pass decides it without parsing a record.
 
+use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::mpsc;
 
 use bytes::Bytes;
 
@@ -26,11 +26,10 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
-use super::offset_map::{Digest, OffsetMap, Superseded};
+use super::offset_map::{OffsetMap, Superseded};
+use super::read::{self, Event, Input, KeyRef, Plan};
 use super::rules::txn::TxnPlan;
 use super::source::segment_path;
-use super::view;
-use super::walker::{Key, Walker};
 
 /// What the map pass leaves for the rewrite pass.
 #[derive(Debug)]
@@ -47,23 +46,6 @@ pub struct Scan {
     pub plain: Bitmap,
 }
 
-/// Chunks shared by the reading and inserting threads, and records per chunk:
-/// 6 x 16K x 32 bytes = 3 MiB, whatever the log's size. When the reader finds no
-/// free chunk, the inserter holds all the others: it is behind.
-const CHUNKS: usize = 6;
-const CHUNK_RECORDS: usize = 16 * 1024;
-
-/// One chunk of (key, ordinal) pairs on their way to the map.
-type Chunk<'a> = Vec<(Item<'a>, i64)>;
-
-/// A key on its way to the map: as read (it borrows the segment's bytes), or
-/// already hashed by the reader.
-#[derive(Debug, Clone, Copy)]
-enum Item<'a> {
-    Key(&'a [u8]),
-    Digest(Digest),
-}
-
 /// Reads and checks every segment of `dir` (`bases` ascending, the last one
 /// active) and builds the latest-position map over the keyed records of
 /// non-control batches. Positions are the ordinals of those records in offset
@@ -71,8 +53,9 @@ enum Item<'a> {
 /// superseded ordinal in a bitmap, which the rewrite pass reads in the same order
 /// instead of hashing and looking up every key again.
 ///
-/// Two stages on two threads: a reader checks and parses, handing over chunks of
-/// (key, ordinal) that come back for reuse; this thread hashes and inserts. The
+/// Two stages on two threads ([`super::read`]): a reader checks and parses,
+/// handing over chunks of keys that come back for reuse; this thread hashes and
+/// inserts them with their ordinals. The
 /// hashing balances the two: when the inserting side is behind (no chunk is free),
 /// the reader hashes the chunk it holds before handing it over, instead of waiting.
 pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
@@ -118,7 +101,7 @@ pub fn scan_with(
     })
 }
 
-/// The two threads of [`scan`]; returns the plain-batch bitmap.
+/// The two threads of [`scan`] ([`super::read`]); returns the plain-batch bitmap.
 fn scan_into(
     map: &mut OffsetMap,
     dir: &Path,
@@ -128,102 +111,60 @@ fn scan_into(
     active: &[u8],
     txn: Option<&TxnPlan>,
 ) -> Result<Bitmap> {
-    let segments: Vec<(i64, &[u8])> = closed_bases
+    let inputs: Vec<Input<'_>> = closed_bases
         .iter()
         .zip(closed)
         .map(|(&base, bytes)| (base, &bytes[..]))
         .chain([(active_base, active)])
+        .enumerate()
+        .map(|(source, (base, bytes))| Input {
+            source,
+            base,
+            bytes,
+        })
         .collect();
-    // Room for every chunk: sending never waits (the free chunks bound memory).
-    let (full_tx, full_rx) = mpsc::sync_channel::<Chunk<'_>>(CHUNKS);
-    let (empty_tx, empty_rx) = mpsc::channel::<Chunk<'_>>();
-    for _ in 0..CHUNKS {
-        empty_tx
-            .send(Vec::with_capacity(CHUNK_RECORDS))
-            .expect("the receiver is alive");
-    }
+    let active_source = inputs.len() - 1;
+    // The keyed records of aborted batches, and of every batch at or past the last
+    // stable offset, get no ordinal and never enter the map.
+    let keys = |index: usize, base_offset: i64| {
+        txn.is_none_or(|t| !t.aborted.get(index) && base_offset < t.last_stable_offset)
+    };
     let digester = map.digester();
-    std::thread::scope(|scope| {
-        let reader = scope.spawn(move || -> Result<Bitmap> {
-            let mut ordinal = 0i64;
-            let mut chunk = empty_rx.recv().expect("a chunk is free");
-            let mut plain = Bitmap::default();
-            let mut batch_index = 0usize;
-            // Compressed batches are decompressed into one arena, batch after batch.
-            let mut walker = Walker::default();
-            for (i, &(base, bytes)) in segments.iter().enumerate() {
-                let path = segment_path(dir, base, LOG_SUFFIX);
-                let is_active = i + 1 == segments.len();
-                for batch in view::batches(&path, base, bytes)? {
-                    let index = batch_index;
-                    batch_index += 1;
-                    if batch.is_control() {
-                        continue;
+    let plan = Plan {
+        from: i64::MIN,
+        until: i64::MAX,
+        checked: false,
+        stable: false,
+        keep_inflated: false,
+        keys: &keys,
+        digester,
+    };
+    let mut ordinal = 0i64;
+    let mut plain = Bitmap::default();
+    let mut source = 0usize;
+    read::each(dir, &inputs, &plan, |event, records| {
+        match event {
+            Event::Segment { source: s, .. } => source = *s,
+            Event::Batch(batch) => {
+                if batch.records.is_none() {
+                    return Ok(ControlFlow::Continue(()));
+                }
+                for record in records {
+                    match record.key {
+                        KeyRef::Stored(key) => map.insert(key, ordinal),
+                        KeyRef::Hashed(digest) => map.insert_digest(digest, ordinal),
                     }
-                    if txn.is_some_and(|t| {
-                        t.aborted.get(index) || batch.header.base_offset >= t.last_stable_offset
-                    }) {
-                        continue; // not mapped, no ordinal (the rewrite skips them too)
-                    }
-                    let mut is_plain = true;
-                    walker.each(&path, &batch, |record| {
-                        let item = match record.key {
-                            Key::None => {
-                                is_plain = false;
-                                return;
-                            }
-                            Key::Stored(key) => Item::Key(key),
-                            // The records live in the arena the next batch reuses:
-                            // hand their keys over hashed.
-                            Key::Inflated(key) => Item::Digest(digester.digest(key)),
-                        };
-                        chunk.push((item, ordinal));
-                        ordinal += 1;
-                        is_plain &= !record.value_is_null;
-                    })?;
-                    if is_plain && !is_active {
-                        plain.set(index);
-                    }
-                    if chunk.len() >= CHUNK_RECORDS {
-                        // The inserting side stops early only by panicking, which
-                        // the scope re-raises.
-                        let free = empty_rx.try_recv().ok();
-                        if free.is_none() {
-                            // No chunk is free: the inserting side is behind, so
-                            // hash this chunk for it instead of waiting.
-                            for (item, _) in &mut chunk {
-                                if let Item::Key(key) = *item {
-                                    *item = Item::Digest(digester.digest(key));
-                                }
-                            }
-                        }
-                        full_tx.send(chunk).expect("the inserting side is alive");
-                        chunk = match free {
-                            Some(free) => free,
-                            None => empty_rx.recv().expect("a chunk comes back"),
-                        };
-                        chunk.clear();
-                    }
+                    ordinal += 1;
+                }
+                if source != active_source && batch.keyless == 0 && batch.tombstones == 0 {
+                    plain.set(batch.index);
                 }
             }
-            if !chunk.is_empty() {
-                full_tx.send(chunk).expect("the inserting side is alive");
-            }
-            plain.shrink_to_fit();
-            Ok(plain)
-        });
-        for chunk in full_rx {
-            for &(item, ordinal) in &chunk {
-                match item {
-                    Item::Key(key) => map.insert(key, ordinal),
-                    Item::Digest(digest) => map.insert_digest(digest, ordinal),
-                }
-            }
-            // The reader may be done and gone: then the chunk is just dropped.
-            let _ = empty_tx.send(chunk);
         }
-        crate::panics::join_scoped(reader, "the map reader")
-    })
+        Ok(ControlFlow::Continue(()))
+    })?;
+    plain.shrink_to_fit();
+    Ok(plain)
 }
 
 #[cfg(test)]
@@ -282,7 +223,7 @@ mod tests {
         let fs = SimFs::new();
         let dir = Path::new("/log");
         fs.create_dir_all(dir).unwrap();
-        let records = 3 * CHUNK_RECORDS as i64 + 5;
+        let records = 3 * 16 * 1024 + 5;
         let keys = records / 3;
         let key = |p: i64| format!("k{}", (p * 7) % keys);
         let mut bytes = Vec::new();

@@ -37,6 +37,7 @@ impl<'a, 'b> Key<'a, 'b> {
     }
 
     /// The key's bytes, wherever they are.
+    #[cfg(test)]
     pub fn bytes(&self) -> Option<&[u8]> {
         match *self {
             Key::None => None,
