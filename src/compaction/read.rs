@@ -131,20 +131,11 @@ const CHUNK_RECORDS: usize = 16 * 1024;
 /// Batches a chunk holds before it is handed over.
 const CHUNK_EVENTS: usize = 4 * 1024;
 
+#[derive(Default)]
 struct Chunk<'a> {
     events: Vec<Event>,
     records: Vec<Rec<'a>>,
     digester: Option<Digester>,
-}
-
-impl Default for Chunk<'_> {
-    fn default() -> Self {
-        Chunk {
-            events: Vec::new(),
-            records: Vec::new(),
-            digester: None,
-        }
-    }
 }
 
 impl handover::Chunk for Chunk<'_> {

@@ -1,6 +1,6 @@
 //! The map pass of a compaction: one read of every segment that checks every batch
 //! (length, magic, CRC-32C, offsets, record framing) and builds the latest-position
-//! map, on two threads ([`super::read`]).
+//! map, on two threads (`super::read`).
 //!
 //! Closed segments are read through [`FileSystem::map`] and the mappings are kept
 //! for the rewrite pass, which therefore reads the very bytes checked here (closed
@@ -53,7 +53,7 @@ pub struct Scan {
 /// superseded ordinal in a bitmap, which the rewrite pass reads in the same order
 /// instead of hashing and looking up every key again.
 ///
-/// Two stages on two threads ([`super::read`]): a reader checks and parses,
+/// Two stages on two threads (`super::read`): a reader checks and parses,
 /// handing over chunks of keys that come back for reuse; this thread hashes and
 /// inserts them with their ordinals. The
 /// hashing balances the two: when the inserting side is behind (no chunk is free),
@@ -101,7 +101,7 @@ pub fn scan_with(
     })
 }
 
-/// The two threads of [`scan`] ([`super::read`]); returns the plain-batch bitmap.
+/// The two threads of [`scan`] (`super::read`); returns the plain-batch bitmap.
 fn scan_into(
     map: &mut OffsetMap,
     dir: &Path,

@@ -31,6 +31,9 @@ fn segment(s: i64, batches: i64, per_batch: i64) -> Vec<u8> {
     bytes
 }
 
+/// What a consumer saw: the walk's outcome and every event with its records.
+type Walked = (Result<()>, Vec<(Event, Vec<Seen>)>);
+
 /// A handed-over record as the tests compare it: the key hashed whichever
 /// thread hashed it.
 type Seen = (Digest, u64, bool, i64);
@@ -86,12 +89,7 @@ fn single(inputs: &[Input<'_>], plan: &Plan<'_>) -> Vec<(Event, Vec<Seen>)> {
 
 /// What the consumer of [`each`] sees, stopping after `stop_after` events; a
 /// `slow` consumer makes the reader hash the chunks it hands over.
-fn piped(
-    inputs: &[Input<'_>],
-    plan: &Plan<'_>,
-    stop_after: usize,
-    slow: bool,
-) -> (Result<()>, Vec<(Event, Vec<Seen>)>) {
+fn piped(inputs: &[Input<'_>], plan: &Plan<'_>, stop_after: usize, slow: bool) -> Walked {
     piped_counting(inputs, plan, stop_after, slow).0
 }
 
@@ -101,7 +99,7 @@ fn piped_counting(
     plan: &Plan<'_>,
     stop_after: usize,
     slow: bool,
-) -> ((Result<()>, Vec<(Event, Vec<Seen>)>), usize) {
+) -> (Walked, usize) {
     let mut got = Vec::new();
     let mut hashed = 0;
     let result = each(Path::new("/log"), inputs, plan, |event, records| {
