@@ -18,7 +18,7 @@ use crate::format::batch::RECORDS_OFFSET;
 use crate::format::RecordBatch;
 use crate::format::TimestampType;
 
-use super::offset_map::Superseded;
+use super::map::Superseded;
 use super::rules::seed::Horizon;
 use super::view;
 

@@ -24,8 +24,7 @@ use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
 use super::carry::{self, SourceKeys};
-use super::dirty_map::DirtyMap;
-use super::offset_map::{Digest, Digester, OffsetMap, Superseded, ENTRY_BYTES};
+use super::map::{Digest, Digester, Fit, Map, Superseded};
 use super::options::CleanOptions;
 use super::read::{self, Event, Input, Plan};
 use super::rules::seed::Horizon;
@@ -114,12 +113,8 @@ pub fn scan_dirty_bounded(
         .iter()
         .rposition(|s| s.base <= clean_point)
         .unwrap_or(0);
-    let digester = OffsetMap::new().digester();
-    let budget = options
-        .key_budget()
-        .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
-    let mut map =
-        DirtyMap::with_expected(budget, dirty_records(&sources[first_dirty..], clean_point));
+    let mut map = Map::new(options.key_budget());
+    let digester = map.digester();
     let mut source_keys: Vec<SourceKeys> = (0..closed.len()).map(|_| SourceKeys::read()).collect();
     let mut dirty_hashes = Vec::new();
     let mapped = map_dirty(
@@ -148,8 +143,6 @@ pub fn scan_dirty_bounded(
     let next_offset = mapped.next_offset.unwrap_or(active_base).max(active_base);
     let mapped_end = mapped.stopped_at.unwrap_or(next_offset);
     let horizon = mapped_end.min(mapped.first_uncleanable.unwrap_or(active_base));
-    let keys = map.len();
-    let (table_bytes, peak_bytes) = (map.table_bytes(), map.peak_bytes());
     // The clean section: its records are superseded exactly when the map holds their key.
     let mut bits = Bitmap::default();
     let mut plain = Bitmap::default();
@@ -167,6 +160,9 @@ pub fn scan_dirty_bounded(
             bytes: s.bytes,
         })
         .collect();
+    // Lookups by key need a map sorted for them (unbounded).
+    let map = map.finish(!clean_inputs.is_empty());
+    let keys = map.keys();
     let mut current = 0usize;
     let every = |_: usize, _: i64| true;
     read::each(
@@ -213,7 +209,7 @@ pub fn scan_dirty_bounded(
         },
     )?;
     // The dirty section's bits follow, shifted past the clean section's.
-    for dirty in map.into_superseded().ones() {
+    for dirty in map.superseded().ones() {
         bits.set(ordinal + dirty);
     }
     for dirty in mapped.plain.ones() {
@@ -223,12 +219,7 @@ pub fn scan_dirty_bounded(
     plain.shrink_to_fit();
     Ok(DirtyScan {
         scan: Scan {
-            superseded: Superseded::from_parts(
-                bits,
-                keys,
-                keys * ENTRY_BYTES,
-                peak_bytes.max(table_bytes),
-            ),
+            superseded: Superseded::from_parts(bits, keys, map.bytes(), map.peak_bytes()),
             closed,
             active,
             plain,
@@ -278,11 +269,8 @@ pub fn map_pass(
             active: base == active_base,
         })
         .collect();
-    let digester = OffsetMap::new().digester();
-    let budget = options
-        .key_budget()
-        .map(|keys| usize::try_from(keys).unwrap_or(usize::MAX));
-    let mut map = DirtyMap::with_expected(budget, dirty_records(&sources, clean_point));
+    let mut map = Map::new(options.key_budget());
+    let digester = map.digester();
     let mapped = map_dirty(
         dir,
         &sources,
@@ -296,28 +284,7 @@ pub fn map_pass(
             sources: &mut [],
         },
     )?;
-    Ok((map.len(), mapped.stopped_at))
-}
-
-/// The records of the batches at or past `clean_point`, from the batch headers
-/// alone (no CRC, no record read): at least the distinct keys the map pass meets,
-/// to size its table. Stops at the first header that does not decode (the map pass
-/// reports it).
-fn dirty_records(sources: &[Source<'_>], clean_point: i64) -> usize {
-    let mut records = 0usize;
-    for source in sources {
-        let mut position = 0usize;
-        while let Some(rest) = source.bytes.get(position..).filter(|r| !r.is_empty()) {
-            let Ok(header) = crate::format::batch::decode_header(rest) else {
-                return records;
-            };
-            if header.base_offset >= clean_point {
-                records = records.saturating_add(usize::try_from(header.record_count).unwrap_or(0));
-            }
-            position += header.size;
-        }
-    }
-    records
+    Ok((map.finish(false).keys(), mapped.stopped_at))
 }
 
 /// What [`map_dirty`] found.
@@ -345,7 +312,7 @@ fn map_dirty(
     now: i64,
     min_compaction_lag_ms: i64,
     digester: Digester,
-    map: &mut DirtyMap,
+    map: &mut Map,
     stable: &mut Stable<'_>,
 ) -> Result<Mapped> {
     let mut mapped = Mapped {
@@ -356,7 +323,7 @@ fn map_dirty(
     };
     let mut ordinal = 0i64;
     let mut batch_index = 0usize;
-    let mut fresh: Vec<Digest> = Vec::new();
+    let (mut digests, mut fresh): (Vec<Digest>, Vec<Digest>) = (Vec::new(), Vec::new());
     let inputs: Vec<Input<'_>> = sources
         .iter()
         .enumerate()
@@ -421,26 +388,20 @@ fn map_dirty(
                     if control {
                         return Ok(ControlFlow::Continue(()));
                     }
-                    if records.len() > map.room() {
-                        fresh.clear();
-                        fresh.extend(
-                            records
-                                .iter()
-                                .map(|r| r.digest(&digester))
-                                .filter(|d| !map.contains(*d)),
-                        );
-                        fresh.sort_unstable();
-                        fresh.dedup();
-                        if fresh.len() > map.room() {
-                            if map.is_empty() {
-                                return Err(Error::InvalidArgument(format!(
+                    digests.clear();
+                    digests.extend(records.iter().map(|r| r.digest(&digester)));
+                    match map.fits(&digests, &mut fresh) {
+                        Fit::Yes => {}
+                        Fit::Never(new_keys) => {
+                            return Err(Error::InvalidArgument(format!(
                                 "the offset map holds {} keys (dedupe_buffer_bytes); batch {} of {} alone has {}",
                                 map.room(),
                                 base_offset,
                                 segment_path(dir, sources[i].base, LOG_SUFFIX).display(),
-                                fresh.len()
+                                new_keys
                             )));
-                            }
+                        }
+                        Fit::Stop => {
                             mapped.stopped_at = Some(base_offset);
                             // Not read to their end: no summary for them.
                             for keys in stable.sources.iter_mut().skip(i) {
@@ -450,8 +411,8 @@ fn map_dirty(
                             return Ok(ControlFlow::Break(()));
                         }
                     }
-                    for record in records {
-                        map.insert(record.digest(&digester), ordinal);
+                    for &digest in &digests {
+                        map.insert(digest, ordinal);
                         ordinal += 1;
                     }
                     stable.dirty.extend(records.iter().map(|r| r.stable));

@@ -25,8 +25,7 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 use crate::segment::BatchFacts;
 
-use super::dirty_map::DirtyMap;
-use super::offset_map::{Digest, Digester, OffsetMap, Superseded};
+use super::map::{Digest, Digester, Fit, Latest, Map};
 use super::read::{self, Event, Input, Plan, Rec};
 use super::source::segment_path;
 use super::view;
@@ -186,18 +185,10 @@ pub(super) fn first_error(
     Ok(())
 }
 
-/// The map's answers once built: only "superseded?" by ordinal when every
-/// cleaned batch was mapped (a pass from the log start), lookups of keys too when
-/// batches below the clean point are cleaned again.
-pub(super) enum Latest {
-    Superseded(Superseded),
-    Finished(OffsetMap),
-    /// A bounded map (`dedupe_buffer_bytes`): its fixed table answers both.
-    Bounded(DirtyMap, Digester),
-}
-
-/// The map step's result: the `seed` policy's [`OffsetMap`] (24-byte entries, a
-/// 128-bit digest per key) with record ordinals as positions.
+/// The map step's result: the one map ([`super::map`]) with record ordinals as
+/// positions: only "superseded?" by ordinal when every cleaned batch was mapped
+/// (a pass from the log start), lookups of keys too when batches below the clean
+/// point are cleaned again.
 pub(super) struct PassMap {
     pub latest: Latest,
     /// Distinct keys (digests) mapped.
@@ -213,32 +204,18 @@ pub(super) struct PassMap {
 impl PassMap {
     /// Whether the keyed record with ordinal `ordinal` has a later record of its key.
     pub fn is_superseded(&self, ordinal: i64) -> bool {
-        match &self.latest {
-            Latest::Superseded(bits) => bits.is_superseded(ordinal),
-            Latest::Finished(map) => map.is_superseded(ordinal),
-            Latest::Bounded(map, _) => map.superseded().get(ordinal_index(ordinal)),
-        }
+        self.latest.is_superseded(ordinal)
     }
 
     /// How many of the ordinals `ordinals` are superseded, a word at a time.
     pub fn superseded_count(&self, ordinals: Range<i64>) -> usize {
-        match &self.latest {
-            Latest::Superseded(bits) => bits.count(ordinals),
-            Latest::Finished(map) => map.superseded_count(ordinals),
-            Latest::Bounded(map, _) => map
-                .superseded()
-                .count(ordinal_index(ordinals.start)..ordinal_index(ordinals.end)),
-        }
+        self.latest.superseded_count(ordinals)
     }
 
     /// Whether `key` was mapped (asked of records below the clean point, whose
     /// offsets are below every mapped one: mapped means superseded).
     pub fn is_mapped(&self, key: &[u8]) -> bool {
-        match &self.latest {
-            Latest::Finished(map) => map.latest(key).is_some(),
-            Latest::Bounded(map, digester) => map.contains(digester.digest(key)),
-            Latest::Superseded(_) => unreachable!("no batch below the clean point is cleaned"),
-        }
+        self.latest.is_mapped(key)
     }
 }
 
@@ -257,22 +234,9 @@ impl MapRange {
     }
 }
 
-/// Ordinals are dense from 0: a bitmap index.
-fn ordinal_index(ordinal: i64) -> usize {
-    usize::try_from(ordinal).expect("ordinals are >= 0")
-}
-
-/// The map being built: unbounded, or the fixed table of a key budget
-/// (`dedupe_buffer_bytes / 24` slots, allocated once: the map's memory stays
-/// within the budget, as the `seed` policy's incremental map's does).
-enum Table {
-    Unbounded(OffsetMap),
-    Bounded(DirtyMap),
-}
-
 /// The map's building state ([`super::rules::kafka::KafkaMap::build`]'s rules).
 struct Mapper {
-    table: Table,
+    map: Map,
     digester: Digester,
     ordinals: i64,
     latest_offset: Option<i64>,
@@ -287,21 +251,10 @@ struct Mapper {
 
 impl Mapper {
     fn new(key_budget: Option<u64>) -> Mapper {
-        // The unbounded map answers lookups by key with its own digest.
-        let (table, digester) = match key_budget {
-            None => {
-                let map = OffsetMap::tracking_superseded();
-                let digester = map.digester();
-                (Table::Unbounded(map), digester)
-            }
-            Some(budget) => {
-                let budget = usize::try_from(budget).unwrap_or(usize::MAX);
-                let digester = OffsetMap::new().digester();
-                (Table::Bounded(DirtyMap::new(Some(budget))), digester)
-            }
-        };
+        let map = Map::new(key_budget);
+        let digester = map.digester();
         Mapper {
-            table,
+            map,
             digester,
             ordinals: 0,
             latest_offset: None,
@@ -324,39 +277,27 @@ impl Mapper {
             self.digests.clear();
             self.digests
                 .extend(records.iter().map(|r| r.digest(&digester)));
-            let digests = &self.digests;
-            match &mut self.table {
-                Table::Unbounded(map) => {
-                    batch.first_ordinal = Some(self.ordinals);
-                    for &digest in digests {
-                        map.insert_digest(digest, self.ordinals);
-                        self.ordinals += 1;
-                    }
+            match self.map.fits(&self.digests, &mut self.fresh) {
+                Fit::Yes => {}
+                Fit::Stop => {
+                    self.stopped = true;
+                    return;
                 }
-                Table::Bounded(map) => {
-                    self.fresh.clear();
-                    self.fresh
-                        .extend(digests.iter().filter(|d| !map.contains(**d)));
-                    self.fresh.sort_unstable();
-                    self.fresh.dedup();
-                    if self.fresh.len() > map.room() {
-                        if map.is_empty() {
-                            self.error = Some(Error::InvalidArgument(format!(
-                                "the offset map holds {} keys; batch {} alone has {}",
-                                map.room(),
-                                batch.base_offset,
-                                self.fresh.len()
-                            )));
-                        }
-                        self.stopped = true;
-                        return;
-                    }
-                    batch.first_ordinal = Some(self.ordinals);
-                    for &digest in digests {
-                        map.insert(digest, self.ordinals);
-                        self.ordinals += 1;
-                    }
+                Fit::Never(new_keys) => {
+                    self.error = Some(Error::InvalidArgument(format!(
+                        "the offset map holds {} keys; batch {} alone has {}",
+                        self.map.room(),
+                        batch.base_offset,
+                        new_keys
+                    )));
+                    self.stopped = true;
+                    return;
                 }
+            }
+            batch.first_ordinal = Some(self.ordinals);
+            for &digest in &self.digests {
+                self.map.insert(digest, self.ordinals);
+                self.ordinals += 1;
             }
         }
         self.latest_offset = Some(batch.last_offset);
@@ -442,27 +383,10 @@ pub(super) fn read_and_map(
         assert_eq!(source.batches.len(), split.batches.len());
     }
     let Mapper {
-        table,
-        digester,
-        latest_offset,
-        ..
+        map, latest_offset, ..
     } = mapper;
-    let (latest, keys, map_bytes, map_bytes_peak) = match table {
-        Table::Bounded(map) => {
-            let (keys, bytes, peak) = (map.len(), map.table_bytes(), map.peak_bytes());
-            (Latest::Bounded(map, digester), keys, bytes, peak)
-        }
-        Table::Unbounded(mut map) if range.lookups => {
-            map.finish();
-            let (keys, bytes, peak) = (map.len(), map.resident_bytes(), map.peak_bytes());
-            (Latest::Finished(map), keys, bytes, peak)
-        }
-        Table::Unbounded(map) => {
-            let bits = map.into_superseded();
-            let (keys, bytes, peak) = (bits.keys, bits.map_bytes, bits.map_bytes_peak);
-            (Latest::Superseded(bits), keys, bytes, peak)
-        }
-    };
+    let latest = map.finish(range.lookups);
+    let (keys, map_bytes, map_bytes_peak) = (latest.keys(), latest.bytes(), latest.peak_bytes());
     Ok((
         sources,
         PassMap {

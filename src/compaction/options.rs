@@ -14,7 +14,7 @@ use crate::format::manifest::Manifest;
 use crate::install::InstallPaths;
 use crate::segment::Segment;
 
-use super::offset_map::ENTRY_BYTES;
+use super::map::ENTRY_BYTES;
 
 /// Compaction report (records, segments and bytes cover the closed region only).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
 use super::carry::{self, SourceKeys};
-use super::offset_map::Superseded;
+use super::map::Superseded;
 use super::rewrite::{compact_segment, Compacted, Cursor, Rules};
 use super::rules::seed::{Grouper, Horizon, Placement};
 use super::source::segment_path;

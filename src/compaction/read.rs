@@ -24,7 +24,7 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::format::key_summary::key_hash;
 
 use super::handover;
-use super::offset_map::{Digest, Digester};
+use super::map::{Digest, Digester};
 use super::source::segment_path;
 use super::view;
 use super::walker::{Key, Walker};

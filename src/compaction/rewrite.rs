@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::Result;
 
 use super::bitmap::Bitmap;
-use super::offset_map::Superseded;
+use super::map::Superseded;
 use super::plan::{self, BatchPlan};
 use super::reseal::seal_kept_batch;
 use super::rules::seed::Horizon;

@@ -26,7 +26,7 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 
 use super::bitmap::Bitmap;
-use super::offset_map::{OffsetMap, Superseded};
+use super::map::{OffsetMap, Superseded};
 use super::read::{self, Event, Input, KeyRef, Plan};
 use super::rules::txn::TxnPlan;
 use super::source::segment_path;

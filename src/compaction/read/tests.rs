@@ -1,5 +1,5 @@
 use super::*;
-use crate::compaction::offset_map::OffsetMap;
+use crate::compaction::map::OffsetMap;
 use crate::error::{CorruptKind, Error};
 use crate::format::{Compression, ControlKind, NewRecord, RecordBatch};
 

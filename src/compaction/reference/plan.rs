@@ -7,7 +7,7 @@
 
 use crate::format::RecordBatch;
 
-use crate::compaction::offset_map::OffsetMap;
+use crate::compaction::map::OffsetMap;
 use crate::compaction::options::CompactionReport;
 use crate::compaction::rules::seed::{compact_batch, Grouper, Horizon, Placement};
 

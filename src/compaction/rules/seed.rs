@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::format::{Record, RecordBatch};
 
-use crate::compaction::offset_map::OffsetMap;
+use crate::compaction::map::OffsetMap;
 use crate::compaction::view::RecordView;
 
 /// What happens to one record of the closed region.

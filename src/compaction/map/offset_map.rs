@@ -35,7 +35,7 @@ use std::mem::size_of;
 
 use siphasher::sip128::SipHasher24;
 
-use super::bitmap::Bitmap;
+use crate::compaction::bitmap::Bitmap;
 
 /// Bytes of key digest per entry.
 pub const DIGEST_BYTES: usize = 16;
@@ -185,7 +185,7 @@ pub struct Superseded {
 impl Superseded {
     /// The superseded positions `bits` of a map that held `keys` keys in
     /// `map_bytes` bytes, `map_bytes_peak` at most while built (the incremental
-    /// pass's `DirtyMap` (`compaction::dirty_map`)).
+    /// pass's, whose positions run over the clean and the dirty section).
     pub fn from_parts(bits: Bitmap, keys: usize, map_bytes: usize, map_bytes_peak: usize) -> Self {
         Superseded {
             bits,
@@ -193,6 +193,11 @@ impl Superseded {
             map_bytes,
             map_bytes_peak,
         }
+    }
+
+    /// The superseded positions' bits.
+    pub fn bits(&self) -> &Bitmap {
+        &self.bits
     }
 
     /// Whether `position` was superseded: its key (digest) was also inserted at a
@@ -280,7 +285,8 @@ impl OffsetMap {
             .count(position(positions.start)..position(positions.end))
     }
 
-    fn superseded_bits(&self) -> &Bitmap {
+    /// The superseded positions' bits. Needs [`OffsetMap::finish`].
+    pub fn superseded_bits(&self) -> &Bitmap {
         assert!(self.finished, "OffsetMap::finish must run before lookups");
         self.superseded
             .as_ref()
@@ -423,6 +429,13 @@ impl OffsetMap {
         assert!(self.finished, "OffsetMap::finish must run before lookups");
         let digest = self.digest(key);
         self.find(&digest).map(|i| self.entries[i].offset)
+    }
+
+    /// Whether a key with `digest` (this map's [`OffsetMap::digester`]) was
+    /// inserted. Needs [`OffsetMap::finish`].
+    pub fn contains_digest(&self, digest: Digest) -> bool {
+        assert!(self.finished, "OffsetMap::finish must run before lookups");
+        self.find(&digest).is_some()
     }
 
     /// Interpolation search: digests are uniformly distributed, so the position of a

@@ -1,24 +1,21 @@
-//! The offset map of an incremental cleaning pass: key digest -> latest position in
-//! the dirty section, in one open-addressing table of 24-byte slots (a 16-byte
+//! The bounded offset map (`dedupe_buffer_bytes`, either policy): key digest ->
+//! latest position, in one open-addressing table of 24-byte slots (a 16-byte
 //! digest and an 8-byte position, like Kafka's `SkimpyOffsetMap`).
 //!
-//! Bounded (`dedupe_buffer_bytes`), the table is allocated once with
-//! `dedupe_buffer_bytes / 24` slots and never grows: the map can hold exactly as many
-//! keys as `seglog_model::spec::CleanKnobs::key_budget` (the spec) says, and its memory is
-//! within the budget by construction ([`DirtyMap::table_bytes`]). Robin Hood
-//! linear probing (a resident closer to its home slot than the probe is to its own
-//! ends a lookup) keeps lookups short up to a full table, where a plain linear probe
-//! for an absent key would walk every slot. Unbounded, the table doubles at 3/4 load.
+//! The table is allocated once with `dedupe_buffer_bytes / 24` slots and never
+//! grows: the map can hold exactly as many keys as
+//! `seglog_model::spec::CleanKnobs::key_budget` (the spec) says, and its memory is
+//! within the budget by construction ([`Table::table_bytes`]). Robin Hood linear
+//! probing (a resident closer to its home slot than the probe is to its own ends a
+//! lookup) keeps lookups short up to a full table, where a plain linear probe for
+//! an absent key would walk every slot.
 //!
 //! Every replaced position is marked in a bitmap (positions are dense ordinals from
 //! 0), which the rewrite pass reads instead of looking every dirty key up again.
 
-use super::bitmap::Bitmap;
-use super::offset_map::{Digest, ENTRY_BYTES};
+use crate::compaction::bitmap::Bitmap;
 
-/// The most keys [`DirtyMap::with_expected`] makes room for up front (96 MiB of
-/// slots): an estimate from record counts may be far above the distinct keys.
-pub const EXPECTED_KEYS_MAX: usize = 1 << 22;
+use super::offset_map::{Digest, ENTRY_BYTES};
 
 /// An empty slot's position (positions are >= 0).
 const EMPTY: i64 = -1;
@@ -38,41 +35,22 @@ const FREE: Slot = Slot {
 
 /// Latest position per key digest, with the superseded positions.
 #[derive(Debug)]
-pub struct DirtyMap {
+pub struct Table {
     slots: Vec<Slot>,
     len: usize,
-    /// `Some(keys)`: a fixed table of that many slots.
-    budget: Option<usize>,
+    /// The most keys it holds (a table of no key still has a slot).
+    budget: usize,
     superseded: Bitmap,
-    peak_bytes: usize,
 }
 
-impl DirtyMap {
-    /// A map for at most `budget` keys (`None`: unbounded).
-    pub fn new(budget: Option<usize>) -> DirtyMap {
-        Self::with_expected(budget, 0)
-    }
-
-    /// [`DirtyMap::new`]; unbounded, the table starts with room for `expected` keys
-    /// at most [`EXPECTED_KEYS_MAX`] (it still grows past them), so a pass that
-    /// knows roughly how many keys come does not rehash its way up from 1024 slots.
-    /// A bounded table is its budget, whatever `expected` says.
-    pub fn with_expected(budget: Option<usize>, expected: usize) -> DirtyMap {
-        let slots = budget
-            .unwrap_or_else(|| {
-                let expected = expected.min(EXPECTED_KEYS_MAX);
-                // Below the 3/4 load at which the table grows.
-                (expected.saturating_mul(4) / 3 + 1)
-                    .next_power_of_two()
-                    .max(1024)
-            })
-            .max(1);
-        DirtyMap {
-            slots: vec![FREE; slots],
+impl Table {
+    /// A table for at most `keys` keys (one slot each, at least one).
+    pub fn new(keys: usize) -> Table {
+        Table {
+            slots: vec![FREE; keys.max(1)],
             len: 0,
-            budget,
+            budget: keys,
             superseded: Bitmap::default(),
-            peak_bytes: slots * ENTRY_BYTES,
         }
     }
 
@@ -86,9 +64,9 @@ impl DirtyMap {
         self.len == 0
     }
 
-    /// Keys that may still be added (`usize::MAX` when unbounded).
+    /// Keys that may still be added.
     pub fn room(&self) -> usize {
-        self.budget.map_or(usize::MAX, |b| b - self.len)
+        self.budget - self.len
     }
 
     /// Bytes of the table now (24 a slot).
@@ -96,9 +74,9 @@ impl DirtyMap {
         self.slots.len() * ENTRY_BYTES
     }
 
-    /// The most bytes the table held (a growth holds two tables for a moment).
+    /// The most bytes the table held: the table, allocated once.
     pub fn peak_bytes(&self) -> usize {
-        self.peak_bytes
+        self.table_bytes()
     }
 
     /// The positions replaced by a later position of the same digest.
@@ -146,7 +124,7 @@ impl DirtyMap {
     }
 
     /// Records `digest` at `position` (ascending across calls). A new digest needs
-    /// room ([`DirtyMap::room`]); the caller checks first.
+    /// room ([`Table::room`]); the caller checks first.
     pub fn insert(&mut self, digest: Digest, position: i64) {
         assert!(position >= 0);
         if let Some(i) = self.find(digest) {
@@ -157,9 +135,6 @@ impl DirtyMap {
         assert!(self.len < self.slots.len());
         self.place(Slot { digest, position });
         self.len += 1;
-        if self.budget.is_none() && self.len * 4 > self.slots.len() * 3 {
-            self.grow();
-        }
     }
 
     /// Robin Hood insertion of a digest known to be absent: a probe that is farther
@@ -190,17 +165,6 @@ impl DirtyMap {
             .set(usize::try_from(old).expect("positions are >= 0"));
         self.slots[i].position = position;
     }
-
-    fn grow(&mut self) {
-        let doubled = vec![FREE; self.slots.len() * 2];
-        let old = std::mem::replace(&mut self.slots, doubled);
-        self.peak_bytes = self
-            .peak_bytes
-            .max((old.len() + self.slots.len()) * ENTRY_BYTES);
-        for slot in old.into_iter().filter(|s| s.position != EMPTY) {
-            self.place(slot);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -213,46 +177,8 @@ mod tests {
     }
 
     #[test]
-    fn an_expected_count_sizes_an_unbounded_table_once() {
-        let mut sized = DirtyMap::with_expected(None, 3_000);
-        let mut grown = DirtyMap::new(None);
-        assert_eq!(sized.table_bytes(), 4096 * ENTRY_BYTES);
-        assert_eq!(grown.table_bytes(), 1024 * ENTRY_BYTES);
-        for k in 0..3_000 {
-            sized.insert(digest(k % 2_500), k as i64);
-            grown.insert(digest(k % 2_500), k as i64);
-        }
-        // No growth for the sized one; both hold the same and mark the same.
-        assert_eq!(sized.table_bytes(), 4096 * ENTRY_BYTES);
-        assert_eq!(sized.peak_bytes(), sized.table_bytes());
-        assert!(grown.table_bytes() >= 4096 * ENTRY_BYTES);
-        assert_eq!(sized.len(), 2_500);
-        assert_eq!(grown.len(), 2_500);
-        for k in 0..3_000 {
-            assert_eq!(sized.contains(digest(k)), k < 2_500);
-            assert_eq!(
-                sized.superseded().get(k as usize),
-                grown.superseded().get(k as usize)
-            );
-        }
-        // Past the estimate it still grows; a budget ignores the estimate.
-        for k in 3_000..10_000 {
-            sized.insert(digest(k), k as i64);
-        }
-        assert_eq!(sized.len(), 9_500);
-        assert_eq!(
-            DirtyMap::with_expected(Some(5), 1 << 20).table_bytes(),
-            5 * ENTRY_BYTES
-        );
-        assert_eq!(
-            DirtyMap::with_expected(None, usize::MAX).table_bytes(),
-            (EXPECTED_KEYS_MAX * 4 / 3 + 1).next_power_of_two() * ENTRY_BYTES
-        );
-    }
-
-    #[test]
-    fn a_bounded_map_fills_exactly_to_its_budget() {
-        let mut map = DirtyMap::new(Some(5));
+    fn a_table_fills_exactly_to_its_budget() {
+        let mut map = Table::new(5);
         assert_eq!(map.table_bytes(), 5 * 24);
         for k in 0..5 {
             assert!(map.room() > 0);
@@ -270,26 +196,9 @@ mod tests {
     }
 
     #[test]
-    fn an_unbounded_map_grows_and_keeps_every_key() {
-        let mut map = DirtyMap::new(None);
-        for p in 0..10_000i64 {
-            map.insert(digest((p % 3_000) as u64), p);
-        }
-        assert_eq!(map.len(), 3_000);
-        for k in 0..3_000 {
-            assert!(map.contains(digest(k)));
-        }
-        assert!(!map.contains(digest(3_000)));
-        // Every position but the last of each key is superseded.
-        assert_eq!(map.superseded().count(0..10_000), 7_000);
-        assert!(!map.superseded().get(9_999));
-        assert!(map.peak_bytes() >= map.table_bytes());
-    }
-
-    #[test]
     fn a_full_table_answers_every_lookup() {
         let keys = 4_096;
-        let mut map = DirtyMap::new(Some(keys));
+        let mut map = Table::new(keys);
         for k in 0..keys as u64 {
             map.insert(digest(k), k as i64);
         }
@@ -305,7 +214,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "full")]
     fn a_full_map_refuses_a_new_key() {
-        let mut map = DirtyMap::new(Some(1));
+        let mut map = Table::new(1);
         map.insert(digest(1), 0);
         map.insert(digest(2), 1);
     }
