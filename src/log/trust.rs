@@ -180,10 +180,18 @@ fn read_file(
         return Ok(None);
     }
     let bytes_max = recovery_point::file_bytes_max(summaries_max);
-    let Some(bytes) =
-        crate::fs::read_bounded(fs, &path, bytes_max).map_err(|e| Error::io(&path, e))?
-    else {
-        let bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
+    // Gone since `exists`: a writer beside a read-only open (which holds no lock)
+    // removed it. Both files are hints: absent, the open scans.
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let read = match crate::fs::read_bounded(fs, &path, bytes_max) {
+        Err(e) if gone(&e) => return Ok(None),
+        read => read.map_err(|e| Error::io(&path, e))?,
+    };
+    let Some(bytes) = read else {
+        let bytes = match fs.len(&path) {
+            Err(e) if gone(&e) => return Ok(None),
+            len => len.map_err(|e| Error::io(&path, e))?,
+        };
         let kind = crate::error::CorruptKind::TooLarge { bytes, bytes_max };
         report
             .ignored_checkpoints
