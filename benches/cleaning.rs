@@ -32,9 +32,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use seglog::compaction::dirty::{map_pass, scan_dirty};
+use seglog::compaction::pass::full as scan;
+use seglog::compaction::pass::incremental::{map_pass, scan_dirty};
 use seglog::compaction::source::list_segments;
-use seglog::compaction::{build, build_with, scan, CleanOptions, CompactOptions, Horizon};
+use seglog::compaction::{build, build_with, CleanOptions, CompactOptions, Horizon};
 use seglog::format::checkpoint::CLEAN_POINT_NAME;
 use seglog::fs::{FileSystem, StdFs};
 use seglog::install::InstallPaths;

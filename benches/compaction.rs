@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use seglog::bench::compaction::CompactionFixture;
-use seglog::compaction::scan;
+use seglog::compaction::pass::full as scan;
 use seglog::fs::{baseline, FileSystem, StdFs};
 
 struct Fixture {

@@ -28,7 +28,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::compaction::{cleaner, CompactOptions};
+use crate::compaction::CompactOptions;
 use crate::error::{Error, Result};
 use crate::format::batch::RECORDS_OFFSET;
 use crate::format::batch_view::{BatchView, INFLATED_BYTES_MAX};
@@ -481,7 +481,7 @@ impl HalfObsoleteLog {
             segment_bytes: SEGMENT_BYTES,
         };
         let start = Stopwatch::start();
-        let built = cleaner::build(fs, &self.dir, options)?
+        let built = crate::compaction::build(fs, &self.dir, options)?
             .ok_or_else(|| Error::InvalidArgument("nothing to compact".into()))?;
         let took = start.stop();
         let tmp = InstallPaths::new(&self.dir)?.tmp;

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::compaction::{cleaner, CompactOptions};
+use crate::compaction::CompactOptions;
 use crate::error::{Error, Result};
 use crate::format::{filename, NewRecord, RecordBatch};
 use crate::fs::FileSystem;
@@ -146,7 +146,7 @@ impl CompactionFixture {
             ..crate::compaction::CleanOptions::default()
         };
         let start = Instant::now();
-        let built = cleaner::build_with(fs, &self.dir, options, clean)?
+        let built = crate::compaction::build_with(fs, &self.dir, options, clean)?
             .ok_or_else(|| Error::InvalidArgument("the fixture has nothing to compact".into()))?;
         let took = start.elapsed();
         let tmp = InstallPaths::new(&self.dir)?.tmp;

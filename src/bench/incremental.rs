@@ -10,9 +10,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::compaction::dirty::map_pass;
+use crate::compaction::pass::full as scan;
+use crate::compaction::pass::incremental::map_pass;
 use crate::compaction::source::list_segments;
-use crate::compaction::{build, build_with, scan, CleanOptions, CompactOptions, CompactionReport};
+use crate::compaction::{build, build_with, CleanOptions, CompactOptions, CompactionReport};
 use crate::error::{Error, Result};
 use crate::format::checkpoint::CLEAN_POINT_NAME;
 use crate::fs::{FileSystem, StdFs};

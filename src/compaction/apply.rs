@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::log::Log;
 
 #[cfg(any(test, feature = "test-variants"))]
-use super::cleaner::build_indexed;
+use super::build::build_indexed;
 #[cfg(any(test, feature = "test-variants"))]
 use super::options::Built;
 use super::section::{first_uncleanable, read_clean_point, stable_bound};
@@ -296,7 +296,7 @@ impl Log {
         let fs = std::sync::Arc::clone(self.fs());
         let dir = self.dir().to_path_buf();
         let interval = self.config().index_interval_bytes;
-        let result = super::cleaner::build_bare(fs.as_ref(), &dir, options, knobs, interval)
+        let result = super::build::build_bare(fs.as_ref(), &dir, options, knobs, interval)
             .and_then(|built| {
                 let Some(built) = built else {
                     return Ok(CompactionReport::default());

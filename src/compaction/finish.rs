@@ -20,7 +20,7 @@ use crate::install::InstallPaths;
 use crate::segment::{BatchFacts, Segment};
 
 use super::files::{build_sync_file, write_link};
-use super::options::{BuildFrom, Built, CompactionReport};
+use super::options::{BuildFrom, BuildInputs, Built, CompactionReport};
 use super::rules::txn::TxnPlan;
 use super::source::segment_path;
 use super::view;
@@ -48,6 +48,54 @@ pub(super) struct Tail<'a> {
     pub from: &'a BuildFrom<'a>,
     /// The transaction rules, when the log holds transactional data.
     pub txn: Option<&'a TxnPlan>,
+}
+
+/// What a pass (`super::pass`) leaves for the finish.
+pub(super) struct Pass {
+    /// The report so far (the finish adds the active segment and the totals).
+    pub report: CompactionReport,
+    /// The active segment's bytes, checked by the pass's read.
+    pub active_bytes: Vec<u8>,
+    pub mapped_end_offset: Option<i64>,
+    /// The closed region's `.log` files as written, oldest first.
+    pub files: Vec<ManifestFile>,
+    /// The closed region's segments, closed, without pending index entries.
+    pub segments: Vec<Segment>,
+    /// Bases of closed segments hard-linked from the live directory, ascending.
+    pub carried_bases: Vec<i64>,
+    pub clean_point_after: i64,
+    /// The transaction rules, when the log holds transactional data.
+    pub txn: Option<TxnPlan>,
+}
+
+/// [`finish_build`] after the pass over `inputs`.
+pub(super) fn finish_pass(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    inputs: &BuildInputs<'_>,
+    pass: Pass,
+) -> Result<Built> {
+    let (&active_base, _) = inputs.bases.split_last().expect("a log has a segment");
+    finish_build(
+        fs,
+        dir,
+        Tail {
+            paths: inputs.paths,
+            active_base,
+            active_bytes: &pass.active_bytes,
+            index_interval_bytes: inputs.index_interval_bytes,
+            report: pass.report,
+            mapped_end_offset: pass.mapped_end_offset,
+            files: pass.files,
+            segments: pass.segments,
+            carried_bases: pass.carried_bases,
+            clean_point_after: pass.clean_point_after,
+            carry_point: inputs.carry_point,
+            log_start_offset: inputs.bases[0],
+            from: inputs.from,
+            txn: pass.txn.as_ref(),
+        },
+    )
 }
 
 /// The end of install step 1, whatever the policy: the active segment copied, the

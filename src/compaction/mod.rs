@@ -1,7 +1,8 @@
-//! Key-based compaction: pure rule sets ([`rules`]: keep/drop per record and
-//! batch, grouping, transactions, markers, empty batches), the readers and maps that
-//! feed them, and a [`cleaner`] that writes the new directory, installed by
-//! [`crate::install`]. The modules import each other in one direction (docs/design.md
+//! Key-based compaction as one flow ([`build`](mod@build)): the section, a pass per policy
+//! ([`pass`]) over the one reader, the one map ([`map`]), the one planner and the
+//! pure rule sets ([`rules`]: keep/drop per record and batch, grouping,
+//! transactions, markers, empty batches), the one writer, and the finish that
+//! leaves the new directory for [`crate::install`]. The modules import each other in one direction (docs/design.md
 //! section 6 has the layers; `tests/module_graph.rs` holds them to it); the decoded
 //! [reference](mod@reference) compactors are what the passes that run are held to.
 //!
@@ -9,19 +10,17 @@
 
 pub mod apply;
 pub mod bitmap;
+pub mod build;
 pub mod carry;
-pub mod cleaner;
 pub mod compressed;
-pub mod dirty;
 mod files;
 mod finish;
 mod handover;
 pub mod headers;
-mod kafka_pass;
-mod kafka_read;
 pub mod map;
 pub mod options;
 pub mod output;
+pub mod pass;
 mod plan;
 mod read;
 pub mod reference;
@@ -29,7 +28,6 @@ mod reseal;
 pub mod rewrite;
 pub mod rules;
 mod runs;
-pub mod scan;
 pub mod section;
 pub mod snapshot;
 pub mod source;
@@ -42,7 +40,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::fs::FileSystem;
 
-pub use cleaner::{build, build_indexed, build_with};
+pub use build::{build, build_indexed, build_with};
 pub use options::{
     Built, CleanOptions, CompactOptions, CompactionPolicy, CompactionReport,
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
@@ -61,7 +59,7 @@ pub fn compact_dir(
     dir: &Path,
     options: CompactOptions,
 ) -> Result<Option<CompactionReport>> {
-    let Some(built) = cleaner::build(fs, dir, options)? else {
+    let Some(built) = build::build(fs, dir, options)? else {
         return Ok(None);
     };
     crate::install::install(fs, dir, &built.manifest)?;
@@ -76,7 +74,7 @@ pub fn compact_dir_with(
     options: CompactOptions,
     variant: crate::install::InstallVariant,
 ) -> Result<Option<CompactionReport>> {
-    let Some(built) = cleaner::build(fs, dir, options)? else {
+    let Some(built) = build::build(fs, dir, options)? else {
         return Ok(None);
     };
     crate::install::install_with(fs, dir, &built.manifest, variant)?;

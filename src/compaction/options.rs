@@ -84,7 +84,7 @@ pub struct Built {
 }
 
 /// What a build reads: the live directory as it is (the single-threaded
-/// [`super::cleaner::build_indexed`]), or a cleaner's snapshot of it ([`super::snapshot`]): the
+/// [`super::build::build_indexed`]), or a cleaner's snapshot of it ([`super::snapshot`]): the
 /// snapshot's segments, the first `active_len` bytes of its active segment, and no
 /// copy of the active segment (the swap links the tail, docs/design.md section 6).
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +109,8 @@ impl BuildFrom<'_> {
 /// Kafka's default `producer.id.expiration.ms`: one day.
 pub const PRODUCER_ID_EXPIRATION_MS_DEFAULT: i64 = 86_400_000;
 
-/// The parts of [`super::cleaner::build_indexed`]'s state a kafka pass needs.
+/// The parts of [`super::build::build_indexed`]'s state a pass needs.
+#[derive(Clone, Copy)]
 pub(crate) struct BuildInputs<'a> {
     pub paths: &'a InstallPaths,
     /// Segment bases, ascending, the active one last; at least one closed.

@@ -30,7 +30,7 @@ use crate::segment::Segment;
 pub struct ClosedRegion<'a> {
     /// Base offsets of the closed segments, ascending.
     pub bases: &'a [i64],
-    /// Their bytes as the scan checked them ([`super::scan::Scan::closed`]).
+    /// Their bytes as the scan checked them ([`super::pass::full::Scan::closed`]).
     pub bytes: Vec<Bytes>,
     /// The records a later record of the same key supersedes.
     pub superseded: &'a Superseded,
@@ -44,7 +44,7 @@ pub struct ClosedRegion<'a> {
     pub keep_from: i64,
     /// Bytes between index entries of the output segments (`LogConfig::index_interval_bytes`).
     pub index_interval_bytes: u64,
-    /// One per closed segment when the pass is incremental ([`super::dirty`]): the
+    /// One per closed segment when the pass is incremental ([`super::pass::incremental`]): the
     /// untouched ones are kept whole (hard-linked when alone in their group), and
     /// every output segment whose sources are all known gets a key summary
     /// (`.keys`). `None` (a full compaction): no summary, no carry.

@@ -1,7 +1,7 @@
 //! The one planner: what a pass does with each batch of a cleaned segment, from the
 //! rule sets' verdicts ([`super::rules`]) and the map's (one bit per keyed record:
 //! is it its key's latest). Pure: no IO, no bytes written; the write side
-//! (`super::rewrite` for the seed policy, `super::kafka_pass` for Kafka's) executes
+//! (`super::rewrite` for the seed policy, `super::pass::kafka` for Kafka's) executes
 //! the [`BatchPlan`] it returns and nothing else decides.
 //!
 //! - The seed policy ([`seed_record`], [`seed_counted`], [`seed_decided`]): a

@@ -138,7 +138,7 @@ pub struct Rules<'a> {
     /// The tombstone horizon.
     pub horizon: Horizon,
     /// Batches at or past this offset are kept as they are: the cleaning pass did
-    /// not map them, or they are too young to clean ([`super::dirty`]).
+    /// not map them, or they are too young to clean ([`super::pass::incremental`]).
     pub keep_from: i64,
     /// The transaction rules' decisions ([`super::rules::txn`]), when the log holds
     /// transactional batches: the batches they remove have no ordinal.
@@ -149,11 +149,11 @@ pub struct Rules<'a> {
 /// segments must come in order, each exactly once: `cursor` counts batches and
 /// keyed records across them.
 ///
-/// `bytes` must be the bytes [`super::scan::scan`] checked (its mapping of this
+/// `bytes` must be the bytes [`super::pass::full::scan`] checked (its mapping of this
 /// segment): their CRCs are not recomputed ([`view::batches_verified`]).
 /// Whether a keyed record is the latest of its key is one bit of the map's
 /// superseded bitmap, at the record's ordinal ([`Superseded::is_superseded`]): no
-/// hashing here. For a plain batch (`rules.plain`, see [`super::scan`]) those bits decide
+/// hashing here. For a plain batch (`rules.plain`, see [`super::pass::full`]) those bits decide
 /// every record, counted a word at a time, without parsing the batch; other batches
 /// are parsed and decided record by record. A batch whose records are all kept
 /// (control batches always) is a run of the source bytes, merged with its

@@ -14,7 +14,7 @@ use crate::fs::FileSystem;
 use crate::install::{InstallPaths, Trash};
 use crate::log::Log;
 
-use super::cleaner::build_from;
+use super::build::build_from;
 use super::options::{BuildFrom, Built};
 use super::{CleanOptions, CompactOptions, CompactionReport};
 

@@ -1,7 +1,7 @@
 //! The one writer of a pass's output segments, for both policies.
 //!
 //! A describing thread (the policy's: [`super::output`] for the seed policy,
-//! [`super::kafka_pass`] for Kafka's) turns each closed source segment into
+//! [`super::pass::kafka`] for Kafka's) turns each closed source segment into
 //! [`Runs`] and sends them as a [`Part`], marked where an output file starts and
 //! ends; the calling thread makes every file-system call (create, append, sync,
 //! link, the key summary), one part behind. The calls are exactly those, and in

@@ -2,7 +2,7 @@
 //! closed batch into a [`RecordBatch`], applies the rules of
 //! [`crate::compaction::rules::kafka`] ([`clean_batch`] and the transaction, marker
 //! and empty-batch rules) and encodes what it rebuilt. The pass that runs
-//! (`crate::compaction::kafka_pass`) must write the same bytes: its tests compare
+//! (`crate::compaction::pass::kafka`) must write the same bytes: its tests compare
 //! the two on random logs.
 
 use std::ops::Range;
@@ -77,7 +77,7 @@ fn read_source(fs: &dyn FileSystem, dir: &Path, base: i64) -> Result<Source> {
     not(test),
     expect(
         dead_code,
-        reason = "the reference pass: `kafka_pass`'s tests compare the pass that runs with it"
+        reason = "the reference pass: `pass::kafka`'s tests compare the pass that runs with it"
     )
 )]
 pub(crate) fn build(

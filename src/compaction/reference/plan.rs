@@ -1,6 +1,6 @@
 //! [`Compactor::plan`]: the whole compaction as a pure function of decoded segments.
 //!
-//! The cleaner ([`crate::compaction::cleaner`]) streams the same decisions segment
+//! The cleaner ([`crate::compaction::build`](mod@crate::compaction::build)) streams the same decisions segment
 //! by segment without holding the log in memory; this form keeps everything, for
 //! tests, tools and comparison with the reference spec. Both use the seed rules
 //! ([`crate::compaction::rules::seed`]).

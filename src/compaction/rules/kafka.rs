@@ -7,7 +7,7 @@
 //! segments ([`groups`]). Where the cleanable section ends (the min-lag rule) is
 //! `super::super::section`'s.
 //!
-//! The pass that runs is `super::super::kafka_pass`: these rules applied to the
+//! The pass that runs is `super::super::pass::kafka`: these rules applied to the
 //! batches in place (copy, drop, or rebuild of one batch's bytes). The decoded
 //! reference pass of test builds (`super::super::reference::kafka`) applies them to
 //! decoded batches: the pass that runs must write the same bytes.

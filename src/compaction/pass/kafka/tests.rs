@@ -1,13 +1,18 @@
-//! The kafka pass against the reference pass (`super::super::reference::kafka`) on
+//! The kafka pass against the reference pass (`crate::compaction::reference::kafka`) on
 //! random logs, transactional and damaged ones among them.
 
 use super::*;
 use crate::compaction::options::BuildFrom;
+use crate::compaction::reseal::rebuild;
+use crate::compaction::rules::kafka::BatchOutcome;
 use crate::compaction::section::read_clean_point;
 use crate::compaction::source::list_segments;
-use crate::format::batch::{ATTRIBUTES_OFFSET, ATTR_TRANSACTIONAL, CRC_OFFSET, RECORDS_OFFSET};
+use crate::format::batch::{
+    decode, ATTRIBUTES_OFFSET, ATTR_DELETE_HORIZON, ATTR_TRANSACTIONAL, CRC_OFFSET, RECORDS_OFFSET,
+};
 use crate::format::batch_view::BatchView;
 use crate::format::record::Header;
+use crate::format::record::RecordView;
 use crate::format::{ControlKind, NewRecord, RecordBatch};
 use crate::fs::sim::SimFs;
 use crate::install::InstallPaths;
@@ -291,7 +296,7 @@ fn run_pass(
     options: CompactOptions,
     clean: CleanOptions,
     tuned: bool,
-) -> std::result::Result<(Files, Built), String> {
+) -> std::result::Result<(Files, crate::compaction::Built), String> {
     let paths = InstallPaths::new(dir).unwrap();
     let bases = list_segments(fs, dir).unwrap();
     let clean_point_before = read_clean_point(fs, dir, bases[0], *bases.last().unwrap()).unwrap();
@@ -309,7 +314,8 @@ fn run_pass(
         from: &from,
     };
     let built = if tuned {
-        build(fs, dir, options, clean, inputs)
+        run(fs, dir, options, clean, &inputs)
+            .and_then(|pass| crate::compaction::finish::finish_pass(fs, dir, &inputs, pass))
     } else {
         crate::compaction::reference::kafka::build(fs, dir, options, clean, inputs)
     }
@@ -402,7 +408,7 @@ fn batch_walk(
 ) -> std::collections::BTreeMap<i64, bool> {
     let mut out = std::collections::BTreeMap::new();
     for base in list_segments(fs, dir).unwrap() {
-        let path = super::super::source::segment_path(dir, base, LOG_SUFFIX);
+        let path = crate::compaction::source::segment_path(dir, base, LOG_SUFFIX);
         let Ok(bytes) = fs.read_all(&path) else {
             continue;
         };

@@ -3,7 +3,7 @@
 //! next_offset)` with the active segment, whole batches while the distinct keys fit
 //! the budget; then the clean section's records are looked up in it.
 //!
-//! The result has the shape of a full [`super::scan::scan`], so the rewrite pass is
+//! The result has the shape of a full [`super::full::scan`], so the rewrite pass is
 //! the same: superseded bits at the ordinals of the closed region's keyed records
 //! (clean ones first, in offset order), plain-batch bits, the checked bytes; plus the
 //! *horizon* `min(mapped end, first uncleanable offset)`, from which batches are kept
@@ -22,15 +22,15 @@ use crate::error::{Error, Result};
 use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 
-use super::bitmap::Bitmap;
-use super::carry::{self, SourceKeys};
-use super::map::{Digest, Digester, Fit, Map, Superseded};
-use super::options::CleanOptions;
-use super::read::{self, Event, Input, Plan};
-use super::rules::seed::Horizon;
-use super::scan::Scan;
-use super::section::too_young;
-use super::source::segment_path;
+use super::full::Scan;
+use crate::compaction::bitmap::Bitmap;
+use crate::compaction::carry::{self, SourceKeys};
+use crate::compaction::map::{Digest, Digester, Fit, Map, Superseded};
+use crate::compaction::options::CleanOptions;
+use crate::compaction::read::{self, Event, Input, Plan};
+use crate::compaction::rules::seed::Horizon;
+use crate::compaction::section::too_young;
+use crate::compaction::source::segment_path;
 
 /// What the incremental map pass leaves for the rewrite pass.
 #[derive(Debug)]
@@ -93,7 +93,7 @@ pub fn scan_dirty_bounded(
             fs.map(&path).map_err(|e| Error::io(&path, e))
         })
         .collect::<Result<Vec<Bytes>>>()?;
-    let active = super::source::read_active(fs, dir, active_base, active_len)?;
+    let active = crate::compaction::source::read_active(fs, dir, active_base, active_len)?;
     let sources: Vec<Source<'_>> = closed_bases
         .iter()
         .zip(&closed)

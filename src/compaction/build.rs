@@ -9,12 +9,10 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::install::InstallPaths;
 
-use super::dirty::scan_dirty_bounded;
-use super::finish::{carried_files, finish_build, Tail};
-use super::options::{BuildFrom, Built, CleanOptions, CompactOptions, CompactionReport};
-use super::output::{write_closed, ClosedRegion, Written};
-use super::rules::seed::Horizon;
-use super::scan::{scan_with, Scan};
+use super::finish::{carried_files, finish_pass};
+use super::options::{
+    BuildFrom, BuildInputs, Built, CleanOptions, CompactOptions, CompactionPolicy,
+};
 use super::section::read_clean_point;
 use super::source::list_segments;
 
@@ -151,139 +149,18 @@ fn build_inner(
     super::source::check_segment_ends(fs, dir, &bases)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
-    if clean.policy == super::CompactionPolicy::Kafka {
-        let inputs = super::options::BuildInputs {
-            paths: &paths,
-            bases: &bases,
-            clean_point_before,
-            index_interval_bytes,
-            carry_point,
-            from,
-        };
-        // The tuned pass applies the transaction rules too (`super::rules::txn`).
-        return super::kafka_pass::build(fs, dir, options, clean, inputs).map(Some);
-    }
-    // The transaction rules (`super::rules::txn`): a log holding transactional data
-    // anywhere (below the clean point too: a marker there goes only under the
-    // rules) is cleaned in full (the incremental dirty map does not apply them),
-    // nothing at or past its last stable offset cleaned, and its clean point moves
-    // to the first offset the pass did not clean. So every segment is read to find
-    // out.
-    let horizon = Horizon {
-        now: options.now,
-        delete_retention_ms: options.delete_retention_ms,
-    };
-    let txn = super::headers::plan(fs, dir, &bases, horizon)?;
-    // Only the options that change the seed pass choose it (not
-    // `producer_id_expiration_ms`, which only the kafka policy reads).
-    let unbounded_without_lag =
-        clean.dedupe_buffer_bytes.is_none() && clean.min_compaction_lag_ms == 0;
-    let from_scratch =
-        (clean_point_before == log_start_offset && unbounded_without_lag) || txn.is_some();
-    let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
-        // Everything is dirty and the map unbounded: the full two-thread scan (no
-        // key summaries: the next, incremental pass writes them).
-        let keep_from = txn.as_ref().map_or(i64::MAX, |t| t.last_stable_offset);
-        // The first offset not cleaned: the active base, or the last stable offset
-        // below it (Kafka's cleaner moves its clean point there); never back.
-        let clean_point_after = clean_point_before.max(active_base.min(keep_from));
-        assert!(clean_point_after >= log_start_offset);
-        (
-            scan_with(fs, dir, &bases, from.active_len, txn.as_ref())?,
-            keep_from,
-            clean_point_after,
-            None,
-            None,
-        )
-    } else {
-        let dirty = scan_dirty_bounded(
-            fs,
-            dir,
-            &bases,
-            clean_point_before,
-            horizon,
-            clean,
-            from.active_len,
-        )?;
-        let after = clean_point_before.max(dirty.horizon);
-        let keys = Some(dirty.keys);
-        (
-            dirty.scan,
-            dirty.horizon,
-            after,
-            Some(dirty.mapped_end),
-            keys,
-        )
-    };
-    assert!(clean_point_after <= active_base);
-    let Scan {
-        superseded,
-        closed: closed_bytes,
-        active: active_bytes,
-        plain,
-    } = scan;
-    let mut report = CompactionReport {
-        segments_before: closed.len() as u64,
-        map_keys: superseded.keys as u64,
-        map_bytes: superseded.map_bytes as u64,
-        map_bytes_peak: superseded.map_bytes_peak as u64,
+    let inputs = BuildInputs {
+        paths: &paths,
+        bases: &bases,
         clean_point_before,
-        clean_point_after,
-        ..CompactionReport::default()
+        index_interval_bytes,
+        carry_point,
+        from,
     };
-    fs.create_dir_all(&paths.tmp)
-        .map_err(|e| Error::io(&paths.tmp, e))?;
-    assert_eq!(closed_bytes.len(), closed.len());
-    let Written {
-        files,
-        totals,
-        segments,
-        carried_segments,
-        carried_bytes,
-        carried_bases,
-    } = write_closed(
-        fs,
-        dir,
-        &paths.tmp,
-        ClosedRegion {
-            bases: closed,
-            bytes: closed_bytes,
-            superseded: &superseded,
-            plain: &plain,
-            horizon,
-            segment_bytes: options.segment_bytes,
-            keep_from,
-            index_interval_bytes,
-            keys,
-            txn: txn.as_ref(),
-        },
-    )?;
-    report.segments_carried = carried_segments;
-    report.bytes_carried = carried_bytes;
-    report.bytes_before = totals.bytes_before;
-    report.bytes_after = totals.counts.bytes_after;
-    report.records_before = totals.counts.records_before;
-    report.records_after = totals.counts.records_after;
-    report.segments_after = files.len() as u64;
-    finish_build(
-        fs,
-        dir,
-        Tail {
-            paths: &paths,
-            active_base,
-            active_bytes: &active_bytes,
-            index_interval_bytes,
-            report,
-            mapped_end_offset,
-            files,
-            segments,
-            carried_bases,
-            clean_point_after,
-            carry_point,
-            log_start_offset,
-            from,
-            txn: txn.as_ref(),
-        },
-    )
-    .map(Some)
+    let pass = match clean.policy {
+        // The tuned pass applies the transaction rules too (`super::rules::txn`).
+        CompactionPolicy::Kafka => super::pass::kafka::run(fs, dir, options, clean, &inputs)?,
+        CompactionPolicy::Seed => super::pass::seed::run(fs, dir, options, clean, &inputs)?,
+    };
+    finish_pass(fs, dir, &inputs, pass).map(Some)
 }

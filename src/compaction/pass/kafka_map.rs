@@ -1,12 +1,12 @@
 //! The kafka pass's read and map steps (docs/design.md section 1, "The kafka
-//! pass"), one walk of every record through the one reader ([`super::read`]): a
+//! pass"), one walk of every record through the one reader ([`crate::compaction::read`]): a
 //! second thread checks every batch of the closed segments exactly as a full
 //! decode would (records walked, a compressed one inflated once and kept), counts
 //! its keyed, keyless and tombstone records, and hands over the keys of the
 //! batches the map covers; this thread inserts their digests into the offset map
 //! as they come, under the key budget (a fixed table of `dedupe_buffer_bytes / 24`
 //! slots, so its memory stays within it; the rules of
-//! [`super::rules::kafka::KafkaMap::build`]), as the `seed` policy's scans do.
+//! [`crate::compaction::rules::kafka::KafkaMap::build`]), as the `seed` policy's scans do.
 //!
 //! Errors are the reference pass's, in its order: every closed segment's batches
 //! are split and CRC-checked first ([`split_sources`]); if that, the active
@@ -25,11 +25,11 @@ use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 use crate::segment::BatchFacts;
 
-use super::map::{Digest, Digester, Fit, Latest, Map};
-use super::read::{self, Event, Input, Plan, Rec};
-use super::source::segment_path;
-use super::view;
-use super::walker::Walker;
+use crate::compaction::map::{Digest, Digester, Fit, Latest, Map};
+use crate::compaction::read::{self, Event, Input, Plan, Rec};
+use crate::compaction::source::segment_path;
+use crate::compaction::view;
+use crate::compaction::walker::Walker;
 
 /// One checked batch of a closed segment.
 pub(super) struct Batch {
@@ -45,7 +45,7 @@ pub(super) struct Batch {
     pub producer_epoch: i16,
     /// Attribute bit 4.
     pub transactional: bool,
-    /// Data of an aborted transaction ([`super::rules::txn::KafkaTxn::aborted`]):
+    /// Data of an aborted transaction ([`crate::compaction::rules::txn::KafkaTxn::aborted`]):
     /// mapped hollow (no key, the map's last offset moves) and removed where cleaned.
     pub aborted: bool,
     /// Its records with a key, without one, and with a null value (data batches).
@@ -180,12 +180,12 @@ pub(super) fn first_error(
             walker.each_at(&split.path, bytes, batch.position as u64, |_| {})?;
         }
     }
-    super::source::read_active(fs, dir, active_base, active_len)?;
-    super::headers::kafka_txn(fs, dir, bases)?;
+    crate::compaction::source::read_active(fs, dir, active_base, active_len)?;
+    crate::compaction::headers::kafka_txn(fs, dir, bases)?;
     Ok(())
 }
 
-/// The map step's result: the one map ([`super::map`]) with record ordinals as
+/// The map step's result: the one map ([`crate::compaction::map`]) with record ordinals as
 /// positions: only "superseded?" by ordinal when every cleaned batch was mapped
 /// (a pass from the log start), lookups of keys too when batches below the clean
 /// point are cleaned again.
@@ -234,7 +234,7 @@ impl MapRange {
     }
 }
 
-/// The map's building state ([`super::rules::kafka::KafkaMap::build`]'s rules).
+/// The map's building state ([`crate::compaction::rules::kafka::KafkaMap::build`]'s rules).
 struct Mapper {
     map: Map,
     digester: Digester,
@@ -305,7 +305,7 @@ impl Mapper {
 }
 
 /// Steps 1 and 2: reads every batch of `splits` on a second thread
-/// ([`super::read`]: checked as a full decode checks it, a compressed batch's
+/// ([`crate::compaction::read`]: checked as a full decode checks it, a compressed batch's
 /// records inflated once and kept), `aborted` telling the closed batches of
 /// aborted transactions (by index over all of them), and maps the range on this
 /// one. Returns the sources and the map, or the first read error in log order

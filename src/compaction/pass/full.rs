@@ -1,11 +1,11 @@
 //! The map pass of a compaction: one read of every segment that checks every batch
 //! (length, magic, CRC-32C, offsets, record framing) and builds the latest-position
-//! map, on two threads (`super::read`).
+//! map, on two threads (`crate::compaction::read`).
 //!
 //! Closed segments are read through [`FileSystem::map`] and the mappings are kept
 //! for the rewrite pass, which therefore reads the very bytes checked here (closed
 //! segments are immutable: nobody appends to or truncates them) and trusts their
-//! CRC ([`super::view::batches_verified`]). With [`crate::fs::StdFs`] a mapping is
+//! CRC ([`crate::compaction::view::batches_verified`]). With [`crate::fs::StdFs`] a mapping is
 //! page cache, not heap; a file system whose `map` reads the file (the trait's
 //! default, [`crate::fs::sim::SimFs`]) holds the closed region in memory until the
 //! rewrite pass drops each segment.
@@ -25,11 +25,11 @@ use crate::error::{Error, Result};
 use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
 
-use super::bitmap::Bitmap;
-use super::map::{OffsetMap, Superseded};
-use super::read::{self, Event, Input, KeyRef, Plan};
-use super::rules::txn::TxnPlan;
-use super::source::segment_path;
+use crate::compaction::bitmap::Bitmap;
+use crate::compaction::map::{OffsetMap, Superseded};
+use crate::compaction::read::{self, Event, Input, KeyRef, Plan};
+use crate::compaction::rules::txn::TxnPlan;
+use crate::compaction::source::segment_path;
 
 /// What the map pass leaves for the rewrite pass.
 #[derive(Debug)]
@@ -53,7 +53,7 @@ pub struct Scan {
 /// superseded ordinal in a bitmap, which the rewrite pass reads in the same order
 /// instead of hashing and looking up every key again.
 ///
-/// Two stages on two threads (`super::read`): a reader checks and parses,
+/// Two stages on two threads (`crate::compaction::read`): a reader checks and parses,
 /// handing over chunks of keys that come back for reuse; this thread hashes and
 /// inserts them with their ordinals. The
 /// hashing balances the two: when the inserting side is behind (no chunk is free),
@@ -64,7 +64,7 @@ pub fn scan(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Scan> {
 
 /// [`scan`] reading only the first `active_len` bytes of the active segment, if
 /// given (a cleaner's snapshot: what was appended after it is left to the next
-/// pass), under the transaction rules `txn` ([`super::rules::txn`]): the keyed records of
+/// pass), under the transaction rules `txn` ([`crate::compaction::rules::txn`]): the keyed records of
 /// aborted batches, and of every batch at or past the last stable offset, get no
 /// ordinal and never enter the map.
 pub fn scan_with(
@@ -82,7 +82,7 @@ pub fn scan_with(
             fs.map(&path).map_err(|e| Error::io(&path, e))
         })
         .collect::<Result<Vec<Bytes>>>()?;
-    let active = super::source::read_active(fs, dir, active_base, active_len)?;
+    let active = crate::compaction::source::read_active(fs, dir, active_base, active_len)?;
     let mut map = OffsetMap::tracking_superseded();
     let plain = scan_into(
         &mut map,
@@ -101,7 +101,7 @@ pub fn scan_with(
     })
 }
 
-/// The two threads of [`scan`] (`super::read`); returns the plain-batch bitmap.
+/// The two threads of [`scan`] (`crate::compaction::read`); returns the plain-batch bitmap.
 fn scan_into(
     map: &mut OffsetMap,
     dir: &Path,
