@@ -14,9 +14,11 @@
 //! an error (the budget is too small for the log).
 
 pub mod offset_map;
+pub mod superseded;
 pub mod table;
 
-pub use offset_map::{Digest, Digester, OffsetMap, Superseded, ENTRY_BYTES};
+pub use offset_map::{Digest, Digester, OffsetMap, ENTRY_BYTES};
+pub use superseded::Superseded;
 pub use table::Table;
 
 use crate::compaction::bitmap::Bitmap;

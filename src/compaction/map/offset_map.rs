@@ -37,6 +37,8 @@ use siphasher::sip128::SipHasher24;
 
 use crate::compaction::bitmap::Bitmap;
 
+use super::superseded::Superseded;
+
 /// Bytes of key digest per entry.
 pub const DIGEST_BYTES: usize = 16;
 
@@ -168,58 +170,8 @@ fn finish_buckets(
     table.capacity() * size_of::<u32>()
 }
 
-/// The superseded positions of a [`OffsetMap::tracking_superseded`] build
-/// ([`OffsetMap::into_superseded`]), and what the map held.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Superseded {
-    bits: Bitmap,
-    /// Distinct keys (digests) the map held.
-    pub keys: usize,
-    /// Bytes of the map's entries once built: 24 per key (the 1024 build buckets'
-    /// headers, a fixed 24 KiB, count in the peak).
-    pub map_bytes: usize,
-    /// Most bytes the map held while being built.
-    pub map_bytes_peak: usize,
-}
-
-impl Superseded {
-    /// The superseded positions `bits` of a map that held `keys` keys in
-    /// `map_bytes` bytes, `map_bytes_peak` at most while built (the incremental
-    /// pass's, whose positions run over the clean and the dirty section).
-    pub fn from_parts(bits: Bitmap, keys: usize, map_bytes: usize, map_bytes_peak: usize) -> Self {
-        Superseded {
-            bits,
-            keys,
-            map_bytes,
-            map_bytes_peak,
-        }
-    }
-
-    /// The superseded positions' bits.
-    pub fn bits(&self) -> &Bitmap {
-        &self.bits
-    }
-
-    /// Whether `position` was superseded: its key (digest) was also inserted at a
-    /// higher position.
-    pub fn is_superseded(&self, position: i64) -> bool {
-        self.bits.get(self::position(position))
-    }
-
-    /// How many positions of `positions` were superseded, a word at a time.
-    pub fn count(&self, positions: std::ops::Range<i64>) -> usize {
-        self.bits
-            .count(position(positions.start)..position(positions.end))
-    }
-
-    /// Bytes of the bitmap (one bit per position).
-    pub fn bytes(&self) -> usize {
-        self.bits.bytes()
-    }
-}
-
 /// A tracked position as a bit index.
-fn position(position: i64) -> usize {
+pub(super) fn position(position: i64) -> usize {
     usize::try_from(position).expect("tracked positions are >= 0")
 }
 
@@ -379,14 +331,14 @@ impl OffsetMap {
             .superseded
             .take()
             .expect("the map tracks superseded positions");
-        Superseded {
+        // The entries, each bucket exactly sized; the bucket headers (a fixed
+        // 24 KiB) are build overhead, counted in the peak.
+        Superseded::from_parts(
             bits,
-            keys: self.buckets.iter().map(Vec::len).sum(),
-            // The entries, each bucket exactly sized; the bucket headers (a fixed
-            // 24 KiB) are build overhead, counted in the peak.
-            map_bytes: self.bucket_capacity * ENTRY_BYTES,
-            map_bytes_peak: self.peak_bytes(),
-        }
+            self.buckets.iter().map(Vec::len).sum(),
+            self.bucket_capacity * ENTRY_BYTES,
+            self.peak_bytes(),
+        )
     }
 
     /// The last dedup of every bucket (and its sort by digest if `sort`), on two
