@@ -14,6 +14,12 @@
 //! crashes, clean reopens, and batches another writer left in the active segment
 //! with records missing at their end ([`super::foreign`]).
 //!
+//! About one case in four runs on a LogAppendTime log ([`Step::LogAppendTime`],
+//! its first step; [`case_steps`] draws it from the seed apart from the
+//! operations): every plain, raw and transactional append it draws is stamped
+//! with the case's clock, on the engine by the log's config and on the spec by
+//! `workload::spec::apply_stamped`.
+//!
 //! Edge steps are resolved against a shadow of the log ([`super::edges`]): retention
 //! and compaction whose horizons equal a segment's `max_timestamp`, a suffix's bytes
 //! or a tombstone's age exactly, a compaction grouping bound met exactly, and
@@ -210,32 +216,45 @@ fn record_spec((key, value, ts): Drawn, clock: i64) -> RecordSpec {
     }
 }
 
+/// The case's log configuration: LogAppendTime in about one case in four.
+fn log_append_time_case() -> impl Strategy<Value = bool> {
+    prop_oneof![3 => Just(false), 1 => Just(true)]
+}
+
+/// [`log_append_time_case`] for the case `seed` stands for: drawn from the seed
+/// apart from the operations, so that a seed's operations are the same whatever
+/// its log's configuration.
+fn log_append_time_seed(seed: u64) -> bool {
+    super::case_seed(seed ^ 0x1A7E_1A7E, 0).is_multiple_of(4)
+}
+
 /// Folds the clock through the draws (timestamps and `now` come from it) and
 /// resolves edge draws against a shadow of the log: the spec, applying every step
 /// as if no crash lost anything (a crash that does makes an edge miss, no more).
-fn materialize(draws: Vec<Draw>) -> Vec<Step> {
-    let mut clock = 100;
+/// A LogAppendTime case (`log_append_time`) starts with [`Step::LogAppendTime`].
+fn materialize(log_append_time: bool, draws: Vec<Draw>) -> Vec<Step> {
+    let mut clock = super::CASE_CLOCK_START;
     let mut shadow = SpecLog::new(super::case_config().segment_bytes);
-    draws
-        .into_iter()
-        .map(|draw| {
-            let step = resolve(draw, &mut clock, &shadow);
-            match &step {
-                Step::Op(op) => {
-                    spec::apply(&mut shadow, op);
-                }
-                Step::Foreign(batch) => {
-                    // A malformed batch is refused by both sides alike.
-                    let _ = shadow.append_foreign(batch.spec_batch(shadow.next_offset()));
-                }
-                Step::AdvanceClock(_)
-                | Step::CrashReopen { .. }
-                | Step::Reopen
-                | Step::FailNext { .. } => {}
+    let config = log_append_time.then_some(Step::LogAppendTime);
+    let steps = draws.into_iter().map(|draw| {
+        let step = resolve(draw, &mut clock, &shadow);
+        match &step {
+            Step::Op(op) => {
+                spec::apply_stamped(&mut shadow, op, log_append_time.then_some(clock));
             }
-            step
-        })
-        .collect()
+            Step::Foreign(batch) => {
+                // A malformed batch is refused by both sides alike.
+                let _ = shadow.append_foreign(batch.spec_batch(shadow.next_offset()));
+            }
+            Step::AdvanceClock(_)
+            | Step::CrashReopen { .. }
+            | Step::Reopen
+            | Step::FailNext { .. }
+            | Step::LogAppendTime => {}
+        }
+        step
+    });
+    config.into_iter().chain(steps).collect()
 }
 
 /// The step `draw` stands for at `clock`, on a log like `shadow`.
@@ -388,7 +407,11 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
 /// Cases of 1 to `ops_per_case` steps. Shrinking deletes and simplifies draws; the
 /// clock is folded in after, so a shrunk case stays well formed.
 pub fn steps_strategy(ops_per_case: usize) -> impl Strategy<Value = Vec<Step>> {
-    prop::collection::vec(draw(), 1..=ops_per_case.max(1)).prop_map(materialize)
+    (
+        log_append_time_case(),
+        prop::collection::vec(draw(), 1..=ops_per_case.max(1)),
+    )
+        .prop_map(|(log_append_time, draws)| materialize(log_append_time, draws))
 }
 
 /// The case `seed` stands for: the same steps on every machine and every run.
@@ -402,7 +425,9 @@ pub fn case_steps(seed: u64, ops_per_case: usize) -> Vec<Step> {
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes);
     let mut runner = TestRunner::new_with_rng(Config::default(), rng);
     // A full-length case: the length range only matters for proptest's shrinking.
-    let strategy = prop::collection::vec(draw(), ops_per_case.max(1)).prop_map(materialize);
+    let log_append_time = log_append_time_seed(seed);
+    let strategy = prop::collection::vec(draw(), ops_per_case.max(1))
+        .prop_map(move |draws| materialize(log_append_time, draws));
     match strategy.new_tree(&mut runner) {
         Ok(tree) => tree.current(),
         Err(_) => Vec::new(),
@@ -415,6 +440,7 @@ mod tests {
 
     use super::*;
     use crate::conformance::case_config;
+    use crate::workload::OpOutcome;
 
     /// How often generated cases meet each boundary, counted on a shadow of the log
     /// (as if no crash lost anything).
@@ -447,16 +473,26 @@ mod tests {
         /// state), and that removed one (its producer expired).
         empty_kept: u64,
         empty_removed: u64,
+        /// Appends on a LogAppendTime case's log that both sides took, stamped by
+        /// the log's clock: raw (produce requests), plain (`Log::append`) and
+        /// transactional.
+        lat_raw: u64,
+        lat_plain: u64,
+        lat_txn: u64,
     }
 
     fn count(steps: &[Step], hits: &mut Hits) {
         let mut log = SpecLog::new(case_config().segment_bytes);
+        let log_append_time = crate::conformance::is_log_append_time(steps);
+        let mut clock = crate::conformance::CASE_CLOCK_START;
         for step in steps {
+            let stamp = log_append_time.then_some(clock);
             match step {
+                Step::AdvanceClock(ms) => clock += ms,
                 Step::Op(op) => {
                     observe(&log, op, hits);
                     if let Op::AppendRaw { batches } = op {
-                        let walk = spec::append_walk(&log, op);
+                        let walk = spec::append_walk_stamped(&log, op, stamp);
                         let rolls = walk
                             .iter()
                             .skip(1)
@@ -477,7 +513,19 @@ mod tests {
                             .collect()
                     };
                     let before = empties(&log);
-                    spec::apply(&mut log, op);
+                    let taken = spec::apply_stamped(&mut log, op, stamp) != OpOutcome::Rejected;
+                    if taken && log_append_time {
+                        match op {
+                            Op::AppendRaw { .. } => hits.lat_raw += 1,
+                            Op::AppendTxn { .. } => hits.lat_txn += 1,
+                            Op::Append {
+                                codec: None,
+                                log_append_time: None,
+                                ..
+                            } => hits.lat_plain += 1,
+                            _ => {}
+                        }
+                    }
                     let after = empties(&log);
                     hits.empty_kept += u64::from(after.difference(&before).next().is_some());
                     hits.empty_removed += u64::from(before.difference(&after).next().is_some());
@@ -585,6 +633,8 @@ mod tests {
     /// are drawn (fewer of every other draw): foreign end gaps 111, retention time
     /// edges 21, retention bytes edges 51, tombstone age edges 32, grouping edges 60,
     /// segment fills 96, timestamps -1: 44, `i64` extremes 88, below -1: 40.
+    /// With LogAppendTime cases (a quarter; 24 of the 100), appends their log's
+    /// clock stamps, measured when written: raw 62, plain 184, transactional 45.
     #[test]
     fn generated_cases_meet_every_boundary() {
         let mut hits = Hits::default();
@@ -610,6 +660,9 @@ mod tests {
             hits.raw_refused,
             hits.raw_rolled_between,
             hits.raw_compressed,
+            hits.lat_raw,
+            hits.lat_plain,
+            hits.lat_txn,
         ];
         assert!(all.iter().all(|n| *n >= 20), "{hits:?}");
         // Rarer (a producer's last batch in a cleaned segment, emptied whole):

@@ -70,6 +70,24 @@ pub fn case_config() -> LogConfig {
     }
 }
 
+/// The configuration of the case `steps`: [`case_config`], LogAppendTime when
+/// the case holds a [`Step::LogAppendTime`].
+pub fn case_config_for(steps: &[Step]) -> LogConfig {
+    let mut config = case_config();
+    if is_log_append_time(steps) {
+        config.timestamp_type = crate::format::TimestampType::LogAppendTime;
+    }
+    config
+}
+
+/// True if the case's log is LogAppendTime ([`Step::LogAppendTime`]).
+pub fn is_log_append_time(steps: &[Step]) -> bool {
+    steps.contains(&Step::LogAppendTime)
+}
+
+/// The case's clock when it starts; [`Step::AdvanceClock`] moves it.
+pub const CASE_CLOCK_START: i64 = 100;
+
 /// Disk images enumerated per crash on SimFs (the process image comes first).
 pub const CRASH_IMAGES_MAX: usize = 32;
 
@@ -105,7 +123,8 @@ impl Default for ConformanceOptions {
 pub enum Step {
     /// A workload operation, applied to the engine and to the spec.
     Op(Op),
-    /// Moves the generator's clock (the `now` of later retain/compact operations).
+    /// Moves the case's clock: the `now` of later retain/compact operations, and the
+    /// stamp of a LogAppendTime log ([`Step::LogAppendTime`]).
     AdvanceClock(i64),
     /// Crash (no close, no flush) and reopen. On SimFs the disk image is number
     /// `image % len` of the process image followed by the power-loss images.
@@ -121,6 +140,13 @@ pub enum Step {
     /// Close, append a batch as another Kafka-format writer would (possibly ending
     /// in a compaction gap) to the active segment, sync it, and reopen.
     Foreign(ForeignBatch),
+    /// The case's log is LogAppendTime (`LogConfig::timestamp_type`), wherever this
+    /// step stands (the generator puts it first): the engine's log stamps every data
+    /// batch `Log::append`, `Log::append_batches` and `Log::append_transactional`
+    /// take with its clock (the case's: [`CASE_CLOCK_START`] moved by every
+    /// [`Step::AdvanceClock`]), and the spec stamps the same
+    /// (`workload::spec::apply_stamped`). Changes nothing itself.
+    LogAppendTime,
 }
 
 impl std::fmt::Display for Step {
@@ -132,6 +158,7 @@ impl std::fmt::Display for Step {
             Step::Reopen => f.write_str("reopen"),
             Step::FailNext { kind } => write!(f, "fail_next {kind}"),
             Step::Foreign(batch) => write!(f, "{batch}"),
+            Step::LogAppendTime => f.write_str("log_append_time"),
         }
     }
 }

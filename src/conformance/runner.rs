@@ -6,6 +6,7 @@ use std::sync::Arc;
 use seglog_model::invariants::{check_step, Grace, StepKind};
 use seglog_model::spec::SpecLog;
 
+use crate::clock::{Clock, ManualClock};
 use crate::fs::sim::{CrashImage, CrashMode, LostItem, SimFs};
 use crate::fs::{FileSystem, StdFs};
 use crate::log::{Log, LogConfig};
@@ -17,7 +18,9 @@ use crate::workload::{spec, Op, OpOutcome};
 mod io_error;
 
 use super::compare::{compare, engine_spec, structure_diff};
-use super::{case_config, Backend, CaseStats, Divergence, Step, CRASH_IMAGES_MAX};
+use super::{
+    case_config_for, Backend, CaseStats, Divergence, Step, CASE_CLOCK_START, CRASH_IMAGES_MAX,
+};
 
 /// The engine side: the log and where its files live.
 struct Engine {
@@ -29,6 +32,9 @@ struct Engine {
     /// Keeps the real-disk directory alive for the case.
     _tempdir: Option<tempfile::TempDir>,
     log: Option<Log>,
+    /// The case's clock, which every open of the log reads its LogAppendTime
+    /// stamps from.
+    clock: Arc<ManualClock>,
 }
 
 impl Engine {
@@ -41,6 +47,7 @@ impl Engine {
                 sim: Some(Arc::new(SimFs::new())),
                 _tempdir: None,
                 log: None,
+                clock: Arc::new(ManualClock::new(CASE_CLOCK_START)),
             },
             Backend::Disk => {
                 let tempdir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
@@ -51,6 +58,7 @@ impl Engine {
                     sim: None,
                     _tempdir: Some(tempdir),
                     log: None,
+                    clock: Arc::new(ManualClock::new(CASE_CLOCK_START)),
                 }
             }
         };
@@ -65,8 +73,9 @@ impl Engine {
             // A fresh handle cache, as a new process would have.
             None => Arc::new(StdFs::new()),
         };
-        let (log, _report) = Log::open_with(fs, &self.dir, self.config.clone())
+        let (mut log, _report) = Log::open_with(fs, &self.dir, self.config.clone())
             .map_err(|e| format!("open failed: {e}"))?;
+        log.set_clock(self.clock.clone());
         self.log = Some(log);
         Ok(())
     }
@@ -90,6 +99,12 @@ impl Engine {
     /// Faults of `SimFs::fail_nth_with` that fired so far (0 on the real disk).
     fn faults_fired(&self) -> usize {
         self.sim.as_ref().map_or(0, |sim| sim.fired_faults().len())
+    }
+
+    /// The stamp a LogAppendTime log gives an append now (`None`: CreateTime).
+    fn log_append_time(&self) -> Option<i64> {
+        (self.config.timestamp_type == crate::format::TimestampType::LogAppendTime)
+            .then(|| self.clock.now_ms())
     }
 
     fn log(&mut self) -> &mut Log {
@@ -142,13 +157,26 @@ impl Durable {
         self.states = vec![state.clone()];
     }
 
-    /// Records the state after a mutation that succeeded on both sides.
-    pub(super) fn after(&mut self, op: &Op, before: &SpecLog, after: &SpecLog) {
+    /// Records the state after a mutation that succeeded on both sides, on a log
+    /// stamping LogAppendTime at `log_append_time` when given.
+    pub(super) fn after(
+        &mut self,
+        op: &Op,
+        before: &SpecLog,
+        after: &SpecLog,
+        log_append_time: Option<i64>,
+    ) {
         if op.is_durability_point() {
             self.reset(after);
         } else if op.is_append() {
             // Each batch's auto-roll made everything before it durable.
-            crate::workload::spec::extend_chain(&mut self.states, before, op, after);
+            crate::workload::spec::extend_chain_stamped(
+                &mut self.states,
+                before,
+                op,
+                after,
+                log_append_time,
+            );
         } else {
             self.states.push(after.clone());
         }
@@ -270,17 +298,19 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
         crash_lost,
     };
     let variant_parsed = Variant::parse(variant).map_err(|e| fail(0, e, None))?;
-    let config = case_config();
+    let config = case_config_for(steps);
     let mut engine = Engine::start(backend, config.clone()).map_err(|e| fail(0, e, None))?;
     let mut spec_log = SpecLog::new(config.segment_bytes);
     let mut durable = Durable::new(&spec_log);
     let mut stats = CaseStats::default();
     stats.reads += compare(engine.log(), &spec_log).map_err(|e| fail(0, e, None))?;
     for (i, step) in steps.iter().enumerate() {
-        stats.steps += 1;
+        // The configuration step runs nothing.
+        stats.steps += u64::from(*step != Step::LogAppendTime);
         match step {
             Step::Op(op) => {
                 let before = spec_log.clone();
+                let stamp = engine.log_append_time();
                 if let Some((now, lag)) = cleaning(op, &config) {
                     compare_cleanable(engine.log(), &spec_log, now, lag)
                         .map_err(|e| fail(i, e, None))?;
@@ -291,9 +321,15 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                     Ok(outcome) => outcome,
                     Err(e) if engine.faults_fired() > fired => {
                         stats.io_errors += 1;
-                        stats.reads +=
-                            io_error::recover(&mut engine, op, &mut spec_log, &mut durable, &e)
-                                .map_err(|d| fail(i, d, None))?;
+                        stats.reads += io_error::recover(
+                            &mut engine,
+                            op,
+                            stamp,
+                            &mut spec_log,
+                            &mut durable,
+                            &e,
+                        )
+                        .map_err(|d| fail(i, d, None))?;
                         continue;
                     }
                     Err(e) => return Err(fail(i, format!("engine error: {e}"), None)),
@@ -305,7 +341,7 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                         None,
                     ));
                 }
-                let spec_outcome = spec::apply(&mut spec_log, op);
+                let spec_outcome = spec::apply_stamped(&mut spec_log, op, stamp);
                 if engine_outcome != spec_outcome {
                     return Err(fail(
                         i,
@@ -314,7 +350,7 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                     ));
                 }
                 if op.is_mutation() && spec_outcome != OpOutcome::Rejected {
-                    durable.after(op, &before, &spec_log);
+                    durable.after(op, &before, &spec_log, stamp);
                     // The engine equals the spec (compared below), so these are the
                     // engine's states too.
                     invariants(&before, &spec_log, step_kind(op)).map_err(|e| fail(i, e, None))?;
@@ -326,7 +362,10 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                     stats.reads += 1;
                 }
             }
-            Step::AdvanceClock(_) => {}
+            Step::AdvanceClock(ms) => {
+                engine.clock.advance_ms(*ms);
+            }
+            Step::LogAppendTime => {}
             Step::FailNext { kind } => io_error::arm(&engine, *kind),
             Step::Reopen => {
                 io_error::disarm(&engine);

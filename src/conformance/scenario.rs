@@ -57,6 +57,11 @@ impl Divergence {
             "found by the conformance test (seed {}, {:?}, step {}): {}",
             self.seed, self.backend, self.step, self.detail
         );
+        if super::is_log_append_time(&self.steps) {
+            // The scenario format has no timestamp type: its replay is CreateTime.
+            description
+                .push_str(" [the case's log is LogAppendTime, which the scenario does not carry]");
+        }
         if earlier_restarts > 0 {
             description.push_str(&format!(
                 " [{earlier_restarts} crash/reopen/foreign-batch step(s) are not replayed]"

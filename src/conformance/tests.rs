@@ -25,7 +25,9 @@ fn append(key: &str, value: Option<&str>, ts: i64) -> Step {
 fn case_steps_are_deterministic_per_seed() {
     let a = case_steps(42, 30);
     assert_eq!(a, case_steps(42, 30));
-    assert_eq!(a.len(), 30);
+    // 30 drawn steps, after the configuration step of a LogAppendTime case.
+    let config = usize::from(is_log_append_time(&a));
+    assert_eq!(a.len(), 30 + config);
     assert_ne!(a, case_steps(43, 30));
     assert_ne!(case_seed(0, 0), case_seed(0, 1));
     assert_ne!(case_seed(0, 0), case_seed(1, 0));
@@ -335,7 +337,7 @@ fn the_allowed_range_starts_at_the_last_durability_point() {
     for op in &ops {
         let before = log.clone();
         apply(&mut log, op);
-        durable.after(op, &before, &log);
+        durable.after(op, &before, &log, None);
         states.push(log.clone());
     }
     // Allowed: the flushed state (flush does not change the spec, so states 1 and 2
@@ -357,8 +359,112 @@ fn the_allowed_range_starts_at_the_last_durability_point() {
     let before = log.clone();
     apply(&mut log, &op);
     assert!(log.raw_segments().len() > before.raw_segments().len());
-    durable.after(&op, &before, &log);
+    durable.after(&op, &before, &log, None);
     let mut rolled = before.clone();
     rolled.roll();
     assert_eq!(durable.states, vec![rolled, log.clone()]);
+}
+
+fn raw(
+    records: &[(&str, i64)],
+    codec: Option<crate::format::Compression>,
+) -> crate::workload::RawBatchSpec {
+    crate::workload::RawBatchSpec {
+        records: records
+            .iter()
+            .map(|(key, ts)| RecordSpec {
+                key: Some((*key).into()),
+                value: Some("v".into()),
+                ts: *ts,
+            })
+            .collect(),
+        codec,
+        defect: None,
+    }
+}
+
+/// A LogAppendTime case: produce requests (`Log::append_batches`), plain and
+/// transactional appends are stamped with the case's clock on both sides, through a
+/// clock move, a close, an operator's index drop, a crash and a compaction. The
+/// stamps differ from every record's create time, so an engine that leaves one path
+/// unstamped (the raw path's `maxTimestamp`, say) diverges from the spec here.
+#[test]
+fn log_append_time_case_stamps_raw_plain_and_transactional_appends() {
+    let produce = |batches| Step::Op(Op::AppendRaw { batches });
+    let steps = vec![
+        Step::LogAppendTime,
+        produce(vec![raw(&[("a", 5), ("b", 300)], None)]),
+        Step::AdvanceClock(20),
+        append("c", Some("1"), 7),
+        Step::Op(Op::AppendTxn {
+            records: vec![RecordSpec {
+                key: Some("d".into()),
+                value: Some("1".into()),
+                ts: 8,
+            }],
+            producer: crate::workload::TXN_PRODUCER,
+        }),
+        Step::Op(Op::AppendControl {
+            commit: true,
+            ts: 9,
+            producer: crate::workload::TXN_PRODUCER,
+        }),
+        Step::Op(Op::Close),
+        produce(vec![
+            raw(&[("h", 10)], Some(crate::format::Compression::Gzip)),
+            raw(&[("e", 11), ("f", 12)], None),
+        ]),
+        Step::Op(Op::Roll),
+        Step::Op(Op::DropIndexes),
+        Step::AdvanceClock(30),
+        produce(vec![raw(&[("i", 13)], None)]),
+        Step::CrashReopen { image: 0 },
+        produce(vec![raw(&[("g", 14)], None)]),
+        Step::Op(Op::Compact {
+            now: 150,
+            delete_retention_ms: 100,
+            segment_bytes: None,
+        }),
+        Step::Op(Op::Read { from: 0 }),
+    ];
+    for backend in [Backend::Sim, Backend::Disk] {
+        let stats = run_case(&steps, backend, "manifest").unwrap_or_else(|d| panic!("{d}"));
+        // Every step but the configuration.
+        assert_eq!(stats.steps, steps.len() as u64 - 1);
+    }
+    // The spec the engine was held to stamps every data batch with the clock: 100
+    // for the first request, 120 up to the index drop, 150 after it; the marker
+    // keeps its 9.
+    let mut log = SpecLog::new(case_config().segment_bytes);
+    let mut clock = CASE_CLOCK_START;
+    for step in &steps {
+        match step {
+            Step::AdvanceClock(ms) => clock += ms,
+            Step::Op(op) => {
+                crate::workload::spec::apply_stamped(&mut log, op, Some(clock));
+            }
+            _ => {}
+        }
+    }
+    let stamps: Vec<(i64, i64)> = log
+        .read(0)
+        .expect("read")
+        .iter()
+        .map(|r| (r.offset, r.timestamp))
+        .collect();
+    assert_eq!(
+        stamps,
+        [
+            (0, 100),
+            (1, 100),
+            (2, 120),
+            (3, 120),
+            (4, 9),
+            (5, 120),
+            (6, 120),
+            (7, 120),
+            (8, 150),
+            (9, 150)
+        ]
+    );
 }

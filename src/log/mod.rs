@@ -459,7 +459,7 @@ impl Log {
     }
 
     /// The clock LogAppendTime stamps read ([`SystemClock`] unless set). Kept
-    /// across the reopen after retention and compaction.
+    /// across the reopen after retention and compaction and by [`Log::restart`].
     pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
         self.clock = clock;
     }

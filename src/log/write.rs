@@ -393,7 +393,10 @@ impl Log {
             &self.dir,
             self.config.clone(),
         );
-        let (log, report) = reopened.inspect_err(|_| self.poisoned = true)?;
+        let (mut log, report) = reopened.inspect_err(|_| self.poisoned = true)?;
+        // A restart keeps the clock LogAppendTime stamps read, as the reopen after
+        // retention and compaction does.
+        log.set_clock(std::sync::Arc::clone(&self.clock));
         *self = log;
         Ok(report)
     }

@@ -562,17 +562,28 @@ impl<'a> Point<'a> {
 /// effect before the error), or, for an append that would roll first, the roll done
 /// alone.
 pub fn states_after_error(chain: &[SpecLog], current: &SpecLog, op: &Op) -> Vec<SpecLog> {
+    states_after_error_stamped(chain, current, op, None)
+}
+
+/// [`states_after_error`] on a log stamping LogAppendTime at `log_append_time` when
+/// given (`workload::spec::apply_stamped`).
+pub fn states_after_error_stamped(
+    chain: &[SpecLog],
+    current: &SpecLog,
+    op: &Op,
+    log_append_time: Option<i64>,
+) -> Vec<SpecLog> {
     let mut candidates = chain.to_vec();
     let mut done = current.clone();
-    spec::apply(&mut done, op);
+    spec::apply_stamped(&mut done, op, log_append_time);
     // An append may have written a prefix of its batches, each after its roll.
-    let walk = spec::append_walk(current, op);
+    let walk = spec::append_walk_stamped(current, op, log_append_time);
     let walked = !walk.is_empty();
     candidates.extend(walk.into_iter().map(|(_, state)| state));
     // A concurrent cleaning that failed before its commit point: the appends it
     // made between its build and its swap, uncleaned.
     candidates.extend(
-        spec::clean_appends_walk(current, op)
+        spec::clean_appends_walk_stamped(current, op, log_append_time)
             .into_iter()
             .map(|(_, state)| state),
     );

@@ -480,6 +480,7 @@ fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryR
     let fs = std::sync::Arc::clone(log.fs());
     let dir = log.dir().to_path_buf();
     let config = log.config().clone();
+    let clock = std::sync::Arc::clone(log.clock());
     let closed: Vec<i64> = log
         .segments()
         .iter()
@@ -505,7 +506,9 @@ fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryR
             _ => open(),
         }
     })();
-    let (reopened, report) = reopened.inspect_err(|_| log.poison())?;
+    let (mut reopened, report) = reopened.inspect_err(|_| log.poison())?;
+    // The open keeps the clock LogAppendTime stamps read, as `Log::restart` does.
+    reopened.set_clock(clock);
     *log = reopened;
     Ok(report)
 }

@@ -27,8 +27,22 @@ fn spec_records(records: &[crate::workload::RecordSpec]) -> Vec<SpecRecordInput>
         .collect()
 }
 
-/// Applies `op` to the spec; a spec error is `OpOutcome::Rejected`.
+/// Applies `op` to the spec of a CreateTime log ([`apply_stamped`] with `None`); a
+/// spec error is `OpOutcome::Rejected`.
 pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
+    apply_stamped(spec, op, None)
+}
+
+/// Applies `op` to the spec of a log whose `LogConfig::timestamp_type` is
+/// LogAppendTime with its clock at `log_stamp` when given (`None`:
+/// CreateTime), as the engine's appends stamp: `Log::append` (an [`Op::Append`]
+/// naming no codec and no stamp), `Log::append_batches` ([`Op::AppendRaw`]),
+/// `Log::append_transactional` ([`Op::AppendTxn`]) and the appends of an
+/// [`Op::CleanWithAppends`] take the clock; an [`Op::Append`] naming a codec or a
+/// stamp is `Log::append_with`, which stamps by its arguments only; a marker
+/// ([`Op::AppendControl`]) keeps its own timestamp. A spec error is
+/// `OpOutcome::Rejected`.
+pub fn apply_stamped(spec: &mut SpecLog, op: &Op, log_stamp: Option<i64>) -> OpOutcome {
     match op {
         Op::Append {
             records,
@@ -47,7 +61,11 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             if codec != 0 {
                 install_codec();
             }
-            match spec.append_with(&input, codec, *log_append_time) {
+            let stamp = match (codec, log_append_time) {
+                (0, None) => log_stamp,
+                _ => *log_append_time,
+            };
+            match spec.append_with(&input, codec, stamp) {
                 Ok((base_offset, last_offset)) => OpOutcome::Appended {
                     base_offset,
                     last_offset,
@@ -60,7 +78,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             if input.iter().any(|b| b.codec != 0) {
                 install_codec();
             }
-            match spec.append_batches(&input, None) {
+            match spec.append_batches(&input, log_stamp) {
                 Ok((base_offset, last_offset)) => OpOutcome::Appended {
                     base_offset,
                     last_offset,
@@ -69,7 +87,7 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             }
         }
         Op::AppendTxn { records, producer } => {
-            match spec.append_transactional(*producer, &spec_records(records)) {
+            match spec.append_transactional_with(*producer, &spec_records(records), log_stamp) {
                 Ok((base_offset, last_offset)) => OpOutcome::Appended {
                     base_offset,
                     last_offset,
@@ -155,8 +173,12 @@ pub fn apply(spec: &mut SpecLog, op: &Op) -> OpOutcome {
             for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
                 match step {
                     Some(record) => {
-                        spec.append(&spec_records(std::slice::from_ref(&record)))
-                            .expect("one small record fits");
+                        spec.append_with(
+                            &spec_records(std::slice::from_ref(&record)),
+                            0,
+                            log_stamp,
+                        )
+                        .expect("one small record fits");
                     }
                     None => spec.roll(),
                 }
@@ -227,6 +249,16 @@ pub enum WalkStep {
 /// `before` uncleaned plus each of its appends (and its roll), named `+a{k}` /
 /// `roll(+a{k})`. Empty for any other operation or a rejected one.
 pub fn clean_appends_walk(before: &SpecLog, op: &Op) -> Vec<(String, SpecLog)> {
+    clean_appends_walk_stamped(before, op, None)
+}
+
+/// [`clean_appends_walk`] on a log stamping LogAppendTime at `log_append_time` when
+/// given ([`apply_stamped`]).
+pub fn clean_appends_walk_stamped(
+    before: &SpecLog,
+    op: &Op,
+    log_append_time: Option<i64>,
+) -> Vec<(String, SpecLog)> {
     let Op::CleanWithAppends {
         now, records, roll, ..
     } = op
@@ -234,7 +266,7 @@ pub fn clean_appends_walk(before: &SpecLog, op: &Op) -> Vec<(String, SpecLog)> {
         return Vec::new();
     };
     let mut probe = before.clone();
-    if apply(&mut probe, op) == OpOutcome::Rejected {
+    if apply_stamped(&mut probe, op, log_append_time) == OpOutcome::Rejected {
         return Vec::new();
     }
     let mut log = before.clone();
@@ -243,7 +275,7 @@ pub fn clean_appends_walk(before: &SpecLog, op: &Op) -> Vec<(String, SpecLog)> {
     for step in crate::workload::clean_with_appends_steps(*records, *roll, *now) {
         match step {
             Some(record) => {
-                apply(&mut log, &Op::append(vec![record]));
+                apply_stamped(&mut log, &Op::append(vec![record]), log_append_time);
                 done += 1;
                 out.push((format!("+a{done}"), log.clone()));
             }
@@ -257,10 +289,20 @@ pub fn clean_appends_walk(before: &SpecLog, op: &Op) -> Vec<(String, SpecLog)> {
 }
 
 pub fn append_walk(before: &SpecLog, op: &Op) -> Vec<(WalkStep, SpecLog)> {
+    append_walk_stamped(before, op, None)
+}
+
+/// [`append_walk`] on a log stamping LogAppendTime at `log_append_time` when given
+/// ([`apply_stamped`]).
+pub fn append_walk_stamped(
+    before: &SpecLog,
+    op: &Op,
+    log_append_time: Option<i64>,
+) -> Vec<(WalkStep, SpecLog)> {
     let single: Vec<Op> = match op {
         Op::AppendRaw { batches } => {
             let mut probe = before.clone();
-            if apply(&mut probe, op) == OpOutcome::Rejected {
+            if apply_stamped(&mut probe, op, log_append_time) == OpOutcome::Rejected {
                 return Vec::new();
             }
             batches
@@ -277,7 +319,7 @@ pub fn append_walk(before: &SpecLog, op: &Op) -> Vec<(WalkStep, SpecLog)> {
     let mut state = before.clone();
     for one in &single {
         let mut next = state.clone();
-        if apply(&mut next, one) == OpOutcome::Rejected {
+        if apply_stamped(&mut next, one, log_append_time) == OpOutcome::Rejected {
             return Vec::new();
         }
         if next.raw_segments().len() > state.raw_segments().len() {
@@ -295,7 +337,19 @@ pub fn append_walk(before: &SpecLog, op: &Op) -> Vec<(WalkStep, SpecLog)> {
 /// point on) by the append `op` that took `before` to `after`: each roll it made
 /// restarts the chain.
 pub fn extend_chain(chain: &mut Vec<SpecLog>, before: &SpecLog, op: &Op, after: &SpecLog) {
-    let walk = append_walk(before, op);
+    extend_chain_stamped(chain, before, op, after, None);
+}
+
+/// [`extend_chain`] on a log stamping LogAppendTime at `log_append_time` when given
+/// ([`apply_stamped`]).
+pub fn extend_chain_stamped(
+    chain: &mut Vec<SpecLog>,
+    before: &SpecLog,
+    op: &Op,
+    after: &SpecLog,
+    log_append_time: Option<i64>,
+) {
+    let walk = append_walk_stamped(before, op, log_append_time);
     if walk.is_empty() {
         chain.push(after.clone());
         return;

@@ -5,6 +5,14 @@
 //! A log is a list of segments of batches; the last segment is the active one. Offsets
 //! are assigned once by `append`/`append_control` and never renumbered: retention drops
 //! a prefix of closed segments, compaction drops records inside closed segments.
+//!
+//! A log configured LogAppendTime (Kafka's `message.timestamp.type`) stamps every
+//! data batch it takes with its clock: the caller passes the clock as the
+//! `log_append_time` of [`SpecLog::append_with`] (a plain batch),
+//! [`SpecLog::append_batches`] (a produce request) and
+//! [`SpecLog::append_transactional_with`] (a transactional batch). A control batch
+//! keeps the timestamp it is given ([`SpecLog::append_control_of`]), as the engine's
+//! `Log::append_control` does.
 
 mod clean;
 #[cfg(test)]
@@ -489,6 +497,18 @@ impl SpecLog {
         producer_id: i64,
         records: &[SpecRecordInput],
     ) -> Result<(i64, i64), SpecError> {
+        self.append_transactional_with(producer_id, records, None)
+    }
+
+    /// [`SpecLog::append_transactional`] stamped LogAppendTime at `log_append_time`
+    /// when given (a LogAppendTime log's clock), as [`SpecLog::append_with`] stamps a
+    /// plain batch.
+    pub fn append_transactional_with(
+        &mut self,
+        producer_id: i64,
+        records: &[SpecRecordInput],
+        log_append_time: Option<i64>,
+    ) -> Result<(i64, i64), SpecError> {
         if producer_id < 0 {
             return Err(SpecError::InvalidArgument(format!(
                 "a transactional producer needs an id >= 0, got {producer_id}"
@@ -498,7 +518,7 @@ impl SpecLog {
             producer_id,
             transactional: true,
             producer_epoch: 0,
-            ..self.data_batch(records, 0, None)?
+            ..self.data_batch(records, 0, log_append_time)?
         };
         Ok(self.append_batch(batch))
     }

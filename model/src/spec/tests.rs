@@ -389,3 +389,45 @@ fn an_append_after_a_foreign_batch_starts_after_its_gap() {
         Err(SpecError::InvalidArgument(_))
     ));
 }
+
+/// A LogAppendTime log's clock stamps every data batch (plain, a produce request's,
+/// transactional): each record reads as the stamp, the batch's and the segment's
+/// `max_timestamp` is it, and the batch keeps the create times it was given. A
+/// marker keeps its own timestamp.
+#[test]
+fn log_append_time_stamps_plain_raw_and_transactional_batches() {
+    let mut log = SpecLog::new(BIG);
+    let stamp = Some(500);
+    log.append_with(&[input(Some("a"), Some("1"), 7)], 0, stamp)
+        .unwrap();
+    let raw = SpecRawBatch {
+        records: vec![input(Some("b"), Some("2"), 9), input(None, Some("3"), 900)],
+        codec: 0,
+        valid: true,
+    };
+    assert_eq!(log.append_batches(&[raw], stamp), Ok((1, 2)));
+    assert_eq!(
+        log.append_transactional_with(TXN_PRODUCER_ID, &[input(Some("c"), Some("4"), 11)], stamp),
+        Ok((3, 3))
+    );
+    log.append_control(true, 12);
+    let batches: Vec<&Batch> = log.batches().collect();
+    for batch in &batches[..3] {
+        assert!(batch.log_append_time, "{batch:?}");
+        assert_eq!(batch.max_timestamp, 500);
+    }
+    assert!(batches[2].is_transactional_data());
+    assert_eq!(batches[1].records[1].stored_timestamp(), 900);
+    assert!(!batches[3].log_append_time);
+    assert_eq!(batches[3].max_timestamp, 12);
+    let read: Vec<(i64, i64)> = log
+        .read(0)
+        .unwrap()
+        .iter()
+        .map(|r| (r.offset, r.timestamp))
+        .collect();
+    assert_eq!(read, [(0, 500), (1, 500), (2, 500), (3, 500), (4, 12)]);
+    assert_eq!(log.segments()[0].max_timestamp, 500);
+    // The committed transaction's stamped batch reads committed as it is.
+    assert_eq!(log.read_committed(3).unwrap()[0].timestamp, 500);
+}

@@ -3,7 +3,7 @@
 //! and the reopened log must equal the spec at an allowed state.
 //!
 //! The allowed states after a failed operation are those of the I/O-error sweep
-//! ([`states_after_error`]): from the last durability point that returned `Ok` to the
+//! ([`states_after_error_stamped`]): from the last durability point that returned `Ok` to the
 //! state before the operation, the operation done, and for an append that would roll,
 //! the roll alone. The spec goes on from the state the engine recovered to.
 
@@ -11,7 +11,7 @@ use seglog_model::spec::SpecLog;
 
 use crate::error::Error;
 use crate::fs::sim::FaultKind;
-use crate::sweep::io_errors::{check_poisoned, states_after_error};
+use crate::sweep::io_errors::{check_poisoned, states_after_error_stamped};
 use crate::workload::Op;
 
 use super::super::compare::{compare, engine_spec, structure_diff};
@@ -33,10 +33,12 @@ pub(super) fn disarm(engine: &Engine) {
 
 /// After `op` failed with the injected `error`: checks the poison, reopens, finds the
 /// recovered state among the allowed ones and moves the spec and the durable range
-/// there. Returns the reads compared.
+/// there (`log_append_time`: the stamp of a LogAppendTime log at `op`). Returns the
+/// reads compared.
 pub(super) fn recover(
     engine: &mut Engine,
     op: &Op,
+    log_append_time: Option<i64>,
     spec_log: &mut SpecLog,
     durable: &mut Durable,
     error: &Error,
@@ -45,7 +47,7 @@ pub(super) fn recover(
         return Err(format!("an injected io error surfaced as {error}"));
     }
     check_poisoned(engine.log())?;
-    let candidates = states_after_error(&durable.states, spec_log, op);
+    let candidates = states_after_error_stamped(&durable.states, spec_log, op, log_append_time);
     drop(engine.log.take());
     engine
         .open()
