@@ -365,3 +365,49 @@ fn a_checkpoint_without_segments_starts_the_log_at_its_offset() {
     assert!(report.is_clean(), "{report:?}");
     assert_eq!((log.log_start_offset(), log.next_offset()), (3, 4));
 }
+
+/// A clean-shutdown marker whose seal holds but whose next offset is not the one
+/// its segment's batches end at (a forged or foreign marker; the damage stage's
+/// `forge summary[0].next_offset` found it served as the log's next offset): the
+/// open takes the next offset from the batches after the last index entry, as
+/// Kafka's `readNextOffset` does, ignores the marker for the segment and scans it,
+/// and appends continue at the right offset.
+#[test]
+fn a_marker_whose_next_offset_the_batches_contradict_is_ignored() {
+    use seglog::format::recovery_point::{self, SummaryKind, CLEAN_SHUTDOWN_NAME};
+    for forged in [1_000_000, 4, 3] {
+        let (fs, dir) = three_segments();
+        let path = dir.join(CLEAN_SHUTDOWN_NAME);
+        let mut marker =
+            recovery_point::decode(SummaryKind::CleanShutdown, &fs.read_all(&path).unwrap())
+                .unwrap();
+        assert_eq!(marker.summaries[0].next_offset, 4);
+        marker.summaries[0].next_offset = forged;
+        fs.write_new(
+            &path,
+            &recovery_point::encode(SummaryKind::CleanShutdown, &marker),
+        )
+        .unwrap();
+        let (mut log, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+        if forged == 4 {
+            // The marker's own value: trusted, nothing scanned.
+            assert_eq!(report.scanned_segments, 0, "{report:?}");
+            assert!(report.ignored_checkpoints.is_empty(), "{report:?}");
+        } else {
+            assert_eq!(report.scanned_segments, 1, "{report:?}");
+            assert!(
+                report
+                    .ignored_checkpoints
+                    .iter()
+                    .any(|why| why.contains(CLEAN_SHUTDOWN_NAME)),
+                "{report:?}"
+            );
+        }
+        assert_eq!(log.next_offset(), 4, "forged {forged}");
+        assert_eq!(
+            log.append(&[record("d")]).unwrap().base_offset,
+            4,
+            "forged {forged}"
+        );
+    }
+}

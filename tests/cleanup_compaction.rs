@@ -10,9 +10,10 @@
 
 mod cleanup_support;
 
+use cleanup_support::source;
 use cleanup_support::*;
 use proptest::prelude::*;
-use seglog::compaction::{compact_dir, source, CompactOptions, Compactor, Horizon, SourceSegment};
+use seglog::compaction::{compact_dir, CompactOptions, Compactor, Horizon, SourceSegment};
 use seglog::format::{filename, NewRecord};
 use seglog::fs::{FileSystem, StdFs};
 use std::collections::HashMap;

@@ -11,8 +11,8 @@ mod cleanup_support;
 
 use std::path::Path;
 
+use cleanup_support::source;
 use cleanup_support::*;
-use seglog::compaction::source;
 use seglog::format::{checkpoint, filename};
 use seglog::fs::{FileSystem, StdFs};
 use seglog::{retention, Error};

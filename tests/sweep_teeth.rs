@@ -40,6 +40,8 @@
 //!   during the build are lost;
 //! * `unlocked-swap` (issue 13): appends and a roll run between the tail's links and
 //!   the renames: the segment rolled in the old directory goes with the trash.
+//! * `unflushed-swap` (issue 42): the swap writes a recovery point naming the tail's
+//!   bytes without flushing the appends made since the snapshot.
 //!
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
@@ -251,6 +253,18 @@ fn appends_not_held_during_the_swap_are_caught_at(every: u64) {
     assert_caught_from_first_concurrent_clean("unlocked-swap", every);
 }
 
+/// `unflushed-swap` (issue 42): the swap's recovery point names the tail's bytes
+/// before the appends made since the snapshot are flushed; a power loss keeps the
+/// point and loses the bytes it vouches for.
+#[test]
+fn a_swap_that_does_not_flush_the_tail_first_is_caught() {
+    a_swap_that_does_not_flush_the_tail_first_is_caught_at(SAMPLE);
+}
+
+fn a_swap_that_does_not_flush_the_tail_first_is_caught_at(every: u64) {
+    assert_caught_from_first_concurrent_clean("unflushed-swap", every);
+}
+
 fn is_interleaved_clean(op: &Op) -> bool {
     matches!(
         op,
@@ -363,5 +377,6 @@ fn every_variant_is_caught_at_every_crash_point() {
     tail_copied_at_the_snapshot_is_caught_at(1);
     appends_not_held_during_the_swap_are_caught_at(1);
     a_build_mapping_past_its_snapshot_is_caught_at(1);
+    a_swap_that_does_not_flush_the_tail_first_is_caught_at(1);
     rebuilt_indexes_left_unsynced_under_the_current_point_are_caught_at(1);
 }

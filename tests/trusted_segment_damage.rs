@@ -135,8 +135,38 @@ fn a_closed_batch_moved_into_the_next_segment_fails_the_cleaning() {
     clean_after_moving_a_batch(0, 200, 201);
 }
 
+/// The active segment's batch `c` moved from 5 to 200 (the log assigned up to 5):
+/// the open reads the active segment's batch headers after its last index entry
+/// (`seglog::segment::tail`), so the marker's next offset 6 and the batches' 201
+/// disagree at open. The marker is a hint: ignored for the segment, named in the
+/// report with both offsets, and the segment scanned as after a crash, where the
+/// base offset is outside the CRC and the moved batch is served (Kafka's blind
+/// spot, the damage stage's `undetectable`). Before the check the log took the
+/// marker's word and failed later, at the first read or cleaning of the batch.
 #[test]
-fn an_active_batch_moved_past_the_log_end_fails_the_cleaning() {
-    // The active segment's batch `c` moved from 5 to 200: the log assigned up to 5.
-    clean_after_moving_a_batch(2, 200, 200);
+fn an_active_batch_moved_past_the_log_end_is_reported_at_open() {
+    let fs = Arc::new(SimFs::new());
+    let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    let dir = Path::new("/log");
+    let mut log = open(&dyn_fs);
+    log.append(&[record("a")]).unwrap();
+    log.roll().unwrap();
+    log.append(&[record("c")]).unwrap();
+    log.close().unwrap();
+    let path = dir.join(seglog::format::filename::build(1, ".log"));
+    let mut bytes = fs.read_all(&path).unwrap();
+    bytes[7] = 200;
+    fs.write_new(&path, &bytes).unwrap();
+    let (log, report) = Log::open_with(dyn_fs, dir, LogConfig::default()).unwrap();
+    assert_eq!(report.scanned_segments, 1, "{report:?}");
+    assert!(
+        report
+            .ignored_checkpoints
+            .iter()
+            .any(|why| why.contains("clean-shutdown")
+                && why.contains("ends at offset 2")
+                && why.contains("at 201")),
+        "{report:?}"
+    );
+    assert_eq!(log.next_offset(), 201);
 }

@@ -224,7 +224,7 @@ fn judge(
         return Err(format!("leftovers after recovery: {left:?}"));
     }
     let fs: Arc<dyn FileSystem> = recovered.clone();
-    let (log, opened) = Log::open_read_only(fs, LOG_DIR, config.clone())
+    let (log, opened) = Log::open_read_only_checked(fs, LOG_DIR, config.clone())
         .map_err(|e| format!("the recovered log does not open: {e}"))?;
     if opened.truncated_bytes > 0 {
         return Err(format!(

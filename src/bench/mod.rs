@@ -27,6 +27,7 @@ pub mod incremental;
 pub mod kafka_policy;
 pub mod log;
 pub mod open;
+pub mod open_files;
 pub mod raw;
 
 use std::time::{Duration, Instant};

@@ -78,3 +78,45 @@ pub fn time_open(dir: &Path, kind: OpenKind) -> Result<(Duration, i64)> {
     log.close()?;
     Ok((took, next))
 }
+
+/// Writes the first `1 / divisor` of the fixture's batches into `dir` as
+/// [`write_open_fixture`] does: the same segment size, a smaller log. Returns the
+/// next offset.
+pub fn write_open_fixture_part(dir: &Path, fixture: &LogFixture, divisor: usize) -> Result<i64> {
+    let (mut log, _) = Log::open(dir, open_config())?;
+    for batch in fixture
+        .batches
+        .iter()
+        .take(fixture.batches.len() / divisor.max(1))
+    {
+        log.append(batch)?;
+    }
+    let next = log.next_offset();
+    log.close()?;
+    Ok(next)
+}
+
+/// Times what `seglog dump --from <next offset>` does with the log: a read-only
+/// open (trusting the recovery point and the marker, or `checked`: every segment
+/// read) and a read from the next offset. Returns the time and the next offset.
+pub fn time_dump_tail(dir: &Path, checked: bool) -> Result<(Duration, i64)> {
+    let fs: Arc<dyn FileSystem> = Arc::new(StdFs::new());
+    let start = Instant::now();
+    let (log, report) = if checked {
+        Log::open_read_only_checked(fs, dir, open_config())?
+    } else {
+        Log::open_read_only(fs, dir, open_config())?
+    };
+    let next = log.next_offset();
+    let tail = log.read(next, 1 << 20)?;
+    let took = start.elapsed();
+    let expected_scans = if checked { report.segments } else { 0 };
+    if report.scanned_segments != expected_scans || !tail.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "the read-only open scanned {} segments (expected {expected_scans}) and read {} records past the end",
+            report.scanned_segments,
+            tail.len()
+        )));
+    }
+    Ok((took, next))
+}

@@ -31,6 +31,9 @@ const CODEC_READ_TARGET: f64 = 0.7;
 const CODEC_COMPACT_TARGET: f64 = 0.6;
 /// Open of a cleanly closed log vs a full-scan open (the cleaner-at-scale issue).
 const CLEAN_OPEN_TARGET: f64 = 100.0;
+/// A read-only open and read at the end of a log ten times larger (same segment
+/// size) costs at most 1.5x (as a speed-up: 1/1.5).
+const READ_ONLY_SCALE_TARGET: f64 = 1.0 / 1.5;
 /// Issue 11, 10% dirty: the incremental map pass <= 0.15x a full map pass, and the
 /// incremental build <= 0.6x a build from scratch (as speed-ups: 1/0.15, 1/0.6).
 const INCREMENTAL_MAP_TARGET: f64 = 1.0 / 0.15;
@@ -80,6 +83,9 @@ pub enum Suite {
     /// `seed` policy, on the compaction fixture and on its partial variant (issue
     /// 14, >= 0.9x), with each side's CPU time; opt-in.
     CompactKafka,
+    /// A read-only open and a read of every record of the fixture in 1,000
+    /// segments with a handle budget of 64 vs the same with no budget; opt-in.
+    OpenFiles,
 }
 
 #[derive(Debug, Args)]
@@ -183,6 +189,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             }
             Suite::Codecs => results.extend(codecs(&args, &root)?),
             Suite::Open => results.extend(open(&args, &root, &fixture)?),
+            Suite::OpenFiles => results.push(open_files(&args, &root, &fixture)?),
             Suite::Cleanup => {
                 let (comparisons, after) = cleanup(&args, &root, &fixture)?;
                 results.extend(comparisons);
@@ -780,7 +787,9 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
 }
 
 fn open(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
-    use crate::bench::open::{time_open, write_open_fixture, OpenKind};
+    use crate::bench::open::{
+        time_dump_tail, time_open, write_open_fixture, write_open_fixture_part, OpenKind,
+    };
     let dir = root.join("open-log");
     let segments = write_open_fixture(&dir, fixture)?;
     eprintln!(
@@ -814,7 +823,87 @@ fn open(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Compa
         report(&comparison);
         results.push(comparison);
     }
+    // `dump --from <next offset>`: a read-only open of the log against the same
+    // open of a log a tenth its size (same segment size), and against the checked
+    // read-only open (every segment read) of the whole log.
+    let tenth_dir = root.join("open-log-tenth");
+    let tenth_next = write_open_fixture_part(&tenth_dir, fixture, 10)?;
+    let dump = |dir: &Path, checked: bool, expected: i64| -> Result<Duration> {
+        let (took, found) = time_dump_tail(dir, checked)?;
+        if found != expected {
+            return Err(Error::InvalidArgument(format!(
+                "the read-only open of {} found next offset {found}, expected {expected}",
+                dir.display()
+            )));
+        }
+        Ok(took)
+    };
+    for (name, baseline, target, checked_baseline) in [
+        (
+            "open/read_only_dump_tail",
+            "open/baseline_read_only_dump_tail_tenth_log",
+            Some(READ_ONLY_SCALE_TARGET),
+            false,
+        ),
+        (
+            "open/read_only_dump_tail",
+            "open/baseline_read_only_checked_dump_tail",
+            None,
+            true,
+        ),
+    ] {
+        let comparison = bench::compare(
+            name,
+            baseline,
+            args.iterations,
+            fixture.bytes.len() as u64,
+            target,
+            || {
+                if checked_baseline {
+                    dump(&dir, true, next)
+                } else {
+                    dump(&tenth_dir, false, tenth_next)
+                }
+            },
+            || dump(&dir, false, next),
+        )?;
+        report(&comparison);
+        results.push(comparison);
+    }
     Ok(results)
+}
+
+/// `open-files`: the fixture in about 1,000 segments, read within a handle budget
+/// of 64 vs with every handle kept.
+fn open_files(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Comparison> {
+    use crate::bench::open_files::{time_read, write_fixture, BUDGET};
+    let dir = root.join("open-files-log");
+    let segments = write_fixture(&dir, fixture)?;
+    eprintln!(
+        "seglog bench: open-files fixture: {} bytes in {segments} segments",
+        fixture.bytes.len()
+    );
+    let records = fixture.records();
+    let run = |budget| -> Result<Duration> {
+        let (took, read) = time_read(&dir, fixture, budget)?;
+        if read != records {
+            return Err(Error::InvalidArgument(format!(
+                "the open-files read found {read} records, expected {records}"
+            )));
+        }
+        Ok(took)
+    };
+    let comparison = bench::compare(
+        "open_files/read_budget_64",
+        "open_files/read_no_budget",
+        args.iterations,
+        fixture.bytes.len() as u64,
+        None,
+        || run(None),
+        || run(Some(BUDGET)),
+    )?;
+    report(&comparison);
+    Ok(comparison)
 }
 
 /// `compact` and `retain` on the open fixture (one open log; every run cleans it

@@ -66,6 +66,12 @@ pub struct LogArgs {
     /// anyway, names the lost ranges in "lost" and writes a fresh recovery point.
     #[arg(long, default_value_t = RecoveryMode::TornTail, value_name = "torn-tail|strict|accept-loss")]
     pub recovery_mode: RecoveryMode,
+    /// The most files the command keeps open at once (at least 1), beside the
+    /// writer lock and the files with writes not yet synced: the least recently
+    /// used is closed first and opened again when next read, so a log of any
+    /// number of segments is served within this many descriptors.
+    #[arg(long, default_value_t = LogConfig::default().max_open_files)]
+    pub max_open_files: usize,
 }
 
 /// What the open's recovery found and did, for the JSON of a command that opened
@@ -133,7 +139,7 @@ pub(crate) fn open_writable(
     dir: &std::path::Path,
     config: LogConfig,
 ) -> Result<(Log, Option<Value>)> {
-    let (log, report) = Log::open_with(super::seam(), dir, config)?;
+    let (log, report) = Log::open_with(super::seam(config.max_open_files), dir, config)?;
     let recovery = recovery_json(&report);
     Ok((log, recovery))
 }
@@ -157,6 +163,7 @@ impl LogArgs {
             compaction_policy: self.policy,
             writeback_bytes: self.writeback_bytes,
             recovery_mode: self.recovery_mode,
+            max_open_files: self.max_open_files,
             ..Default::default()
         }
     }
@@ -225,6 +232,12 @@ pub struct DumpArgs {
     /// an aborted transaction, no markers (Kafka's consumer `isolation.level`).
     #[arg(long, value_enum, default_value_t = IsolationArg::ReadUncommitted)]
     pub isolation: IsolationArg,
+    /// Read and check every segment batch by batch before printing, whatever the
+    /// recovery point and the clean-shutdown marker vouch for (without it, the open
+    /// trusts them as a writable open does, and damage in a segment it did not read
+    /// is an error at the first read of it).
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// `--isolation`.
@@ -381,7 +394,8 @@ pub fn roll(args: LogArgs) -> Result<Outcome> {
 pub fn recover(args: LogArgs) -> Result<Outcome> {
     super::require_log(&args.dir)?;
     // Every segment is checked, whatever the recovery point and marker vouch for.
-    let (log, report) = Log::open_checked(super::seam(), &args.dir, args.config())?;
+    let config = args.config();
+    let (log, report) = Log::open_checked(super::seam(config.max_open_files), &args.dir, config)?;
     warn_lost(&report);
     log.close()?;
     Ok(Outcome::Ok(json!(report)))
@@ -389,8 +403,14 @@ pub fn recover(args: LogArgs) -> Result<Outcome> {
 
 /// `seglog dump`: read-only; an invalid tail is reported on stderr and not shown.
 pub fn dump(args: DumpArgs) -> Result<Outcome> {
-    let (log, report) =
-        Log::open_read_only(Arc::new(StdFs::new()), &args.log.dir, args.log.config())?;
+    let open = if args.check {
+        Log::open_read_only_checked
+    } else {
+        Log::open_read_only
+    };
+    let config = args.log.config();
+    let fs = StdFs::with_open_files_max(config.max_open_files);
+    let (log, report) = open(Arc::new(fs), &args.log.dir, config)?;
     if let Some(reason) = &report.truncated_reason {
         eprintln!(
             "seglog: warning: {} bytes at the end of the last segment are not valid and are not shown ({reason}); `seglog recover` truncates them",
@@ -457,4 +477,67 @@ fn put_bytes(object: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) 
 /// `seglog failpoints`.
 pub fn failpoints() -> Outcome {
     Outcome::Ok(json!({ "failpoints": crate::fs::failpoint::ALL }))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+    use crate::fs::OPEN_FILES_MAX_DEFAULT;
+
+    /// The configuration `seglog <args>` opens its log with.
+    fn config_of(args: &[&str]) -> crate::LogConfig {
+        let cli = Cli::try_parse_from(args).unwrap();
+        match cli.command {
+            Command::Roll(log) | Command::Recover(log) => log.config(),
+            Command::Dump(dump) => dump.log.config(),
+            Command::Append(append) => append.log.config(),
+            Command::Retain(retain) => retain.log.config(),
+            Command::Compact(compact) => compact.log.config(),
+            other => panic!("not a log command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn max_open_files_reaches_the_log_config_of_every_log_command() {
+        for command in ["dump", "recover", "roll"] {
+            let given = config_of(&["seglog", command, "d", "--max-open-files", "8"]);
+            assert_eq!(given.max_open_files, 8, "{command}");
+            let default = config_of(&["seglog", command, "d"]);
+            assert_eq!(default.max_open_files, OPEN_FILES_MAX_DEFAULT, "{command}");
+        }
+        let retain = [
+            "seglog",
+            "retain",
+            "d",
+            "--now",
+            "0",
+            "--max-open-files",
+            "3",
+        ];
+        assert_eq!(config_of(&retain).max_open_files, 3);
+        let compact = [
+            "seglog",
+            "compact",
+            "d",
+            "--now",
+            "0",
+            "--delete-retention-ms",
+            "0",
+            "--max-open-files",
+            "5",
+        ];
+        assert_eq!(config_of(&compact).max_open_files, 5);
+        let append = [
+            "seglog",
+            "append",
+            "d",
+            "--batch",
+            "[]",
+            "--max-open-files",
+            "7",
+        ];
+        assert_eq!(config_of(&append).max_open_files, 7);
+    }
 }

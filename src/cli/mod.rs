@@ -105,18 +105,18 @@ pub const TRACE_FS_ENV: &str = "SEGLOG_TRACE_FS";
 
 static TRACE: std::sync::OnceLock<std::sync::Arc<crate::fs::TraceFs>> = std::sync::OnceLock::new();
 
-/// The file system the log commands use: the real disk, traced when
+/// The file system the log commands use: the real disk, keeping at most
+/// `open_files_max` handles open (`--max-open-files`), traced when
 /// [`TRACE_FS_ENV`] is set.
-pub fn seam() -> std::sync::Arc<dyn crate::fs::FileSystem> {
+pub fn seam(open_files_max: usize) -> std::sync::Arc<dyn crate::fs::FileSystem> {
+    let disk = || crate::fs::StdFs::with_open_files_max(open_files_max);
     if std::env::var_os(TRACE_FS_ENV).is_some() {
         let traced = TRACE.get_or_init(|| {
-            std::sync::Arc::new(crate::fs::TraceFs::new(std::sync::Arc::new(
-                crate::fs::StdFs::new(),
-            )))
+            std::sync::Arc::new(crate::fs::TraceFs::new(std::sync::Arc::new(disk())))
         });
         return traced.clone();
     }
-    std::sync::Arc::new(crate::fs::StdFs::new())
+    std::sync::Arc::new(disk())
 }
 
 /// Writes the seam's trace to the file [`TRACE_FS_ENV`] names, if it is set.

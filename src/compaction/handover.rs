@@ -94,6 +94,41 @@ pub fn run<C: Chunk>(
     })
 }
 
+/// [`run`] on this thread alone: `read` hands each full chunk straight to
+/// `consume`, with the same order, the same stop and the same errors (what was read
+/// before a read error is consumed first; a consumer's stop or error ends the
+/// read). For inputs so small that a second thread costs more than it saves.
+pub fn run_here<C: Chunk>(
+    read: impl FnOnce(&mut C, &mut dyn FnMut(&mut C) -> bool) -> Result<()>,
+    mut consume: impl FnMut(&mut C) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    // `Some` once the consumer stopped (`Ok`) or failed (`Err`).
+    let mut ended: Option<Result<()>> = None;
+    let mut chunk = C::default();
+    let outcome = read(&mut chunk, &mut |full| match consume(full) {
+        Ok(ControlFlow::Continue(())) => {
+            full.clear();
+            true
+        }
+        Ok(ControlFlow::Break(())) => {
+            ended = Some(Ok(()));
+            false
+        }
+        Err(error) => {
+            ended = Some(Err(error));
+            false
+        }
+    });
+    if let Some(ended) = ended {
+        return ended;
+    }
+    // The last, partly filled chunk, then the read's error if it had one.
+    match consume(&mut chunk)? {
+        ControlFlow::Continue(()) => outcome,
+        ControlFlow::Break(()) => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,61 +162,115 @@ mod tests {
         Ok(())
     }
 
+    /// Both ways of running a hand-over: on two threads and on this one.
+    #[derive(Clone, Copy, Debug)]
+    enum Way {
+        Threads,
+        Here,
+    }
+
+    fn go(
+        way: Way,
+        read: impl FnOnce(&mut Numbers, &mut dyn FnMut(&mut Numbers) -> bool) -> Result<()> + Send,
+        consume: impl FnMut(&mut Numbers) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        match way {
+            Way::Threads => run(read, consume),
+            Way::Here => run_here(read, consume),
+        }
+    }
+
     #[test]
     fn every_item_is_consumed_in_order_with_reused_chunks() {
-        let mut seen = Vec::new();
-        run(
-            |c, h| read(100, None, c, h),
-            |chunk: &mut Numbers| {
-                seen.extend_from_slice(&chunk.0);
-                Ok(ControlFlow::Continue(()))
-            },
-        )
-        .unwrap();
-        assert_eq!(seen, (0..100).collect::<Vec<_>>());
+        for way in [Way::Threads, Way::Here] {
+            let mut seen = Vec::new();
+            go(
+                way,
+                |c, h| read(100, None, c, h),
+                |chunk: &mut Numbers| {
+                    seen.extend_from_slice(&chunk.0);
+                    Ok(ControlFlow::Continue(()))
+                },
+            )
+            .unwrap();
+            assert_eq!(seen, (0..100).collect::<Vec<_>>(), "{way:?}");
+        }
     }
 
     #[test]
     fn a_read_error_comes_after_what_was_read_before_it() {
-        let mut seen = Vec::new();
-        let error = run(
-            |c, h| read(100, Some(40), c, h),
-            |chunk: &mut Numbers| {
-                seen.extend_from_slice(&chunk.0);
-                Ok(ControlFlow::Continue(()))
-            },
-        )
-        .unwrap_err();
-        assert!(error.to_string().contains("fail at 40"), "{error}");
-        assert_eq!(seen, (0..40).collect::<Vec<_>>());
+        for way in [Way::Threads, Way::Here] {
+            let mut seen = Vec::new();
+            let error = go(
+                way,
+                |c, h| read(100, Some(40), c, h),
+                |chunk: &mut Numbers| {
+                    seen.extend_from_slice(&chunk.0);
+                    Ok(ControlFlow::Continue(()))
+                },
+            )
+            .unwrap_err();
+            assert!(error.to_string().contains("fail at 40"), "{way:?}: {error}");
+            assert_eq!(seen, (0..40).collect::<Vec<_>>(), "{way:?}");
+        }
+    }
+
+    #[test]
+    fn a_consumer_error_is_returned_as_it_is_and_stops_the_read() {
+        for way in [Way::Threads, Way::Here] {
+            let mut chunks = 0;
+            let error = go(
+                way,
+                |c, h| read(10_000, Some(9_000), c, h),
+                |_: &mut Numbers| {
+                    chunks += 1;
+                    if chunks == 3 {
+                        return Err(Error::Unsupported("consumer gave up".into()));
+                    }
+                    Ok(ControlFlow::Continue(()))
+                },
+            )
+            .unwrap_err();
+            assert!(
+                error.to_string().contains("consumer gave up"),
+                "{way:?}: {error}"
+            );
+            assert_eq!(chunks, 3, "{way:?}");
+        }
     }
 
     #[test]
     fn a_stopping_consumer_stops_the_reader() {
         use std::sync::atomic::{AtomicU32, Ordering};
-        let read_up_to = AtomicU32::new(0);
-        let mut chunks = 0;
-        run(
-            |c, h| {
-                read(10_000, None, c, &mut |full: &mut Numbers| {
-                    read_up_to.store(full.0[2], Ordering::Relaxed);
-                    h(full)
-                })
-            },
-            |_: &mut Numbers| {
-                chunks += 1;
-                Ok(if chunks == 5 {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                })
-            },
-        )
-        .unwrap();
-        assert_eq!(chunks, 5);
-        // The reader stopped at a hand-over soon after: at most the chunks in
-        // flight and the one it was filling past the five consumed.
-        let last = read_up_to.load(Ordering::Relaxed);
-        assert!(last < 3 * (5 + CHUNKS as u32 + 2), "read on to {last}");
+        for way in [Way::Threads, Way::Here] {
+            let read_up_to = AtomicU32::new(0);
+            let mut chunks = 0;
+            go(
+                way,
+                |c, h| {
+                    read(10_000, None, c, &mut |full: &mut Numbers| {
+                        read_up_to.store(full.0[2], Ordering::Relaxed);
+                        h(full)
+                    })
+                },
+                |_: &mut Numbers| {
+                    chunks += 1;
+                    Ok(if chunks == 5 {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    })
+                },
+            )
+            .unwrap();
+            assert_eq!(chunks, 5, "{way:?}");
+            // The reader stopped at a hand-over soon after: at most the chunks in
+            // flight and the one it was filling past the five consumed.
+            let last = read_up_to.load(Ordering::Relaxed);
+            assert!(
+                last < 3 * (5 + CHUNKS as u32 + 2),
+                "{way:?}: read on to {last}"
+            );
+        }
     }
 }

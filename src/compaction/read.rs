@@ -9,10 +9,12 @@
 //! loop would, in order; a damaged batch is the error that loop would meet at
 //! the same point, after everything before it.
 //!
-//! Keys are handed over as they are stored (they borrow the segment's bytes) and
-//! hashed by the consumer, so the two threads share the work; when the consumer
-//! is behind (every other chunk is waiting for it), the reader hashes the chunk it
-//! hands over instead of waiting. A compressed batch's keys live in the walker's
+//! Keys are handed over hashed when the plan says so ([`Plan::hash_keys`]: the
+//! incremental pass's clean-section lookups, whose work per key outweighs the
+//! walk), and otherwise as they are stored (they borrow the segment's bytes) and hashed by the
+//! consumer, so the two threads share the work; when the consumer is behind
+//! (every other chunk is waiting for it), the reader hashes the chunk it hands
+//! over instead of waiting. A compressed batch's keys live in the walker's
 //! arena, which the next batch reuses: they are handed over hashed.
 
 use std::ops::{ControlFlow, Range};
@@ -50,6 +52,12 @@ pub struct Plan<'f> {
     pub stable: bool,
     /// Keep a compressed batch's inflated records ([`Batch::inflated`]).
     pub keep_inflated: bool,
+    /// Hash every handed-over key on the reader thread. For a consumer whose
+    /// work per key (a sorted-map lookup) outweighs the reader's walk, hashing
+    /// there balances the threads; otherwise (false) the
+    /// consumer hashes and the reader takes the hashing of a chunk only when it
+    /// is behind.
+    pub hash_keys: bool,
     /// Whether the keys of a data batch are handed over, by the batch's index
     /// (every batch read counts, from 0) and base offset.
     pub keys: &'f (dyn Fn(usize, i64) -> bool + Sync),
@@ -156,8 +164,13 @@ impl handover::Chunk for Chunk<'_> {
     }
 }
 
-/// Reads `inputs` in order on a second thread and calls `consume` on this one with
-/// every segment and every batch of the plan's range, in order, with the batch's
+/// Inputs of fewer bytes than this are read on the consuming thread: a second
+/// thread's start and its hand-overs cost more than it saves on them.
+pub const SECOND_THREAD_BYTES: usize = 1 << 20;
+
+/// Reads `inputs` in order on a second thread (on this one when they hold fewer
+/// than [`SECOND_THREAD_BYTES`]) and calls `consume` on this one with every
+/// segment and every batch of the plan's range, in order, with the batch's
 /// handed-over records. `consume` may take a batch's inflated records and may stop
 /// the walk (`Break`).
 pub fn each<'a>(
@@ -166,27 +179,33 @@ pub fn each<'a>(
     plan: &Plan<'_>,
     mut consume: impl FnMut(&mut Event, &[Rec<'a>]) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
-    handover::run(
-        |chunk: &mut Chunk<'a>, hand_over| read(dir, inputs, plan, chunk, hand_over),
-        |chunk: &mut Chunk<'a>| {
-            let Chunk {
-                events, records, ..
-            } = chunk;
-            for event in events.iter_mut() {
-                let handed = match event {
-                    Event::Batch(Batch {
-                        records: Some(range),
-                        ..
-                    }) => &records[range.clone()],
-                    _ => &[],
-                };
-                if consume(event, handed)?.is_break() {
-                    return Ok(ControlFlow::Break(()));
-                }
+    let bytes: usize = inputs.iter().map(|input| input.bytes.len()).sum();
+    let reader = |chunk: &mut Chunk<'a>, hand_over: &mut dyn FnMut(&mut Chunk<'a>) -> bool| {
+        read(dir, inputs, plan, chunk, hand_over)
+    };
+    let consumer = |chunk: &mut Chunk<'a>| {
+        let Chunk {
+            events, records, ..
+        } = chunk;
+        for event in events.iter_mut() {
+            let handed = match event {
+                Event::Batch(Batch {
+                    records: Some(range),
+                    ..
+                }) => &records[range.clone()],
+                _ => &[],
+            };
+            if consume(event, handed)?.is_break() {
+                return Ok(ControlFlow::Break(()));
             }
-            Ok(ControlFlow::Continue(()))
-        },
-    )
+        }
+        Ok(ControlFlow::Continue(()))
+    };
+    if bytes < SECOND_THREAD_BYTES {
+        handover::run_here(reader, consumer)
+    } else {
+        handover::run(reader, consumer)
+    }
 }
 
 /// The reading stage: fills `chunk`, calling `hand_over` when it is full (false:
@@ -243,7 +262,11 @@ fn read<'a>(
                         if !handed {
                             return;
                         }
-                        (KeyRef::Stored(key), key)
+                        if plan.hash_keys {
+                            (KeyRef::Hashed(digester.digest(key)), key)
+                        } else {
+                            (KeyRef::Stored(key), key)
+                        }
                     }
                     Key::Inflated(key) => {
                         keyed += 1;

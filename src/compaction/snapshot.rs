@@ -35,6 +35,9 @@ pub enum CleanVariant {
     /// `unbounded-map`: the build maps the active segment to its end as it finds
     /// it, not to the snapshot: records appended during the build enter the map.
     UnboundedMap,
+    /// `unflushed-swap`: the swap links the tail and writes a recovery point naming
+    /// its bytes without flushing the appends made since the snapshot first.
+    UnflushedSwap,
 }
 
 /// What a cleaning pass saw under the log's lock.
@@ -55,6 +58,8 @@ pub struct CleanSnapshot {
     copy_active: bool,
     /// The broken `unbounded-map`: map the active segment to its end at build time.
     unbounded_map: bool,
+    /// The broken `unflushed-swap`: the swap does not flush the tail first.
+    unflushed_swap: bool,
 }
 
 /// A built temp dir waiting for its swap (or its abort).
@@ -95,6 +100,13 @@ impl CleanSnapshot {
     #[cfg(any(test, feature = "test-variants"))]
     pub fn unbounded_map(mut self) -> CleanSnapshot {
         self.unbounded_map = true;
+        self
+    }
+
+    /// Test builds only: the broken `unflushed-swap` (see [`CleanVariant`]).
+    #[cfg(any(test, feature = "test-variants"))]
+    pub fn unflushed_swap(mut self) -> CleanSnapshot {
+        self.unflushed_swap = true;
         self
     }
 
@@ -186,6 +198,7 @@ impl Log {
             index_interval_bytes: self.config().index_interval_bytes,
             copy_active: false,
             unbounded_map: false,
+            unflushed_swap: false,
         }))
     }
 
@@ -221,7 +234,12 @@ impl Log {
         if snapshot.copy_active {
             return self.clean_swap_stale(built);
         }
-        let result = self.flush().and_then(|()| {
+        let flushed = if snapshot.unflushed_swap {
+            Ok(())
+        } else {
+            self.flush()
+        };
+        let result = flushed.and_then(|()| {
             let tail = self.tail_segments(active_base);
             let tail_bases: Vec<i64> = tail.iter().map(|s| s.base_offset).collect();
             let mut manifest = built.manifest.clone();

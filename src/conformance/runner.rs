@@ -190,6 +190,11 @@ fn step_kind(op: &Op) -> StepKind {
             now,
             delete_retention_ms,
             ..
+        }
+        | Op::CompactClosed {
+            now,
+            delete_retention_ms,
+            ..
         } => StepKind::Compact(Grace {
             now: *now,
             delete_retention_ms: *delete_retention_ms,
@@ -220,9 +225,9 @@ fn step_kind(op: &Op) -> StepKind {
 /// `--if-dirty` decision run with.
 fn cleaning(op: &Op, config: &LogConfig) -> Option<(i64, i64)> {
     match op {
-        Op::Compact { now, .. } | Op::CleanWithAppends { now, .. } => {
-            Some((*now, config.min_compaction_lag_ms))
-        }
+        Op::Compact { now, .. }
+        | Op::CompactClosed { now, .. }
+        | Op::CleanWithAppends { now, .. } => Some((*now, config.min_compaction_lag_ms)),
         Op::Clean {
             now,
             min_compaction_lag_ms,
@@ -397,12 +402,20 @@ pub fn run_case(steps: &[Step], backend: Backend, variant: &str) -> Result<CaseS
                 // Exact: the latest allowed state whose segment files the image holds
                 // whole is the one recovery must reach (`sweep::oracle`); on the real
                 // disk (a process crash) that is the state before the crash. The
-                // oracle judges by length, so an image whose failed writeback turned
-                // written pages into zeros (`LostItem::FailedWriteback`) is held to the
-                // range only: there the bytes, not the length, decide.
-                let zeroed = lost_items
-                    .iter()
-                    .any(|l| matches!(l, LostItem::FailedWriteback { .. }));
+                // oracle judges by length, so an image whose bytes differ from what
+                // its length suggests is held to the range only: there the bytes, not
+                // the length, decide. A failed writeback turned written pages into
+                // zeros (`LostItem::FailedWriteback`), or a lost truncation brought a
+                // file's older durable content back (`LostItem::FileRewrite`: recovery
+                // cut a torn tail to an empty segment, which needs no fsync, and a later
+                // unflushed append was lost with the cut; the torn bytes are as long as
+                // the append's batches but hold none of them).
+                let zeroed = lost_items.iter().any(|l| {
+                    matches!(
+                        l,
+                        LostItem::FailedWriteback { .. } | LostItem::FileRewrite { .. }
+                    )
+                });
                 let expected = match &engine.sim {
                     Some(_) if zeroed => None,
                     Some(sim) => {

@@ -833,6 +833,7 @@ fn check_strict(case: &Case<'_>, report: &RecoveryReport, view: &LogView) -> Res
         recovery_mode: RecoveryMode::Strict,
         ..case.config.clone()
     };
+    check_tail_kind(case, report, view)?;
     let opened = Log::open_with(fs.clone() as Arc<dyn FileSystem>, LOG_DIR, strict);
     let refuses = report
         .truncated_tail
@@ -887,6 +888,50 @@ fn check_strict(case: &Case<'_>, report: &RecoveryReport, view: &LogView) -> Res
             "a strict open failed where the default open cut a torn tail: {e}"
         )),
     }
+}
+
+/// The judge's own answer to "do CRC-valid batches follow the damage", from the
+/// undamaged file rather than the engine's classification: where the damaged file
+/// is the one whose tail the default open cut, the batches
+/// of the undamaged file that lie wholly past the cut, hold records, end at or past
+/// the recovered log's next offset and that the damage left byte for byte intact
+/// are batches the search past the tail must find. Any such batch makes the tail
+/// corruption before valid batches, and the report must count at least those;
+/// none, and the damage itself may still have left a CRC-valid batch (the engine
+/// may count more), so only the first direction is checked.
+fn check_tail_kind(case: &Case<'_>, report: &RecoveryReport, view: &LogView) -> Result<(), String> {
+    let Some(segment) = report.truncated_segment else {
+        return Ok(());
+    };
+    let cut = Path::new(LOG_DIR).join(filename::build(segment, filename::LOG_SUFFIX));
+    let damaged_is_cut = case.final_path(origin(report)).as_deref() == Some(cut.as_path())
+        || case.aliases.contains(&cut);
+    if !damaged_is_cut {
+        return Ok(());
+    }
+    // The image before recovery holds the damaged bytes whole; the cut keeps a prefix.
+    let at = (case.damaged.len() as u64).saturating_sub(report.truncated_bytes);
+    let intact = batch_ranges(case.original)
+        .into_iter()
+        .filter(|&(start, end)| {
+            let range = start as usize..end as usize;
+            start >= at
+                && case.damaged.get(range.clone()) == case.original.get(range.clone())
+                && crate::format::batch::decode_header(&case.original[range])
+                    .is_ok_and(|h| h.record_count > 0 && h.last_offset() >= view.next_offset)
+        })
+        .count() as u64;
+    let found = report
+        .truncated_tail
+        .as_ref()
+        .map_or(0, |t| t.valid_after.batches);
+    if intact > found {
+        return Err(format!(
+            "the default open cut {}:{at} and found {found} CRC-valid batches after it, but {intact} batches of the undamaged file lie past the cut untouched by the damage",
+            cut.display()
+        ));
+    }
+    Ok(())
 }
 
 /// A failed open is stable: opening again fails the same way and changes nothing

@@ -20,7 +20,11 @@
 //! (`.keys`) also gets flips that make it lie (`plan::key_summary_damages`), and a
 //! cleaning of the damaged image must keep what a cleaning of the undamaged one
 //! keeps: a damaged summary makes a segment rewritten, never carried on its word.
+//! Files of ours grown past what their format allows are the `grown` class
+//! (`grown`): the open reads no more of them than the bound, counted by the
+//! simulated file system.
 
+mod grown;
 mod judge;
 mod kind;
 mod plan;
@@ -134,6 +138,9 @@ pub struct WorkloadDamageReport {
     /// Of `damages`, the forged ones (valid checksums, out-of-range values:
     /// `plan::forged_damages`).
     pub forged: u64,
+    /// Of `damages`, the grown ones (a file of ours past its format's bound:
+    /// `grown`).
+    pub grown: u64,
     pub violations: Vec<DamageViolation>,
     pub per_kind: BTreeMap<String, KindCount>,
     /// A few undetectable damages, as `point: damage file`.
@@ -268,6 +275,7 @@ fn damage_point(
         }
     }
     damage_point_vanish(workload, point, &mut report);
+    grown::damage_point_grown(workload, point, &mut report);
     report
 }
 
@@ -347,6 +355,7 @@ impl WorkloadDamageReport {
         self.undetectable += part.undetectable;
         self.read_errors += part.read_errors;
         self.forged += part.forged;
+        self.grown += part.grown;
         self.violations.extend(part.violations);
         for (kind, count) in part.per_kind {
             let total = self.per_kind.entry(kind).or_default();
@@ -376,6 +385,8 @@ pub struct DamageReport {
     pub read_errors: u64,
     /// Of `damages`, the forged ones (valid checksums, out-of-range values).
     pub forged: u64,
+    /// Of `damages`, the grown ones (a file of ours past its format's bound).
+    pub grown: u64,
     pub violations: usize,
     pub seconds: f64,
     pub per_kind: BTreeMap<String, KindCount>,
@@ -427,6 +438,7 @@ pub fn run(
         undetectable: per_workload.iter().map(|r| r.undetectable).sum(),
         read_errors: per_workload.iter().map(|r| r.read_errors).sum(),
         forged: per_workload.iter().map(|r| r.forged).sum(),
+        grown: per_workload.iter().map(|r| r.grown).sum(),
         violations: per_workload.iter().map(|r| r.violations.len()).sum(),
         seconds: started.elapsed().as_secs_f64(),
         per_kind,

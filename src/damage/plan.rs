@@ -65,6 +65,10 @@ pub enum Change {
     Truncate { len: u64 },
     /// Overwrite `[start, end)` with zeros.
     Zero { start: u64, end: u64 },
+    /// Append junk (the byte `0xA5`) to a file of `from` bytes until it holds `to`:
+    /// a file larger than its format allows (`grown`), which an open must not read
+    /// whole.
+    Grow { from: u64, to: u64 },
     /// Write `value` (its low `len` bytes, big-endian) at `position` and recompute
     /// the checksum `seal` names: a *forged* file, whose checksums all hold and
     /// whose value is out of range (a start offset past the end, a summary length
@@ -96,6 +100,7 @@ impl Change {
             Change::Truncate { len } => len,
             Change::Zero { start, .. } => start,
             Change::Forge { position, .. } => position,
+            Change::Grow { from, .. } => from,
         }
     }
 
@@ -149,6 +154,12 @@ impl Change {
                 }
             }
             Change::Truncate { len } => out.truncate(usize::try_from(len).ok()?),
+            Change::Grow { from, to } => {
+                if u64::try_from(out.len()).ok()? != from {
+                    return None;
+                }
+                out.resize(usize::try_from(to).ok()?.max(out.len()), GROW_JUNK);
+            }
             Change::Zero { start, end } => {
                 let end = usize::try_from(end).ok()?.min(out.len());
                 let start = usize::try_from(start).ok()?.min(end);
@@ -158,6 +169,10 @@ impl Change {
         (out != bytes).then_some(out)
     }
 }
+
+/// The byte [`Change::Grow`] appends: neither zeros (Kafka's preallocated index
+/// tail) nor anything a format of ours starts with.
+pub const GROW_JUNK: u8 = 0xA5;
 
 /// One planned damage of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]

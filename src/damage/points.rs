@@ -14,6 +14,9 @@ use crate::sweep::{self, Allowed, Workload, LOG_DIR, PARENT_DIR};
 use crate::workload::engine;
 use crate::workload::LogView;
 
+/// The name of the end point.
+pub const END: &str = "end";
+
 /// One undamaged image and what a recovery of it may give.
 #[derive(Debug)]
 pub struct Point {
@@ -139,14 +142,25 @@ pub fn points(workload: &Workload, protocol_points: usize) -> Result<Vec<Point>,
             )?);
         }
     }
+    out.push(end_with(workload, &states)?);
+    Ok(out)
+}
+
+/// The end point of `workload` alone.
+#[cfg(test)]
+pub fn end(workload: &Workload) -> Result<Point, String> {
+    end_with(workload, &Allowed::states(workload))
+}
+
+/// The end point: the image an uninterrupted run leaves.
+fn end_with(workload: &Workload, states: &crate::sweep::States) -> Result<Point, String> {
     let fs = Arc::new(SimFs::new());
     sweep::run_to_end(workload, &fs)?;
     let image = sweep::duplicate(&fs);
-    out.push(point(
+    point(
         workload,
-        "end".into(),
+        END.into(),
         image,
         &states.exactly(workload.ops.len()),
-    )?);
-    Ok(out)
+    )
 }

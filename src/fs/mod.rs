@@ -12,6 +12,7 @@
 
 pub mod baseline;
 pub mod failpoint;
+mod handles;
 pub mod sim;
 mod std_fs;
 pub(crate) use std_fs::start_writeback;
@@ -21,6 +22,7 @@ use std::fmt::Debug;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+pub use handles::OPEN_FILES_MAX_DEFAULT;
 pub use std_fs::StdFs;
 pub use trace::{TraceCall, TraceFs, TracedOp};
 

@@ -1,12 +1,12 @@
 //! [`StdFs`]: the real disk, through `std::fs`, with cached file handles.
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, IoSlice, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::handles::{Handle, Handles, OPEN_FILES_MAX_DEFAULT};
 use super::FileSystem;
 
 /// Writes every byte of `slices` to `writer`, in order: a call may write any prefix
@@ -30,35 +30,54 @@ fn write_all_vectored(writer: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -
 /// The real file system. Open handles are cached per path so appends and reads
 /// cost one syscall; rename and remove drop the cached handles they affect.
 /// [`FileSystem::map`] memory-maps files unless built with [`StdFs::without_mmap`].
+///
+/// The cache holds at most a budget of handles ([`StdFs::with_open_files_max`];
+/// [`OPEN_FILES_MAX_DEFAULT`] for [`StdFs::new`]) and closes the least recently
+/// used one to make room for a new one, so a log of any number of segments reads
+/// within a fixed number of descriptors: a file whose handle was closed is opened
+/// again when next used. A handle with writes not yet synced (`sync_file`) is
+/// kept until they are, so a write-back error still reaches the `fsync` that
+/// asks. An open that finds the process (or the system) out of descriptors
+/// (`EMFILE`, `ENFILE`) closes the cached handles it may and tries once more
+/// before it returns the error, so a process limit below the budget costs reopens,
+/// not failures.
+///
+/// Closing a cached handle never invalidates what a caller holds: a call holds its
+/// own reference to the handle while it runs, and the bytes [`FileSystem::map`]
+/// returns own their mapping, which stays readable after the descriptor it was made
+/// from is closed (the kernel keeps the mapped file, not a descriptor). Mappings do
+/// not count against the descriptor limit.
 #[derive(Debug)]
 pub struct StdFs {
     handles: Mutex<Handles>,
     mmap: bool,
 }
 
-/// The cached handles.
-#[derive(Debug, Default)]
-struct Handles {
-    by_path: HashMap<PathBuf, Arc<File>>,
-    /// The handle returned last (also in `by_path`), matched by its path's bytes:
-    /// a run of appends asks for the same file each time, and this spares hashing
-    /// its path (`Path`'s hash walks the components) on every call.
-    last: Option<(PathBuf, Arc<File>)>,
-}
-
 impl Default for StdFs {
     fn default() -> Self {
-        StdFs {
-            handles: Mutex::new(Handles::default()),
-            mmap: true,
-        }
+        Self::with_open_files_max(OPEN_FILES_MAX_DEFAULT)
     }
 }
 
+/// True if `error` says the process or the system has no descriptor left to open a
+/// file with.
+fn is_out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 impl StdFs {
-    /// The real file system.
+    /// The real file system, caching at most [`OPEN_FILES_MAX_DEFAULT`] handles.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The real file system, caching at most `open_files_max` handles (at least
+    /// one) beside those with unsynced writes.
+    pub fn with_open_files_max(open_files_max: usize) -> Self {
+        StdFs {
+            handles: Mutex::new(Handles::new(open_files_max)),
+            mmap: true,
+        }
     }
 
     /// A file system whose [`FileSystem::map`] reads the file into memory instead
@@ -71,37 +90,43 @@ impl StdFs {
         }
     }
 
-    fn handle(&self, path: &Path) -> io::Result<Arc<File>> {
-        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((last, file)) = &handles.last {
-            if last.as_os_str() == path.as_os_str() {
-                return Ok(Arc::clone(file));
-            }
+    /// The most handles the cache keeps (beside those with unsynced writes).
+    pub fn open_files_max(&self) -> usize {
+        self.lock_handles().open_files_max()
+    }
+
+    fn lock_handles(&self) -> std::sync::MutexGuard<'_, Handles> {
+        self.handles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handle(&self, path: &Path) -> io::Result<Arc<Handle>> {
+        let mut handles = self.lock_handles();
+        if let Some(handle) = handles.get(path) {
+            return Ok(handle);
         }
-        let file = match handles.by_path.get(path) {
-            Some(file) => Arc::clone(file),
-            None => {
-                let file = Arc::new(OpenOptions::new().read(true).append(true).open(path)?);
-                handles
-                    .by_path
-                    .insert(path.to_path_buf(), Arc::clone(&file));
-                file
-            }
+        handles.make_room();
+        let open = || OpenOptions::new().read(true).append(true).open(path);
+        let file = match open() {
+            Err(e) if is_out_of_descriptors(&e) && handles.evict_clean() > 0 => open()?,
+            opened => opened?,
         };
-        handles.last = Some((path.to_path_buf(), Arc::clone(&file)));
-        Ok(file)
+        let handle = Arc::new(Handle::new(file));
+        handles.insert(path, Arc::clone(&handle));
+        Ok(handle)
+    }
+
+    /// Runs `open` (an open of a file or directory the cache does not keep); if
+    /// the process is out of descriptors, closes the cached handles it may and
+    /// runs it once more.
+    fn open_uncached<T>(&self, open: impl Fn() -> io::Result<T>) -> io::Result<T> {
+        match open() {
+            Err(e) if is_out_of_descriptors(&e) && self.lock_handles().evict_clean() > 0 => open(),
+            opened => opened,
+        }
     }
 
     fn forget(&self, path: &Path) {
-        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        handles
-            .by_path
-            .retain(|cached, _| !cached.starts_with(path));
-        if let Some((last, _)) = &handles.last {
-            if last.starts_with(path) {
-                handles.last = None;
-            }
-        }
+        self.lock_handles().forget(path);
     }
 }
 
@@ -216,12 +241,14 @@ impl FileSystem for StdFs {
     /// without truncation; the file stays empty (as Kafka's `.lock` does), so no
     /// open changes its bytes.
     fn try_lock(&self, path: &Path) -> io::Result<super::FileLock> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = self.open_uncached(|| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+        })?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -243,28 +270,32 @@ impl FileSystem for StdFs {
 
     fn create_file(&self, path: &Path) -> io::Result<()> {
         self.forget(path);
-        OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
+        self.open_uncached(|| {
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+        })?;
         Ok(())
     }
 
     fn start_writeback(&self, path: &Path) -> io::Result<()> {
-        start_writeback(&*self.handle(path)?)
+        start_writeback(self.handle(path)?.file())
     }
 
     fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        let file = self.handle(path)?;
-        (&*file).write_all(data)
+        let handle = self.handle(path)?;
+        let written = handle.file().write_all(data);
+        handle.wrote();
+        written
     }
 
     fn append_vectored(&self, path: &Path, parts: &[&[u8]]) -> io::Result<()> {
         if let [one] = parts {
             return self.append(path, one);
         }
-        let file = self.handle(path)?;
+        let handle = self.handle(path)?;
         // A few parts (a raw append's header and records) need no allocation.
         let mut few = [IoSlice::new(&[]); 8];
         let mut many: Vec<IoSlice<'_>>;
@@ -281,14 +312,17 @@ impl FileSystem for StdFs {
             }
         };
         // `std` caps the iovecs of one call at IOV_MAX: a long list takes several.
-        write_all_vectored(&mut &*file, rest)
+        let written = write_all_vectored(&mut handle.file(), rest);
+        handle.wrote();
+        written
     }
 
     fn map(&self, path: &Path) -> io::Result<bytes::Bytes> {
         if !self.mmap {
             return self.read_all(path).map(bytes::Bytes::from);
         }
-        let file = self.handle(path)?;
+        let handle = self.handle(path)?;
+        let file = handle.file();
         if file.metadata()?.len() == 0 {
             // A zero-length mapping is an error on Linux.
             return Ok(bytes::Bytes::new());
@@ -296,14 +330,16 @@ impl FileSystem for StdFs {
         // SAFETY: the mapping is read-only and private to this process; its bytes can
         // only change under us if the file is modified, which the contract of
         // `FileSystem::map` rules out for the engine's own files (closed segments are
-        // never written again). The mapping outlives `file`'s handle by design.
+        // never written again). The mapping outlives `file`'s handle by design: the
+        // cache may close the descriptor while the bytes are held.
         #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(&*file)? };
+        let map = unsafe { memmap2::Mmap::map(file)? };
         Ok(bytes::Bytes::from_owner(map))
     }
 
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let file = self.handle(path)?;
+        let handle = self.handle(path)?;
+        let file = handle.file();
         let mut done = 0;
         while done < buf.len() {
             match file.read_at(&mut buf[done..], offset + done as u64) {
@@ -317,15 +353,24 @@ impl FileSystem for StdFs {
     }
 
     fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
-        self.handle(path)?.set_len(len)
+        let handle = self.handle(path)?;
+        let cut = handle.file().set_len(len);
+        handle.wrote();
+        cut
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
-        self.handle(path)?.sync_all()
+        let handle = self.handle(path)?;
+        let dirty = handle.take_dirty();
+        let synced = handle.file().sync_all();
+        if dirty && synced.is_err() {
+            handle.sync_failed();
+        }
+        synced
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        File::open(path)?.sync_all()
+        self.open_uncached(|| File::open(path))?.sync_all()
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -345,12 +390,12 @@ impl FileSystem for StdFs {
 
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         self.forget(path);
-        std::fs::remove_dir_all(path)
+        self.open_uncached(|| std::fs::remove_dir_all(path))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(path)? {
+        for entry in self.open_uncached(|| std::fs::read_dir(path))? {
             names.push(entry?.file_name().to_string_lossy().into_owned());
         }
         names.sort();
@@ -630,5 +675,283 @@ mod tests {
         assert!(fs.map(&empty).unwrap().is_empty());
         let missing = fs.map(&dir.path().join("missing")).unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod budget_tests {
+    //! The handle budget, counted twice: the cache's own size, and the process's
+    //! descriptors open on the test's files (`/proc/self/fd`), which other tests
+    //! running in parallel cannot touch.
+
+    use super::*;
+
+    /// How many of this process's descriptors are open on files under `dir`.
+    fn descriptors_under(dir: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+            .filter(|target| target.starts_with(dir))
+            .count()
+    }
+
+    fn cached(fs: &StdFs) -> usize {
+        fs.lock_handles().len()
+    }
+
+    /// `count` files of 100 bytes each under `dir` (each written and synced, so
+    /// its handle holds no unsynced writes), the cache emptied after.
+    fn files(fs: &StdFs, dir: &Path, count: usize) -> Vec<PathBuf> {
+        let paths: Vec<PathBuf> = (0..count).map(|i| dir.join(format!("{i:04}"))).collect();
+        for (i, path) in paths.iter().enumerate() {
+            fs.write_new(path, &[i as u8; 100]).unwrap();
+            fs.sync_file(path).unwrap();
+        }
+        for path in &paths {
+            fs.forget(path);
+        }
+        paths
+    }
+
+    /// Reads of 200 files through a budget of 8 hold 8 descriptors, whichever order
+    /// they come in; the same reads through the default budget hold all 200.
+    #[test]
+    fn reads_of_many_files_hold_at_most_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fs = StdFs::with_open_files_max(8);
+        let paths = files(&fs, &root, 200);
+        assert_eq!(descriptors_under(&root), 0);
+        let mut buf = [0u8; 100];
+        for round in 0..3 {
+            for (i, path) in paths.iter().enumerate().rev().skip(round) {
+                assert_eq!(fs.read_at(path, 0, &mut buf).unwrap(), 100);
+                assert_eq!(buf, [i as u8; 100]);
+                assert!(cached(&fs) <= 8, "{} cached", cached(&fs));
+                assert!(descriptors_under(&root) <= 8);
+            }
+        }
+        assert_eq!(cached(&fs), 8);
+        assert_eq!(descriptors_under(&root), 8);
+        let unbounded = StdFs::with_open_files_max(usize::MAX);
+        for path in &paths {
+            unbounded.read_at(path, 0, &mut buf).unwrap();
+        }
+        assert_eq!(cached(&unbounded), 200);
+        assert_eq!(descriptors_under(&root), 208);
+    }
+
+    /// Least recently used out: a file used again just before the cache fills
+    /// keeps its descriptor, the one left longest goes.
+    #[test]
+    fn the_least_recently_used_handle_is_the_one_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fs = StdFs::with_open_files_max(3);
+        let [a, b, c, d] = <[PathBuf; 4]>::try_from(files(&fs, &root, 4)).unwrap();
+        let mut buf = [0u8; 1];
+        for path in [&a, &b, &c, &a] {
+            fs.read_at(path, 0, &mut buf).unwrap();
+        }
+        fs.read_at(&d, 0, &mut buf).unwrap();
+        let open: Vec<PathBuf> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+            .filter(|target| target.starts_with(&root))
+            .collect();
+        assert_eq!(open.len(), 3);
+        assert!(!open.contains(&b), "{open:?}");
+        for kept in [&a, &c, &d] {
+            assert!(open.contains(kept), "{open:?}");
+        }
+    }
+
+    /// The handle served without a lookup (the last one returned) is closed like
+    /// any other once it is evicted: a budget of one holds one descriptor while two
+    /// files take turns, and the file whose handle was closed is opened again, not
+    /// served from the fast path.
+    #[test]
+    fn the_last_handle_is_evicted_like_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fs = StdFs::with_open_files_max(1);
+        let [a, b] = <[PathBuf; 2]>::try_from(files(&fs, &root, 2)).unwrap();
+        let mut buf = [0u8; 1];
+        for (i, path) in [&a, &a, &b, &b, &a, &b].into_iter().enumerate() {
+            fs.read_at(path, 0, &mut buf).unwrap();
+            assert_eq!(descriptors_under(&root), 1, "read {i}");
+            assert_eq!(cached(&fs), 1, "read {i}");
+        }
+        // An open that runs out of descriptors empties the cache, the fast path too.
+        assert_eq!(fs.lock_handles().evict_clean(), 1);
+        assert_eq!(descriptors_under(&root), 0);
+        fs.read_at(&b, 0, &mut buf).unwrap();
+        assert_eq!(buf, [1]);
+        assert_eq!(descriptors_under(&root), 1);
+    }
+
+    /// A mapping taken from a handle stays readable after the cache closes that
+    /// handle, and after the file is removed.
+    #[test]
+    fn a_mapping_outlives_the_eviction_of_its_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fs = StdFs::with_open_files_max(2);
+        let paths = files(&fs, &root, 3);
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
+        fs.write_new(&paths[0], &data).unwrap();
+        fs.sync_file(&paths[0]).unwrap();
+        let mapped = fs.map(&paths[0]).unwrap();
+        let mut buf = [0u8; 1];
+        fs.read_at(&paths[1], 0, &mut buf).unwrap();
+        fs.read_at(&paths[2], 0, &mut buf).unwrap();
+        let open: Vec<PathBuf> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+            .filter(|target| target.starts_with(&root))
+            .collect();
+        assert!(!open.contains(&paths[0]), "evicted: {open:?}");
+        assert_eq!(open.len(), 2);
+        assert_eq!(&mapped[..], &data[..]);
+        fs.remove_file(&paths[0]).unwrap();
+        assert_eq!(&mapped[..], &data[..]);
+    }
+
+    /// A handle with writes not yet synced is not closed to make room: it keeps
+    /// its place while others come and go, the budget is exceeded only when more
+    /// files than it allows hold unsynced writes, and once synced the handle goes
+    /// like any other.
+    #[test]
+    fn a_handle_with_unsynced_writes_waits_for_its_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fs = StdFs::with_open_files_max(2);
+        let paths = files(&fs, &root, 5);
+        let open_now = || -> Vec<PathBuf> {
+            std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+                .filter(|target| target.starts_with(&root))
+                .collect()
+        };
+        fs.append(&paths[0], b"more").unwrap();
+        let mut buf = [0u8; 1];
+        for path in &paths[1..] {
+            fs.read_at(path, 0, &mut buf).unwrap();
+        }
+        assert_eq!(cached(&fs), 2);
+        assert!(open_now().contains(&paths[0]), "{:?}", open_now());
+        assert_eq!(fs.lock_handles().evict_clean(), 1);
+        assert_eq!(open_now(), vec![paths[0].clone()]);
+        // Three files with unsynced writes: all three kept, and the one read
+        // beside them.
+        for path in &paths[1..3] {
+            fs.append(path, b"more").unwrap();
+        }
+        fs.read_at(&paths[3], 0, &mut buf).unwrap();
+        assert_eq!(cached(&fs), 4);
+        assert_eq!(descriptors_under(&root), 4);
+        for path in &paths[..3] {
+            fs.sync_file(path).unwrap();
+        }
+        for path in &paths[3..] {
+            fs.read_at(path, 0, &mut buf).unwrap();
+        }
+        assert_eq!(cached(&fs), 2);
+        assert_eq!(descriptors_under(&root), 2);
+        for path in &paths[..3] {
+            assert_eq!(fs.len(path).unwrap(), 104);
+        }
+    }
+
+    /// Rename and remove work on files whose handles were evicted, and on files
+    /// whose handles are cached, and leave no descriptor on the old name.
+    #[test]
+    fn rename_and_remove_after_eviction() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fs = StdFs::with_open_files_max(2);
+        let paths = files(&fs, &root, 4);
+        let mut buf = [0u8; 1];
+        for path in &paths {
+            fs.read_at(path, 0, &mut buf).unwrap();
+        }
+        // paths[0] and [1] were evicted; [2] and [3] are cached.
+        for (i, path) in paths.iter().enumerate() {
+            let to = root.join(format!("renamed-{i}"));
+            fs.rename(path, &to).unwrap();
+            fs.append(&to, b"x").unwrap();
+            fs.sync_file(&to).unwrap();
+            assert_eq!(fs.read_all(&to).unwrap().len(), 101);
+            assert!(!fs.exists(path));
+        }
+        assert!(cached(&fs) <= 2);
+        for i in 0..4 {
+            fs.remove_file(&root.join(format!("renamed-{i}"))).unwrap();
+        }
+        assert_eq!(cached(&fs), 0);
+        assert_eq!(descriptors_under(&root), 0);
+        assert!(fs.list_dir(&root).unwrap().is_empty());
+    }
+
+    /// Under a process limit below the budget, an open that meets `EMFILE` closes
+    /// the cached handles and succeeds. Run in a child process (the limit is the
+    /// whole process's): the child is this test binary, re-run on this test alone.
+    #[test]
+    fn an_open_out_of_descriptors_closes_the_cache_and_retries() {
+        const CHILD_ENV: &str = "SEGLOG_STD_FS_EMFILE_CHILD";
+        if std::env::var_os(CHILD_ENV).is_some() {
+            return emfile_child();
+        }
+        use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+        command
+            .args([
+                "--exact",
+                "fs::std_fs::budget_tests::an_open_out_of_descriptors_closes_the_cache_and_retries",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1");
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe {
+            command.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 40,
+                    rlim_max: 40,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let output = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// In a process limited to 40 descriptors: 200 files through a budget of 1,000
+    /// read back, every one.
+    fn emfile_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fs = StdFs::with_open_files_max(1000);
+        let paths = files(&fs, &root, 200);
+        let mut buf = [0u8; 100];
+        for _ in 0..2 {
+            for (i, path) in paths.iter().enumerate() {
+                assert_eq!(fs.read_at(path, 0, &mut buf).unwrap(), 100);
+                assert_eq!(buf, [i as u8; 100]);
+            }
+        }
+        assert!(cached(&fs) < 40);
+        // The opens the cache does not keep retry too.
+        fs.sync_dir(&root).unwrap();
+        assert_eq!(fs.list_dir(&root).unwrap().len(), 200);
     }
 }

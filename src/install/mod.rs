@@ -81,6 +81,19 @@ impl InstallPaths {
 pub const NAME_BYTES_MAX: usize = 255;
 
 impl InstallPaths {
+    /// The paths of an install in progress that exist (temp dir, backup, manifest,
+    /// the manifest's temp file, in that order): empty when none is pending. The
+    /// trash is not one: it is never authoritative.
+    pub fn pending(&self, fs: &dyn FileSystem) -> Vec<PathBuf> {
+        [&self.tmp, &self.backup, &self.manifest, &self.manifest_tmp]
+            .into_iter()
+            .filter(|p| fs.exists(p))
+            .cloned()
+            .collect()
+    }
+}
+
+impl InstallPaths {
     /// Refuses ([`Error::NameTooLong`]) a log directory whose longest sibling name
     /// (`D.compact-manifest.tmp`) would not fit [`NAME_BYTES_MAX`]: a compaction
     /// checks it before it creates anything, so it never stops halfway, past

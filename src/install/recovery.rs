@@ -215,17 +215,7 @@ pub fn recover(fs: &dyn FileSystem, live: &Path) -> Result<InstallRecovery> {
 /// takes no writer lock, so it cannot tell a live writer's install from one a
 /// crash cut short: the message names both.
 pub fn pending(fs: &dyn FileSystem, live: &Path) -> Result<()> {
-    let paths = InstallPaths::new(live)?;
-    let present: Vec<_> = [
-        &paths.tmp,
-        &paths.backup,
-        &paths.manifest,
-        &paths.manifest_tmp,
-    ]
-    .into_iter()
-    .filter(|p| fs.exists(p))
-    .cloned()
-    .collect();
+    let present = InstallPaths::new(live)?.pending(fs);
     if present.is_empty() {
         return Ok(());
     }

@@ -160,3 +160,66 @@ pub fn file_name(path: &Path) -> String {
     path.file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use crate::format::index::TIME_ENTRY_BYTES;
+    use crate::format::recovery_point::{CLEAN_SHUTDOWN_NAME, RECOVERY_POINT_NAME};
+    use crate::fs::sim::SimFs;
+    use crate::fs::FileSystem;
+    use crate::log::{Log, LogConfig};
+    use crate::NewRecord;
+
+    /// The report names a valid index kept although it differs from the rebuild
+    /// (here a closed segment's time index holding only its first entry), and not
+    /// the active segment's time index as the append path leaves it (the rebuild
+    /// without its close-time entry).
+    #[test]
+    fn kept_indexes_names_the_differing_and_not_the_append_path_shape() {
+        let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());
+        let dir = Path::new("/log");
+        let config = LogConfig {
+            index_interval_bytes: 64,
+            ..LogConfig::default()
+        };
+        let (mut log, _) = Log::open_with(fs.clone(), dir, config.clone()).unwrap();
+        for round in 0..2 {
+            for ts in 0..6 {
+                let value = vec![b'v'; 80];
+                let record = NewRecord::new(None, Some(value), 100 * round + ts);
+                log.append(std::slice::from_ref(&record)).unwrap();
+            }
+            if round == 0 {
+                log.roll().unwrap();
+            }
+        }
+        log.close().unwrap();
+        // Nothing vouches for any segment: the open scans and judges every index.
+        for name in [RECOVERY_POINT_NAME, CLEAN_SHUTDOWN_NAME] {
+            fs.remove_file(&dir.join(name)).unwrap();
+        }
+        let closed = dir.join("00000000000000000000.timeindex");
+        let active = dir.join("00000000000000000006.timeindex");
+        let times = fs.read_all(&closed).unwrap();
+        assert!(times.len() >= 2 * TIME_ENTRY_BYTES, "{} bytes", times.len());
+        fs.write_new(&closed, &times[..TIME_ENTRY_BYTES]).unwrap();
+        let active_times = fs.read_all(&active).unwrap();
+        assert!(active_times.len() >= 2 * TIME_ENTRY_BYTES);
+        fs.write_new(
+            &active,
+            &active_times[..active_times.len() - TIME_ENTRY_BYTES],
+        )
+        .unwrap();
+        let (_, report) = Log::open_with(fs.clone(), dir, config).unwrap();
+        assert!(report.rebuilt_indexes.is_empty(), "{report:?}");
+        assert_eq!(
+            report.kept_indexes,
+            vec!["00000000000000000000.timeindex".to_string()],
+            "{report:?}"
+        );
+    }
+}

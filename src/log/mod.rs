@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::{Compression, Header, TimestampType};
-use crate::fs::{FileSystem, StdFs};
+use crate::fs::{FileSystem, StdFs, OPEN_FILES_MAX_DEFAULT};
 use crate::segment::{Segment, SegmentInfo};
 
 pub use fetch::{Fetch, FetchRecords, RecordRef};
@@ -129,6 +129,16 @@ pub struct LogConfig {
     /// section 3, "Recovery modes").
     #[cfg_attr(feature = "serde", serde(default))]
     pub recovery_mode: RecoveryMode,
+    /// The most file handles the log keeps open between calls, at least 1, beside
+    /// the writer lock and the files with writes not yet synced (RocksDB's
+    /// `max_open_files`): the least recently used is closed first and opened again
+    /// when next read ([`StdFs::with_open_files_max`]). What the opens that build
+    /// their own file system ([`Log::open`]) give it; a log opened through a given
+    /// file system ([`Log::open_with`], a [`crate::manager::LogManager`]'s
+    /// partitions) lives within that file system's budget instead. Default
+    /// [`OPEN_FILES_MAX_DEFAULT`].
+    #[cfg_attr(feature = "serde", serde(default = "default_max_open_files"))]
+    pub max_open_files: usize,
 }
 
 // `validate` rejects a NaN ratio, so equality is an equivalence on valid configs.
@@ -158,6 +168,10 @@ fn default_writeback_bytes() -> u64 {
     WRITEBACK_BYTES_DEFAULT
 }
 
+fn default_max_open_files() -> usize {
+    OPEN_FILES_MAX_DEFAULT
+}
+
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
@@ -173,6 +187,7 @@ impl Default for LogConfig {
             compaction_policy: crate::compaction::CompactionPolicy::Seed,
             writeback_bytes: default_writeback_bytes(),
             recovery_mode: RecoveryMode::TornTail,
+            max_open_files: default_max_open_files(),
         }
     }
 }
@@ -211,6 +226,11 @@ impl LogConfig {
                 "max_batch_bytes must be in {batch_min}..={batch_max}, got {}",
                 self.max_batch_bytes
             )));
+        }
+        if self.max_open_files == 0 {
+            return Err(Error::InvalidArgument(
+                "max_open_files must be at least 1, got 0".into(),
+            ));
         }
         if !self.compression.is_available() {
             return Err(Error::InvalidArgument(format!(
@@ -318,14 +338,18 @@ enum Opening {
     Trusting,
     /// Writable, checking every segment ([`Log::open_checked`]).
     Checked,
-    /// Read-only: no lock, nothing changed on disk.
+    /// Read-only: no lock, nothing changed on disk, trusting as `Trusting` does.
     ReadOnly,
+    /// Read-only, checking every segment ([`Log::open_read_only_checked`]).
+    ReadOnlyChecked,
 }
 
 impl Log {
-    /// Opens (or creates) the log in `dir` on the real file system.
+    /// Opens (or creates) the log in `dir` on the real file system, which keeps at
+    /// most [`LogConfig::max_open_files`] handles open.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<(Log, RecoveryReport)> {
-        Self::open_with(Arc::new(StdFs::new()), dir, config)
+        let fs = StdFs::with_open_files_max(config.max_open_files);
+        Self::open_with(Arc::new(fs), dir, config)
     }
 
     /// Opens (or creates) the log in `dir` through `fs`, running recovery.
@@ -351,13 +375,28 @@ impl Log {
     /// Opens an existing log without changing anything on disk (no directory or
     /// segment creation, no truncation, no index rewrite). An invalid tail of the
     /// last segment is left out (the report says where it starts); appends, rolls
-    /// and flushes are refused with [`Error::InvalidArgument`].
+    /// and flushes are refused with [`Error::InvalidArgument`]. It trusts what a
+    /// writable open trusts (the recovery point for the closed segments below it,
+    /// the clean-shutdown marker for the active one, by the same checks), so after
+    /// a clean close it reads no segment data; damage in a segment it did not scan
+    /// is a structured error at the first read of it.
     pub fn open_read_only(
         fs: Arc<dyn FileSystem>,
         dir: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<(Log, RecoveryReport)> {
         Self::open_by(fs, dir.as_ref(), config, Opening::ReadOnly)
+    }
+
+    /// [`Log::open_read_only`] reading and checking every segment batch by batch,
+    /// whatever the recovery point and the marker vouch for: a diagnostic (what
+    /// `seglog dump --check` runs).
+    pub fn open_read_only_checked(
+        fs: Arc<dyn FileSystem>,
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> Result<(Log, RecoveryReport)> {
+        Self::open_by(fs, dir.as_ref(), config, Opening::ReadOnlyChecked)
     }
 
     /// Recovers (or, read-only, inspects) the segments of `dir` and assembles the
@@ -369,7 +408,7 @@ impl Log {
         config: LogConfig,
         opening: Opening,
     ) -> Result<(Log, RecoveryReport)> {
-        let read_only = opening == Opening::ReadOnly;
+        let read_only = matches!(opening, Opening::ReadOnly | Opening::ReadOnlyChecked);
         config.validate()?;
         let dir = &resolve_dir(fs.as_ref(), dir)?;
         // The writer lock before recovery, on the resolved directory (a symlink
@@ -386,7 +425,10 @@ impl Log {
         };
         let held = held.map(|held| held.lock);
         let segments = match opening {
-            Opening::ReadOnly => recovery::inspect(fs.as_ref(), dir, &config, &mut report)?,
+            Opening::ReadOnly => recovery::inspect(fs.as_ref(), dir, &config, true, &mut report)?,
+            Opening::ReadOnlyChecked => {
+                recovery::inspect(fs.as_ref(), dir, &config, false, &mut report)?
+            }
             Opening::Trusting => recovery::recover(fs.as_ref(), dir, &config, &mut report)?,
             Opening::Checked => {
                 recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?
@@ -633,5 +675,44 @@ impl Log {
                 assert_eq!(segment.records, 0);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_open_files_is_at_least_one() {
+        let config = |max_open_files| LogConfig {
+            max_open_files,
+            ..LogConfig::default()
+        };
+        match config(0).validate() {
+            Err(Error::InvalidArgument(why)) => {
+                assert!(why.contains("max_open_files"), "{why}");
+            }
+            other => panic!("0 handles: {other:?}"),
+        }
+        config(1).validate().unwrap();
+        config(usize::MAX).validate().unwrap();
+        assert_eq!(LogConfig::default().max_open_files, OPEN_FILES_MAX_DEFAULT);
+        LogConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn an_open_with_no_handle_allowed_is_refused_before_it_creates_anything() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("log");
+        let config = LogConfig {
+            max_open_files: 0,
+            ..LogConfig::default()
+        };
+        let refused = Log::open(&dir, config);
+        assert!(
+            matches!(refused, Err(Error::InvalidArgument(_))),
+            "{refused:?}"
+        );
+        assert!(!dir.exists());
     }
 }

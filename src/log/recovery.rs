@@ -168,11 +168,14 @@ pub fn recover_with(
 /// The read-only phases only: what [`recover`] would find, without creating,
 /// truncating, rewriting or removing anything. The last segment's invalid tail
 /// (if any) is left out of the returned segments; the report's truncation and
-/// rebuild fields describe what a writable open would do.
+/// rebuild fields describe what a writable open would do. With `trust`, the
+/// segments the recovery point and the marker vouch for are opened from their
+/// summaries as by [`recover`] (no data read); without, every segment is scanned.
 pub fn inspect(
     fs: &dyn FileSystem,
     dir: &Path,
     config: &LogConfig,
+    trust: bool,
     report: &mut RecoveryReport,
 ) -> Result<Vec<Segment>> {
     report.read_only = true;
@@ -194,15 +197,26 @@ pub fn inspect(
             std::io::Error::new(std::io::ErrorKind::NotFound, "no segment files here"),
         ));
     }
-    // Lost summarized segments are refused as by a writable open (the hints are
-    // read into a scratch report: a diagnostic checks every segment anyway).
+    // Lost summarized segments are refused as by a writable open. The hints are
+    // reported as a writable open reports them when trusted; a diagnostic that
+    // checks every segment reads them into a scratch report.
     let start = crate::retention::executor::read_checkpoint(fs, dir)?;
     let mut hints = RecoveryReport::default();
-    let mut trust = Trust::read(fs, dir, &listing.bases, &mut hints)?;
-    trust.check_cover(&listing.bases, &mut hints);
-    recovery_find_lost(fs, dir, &trust, start, &listing.bases, config, report)?;
-    // A read-only inspection is a diagnostic: it checks every segment.
-    let mut scans = recovery_scan(fs, dir, &listing, config, &Trust::default(), report)?;
+    let found = {
+        let hints = if trust { &mut *report } else { &mut hints };
+        let mut found = Trust::read(fs, dir, &listing.bases, hints)?;
+        found.check_cover(&listing.bases, hints);
+        found
+    };
+    recovery_find_lost(fs, dir, &found, start, &listing.bases, config, report)?;
+    let trusted = if trust {
+        let mut trusted = found;
+        trusted.check_listing(&listing.bases, report);
+        trusted
+    } else {
+        Trust::default()
+    };
+    let mut scans = recovery_scan(fs, dir, &listing, config, &trusted, report)?;
     recovery_judge_tail(fs, &scans, config, false, report)?;
     for rewrite in recovery_check_indexes(fs, &mut scans, report)? {
         report.rebuilt_indexes.push(rewrite.report());
@@ -539,18 +553,45 @@ fn open_trusted(
         Ok(entries) => entries,
         Err(e) => return Ok(Err(format!("time index: {e:?}"))),
     };
-    Ok(
-        Segment::restore(dir, summary, offsets, times, config.index_interval_bytes).map(
-            |segment| ScanOutcome {
-                segment,
-                file_bytes: bytes,
-                invalid: None,
-                invalid_batches: 0,
-                batches: crate::segment::validate::SegmentBatches::default(),
-                trusted: true,
-            },
-        ),
-    )
+    let segment = match Segment::restore(dir, summary, offsets, times, config.index_interval_bytes)
+    {
+        Ok(segment) => segment,
+        Err(why) => return Ok(Err(why)),
+    };
+    if upper.is_none() {
+        // The offset the log hands out next comes from the batches, not the marker
+        // (`crate::segment::tail`).
+        let position = segment
+            .index
+            .offset_entries()
+            .last()
+            .map_or(0, |entry| u64::from(entry.position));
+        let found = crate::segment::tail::next_offset_from(
+            fs,
+            &paths.log,
+            position,
+            summary.bytes,
+            summary.base_offset,
+        )?;
+        match found {
+            Ok(next) if next == summary.next_offset => {}
+            Ok(next) => {
+                return Ok(Err(format!(
+                    "its summary ends at offset {}, its batches from byte {position} at {next}: {source} {HINT_WRONG}",
+                    summary.next_offset
+                )))
+            }
+            Err(why) => return Ok(Err(format!("{why}: {source} {HINT_WRONG}"))),
+        }
+    }
+    Ok(Ok(ScanOutcome {
+        segment,
+        file_bytes: bytes,
+        invalid: None,
+        invalid_batches: 0,
+        batches: crate::segment::validate::SegmentBatches::default(),
+        trusted: true,
+    }))
 }
 
 /// Phase 4 (read-only): judge each scanned segment's index files by Kafka's rules;
@@ -774,6 +815,42 @@ mod tests {
         sim.fail_nth(first + 16);
         recovery_sync_path(&sim, Path::new(dir))?;
         Ok(sim.syncs().into_iter().map(|(_, call)| call.path).collect())
+    }
+
+    /// An open that accepts lost segments replaces the recovery point that
+    /// summarizes them: the next open (after a crash, no close) finds nothing lost
+    /// and needs no `AcceptLoss`.
+    #[test]
+    fn accepted_loss_is_not_asked_again() {
+        use crate::log::{Log, LogConfig, RecoveryMode};
+        use crate::NewRecord;
+        use std::sync::Arc;
+        let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());
+        let dir = Path::new("/log");
+        let (mut log, _) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+        for ts in 0..3 {
+            let record = NewRecord::new(None, Some(b"v".to_vec()), ts);
+            log.append(std::slice::from_ref(&record)).unwrap();
+            log.roll().unwrap();
+        }
+        drop(log);
+        // The first segment: a middle one makes the point contradict the listing,
+        // which ignores it whatever the loss (`Trust::check_listing`).
+        let first = SegmentPaths::new(dir, 0);
+        for path in [&first.log, &first.index, &first.time_index] {
+            fs.remove_file(path).unwrap();
+        }
+        let refused = Log::open_with(fs.clone(), dir, LogConfig::default());
+        assert!(refused.is_err(), "a summarized segment is gone");
+        let accept = LogConfig {
+            recovery_mode: RecoveryMode::AcceptLoss,
+            ..LogConfig::default()
+        };
+        let (log, report) = Log::open_with(fs.clone(), dir, accept).unwrap();
+        assert_eq!(report.lost.len(), 1, "{report:?}");
+        drop(log);
+        let (_, report) = Log::open_with(fs.clone(), dir, LogConfig::default()).unwrap();
+        assert!(report.lost.is_empty(), "{report:?}");
     }
 
     #[test]

@@ -115,6 +115,13 @@ struct Shared {
 impl LogManager {
     /// A manager of the logs under `root` (created if missing). No partition is
     /// opened and no thread started yet.
+    ///
+    /// Every partition's log opens through `fs`, so one budget of open files
+    /// serves them all: a [`StdFs::with_open_files_max`](crate::fs::StdFs::with_open_files_max)
+    /// keeps at most that many handles across the partitions, beside one writer
+    /// lock per partition and the files with writes not yet synced (each active
+    /// segment's few); a partition's own [`LogConfig::max_open_files`](crate::LogConfig::max_open_files)
+    /// does not apply under a manager.
     pub fn new(
         fs: Arc<dyn FileSystem>,
         root: impl AsRef<Path>,

@@ -293,6 +293,45 @@ impl SegmentIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::recovery_point::SegmentSummary;
+
+    fn summary_of(times: &[TimeEntry]) -> SegmentSummary {
+        SegmentSummary {
+            base_offset: 100,
+            bytes: 1000,
+            next_offset: 120,
+            records: 20,
+            batches: 20,
+            max_timestamp: 50,
+            offset_of_max_timestamp: 119,
+            offset_index_entries: 0,
+            time_index_entries: times.len() as u32,
+            offset_index_crc: 0,
+            time_index_crc: 0,
+        }
+    }
+
+    /// `restore` holds a trusted segment's time index to the rules the appender
+    /// obeys: timestamps strictly rising, offsets never falling (an entry whose
+    /// offset falls would start a timestamp lookup past its record). Equal offsets
+    /// pass: the rule is Kafka's (`TimeIndex` entries only need monotonic offsets).
+    #[test]
+    fn restore_refuses_time_entries_whose_offsets_fall() {
+        let entry = |timestamp, relative_offset| TimeEntry {
+            timestamp,
+            relative_offset,
+        };
+        let restore = |times: Vec<TimeEntry>| {
+            let summary = summary_of(&times);
+            SegmentIndex::restore(100, 4096, Vec::new(), times, &summary)
+        };
+        assert!(restore(vec![entry(10, 2), entry(20, 5), entry(30, 9)]).is_ok());
+        assert!(restore(vec![entry(10, 2), entry(20, 2)]).is_ok());
+        let falling = restore(vec![entry(10, 6), entry(20, 5)]).unwrap_err();
+        assert!(falling.contains("out of order"), "{falling}");
+        let same_time = restore(vec![entry(10, 2), entry(10, 5)]).unwrap_err();
+        assert!(same_time.contains("out of order"), "{same_time}");
+    }
 
     #[test]
     fn kafka_rule_indexes_after_interval_and_uses_max_so_far() {

@@ -17,6 +17,7 @@ pub mod index;
 pub mod reader;
 pub mod salvage;
 pub mod scan;
+pub mod tail;
 pub mod validate;
 pub mod view;
 

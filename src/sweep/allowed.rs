@@ -258,11 +258,12 @@ impl States {
         let old = self.after(i);
         let rejected = self.rejected.get(i).copied().unwrap_or(false);
         let committed = match workload.ops.get(i) {
-            Some(Op::Compact { .. } | Op::Clean { .. } | Op::CleanWithAppends { .. })
-                if !rejected =>
-            {
-                facts.install_committed(&new).map(str::to_string)
-            }
+            Some(
+                Op::Compact { .. }
+                | Op::CompactClosed { .. }
+                | Op::Clean { .. }
+                | Op::CleanWithAppends { .. },
+            ) if !rejected => facts.install_committed(&new).map(str::to_string),
             Some(Op::Retain { .. }) if !rejected => facts.retention_committed(old, &new),
             _ => {
                 // No commit point: S_{i+1} is one more candidate of the append walk.

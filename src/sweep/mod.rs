@@ -279,6 +279,46 @@ fn check_txn_indexes(workload: &Workload, log: &Log, fs: &SimFs) -> Result<(), S
     Ok(())
 }
 
+/// A crash image with an install's temp dir, backup or manifest beside the log:
+/// a read-only open (no writer lock, so it cannot tell a live writer's install
+/// from one a crash cut short) must refuse it as `Ambiguous`, naming exactly those
+/// paths, and change nothing; the writable open after it decides the install.
+/// True if one was pending.
+fn read_only_refuses_a_pending_install(
+    workload: &Workload,
+    fs: &Arc<SimFs>,
+) -> Result<bool, String> {
+    let pending = crate::install::InstallPaths::new(Path::new(LOG_DIR))
+        .map_err(|e| e.to_string())?
+        .pending(&**fs);
+    if pending.is_empty() {
+        return Ok(false);
+    }
+    let before = fs.mutating_ops();
+    let opened = Log::open_read_only(
+        Arc::clone(fs) as Arc<dyn FileSystem>,
+        LOG_DIR,
+        workload.config.clone(),
+    );
+    match opened {
+        Err(crate::Error::Ambiguous { dirs, .. }) if dirs == pending => {}
+        Err(e) => {
+            return Err(format!(
+                "a read-only open with an install pending ({pending:?}) failed otherwise: {e}"
+            ))
+        }
+        Ok(_) => {
+            return Err(format!(
+                "a read-only open served the log with an install pending ({pending:?})"
+            ))
+        }
+    }
+    if fs.mutating_ops() != before {
+        return Err("a read-only open changed the image".into());
+    }
+    Ok(true)
+}
+
 /// Names in the log's parent and the log dir that must not survive recovery.
 pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
     let mut out = Vec::new();
@@ -334,8 +374,34 @@ pub fn check_image_with(
 ) -> Result<LogView, String> {
     let fs = Arc::new(duplicate(image));
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
+    // A read-only open first (it changes nothing): it refuses a pending install,
+    // and otherwise reports the tail a writable open cuts (before the log's first
+    // segment exists there is nothing to inspect; the writable open creates it).
+    let inspected = if read_only_refuses_a_pending_install(workload, &fs)?
+        || crate::compaction::source::list_segments(&*fs, Path::new(LOG_DIR))
+            .map_or(true, |bases| bases.is_empty())
+    {
+        None
+    } else {
+        let (_, inspected) = Log::open_read_only(dyn_fs.clone(), LOG_DIR, workload.config.clone())
+            .map_err(|e| format!("the read-only open failed: {e}"))?;
+        Some(inspected)
+    };
     let (log, report) = Log::open_with(dyn_fs.clone(), LOG_DIR, workload.config.clone())
         .map_err(|e| format!("recovery failed: {e}"))?;
+    if let Some(inspected) = inspected {
+        let cut = |r: &crate::log::RecoveryReport| {
+            (r.truncated_segment, r.truncated_bytes, r.truncated_batches)
+        };
+        if cut(&inspected) != cut(&report) {
+            return Err(format!(
+                "the read-only open reported the cut (segment, bytes, batches) {:?}, the \
+                 writable open made {:?}",
+                cut(&inspected),
+                cut(&report)
+            ));
+        }
+    }
     // A crash alone never damages a checkpoint (each is fsynced before its rename)
     // nor leaves a trusted segment whose index files must be rebuilt (they are
     // fsynced before the recovery point or marker vouches for them).

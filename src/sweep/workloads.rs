@@ -248,7 +248,7 @@ pub fn named_workloads() -> Vec<Workload> {
         },
         Workload {
             name: "compact-retain-compact".into(),
-            description: "compaction, then retention of the compacted prefix, then compaction again".into(),
+            description: "compaction, then retention of the compacted prefix, then an offline compaction of the closed log (compact_dir)".into(),
             config: config(),
             variant: "manifest".into(),
             ops: vec![
@@ -263,7 +263,7 @@ pub fn named_workloads() -> Vec<Workload> {
                 Op::Retain { now: 600, retention_ms: Some(300), retention_bytes: None },
                 append(&[(Some("c"), None, 601)]),
                 Op::Roll,
-                Op::Compact { now: 700, delete_retention_ms: 1000, segment_bytes: None },
+                Op::CompactClosed { now: 700, delete_retention_ms: 1000, segment_bytes: None },
             ],
         },
         Workload {

@@ -1,40 +1,68 @@
-//! The `mutants` stage (overnight budget): `cargo mutants` changes the code of the
-//! protocol and IO modules one mutant at a time (`src/install`, `src/retention`,
-//! `src/compaction`, `src/fs`) and runs the quick suite's tests against each; a
-//! mutant they do not catch (`missed`) is a survivor, a hole in the suite. Needs
-//! `cargo install --locked cargo-mutants`; without it the stage is skipped.
+//! The mutation score (the `mutants` stage, overnight budget, and `.ci/nightly`'s
+//! shards): `cargo mutants` changes the engine's code one mutant at a time
+//! ([`MUTATED`]: the format, segments, the log, compaction, install, retention,
+//! the LogManager and the real file system) and runs, against each, the test
+//! command users trust on every change: the engine's unit tests and the
+//! pull-request gate `seglog verify --budget quick` (`tests/quick_gate.rs`), built
+//! in the `mutants` profile (release code). A mutant they do not catch (`missed`) is
+//! a survivor: equivalent, or a hole in the gate (docs/verification.md lists the
+//! sample's). Needs `cargo install --locked cargo-mutants`; without it the stage is
+//! skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The source directories mutated.
-pub const MUTATED: [&str; 4] = ["src/install", "src/retention", "src/compaction", "src/fs"];
-
-/// The integration tests run against each mutant: those of the quick budget's
-/// stages (crash sweep, I/O errors, damaged data, scenarios, conformance).
-pub const QUICK_SUITE_TESTS: [&str; 5] = [
-    "crash_sweep",
-    "io_errors",
-    "damaged_data",
-    "crash_scenarios",
-    "conformance",
+/// The engine's sources mutated (cargo-mutants `--file` globs).
+pub const MUTATED: [&str; 8] = [
+    "src/format/**",
+    "src/segment/**",
+    "src/log/**",
+    "src/compaction/**",
+    "src/install/**",
+    "src/retention/**",
+    "src/manager/**",
+    "src/fs/std_fs.rs",
 ];
 
-/// The arguments of `cargo` that run cargo-mutants over [`MUTATED`] with
-/// [`QUICK_SUITE_TESTS`] as the test command, writing to `output`.
-pub fn command_args(output: &Path) -> Vec<String> {
-    let mut args: Vec<String> = vec!["mutants".into(), "--no-shuffle".into()];
-    for dir in MUTATED {
+/// The cargo profile each mutant is built in.
+pub const PROFILE: &str = "mutants";
+
+/// The test command's targets: the engine's unit tests and the quick gate.
+pub const TEST_TARGETS: [&str; 3] = ["--lib", "--test", "quick_gate"];
+
+/// The arguments of `cargo` that run cargo-mutants over [`MUTATED`] (one `shard`
+/// of them, `K/N` numbered from 0, round-robin, if given) with the quick gate as the test
+/// command, writing to `output`.
+pub fn command_args(output: &Path, shard: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "mutants".into(),
+        "--no-shuffle".into(),
+        "--profile".into(),
+        PROFILE.into(),
+    ];
+    if let Some(shard) = shard {
+        // Every N-th mutant: a shard samples every module, not one file's run.
+        args.push("--sharding".into());
+        args.push("round-robin".into());
+        args.push("--shard".into());
+        args.push(shard.into());
+    }
+    for glob in MUTATED {
         args.push("--file".into());
-        args.push(format!("{dir}/**"));
+        args.push(glob.into());
     }
     args.push("--output".into());
     args.push(output.display().to_string());
-    args.push("--".into());
-    for test in QUICK_SUITE_TESTS {
-        args.push("--test".into());
-        args.push(test.into());
+    // The targets on every cargo call, so each mutant's build step builds only
+    // them (not the other test binaries, which its tests never run).
+    for target in TEST_TARGETS {
+        args.push(format!("--cargo-arg={target}"));
     }
+    // The gate is an ignored test (too slow unoptimised): run it here. The first
+    // `--` ends cargo-mutants' options, the second cargo test's.
+    args.push("--".into());
+    args.push("--".into());
+    args.push("--include-ignored".into());
     args
 }
 
@@ -62,6 +90,19 @@ pub struct MutantsReport {
     pub survivors: Vec<String>,
     /// The command run.
     pub command: String,
+    /// [`MutantsReport::measured_score`] of the run, for the JSON report.
+    pub score: Option<f64>,
+}
+
+impl MutantsReport {
+    /// Caught (timeouts included) over every viable mutant, survivors included
+    /// (equivalent ones too: the triaged list in docs/verification.md tells them
+    /// apart); `None` with no viable mutant.
+    pub fn measured_score(&self) -> Option<f64> {
+        let caught = self.caught + self.timeouts;
+        let viable = caught + self.survivors.len();
+        (viable > 0).then(|| caught as f64 / viable as f64)
+    }
 }
 
 /// Runs cargo-mutants in the checkout `root`; its output goes to `root/target`.
@@ -71,7 +112,7 @@ pub fn run(root: &Path) -> MutantsReport {
         .output()
         .is_ok_and(|o| o.status.success());
     let output = root.join("target");
-    let args = command_args(&output);
+    let args = command_args(&output, None);
     let mut report = MutantsReport {
         command: format!("cargo {}", args.join(" ")),
         ..MutantsReport::default()
@@ -96,6 +137,7 @@ pub fn run(root: &Path) -> MutantsReport {
     report.unviable = list("unviable.txt").len();
     report.timeouts = list("timeout.txt").len();
     report.survivors = list("missed.txt");
+    report.score = report.measured_score();
     report
 }
 
@@ -104,30 +146,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mutates_the_four_modules_and_tests_with_the_quick_suite() {
-        let args = command_args(Path::new("/x/target"));
+    fn mutates_the_engine_and_tests_with_the_quick_gate() {
+        let args = command_args(Path::new("/x/target"), Some("3/25"));
         let files: Vec<&str> = args
             .windows(2)
             .filter(|w| w[0] == "--file")
             .map(|w| w[1].as_str())
             .collect();
-        assert_eq!(
-            files,
-            [
-                "src/install/**",
-                "src/retention/**",
-                "src/compaction/**",
-                "src/fs/**"
-            ]
-        );
+        assert_eq!(files, MUTATED);
         let split = args.iter().position(|a| a == "--").expect("test args");
-        let tests: Vec<&str> = args[split..]
+        assert!(args[..split]
             .windows(2)
-            .filter(|w| w[0] == "--test")
-            .map(|w| w[1].as_str())
-            .collect();
-        assert_eq!(tests, QUICK_SUITE_TESTS);
+            .any(|w| w == ["--profile", PROFILE]));
+        assert!(args[..split].windows(2).any(|w| w == ["--shard", "3/25"]));
+        assert!(args[..split]
+            .windows(2)
+            .any(|w| w == ["--sharding", "round-robin"]));
         assert!(args[..split].contains(&"/x/target".to_string()));
+        let targets: Vec<&str> = args[..split]
+            .iter()
+            .filter_map(|a| a.strip_prefix("--cargo-arg="))
+            .collect();
+        assert_eq!(targets, ["--lib", "--test", "quick_gate"]);
+        assert_eq!(args[split..], ["--", "--", "--include-ignored"]);
+        let unsharded = command_args(Path::new("/x/target"), None);
+        assert!(!unsharded.contains(&"--shard".to_string()));
+    }
+
+    #[test]
+    fn the_score_counts_timeouts_as_caught_and_ignores_unviable_mutants() {
+        let mut report = MutantsReport {
+            caught: 7,
+            timeouts: 2,
+            unviable: 5,
+            survivors: vec!["a".into()],
+            ..MutantsReport::default()
+        };
+        assert_eq!(report.measured_score(), Some(0.9));
+        report = MutantsReport::default();
+        assert_eq!(report.measured_score(), None);
     }
 
     #[test]

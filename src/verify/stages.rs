@@ -494,11 +494,12 @@ pub fn damaged_data(options: &VerifyOptions, progress: &mut Progress) -> StageRe
         progress.set(i, n, name)
     });
     let summary = format!(
-        "{} workloads, {} points, {} damages ({} forged), {} errors, {} recovered, {} undetectable, {} violations",
+        "{} workloads, {} points, {} damages ({} forged, {} grown), {} errors, {} recovered, {} undetectable, {} violations",
         result.workloads,
         result.points,
         result.damages,
         result.forged,
+        result.grown,
         result.errors,
         result.recovered,
         result.undetectable,
@@ -707,8 +708,8 @@ pub fn kafka_interop(options: &VerifyOptions, progress: &mut Progress) -> StageR
     )
 }
 
-/// Mutation testing (overnight): cargo-mutants over `src/install`, `src/retention`,
-/// `src/compaction` and `src/fs` with the quick suite's tests (`super::mutants`).
+/// Mutation testing (overnight): cargo-mutants over the engine with the unit tests
+/// and the quick gate as the test command (`super::mutants`), and the score.
 /// Fails when a mutant survives; skipped, with the reason, without cargo-mutants.
 pub fn mutants(options: &VerifyOptions, progress: &mut Progress) -> StageReport {
     let started = Instant::now();
@@ -725,7 +726,10 @@ pub fn mutants(options: &VerifyOptions, progress: &mut Progress) -> StageReport 
     let summary = match &report.skipped {
         Some(reason) => format!("skipped: {reason}"),
         None => format!(
-            "{} caught, {} timeouts, {} unviable, {} survivors",
+            "score {}: {} caught, {} timeouts, {} unviable, {} survivors",
+            report
+                .measured_score()
+                .map_or_else(|| "-".to_string(), |s| format!("{:.1}%", 100.0 * s)),
             report.caught,
             report.timeouts,
             report.unviable,

@@ -50,6 +50,7 @@ pub const VARIANT_NAMES: &[&str] = &[
     "stale-tail-copy",
     "unlocked-swap",
     "unbounded-map",
+    "unflushed-swap",
 ];
 
 impl Variant {
@@ -82,6 +83,9 @@ impl Variant {
                 )),
                 "unbounded-map" => Ok(Variant::Clean(
                     crate::compaction::CleanVariant::UnboundedMap,
+                )),
+                "unflushed-swap" => Ok(Variant::Clean(
+                    crate::compaction::CleanVariant::UnflushedSwap,
                 )),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
@@ -207,8 +211,9 @@ fn clean(
     log.clean(now, delete_retention_ms, segment_bytes, knobs)
 }
 
-/// The appends of an [`Op::CleanWithAppends`] between its build and its swap, then
-/// a flush.
+/// The appends of an [`Op::CleanWithAppends`] between its build and its swap,
+/// not flushed: the swap flushes them before its manifest names the tail's bytes
+/// (`Log::clean_swap`), and a crash before that may keep any prefix of them.
 fn clean_appends(log: &mut Log, records: u32, roll: bool, now: i64) -> Result<()> {
     for step in crate::workload::clean_with_appends_steps(records, roll, now) {
         match step {
@@ -220,7 +225,7 @@ fn clean_appends(log: &mut Log, records: u32, roll: bool, now: i64) -> Result<()
             }
         }
     }
-    log.flush()
+    Ok(())
 }
 
 /// [`Op::CleanWithAppends`]: snapshot, build, the appends, swap (the swap in a
@@ -245,10 +250,14 @@ pub fn clean_with_appends(
         Variant::Clean(crate::compaction::CleanVariant::UnboundedMap) => {
             snapshot.map(crate::compaction::CleanSnapshot::unbounded_map)
         }
+        Variant::Clean(crate::compaction::CleanVariant::UnflushedSwap) => {
+            snapshot.map(crate::compaction::CleanSnapshot::unflushed_swap)
+        }
         _ => snapshot,
     };
     let Some(snapshot) = snapshot else {
         clean_appends(log, records, roll, now)?;
+        log.flush()?;
         return Ok((crate::compaction::CompactionReport::default(), false));
     };
     // The broken `unlocked-swap` runs the appends inside its swap.
@@ -283,7 +292,10 @@ pub fn clean_with_appends(
     #[cfg(feature = "test-variants")]
     if let Variant::Clean(crate::compaction::CleanVariant::UnlockedSwap) = variant {
         return log
-            .clean_swap_unlocked(build, |log| clean_appends(log, records, roll, now))
+            .clean_swap_unlocked(build, |log| {
+                clean_appends(log, records, roll, now)?;
+                log.flush()
+            })
             .map(|report| (report, false));
     }
     let _ = variant;
@@ -415,6 +427,15 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
             Err(e) => return Err(e),
         },
+        Op::CompactClosed {
+            now,
+            delete_retention_ms,
+            segment_bytes,
+        } => match compact_closed(log, *now, *delete_retention_ms, *segment_bytes) {
+            Ok(r) => compacted(&r),
+            Err(Error::InvalidArgument(_)) => OpOutcome::Rejected,
+            Err(e) => return Err(e),
+        },
         Op::Clean {
             now,
             delete_retention_ms,
@@ -473,31 +494,47 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
     Ok(outcome)
 }
 
-/// [`Op::DropIndexes`]: a clean close, the operator's `rm` of every closed segment's
-/// index files (no fsync: an operator does not sync a directory), and an open on
-/// the same file system.
-fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryReport> {
+/// Closes `log` cleanly, runs `offline` on its closed directory (ending with an
+/// open of it on the same file system) and adopts the reopened handle, with the
+/// clock LogAppendTime stamps read, as `Log::restart` does. A failure after the
+/// close poisons the closed handle, as `Log::restart` does with a failed open.
+fn while_closed<T>(
+    log: &mut Log,
+    offline: impl FnOnce(
+        std::sync::Arc<dyn crate::fs::FileSystem>,
+        &std::path::Path,
+        crate::log::LogConfig,
+    ) -> Result<(Log, T)>,
+) -> Result<T> {
     let fs = std::sync::Arc::clone(log.fs());
     let dir = log.dir().to_path_buf();
     let config = log.config().clone();
     let clock = std::sync::Arc::clone(log.clock());
+    log.close_in_place()?;
+    let (mut reopened, value) = offline(fs, &dir, config).inspect_err(|_| log.poison())?;
+    reopened.set_clock(clock);
+    *log = reopened;
+    Ok(value)
+}
+
+/// [`Op::DropIndexes`]: a clean close, the operator's `rm` of every closed segment's
+/// index files (no fsync: an operator does not sync a directory), and an open on
+/// the same file system.
+fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryReport> {
     let closed: Vec<i64> = log
         .segments()
         .iter()
         .filter(|s| s.closed)
         .map(|s| s.base_offset)
         .collect();
-    log.close_in_place()?;
-    // The closed handle is poisoned by a failure after the close (the operator's
-    // `rm`, or the open), as `Log::restart` does with a failed open.
-    let reopened = (|| {
+    while_closed(log, |fs, dir, config| {
         for base_offset in closed {
-            let paths = crate::segment::SegmentPaths::new(&dir, base_offset);
+            let paths = crate::segment::SegmentPaths::new(dir, base_offset);
             for path in [&paths.index, &paths.time_index] {
                 fs.remove_file(path).map_err(|e| Error::io(path, e))?;
             }
         }
-        let open = || Log::open_with(fs, &dir, config);
+        let open = || Log::open_with(fs, dir, config);
         match variant {
             #[cfg(feature = "test-variants")]
             Variant::SyncScannedOnlyForNewPoint => {
@@ -505,12 +542,33 @@ fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryR
             }
             _ => open(),
         }
-    })();
-    let (mut reopened, report) = reopened.inspect_err(|_| log.poison())?;
-    // The open keeps the clock LogAppendTime stamps read, as `Log::restart` does.
-    reopened.set_clock(clock);
-    *log = reopened;
-    Ok(report)
+    })
+}
+
+/// [`Op::CompactClosed`]: a clean close, `compaction::compact_dir` on the closed
+/// directory (the log's segment size unless the op names one), and an open on the
+/// same file system; the next open recovers an install a failure cut short.
+fn compact_closed(
+    log: &mut Log,
+    now: i64,
+    delete_retention_ms: i64,
+    segment_bytes: Option<u64>,
+) -> Result<crate::compaction::CompactionReport> {
+    if delete_retention_ms < 0 {
+        return Err(Error::InvalidArgument(
+            "delete_retention_ms must be >= 0".into(),
+        ));
+    }
+    let options = crate::compaction::CompactOptions {
+        now,
+        delete_retention_ms,
+        segment_bytes: segment_bytes.unwrap_or(log.config().segment_bytes),
+    };
+    while_closed(log, |fs, dir, config| {
+        let report = crate::compaction::compact_dir(fs.as_ref(), dir, options)?;
+        let (reopened, _) = Log::open_with(fs, dir, config)?;
+        Ok((reopened, report.unwrap_or_default()))
+    })
 }
 
 impl From<crate::log::ReadRecord> for RecordView {

@@ -84,6 +84,16 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         segment_bytes: Option<u64>,
     },
+    /// Close the log cleanly, compact its closed directory offline
+    /// (`compaction::compact_dir`: the seed rules, no `Log` open, the active segment
+    /// copied rather than linked) and open it again, as an operator's offline tool
+    /// does. The model's outcome is [`Op::Compact`]'s.
+    CompactClosed {
+        now: i64,
+        delete_retention_ms: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        segment_bytes: Option<u64>,
+    },
     /// One cleaning pass with explicit knobs (`Log::clean`): a bounded offset map
     /// (`dedupe_buffer_bytes`, 24 bytes a key) and a compaction lag.
     Clean {
@@ -107,8 +117,8 @@ pub enum Op {
     },
     /// A cleaning pass (the knobs of `Log::compact`) run as a concurrent cleaner
     /// runs it: snapshot and build, then `records` one-record appends (with a roll
-    /// after the first half when `roll`) and a flush, then the swap that links the
-    /// tail (docs/design.md section 6). Deterministic: the crash sweep stops before
+    /// after the first half when `roll`), not flushed, then the swap that flushes
+    /// and links the tail (docs/design.md section 6). Deterministic: the crash sweep stops before
     /// every file-system call of the interleaving.
     CleanWithAppends {
         now: i64,
@@ -150,6 +160,7 @@ impl Op {
                 | Op::DropIndexes
                 | Op::Retain { .. }
                 | Op::Compact { .. }
+                | Op::CompactClosed { .. }
                 | Op::Clean { .. }
                 | Op::CleanWithAppends { .. }
         )

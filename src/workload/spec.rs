@@ -129,6 +129,11 @@ pub fn apply_stamped(spec: &mut SpecLog, op: &Op, log_stamp: Option<i64>) -> OpO
             now,
             delete_retention_ms,
             segment_bytes,
+        }
+        | Op::CompactClosed {
+            now,
+            delete_retention_ms,
+            segment_bytes,
         } => match spec.compact(*now, *delete_retention_ms, *segment_bytes) {
             Ok(s) => compacted(&s),
             Err(_) => OpOutcome::Rejected,

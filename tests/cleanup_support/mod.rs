@@ -2,12 +2,13 @@
 //! batches, dumping one, and a file system that "crashes" after N mutating calls.
 #![allow(dead_code)]
 
+pub mod source;
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use seglog::compaction::source;
 use seglog::format::{filename, NewRecord, RecordBatch};
 use seglog::fs::{FileSystem, StdFs};
 use seglog::{workload, Log};

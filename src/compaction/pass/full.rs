@@ -136,6 +136,7 @@ fn scan_into(
         checked: false,
         stable: false,
         keep_inflated: false,
+        hash_keys: false,
         keys: &keys,
         digester,
     };

@@ -88,15 +88,26 @@ pub(crate) fn run(
     // reference's reads one by one find its first error.
     // Which check fails first does not matter here (any failure takes the
     // reference's order below): the first half of the segments is split on a
-    // second thread while this one splits the rest and reads the others.
+    // second thread while this one splits the rest and reads the others, unless
+    // they are too small for a thread to pay (`read::SECOND_THREAD_BYTES`).
     let prelude = std::thread::scope(|scope| -> Result<_> {
-        let (first, second) = closed_bases.split_at(closed_bases.len() / 2);
-        let first = scope.spawn(move || kafka_map::split_sources(fs, dir, first));
-        let second = kafka_map::split_sources(fs, dir, second);
-        let active_bytes = read_active(fs, dir, active_base, inputs.from.active_len);
-        let mut splits = crate::panics::join_scoped(first, "the kafka split")?;
-        splits.extend(second?);
-        let active_bytes = active_bytes?;
+        let mut mapped = kafka_map::map_sources(fs, dir, closed_bases)?;
+        let bytes: usize = mapped.iter().map(|(_, _, b)| b.len()).sum();
+        let (splits, active_bytes) = if bytes < crate::compaction::read::SECOND_THREAD_BYTES {
+            let splits = kafka_map::split_mapped(mapped)?;
+            (
+                splits,
+                read_active(fs, dir, active_base, inputs.from.active_len)?,
+            )
+        } else {
+            let second = mapped.split_off(mapped.len() / 2);
+            let first = scope.spawn(move || kafka_map::split_mapped(mapped));
+            let second = kafka_map::split_mapped(second);
+            let active_bytes = read_active(fs, dir, active_base, inputs.from.active_len);
+            let mut splits = crate::panics::join_scoped(first, "the kafka split")?;
+            splits.extend(second?);
+            (splits, active_bytes?)
+        };
         // The batch headers' facts for the transaction rules and the producers
         // (what `crate::compaction::headers::walk` finds, as the reference takes them), the
         // closed segments' from the batches just split: no header walked twice.

@@ -9,7 +9,7 @@
 //! [`crate::compaction::rules::kafka::KafkaMap::build`]), as the `seed` policy's scans do.
 //!
 //! Errors are the reference pass's, in its order: every closed segment's batches
-//! are split and CRC-checked first ([`split_sources`]); if that, the active
+//! are split and CRC-checked first ([`split_mapped`]); if that, the active
 //! segment's check or the transaction facts fail, [`first_error`] repeats the
 //! reference's reads one by one to find its first error. Otherwise the only errors
 //! left are record-level ones, met by the walk in log order, and a map error (key
@@ -17,6 +17,8 @@
 
 use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::format::batch::{ATTR_TRANSACTIONAL, NO_TIMESTAMP};
@@ -132,14 +134,28 @@ impl Split {
     }
 }
 
-/// Maps and splits every closed segment (`bases`) into CRC-checked batches
-/// ([`view::batches`], the reference's first check of each segment).
-pub(super) fn split_sources(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Vec<Split>> {
+/// Maps every closed segment (`bases`): (base, path, bytes), for [`split_mapped`].
+pub(super) fn map_sources(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+) -> Result<Vec<(i64, PathBuf, Bytes)>> {
     bases
         .iter()
         .map(|&base| {
             let path = segment_path(dir, base, LOG_SUFFIX);
             let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
+            Ok((base, path, bytes))
+        })
+        .collect()
+}
+
+/// Splits mapped segments ([`map_sources`]) into CRC-checked batches
+/// ([`view::batches`], the reference's first check of each segment).
+pub(super) fn split_mapped(mapped: Vec<(i64, PathBuf, Bytes)>) -> Result<Vec<Split>> {
+    mapped
+        .into_iter()
+        .map(|(base, path, bytes)| {
             let batches = view::batches(&path, base, &bytes)?
                 .iter()
                 .map(|b| SplitBatch {
@@ -174,7 +190,7 @@ pub(super) fn first_error(
     let mut walker = Walker::default();
     for base in closed {
         // Each segment split and walked before the next is touched.
-        let split = split_sources(fs, dir, std::slice::from_ref(base))?.remove(0);
+        let split = split_mapped(map_sources(fs, dir, std::slice::from_ref(base))?)?.remove(0);
         for batch in &split.batches {
             let bytes = &split.bytes[batch.position..];
             walker.each_at(&split.path, bytes, batch.position as u64, |_| {})?;
@@ -342,6 +358,7 @@ pub(super) fn read_and_map(
         checked: true,
         stable: false,
         keep_inflated: true,
+        hash_keys: false,
         keys: &keys,
         digester: mapper.digester,
     };

@@ -32,6 +32,7 @@
 
 mod crash;
 mod fault;
+mod reads;
 mod state;
 mod tree;
 
@@ -46,6 +47,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crash::{CrashMode, LostItem};
 pub use fault::{Call, FaultKind, FiredFault, EIO, ENOSPC};
+pub use reads::ReadCount;
 
 use super::{FileLock, FileSystem};
 use state::State;
@@ -103,6 +105,7 @@ pub struct SyncCall {
 struct Inner {
     state: State,
     control: Control,
+    reads: reads::Reads,
 }
 
 /// An in-memory file system with a power-loss model. Usable as `Arc<dyn FileSystem>`;
@@ -155,6 +158,7 @@ impl SimFs {
             inner: Mutex::new(Inner {
                 state,
                 control: Control::default(),
+                reads: reads::Reads::default(),
             }),
             locks: Arc::default(),
         }
@@ -487,15 +491,21 @@ impl FileSystem for SimFs {
     }
 
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.read(|s| {
-            let data = s.file(path)?.data.bytes();
-            let start = usize::try_from(offset)
-                .unwrap_or(usize::MAX)
-                .min(data.len());
-            let n = buf.len().min(data.len() - start);
-            buf[..n].copy_from_slice(&data[start..start + n]);
-            Ok(n)
-        })
+        let mut inner = self.lock();
+        if inner.control.crashed {
+            return Err(io::Error::other(CRASH_MESSAGE));
+        }
+        let inner = &mut *inner;
+        let data = inner.state.file(path)?.data.bytes();
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        let n = buf.len().min(data.len() - start);
+        buf[..n].copy_from_slice(&data[start..start + n]);
+        // The one read hook, under the same lock: `read_all` and `map` are the
+        // trait's defaults over `read_at`.
+        inner.reads.note(&inner.state, path, n);
+        Ok(n)
     }
 
     /// Checks that the file exists and changes nothing: a power loss may keep any
