@@ -441,6 +441,19 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
         warn_lost(&report);
         out["lost"] = json!(report.lost);
     }
+    let rebuilt = log.rebuilt_indexes();
+    if !rebuilt.is_empty() {
+        for (path, why) in &rebuilt {
+            eprintln!(
+                "seglog: warning: {}: the recovery point vouches for other index files ({why}); rebuilt from the .log for this read; `seglog recover` rewrites them",
+                path.display()
+            );
+        }
+        out["indexes_rebuilt"] = json!(rebuilt
+            .iter()
+            .map(|(path, why)| json!({"file": path.display().to_string(), "why": why}))
+            .collect::<Vec<_>>());
+    }
     Ok(Outcome::Ok(out))
 }
 

@@ -237,6 +237,14 @@ pub(super) fn finish_build(fs: &dyn FileSystem, dir: &Path, tail: Tail<'_>) -> R
 /// A carried segment's (`carried`, ascending bases) whose live files hold exactly
 /// these bytes are hard-linked instead (nothing written; synced, which costs
 /// nothing when they were durable already).
+/// A built segment's indexes: computed as its batches were written, in memory.
+fn built_index(segment: &Segment) -> &crate::segment::SegmentIndex {
+    segment
+        .index
+        .if_loaded()
+        .expect("a built segment's indexes are in memory")
+}
+
 fn write_indexes(
     fs: &dyn FileSystem,
     tmp: &Path,
@@ -254,11 +262,11 @@ fn write_indexes(
         let entries = [
             (
                 &segment.paths.index,
-                encode_offset_entries(segment.index.offset_entries()),
+                encode_offset_entries(built_index(segment).offset_entries()),
             ),
             (
                 &segment.paths.time_index,
-                encode_time_entries(segment.index.time_entries()),
+                encode_time_entries(built_index(segment).time_entries()),
             ),
         ];
         for (live, bytes) in entries {

@@ -106,7 +106,8 @@ impl Log {
     /// or above `next_offset` is `OffsetOutOfRange`.
     pub fn fetch(&self, from: i64, max_bytes: usize) -> Result<Fetch> {
         self.check_read_from(from)?;
-        for (segment, position) in self.segments_from(from) {
+        for found in self.segments_from(from) {
+            let (segment, position) = found?;
             let view = self.segment_view(segment)?;
             let checked = checked_batches(&view, position, from, max_bytes, true)?;
             let Some(next_offset) = checked.next_offset else {

@@ -38,8 +38,8 @@ pub fn check_indexes(fs: &dyn FileSystem, scans: &mut [ScanOutcome]) -> Result<I
     let mut check = IndexCheck::default();
     for scan in scans.iter_mut().filter(|scan| !scan.trusted) {
         let segment = &mut scan.segment;
-        let rebuilt_offsets = encode_offset_entries(segment.index.offset_entries());
-        let rebuilt_times = encode_time_entries(segment.index.time_entries());
+        let rebuilt_offsets = encode_offset_entries(segment.index.get_mut().offset_entries());
+        let rebuilt_times = encode_time_entries(segment.index.get_mut().time_entries());
         let mut adopted_offsets = None;
         let mut adopted_times = None;
         let offsets_max = index_bytes_max(segment.batches, OFFSET_ENTRY_BYTES);
@@ -92,7 +92,10 @@ pub fn check_indexes(fs: &dyn FileSystem, scans: &mut [ScanOutcome]) -> Result<I
                 )),
             },
         }
-        segment.index.adopt(adopted_offsets, adopted_times);
+        segment
+            .index
+            .get_mut()
+            .adopt(adopted_offsets, adopted_times);
     }
     Ok(check)
 }

@@ -531,6 +531,18 @@ impl Log {
             .collect()
     }
 
+    /// The closed segments whose index files a recovery point vouched for but whose
+    /// first lookup found them wrong (damaged or replaced since), so their indexes
+    /// were rebuilt in memory from the `.log` (`crate::segment::vouched`): each
+    /// `.index` path and why. The files stay as they are until a checked open
+    /// (`seglog recover`) rewrites them.
+    pub fn rebuilt_indexes(&self) -> Vec<(std::path::PathBuf, String)> {
+        self.segments
+            .iter()
+            .filter_map(|s| Some((s.paths.index.clone(), s.index.rebuilt()?.to_string())))
+            .collect()
+    }
+
     /// Each segment's own next offset (after its last batch; its base when empty),
     /// which a compaction gap can put below the next segment's base.
     pub(crate) fn segment_next_offsets(&self) -> Vec<i64> {

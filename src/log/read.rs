@@ -72,16 +72,25 @@ impl Log {
     }
 
     /// The segments that may hold offsets >= `from`, with the position in each to
-    /// start walking at (the sparse index's entry at or before `from`).
-    pub(super) fn segments_from(&self, from: i64) -> impl Iterator<Item = (&Segment, usize)> + '_ {
+    /// start walking at (the sparse index's entry at or before `from`; the start of
+    /// a segment whose base offset is not below `from`, without its index). A
+    /// vouched index is read at its first lookup (`crate::segment::vouched`), so an
+    /// item may be that load's error.
+    pub(super) fn segments_from(
+        &self,
+        from: i64,
+    ) -> impl Iterator<Item = Result<(&Segment, usize)>> + '_ {
         self.segments
             .iter()
             .skip(self.segment_index_for(from))
             .filter(move |segment| segment.next_offset > from && !segment.is_empty())
             .map(move |segment| {
-                let position = segment.index.lookup_position(from);
+                if from <= segment.base_offset {
+                    return Ok((segment, 0));
+                }
+                let position = segment.index(self.fs.as_ref())?.lookup_position(from);
                 let position = usize::try_from(position).expect("a position fits in memory");
-                (segment, position)
+                Ok((segment, position))
             })
     }
 
@@ -125,7 +134,8 @@ impl Log {
     fn read_into<S: ReadSink>(&self, from: i64, max_bytes: usize, out: &mut S) -> Result<()> {
         self.check_read_from(from)?;
         let mut taken_bytes = 0usize;
-        for (segment, mut position) in self.segments_from(from) {
+        for found in self.segments_from(from) {
+            let (segment, mut position) = found?;
             if out.taken() > 0 && taken_bytes + HEADER_LEN > max_bytes {
                 break; // no batch fits any more: do not map the next segment
             }
@@ -175,7 +185,8 @@ impl Log {
     pub fn read_raw(&self, from: i64, max_bytes: usize) -> Result<Vec<u8>> {
         self.check_read_from(from)?;
         let mut out = Vec::new();
-        for (segment, position) in self.segments_from(from) {
+        for found in self.segments_from(from) {
+            let (segment, position) = found?;
             if !out.is_empty() && out.len() + HEADER_LEN > max_bytes {
                 break; // no batch fits any more: do not map the next segment
             }
@@ -203,8 +214,9 @@ impl Log {
             if segment.max_timestamp < timestamp || segment.is_empty() {
                 continue;
             }
-            let start_offset = segment.index.lookup_timestamp(timestamp);
-            let position = segment.index.lookup_position(start_offset);
+            let index = segment.index(self.fs.as_ref())?;
+            let start_offset = index.lookup_timestamp(timestamp);
+            let position = index.lookup_position(start_offset);
             let path = &segment.paths.log;
             let mut reader = BatchReader::new(self.fs.as_ref(), path, position, segment.bytes);
             while let Some((position, raw)) = reader.next_raw()? {

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::filename;
-use crate::format::index::{decode_offset_entries, decode_time_entries};
+use crate::format::index::{OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES};
 use crate::format::recovery_point::SegmentSummary;
 // The fail point names are only referenced when the `failpoints` feature is on.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
@@ -372,10 +372,14 @@ pub fn recovery_scan(
                             return Err(err);
                         }
                     }
-                    if extended {
-                        scan.segment.index.on_roll();
+                    // A closed segment's vouched index is not in memory yet (its
+                    // load does the same).
+                    if let Some(index) = scan.segment.index.if_loaded_mut() {
+                        if extended {
+                            index.on_roll();
+                        }
+                        index.on_open();
                     }
-                    scan.segment.index.on_open();
                     scans.push(scan);
                     continue;
                 }
@@ -400,8 +404,9 @@ pub fn recovery_scan(
         // The final time entry, as Kafka's `LogSegment.recover` builds it (a closed
         // segment got it on roll or close), and the byte count since the last entry
         // starts at 0, as in a loaded Kafka segment.
-        scan.segment.index.on_roll();
-        scan.segment.index.on_open();
+        let index = scan.segment.index.get_mut();
+        index.on_roll();
+        index.on_open();
         scans.push(scan);
     }
     Ok(scans)
@@ -511,58 +516,64 @@ fn open_trusted(
             summary.next_offset
         )));
     }
-    // The summary says how many entries each index holds: a larger file is not read.
-    let read = |path: &Path, entries: u32, entry_bytes: usize| -> Result<Option<Vec<u8>>> {
-        if !fs.exists(path) {
-            return Ok(None);
-        }
-        let bytes_max = u64::from(entries).saturating_mul(entry_bytes as u64);
-        crate::fs::read_bounded(fs, path, bytes_max).map_err(|e| Error::io(path, e))
-    };
-    let offset_bytes = read(
-        &paths.index,
-        summary.offset_index_entries,
-        crate::format::index::OFFSET_ENTRY_BYTES,
-    )?;
-    let time_bytes = read(
-        &paths.time_index,
-        summary.time_index_entries,
-        crate::format::index::TIME_ENTRY_BYTES,
-    )?;
-    let (Some(offset_bytes), Some(time_bytes)) = (offset_bytes, time_bytes) else {
-        return Ok(Err(
-            "an index file is missing or larger than the summary's entries".into(),
-        ));
-    };
-    for (what, bytes, crc) in [
-        ("offset index", &offset_bytes, summary.offset_index_crc),
-        ("time index", &time_bytes, summary.time_index_crc),
-    ] {
-        let computed = crate::format::crc::crc32c(bytes);
-        if computed != crc {
-            return Ok(Err(format!(
-                "{what} checksum {computed:#010x}, the summary says {crc:#010x}"
-            )));
-        }
+    if summary.next_offset < summary.base_offset {
+        return Ok(Err(format!(
+            "its summary ends at offset {}, below its base offset",
+            summary.next_offset
+        )));
     }
-    let offsets = match decode_offset_entries(&offset_bytes) {
-        Ok(entries) => entries,
-        Err(e) => return Ok(Err(format!("offset index: {e:?}"))),
-    };
-    let times = match decode_time_entries(&time_bytes) {
-        Ok(entries) => entries,
-        Err(e) => return Ok(Err(format!("time index: {e:?}"))),
-    };
-    let segment = match Segment::restore(dir, summary, offsets, times, config.index_interval_bytes)
-    {
-        Ok(segment) => segment,
-        Err(why) => return Ok(Err(why)),
-    };
+    if upper.is_some() {
+        // A closed segment's index files are read at the first lookup that needs
+        // them (`crate::segment::vouched`); here only their lengths are checked, so
+        // a missing or cut file is rebuilt by this open, as before.
+        for (path, entries, entry_bytes) in [
+            (
+                &paths.index,
+                summary.offset_index_entries,
+                OFFSET_ENTRY_BYTES,
+            ),
+            (
+                &paths.time_index,
+                summary.time_index_entries,
+                TIME_ENTRY_BYTES,
+            ),
+        ] {
+            let expected = u64::from(entries).saturating_mul(entry_bytes as u64);
+            match fs.len(path) {
+                Ok(len) if len == expected => {}
+                Ok(len) => {
+                    return Ok(Err(format!(
+                        "{} holds {len} bytes, the summary's entries {expected}",
+                        file_name(path)
+                    )))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(Err(format!("{} is missing", file_name(path))))
+                }
+                Err(e) => return Err(Error::io(path, e)),
+            }
+        }
+        return Ok(Ok(ScanOutcome {
+            segment: Segment::vouched(dir, summary, upper, config.index_interval_bytes),
+            file_bytes: bytes,
+            invalid: None,
+            invalid_batches: 0,
+            batches: crate::segment::validate::SegmentBatches::default(),
+            trusted: true,
+        }));
+    }
+    let segment =
+        match crate::segment::vouched::read(fs, &paths, summary, config.index_interval_bytes)? {
+            Ok(index) => Segment::restore(dir, summary, index),
+            Err(why) => return Ok(Err(why)),
+        };
     if upper.is_none() {
         // The offset the log hands out next comes from the batches, not the marker
         // (`crate::segment::tail`).
         let position = segment
             .index
+            .if_loaded()
+            .expect("restored above")
             .offset_entries()
             .last()
             .map_or(0, |entry| u64::from(entry.position));

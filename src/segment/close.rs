@@ -22,7 +22,7 @@ impl Segment {
     /// (written with the other pending entries). Idempotent: a second call adds
     /// nothing, since the entry is then the last one.
     pub fn close_active(&mut self) {
-        if let Some(entry) = self.index.on_roll() {
+        if let Some(entry) = self.index.get_mut().on_roll() {
             assert_eq!(entry.timestamp, self.max_timestamp);
             entry.encode_into(&mut self.pending_time_index);
         }

@@ -7,6 +7,8 @@
 //! * [`scan`]: the full validation of a `.log` on open (every batch decoded).
 //! * [`salvage`]: the CRC-valid batches after an invalid tail's first byte.
 //! * [`validate`]: Kafka's rules for a valid `.index` / `.timeindex`.
+//! * [`vouched`]: the indexes of a segment opened from its summary, read at the
+//!   first lookup that needs them.
 //! * `close`: Kafka's close-time treatment of the active segment.
 
 // Every number a segment holds comes from disk: no unchecked arithmetic.
@@ -20,6 +22,7 @@ pub mod scan;
 pub mod tail;
 pub mod validate;
 pub mod view;
+pub mod vouched;
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +35,7 @@ use crate::format::index::{encode_offset_entries, encode_time_entries};
 use crate::format::recovery_point::SegmentSummary;
 
 pub use index::{IndexAppend, SegmentIndex};
+pub use vouched::IndexCell;
 
 /// The public view of a segment (`Log::segments`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +92,9 @@ pub struct Segment {
     pub next_offset: i64,
     /// Batches stored.
     pub batches: u64,
-    /// Its sparse indexes, as they are or will be on disk.
-    pub index: SegmentIndex,
+    /// Its sparse indexes, as they are or will be on disk (in memory, or vouched
+    /// for by a summary and read at the first lookup).
+    pub index: IndexCell,
     /// Encoded `.index` entries not yet appended to the file.
     pub pending_index: Vec<u8>,
     /// Encoded `.timeindex` entries not yet appended to the file.
@@ -122,7 +127,7 @@ impl Segment {
             max_timestamp: NO_TIMESTAMP,
             next_offset: base_offset,
             batches: 0,
-            index: SegmentIndex::new(base_offset, index_interval_bytes),
+            index: IndexCell::loaded(SegmentIndex::new(base_offset, index_interval_bytes)),
             pending_index: Vec::new(),
             pending_time_index: Vec::new(),
         }
@@ -138,7 +143,7 @@ impl Segment {
     pub fn on_batch(&mut self, batch: &BatchFacts) -> IndexAppend {
         assert!(batch.base_offset >= self.next_offset);
         assert!(batch.last_offset >= batch.base_offset);
-        let added = self.index.on_batch(
+        let added = self.index.get_mut().on_batch(
             self.bytes,
             batch.size_bytes,
             batch.last_offset,
@@ -158,6 +163,11 @@ impl Segment {
     /// What the recovery point and the clean-shutdown marker record of this segment.
     /// Only meaningful once the pending index entries are written.
     pub fn summary(&self) -> SegmentSummary {
+        let index = match (self.index.if_loaded(), self.index.unloaded_summary()) {
+            (Some(index), _) => index,
+            (None, Some(summary)) => return *summary,
+            (None, None) => unreachable!("an index not in memory is vouched for"),
+        };
         SegmentSummary {
             base_offset: self.base_offset,
             bytes: self.bytes,
@@ -165,37 +175,27 @@ impl Segment {
             records: self.records,
             batches: self.batches,
             max_timestamp: self.max_timestamp,
-            offset_of_max_timestamp: self.index.offset_of_max_timestamp(),
-            offset_index_entries: u32::try_from(self.index.offset_entries().len())
+            offset_of_max_timestamp: index.offset_of_max_timestamp(),
+            offset_index_entries: u32::try_from(index.offset_entries().len())
                 .expect("index entries are 32-bit addressable"),
-            time_index_entries: u32::try_from(self.index.time_entries().len())
+            time_index_entries: u32::try_from(index.time_entries().len())
                 .expect("index entries are 32-bit addressable"),
             offset_index_crc: crate::format::crc::crc32c(&encode_offset_entries(
-                self.index.offset_entries(),
+                index.offset_entries(),
             )),
-            time_index_crc: crate::format::crc::crc32c(&encode_time_entries(
-                self.index.time_entries(),
-            )),
+            time_index_crc: crate::format::crc::crc32c(&encode_time_entries(index.time_entries())),
         }
     }
 
-    /// A segment opened from its summary and its index files' entries, without reading
-    /// its `.log` (see [`SegmentIndex::restore`] for what is checked).
-    pub fn restore(
+    /// A closed segment opened from its summary alone: its index files are read at
+    /// the first lookup ([`vouched`]). `upper`: the next segment's base offset.
+    pub fn vouched(
         dir: &Path,
         summary: &SegmentSummary,
-        offset_entries: Vec<crate::format::index::OffsetEntry>,
-        time_entries: Vec<crate::format::index::TimeEntry>,
+        upper: Option<i64>,
         index_interval_bytes: u64,
-    ) -> Result<Self, String> {
-        let index = SegmentIndex::restore(
-            summary.base_offset,
-            index_interval_bytes,
-            offset_entries,
-            time_entries,
-            summary,
-        )?;
-        Ok(Segment {
+    ) -> Self {
+        Segment {
             base_offset: summary.base_offset,
             paths: SegmentPaths::new(dir, summary.base_offset),
             bytes: summary.bytes,
@@ -203,10 +203,33 @@ impl Segment {
             max_timestamp: summary.max_timestamp,
             next_offset: summary.next_offset,
             batches: summary.batches,
-            index,
+            index: IndexCell::vouched(*summary, upper, index_interval_bytes),
             pending_index: Vec::new(),
             pending_time_index: Vec::new(),
-        })
+        }
+    }
+
+    /// Its indexes, read from its files at the first call if a summary vouched for
+    /// them ([`vouched`]).
+    pub fn index(&self, fs: &dyn crate::fs::FileSystem) -> crate::error::Result<&SegmentIndex> {
+        self.index.get(fs, &self.paths)
+    }
+
+    /// A segment opened from its summary and its index files' entries, without
+    /// reading its `.log` (read and checked by [`vouched::read`]).
+    pub fn restore(dir: &Path, summary: &SegmentSummary, index: SegmentIndex) -> Self {
+        Segment {
+            base_offset: summary.base_offset,
+            paths: SegmentPaths::new(dir, summary.base_offset),
+            bytes: summary.bytes,
+            records: summary.records,
+            max_timestamp: summary.max_timestamp,
+            next_offset: summary.next_offset,
+            batches: summary.batches,
+            index: IndexCell::loaded(index),
+            pending_index: Vec::new(),
+            pending_time_index: Vec::new(),
+        }
     }
 
     /// The public view of this segment.
