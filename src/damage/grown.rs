@@ -259,8 +259,8 @@ fn judge_open(
         }
         Ok(_) if authoritative => Err("the open accepted a grown log-start checkpoint".into()),
         Ok((mut log, report)) => {
-            check_reported(&grown.path, &report)?;
             let view = engine::view(&log).map_err(|e| format!("the log does not read: {e}"))?;
+            check_reported(&grown.path, &report, &log, &view)?;
             // The clean point is a hint: ignored, the log start takes its place.
             let reset = |e: &LogView| LogView {
                 clean_point: view.log_start_offset,
@@ -293,12 +293,22 @@ fn judge_open(
 }
 
 /// A grown file the open reads is named in its report: a checkpoint as ignored,
-/// an index as rebuilt. (A `.txnindex` and a key summary are read later.)
-fn check_reported(path: &Path, report: &RecoveryReport) -> Result<(), String> {
+/// an index as rebuilt. A closed segment's index the recovery point vouches for is
+/// read at the first lookup inside its segment (`crate::segment::vouched`): one is
+/// made here (a read from a record of the segment past its base offset, if it has
+/// one; else no lookup ever needs the file), and the log must name the file among
+/// its [`Log::rebuilt_indexes`]. (A `.txnindex` and a key summary are read later.)
+fn check_reported(
+    path: &Path,
+    report: &RecoveryReport,
+    log: &Log,
+    view: &LogView,
+) -> Result<(), String> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let reported = match filename::parse(name) {
-        Some((_, filename::INDEX_SUFFIX | filename::TIME_INDEX_SUFFIX)) => {
+        Some((base, filename::INDEX_SUFFIX | filename::TIME_INDEX_SUFFIX)) => {
             report.rebuilt_indexes.iter().any(|r| r.file == name)
+                || looked_up_and_named(path, base, log, view)?
         }
         Some(_) => true,
         None => report.ignored_checkpoints.iter().any(|i| i.contains(name)),
@@ -307,9 +317,31 @@ fn check_reported(path: &Path, report: &RecoveryReport) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "the open does not report the grown {name}: {report:?}"
+            "neither the open nor a lookup in its segment reports the grown {name}: {report:?}"
         ))
     }
+}
+
+/// Makes a lookup inside the segment at `base` and says whether the log names
+/// `path` as rebuilt after it; true when no record of the segment needs a lookup.
+fn looked_up_and_named(path: &Path, base: i64, log: &Log, view: &LogView) -> Result<bool, String> {
+    let next = log
+        .segments()
+        .iter()
+        .map(|s| s.base_offset)
+        .find(|b| *b > base)
+        .unwrap_or(i64::MAX);
+    let Some(inside) = view
+        .records
+        .iter()
+        .map(|r| r.offset)
+        .find(|o| *o > base && *o < next)
+    else {
+        return Ok(true);
+    };
+    log.read(inside, 1)
+        .map_err(|e| format!("a read from {inside} failed: {e}"))?;
+    Ok(log.rebuilt_indexes().iter().any(|(p, _)| p == path))
 }
 
 /// `image` closed cleanly: the open of a copy, then its close (which writes the

@@ -104,6 +104,21 @@ pub trait FileSystem: Debug + Send + Sync {
     /// Names (not paths) of the entries of a directory, sorted.
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
 
+    /// [`FileSystem::list_dir`] with whether each entry is a directory
+    /// ([`FileSystem::is_dir`]). The default asks `is_dir` of each entry; a file
+    /// system that learns the kinds with the listing (`StdFs`: the directory
+    /// entries' types, no `stat` per entry) answers without.
+    fn list_dir_kinds(&self, path: &Path) -> io::Result<Vec<(String, bool)>> {
+        let names = self.list_dir(path)?;
+        Ok(names
+            .into_iter()
+            .map(|name| {
+                let dir = self.is_dir(&path.join(&name));
+                (name, dir)
+            })
+            .collect())
+    }
+
     /// True if a file or directory exists at `path`.
     fn exists(&self, path: &Path) -> bool;
 

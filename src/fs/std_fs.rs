@@ -402,6 +402,23 @@ impl FileSystem for StdFs {
         Ok(names)
     }
 
+    fn list_dir_kinds(&self, path: &Path) -> io::Result<Vec<(String, bool)>> {
+        let mut entries = Vec::new();
+        for entry in self.open_uncached(|| std::fs::read_dir(path))? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            // `is_dir` follows a symbolic link: so does this, with a `stat`.
+            let dir = if kind.is_symlink() {
+                entry.path().is_dir()
+            } else {
+                kind.is_dir()
+            };
+            entries.push((entry.file_name().to_string_lossy().into_owned(), dir));
+        }
+        entries.sort();
+        Ok(entries)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }

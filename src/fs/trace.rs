@@ -192,6 +192,10 @@ impl FileSystem for TraceFs {
         self.inner.list_dir(path)
     }
 
+    fn list_dir_kinds(&self, path: &Path) -> io::Result<Vec<(String, bool)>> {
+        self.inner.list_dir_kinds(path)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
     }

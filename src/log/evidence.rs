@@ -60,7 +60,8 @@ pub type Lost = (LostSegment, u64);
 /// whose `.log` in `dir` contradicts its summary, ascending. Read-only. A shortened
 /// segment's valid prefix is scanned to name the first offset lost: what follows it
 /// (a cut batch included) is lost. `logs`: the bases whose `.log` the open's
-/// listing found as a regular file, ascending; only their lengths are asked for.
+/// listing found as a regular file, ascending; only their lengths are asked for,
+/// and kept in `lengths` (by base offset) for the open's later phases.
 pub fn find_lost(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -68,13 +69,16 @@ pub fn find_lost(
     start: Option<i64>,
     logs: &[i64],
     index_interval_bytes: u64,
+    lengths: &mut BTreeMap<i64, u64>,
 ) -> Result<Vec<Lost>> {
     let mut out = Vec::new();
     for summary in summaries.values().filter(|s| counted(s, start)) {
         let name = filename::build(summary.base_offset, filename::LOG_SUFFIX);
         let path = dir.join(&name);
         let found = if logs.binary_search(&summary.base_offset).is_ok() {
-            Found::Bytes(fs.len(&path).map_err(|e| Error::io(&path, e))?)
+            let bytes = fs.len(&path).map_err(|e| Error::io(&path, e))?;
+            lengths.insert(summary.base_offset, bytes);
+            Found::Bytes(bytes)
         } else if fs.is_dir(&path) {
             Found::NotAFile
         } else {

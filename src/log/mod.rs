@@ -533,13 +533,16 @@ impl Log {
 
     /// The closed segments whose index files a recovery point vouched for but whose
     /// first lookup found them wrong (damaged or replaced since), so their indexes
-    /// were rebuilt in memory from the `.log` (`crate::segment::vouched`): each
-    /// `.index` path and why. The files stay as they are until a checked open
+    /// were rebuilt in memory from the `.log` (`crate::segment::vouched`): the
+    /// file found wrong and why. The files stay as they are until a checked open
     /// (`seglog recover`) rewrites them.
     pub fn rebuilt_indexes(&self) -> Vec<(std::path::PathBuf, String)> {
         self.segments
             .iter()
-            .filter_map(|s| Some((s.paths.index.clone(), s.index.rebuilt()?.to_string())))
+            .filter_map(|s| {
+                let (path, why) = s.index.rebuilt()?;
+                Some((path.to_path_buf(), why.to_string()))
+            })
             .collect()
     }
 

@@ -17,7 +17,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -43,6 +43,12 @@ pub struct Listing {
     pub bases: Vec<i64>,
     /// Index files whose `.log` does not exist.
     pub orphans: Vec<String>,
+    /// The names of every other file of a segment but its `.log` (`.index`,
+    /// `.timeindex`, ...): whether a vouched segment's index files are there.
+    pub segment_files: BTreeSet<String>,
+    /// The lengths of `.log` files phase 2b asked for, by base offset (nothing
+    /// modifies the directory before phase 3 asks again).
+    pub log_bytes: BTreeMap<i64, u64>,
     /// Kafka's leftovers (`.swap`, `.cleaned`, `.deleted`; [`super::leftovers`]).
     pub leftovers: Vec<(String, super::leftovers::Leftover)>,
 }
@@ -106,7 +112,7 @@ pub fn recover_with(
     // log whose parent was missing: `report.created` already set) did not exist.
     let existed = fs.exists(dir) && !report.created;
     recovery_ensure_dir(fs, dir, report)?;
-    let listing = recovery_list(fs, dir, report)?;
+    let mut listing = recovery_list(fs, dir, report)?;
     // Read-only phases: nothing is modified if any of them fails.
     let leftovers = super::leftovers::plan(dir, &listing.leftovers)?;
     let mut found = Trust::read(fs, dir, &listing.bases, report)?;
@@ -115,7 +121,7 @@ pub fn recover_with(
     // above the durable start (the checkpoint retention recovery just read) that
     // are gone are refused here, before anything of the log is modified.
     let start = report.retention.checkpoint;
-    let lost = recovery_find_lost(fs, dir, &found, start, &listing.bases, config, report)?;
+    let lost = recovery_find_lost(fs, dir, &found, start, &mut listing, config, report)?;
     found.check_listing(&listing.bases, report);
     let trusted = if trust {
         found.clone()
@@ -208,7 +214,7 @@ pub fn inspect(
         found.check_cover(&listing.bases, hints);
         found
     };
-    recovery_find_lost(fs, dir, &found, start, &listing.bases, config, report)?;
+    recovery_find_lost(fs, dir, &found, start, &mut listing, config, report)?;
     let trusted = if trust {
         let mut trusted = found;
         trusted.check_listing(&listing.bases, report);
@@ -302,33 +308,33 @@ pub fn recovery_list(
     dir: &Path,
     report: &mut RecoveryReport,
 ) -> Result<Listing> {
-    let names = fs.list_dir(dir).map_err(|e| Error::io(dir, e))?;
+    let entries = fs.list_dir_kinds(dir).map_err(|e| Error::io(dir, e))?;
     let mut logs = BTreeSet::new();
     let mut indexes = Vec::new();
     let mut leftovers = Vec::new();
-    for name in names {
+    for (name, is_dir) in entries {
         match filename::parse(&name) {
-            Some((base, filename::LOG_SUFFIX)) if !fs.is_dir(&dir.join(&name)) => {
+            Some((base, filename::LOG_SUFFIX)) if !is_dir => {
                 logs.insert(base);
             }
-            Some((base, _)) if !fs.is_dir(&dir.join(&name)) => indexes.push((base, name)),
+            Some((base, _)) if !is_dir => indexes.push((base, name)),
             _ if name == crate::format::checkpoint::CHECKPOINT_NAME
                 || name == crate::format::checkpoint::CLEAN_POINT_NAME => {}
             _ if super::trust::NAMES.contains(&name.as_str()) => {}
             _ => match super::leftovers::classify(&name) {
-                Some(kind) if !fs.is_dir(&dir.join(&name)) => leftovers.push((name, kind)),
+                Some(kind) if !is_dir => leftovers.push((name, kind)),
                 _ => report.unknown_files.push(name),
             },
         }
     }
-    let orphans = indexes
+    let (owned, orphans): (Vec<_>, Vec<_>) = indexes
         .into_iter()
-        .filter(|(base, _)| !logs.contains(base))
-        .map(|(_, name)| name)
-        .collect();
+        .partition(|(base, _)| logs.contains(base));
     Ok(Listing {
         bases: logs.into_iter().collect(),
-        orphans,
+        orphans: orphans.into_iter().map(|(_, name)| name).collect(),
+        segment_files: owned.into_iter().map(|(_, name)| name).collect(),
+        log_bytes: BTreeMap::new(),
         leftovers,
     })
 }
@@ -352,7 +358,7 @@ pub fn recovery_scan(
     for (i, base) in listing.bases.iter().enumerate() {
         let upper = listing.bases.get(i + 1).copied();
         if let Some((summary, source)) = trust.summary(*base, upper.is_none()) {
-            match open_trusted(fs, dir, summary, source, upper, config)? {
+            match open_trusted(fs, dir, summary, source, upper, listing, config)? {
                 Ok(outcome) => {
                     report.trusted_segments += 1;
                     report.clean_shutdown |= upper.is_none();
@@ -423,15 +429,22 @@ pub fn recovery_find_lost(
     dir: &Path,
     trust: &Trust,
     start: Option<i64>,
-    logs: &[i64],
+    listing: &mut Listing,
     config: &LogConfig,
     report: &mut RecoveryReport,
 ) -> Result<bool> {
     let Some((_, summaries)) = &trust.point else {
         return Ok(false);
     };
-    let lost =
-        super::evidence::find_lost(fs, dir, summaries, start, logs, config.index_interval_bytes)?;
+    let lost = super::evidence::find_lost(
+        fs,
+        dir,
+        summaries,
+        start,
+        &listing.bases,
+        config.index_interval_bytes,
+        &mut listing.log_bytes,
+    )?;
     if lost.is_empty() {
         return Ok(false);
     }
@@ -488,10 +501,14 @@ fn open_trusted(
     summary: &SegmentSummary,
     source: &str,
     upper: Option<i64>,
+    listing: &Listing,
     config: &LogConfig,
 ) -> Result<std::result::Result<ScanOutcome, String>> {
     let paths = SegmentPaths::new(dir, summary.base_offset);
-    let bytes = fs.len(&paths.log).map_err(|e| Error::io(&paths.log, e))?;
+    let bytes = match listing.log_bytes.get(&summary.base_offset) {
+        Some(bytes) => *bytes,
+        None => fs.len(&paths.log).map_err(|e| Error::io(&paths.log, e))?,
+    };
     if upper.is_none() && bytes < summary.bytes {
         // The active segment lost bytes the marker vouched for (cut behind the log's
         // back, or a crash the protocol should have prevented): the marker is wrong,
@@ -524,8 +541,11 @@ fn open_trusted(
     }
     if upper.is_some() {
         // A closed segment's index files are read at the first lookup that needs
-        // them (`crate::segment::vouched`); here only their lengths are checked, so
-        // a missing or cut file is rebuilt by this open, as before.
+        // them (`crate::segment::vouched`, which rebuilds them in memory if they
+        // are wrong); here only their lengths are checked, so a missing one, or
+        // one a power loss cut (index files a crashed open rebuilt without an
+        // fsync: model (e)'s `trusted_needs_no_rescan`, the `drop-indexes`
+        // scenario), is rebuilt by this open and reported.
         for (path, entries, entry_bytes) in [
             (
                 &paths.index,
@@ -539,6 +559,9 @@ fn open_trusted(
             ),
         ] {
             let expected = u64::from(entries).saturating_mul(entry_bytes as u64);
+            if !listing.segment_files.contains(&file_name(path)) {
+                return Ok(Err(format!("{} is missing", file_name(path))));
+            }
             match fs.len(path) {
                 Ok(len) if len == expected => {}
                 Ok(len) => {

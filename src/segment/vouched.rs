@@ -18,7 +18,7 @@
 //! so a later open finds them wrong again, until a checked open (`seglog recover`)
 //! rewrites them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{CorruptKind, Error, Result};
@@ -36,7 +36,7 @@ use super::SegmentPaths;
 pub struct IndexCell {
     loaded: OnceLock<SegmentIndex>,
     vouched: Option<Vouched>,
-    rebuilt: OnceLock<String>,
+    rebuilt: OnceLock<(PathBuf, String)>,
 }
 
 /// What loading a vouched index needs.
@@ -97,10 +97,12 @@ impl IndexCell {
         }
     }
 
-    /// Why the vouched index files were not used and the index was rebuilt from
-    /// the `.log`, once a load has done so.
-    pub fn rebuilt(&self) -> Option<&str> {
-        self.rebuilt.get().map(String::as_str)
+    /// The vouched index file that was found wrong, and why, once a load has
+    /// rebuilt the index from the `.log` instead.
+    pub fn rebuilt(&self) -> Option<(&Path, &str)> {
+        self.rebuilt
+            .get()
+            .map(|(path, why)| (path.as_path(), why.as_str()))
     }
 
     /// The indexes, loaded from the files of `paths` at the first call.
@@ -116,8 +118,14 @@ impl IndexCell {
             Ok(index) => index,
             Err(why) => {
                 let index = rebuild(fs, paths, vouched)?;
+                // Every reason `read` gives names the index it is about.
+                let path = if why.contains("time index") {
+                    &paths.time_index
+                } else {
+                    &paths.index
+                };
                 // Two readers may load at once: the first reason stands.
-                let _ = self.rebuilt.set(why);
+                let _ = self.rebuilt.set((path.clone(), why));
                 index
             }
         };
@@ -153,10 +161,20 @@ pub fn read(
         summary.time_index_entries,
         TIME_ENTRY_BYTES,
     )?;
-    let (Some(offsets), Some(times)) = (offsets, times) else {
-        return Ok(Err(
-            "an index file is missing or larger than the summary's entries".into(),
-        ));
+    let (offsets, times) = match (offsets, times) {
+        (Some(offsets), Some(times)) => (offsets, times),
+        (None, _) => {
+            return Ok(Err(format!(
+                "offset index missing or longer than the summary's {} entries",
+                summary.offset_index_entries
+            )))
+        }
+        (_, None) => {
+            return Ok(Err(format!(
+                "time index missing or longer than the summary's {} entries",
+                summary.time_index_entries
+            )))
+        }
     };
     for (what, bytes, crc) in [
         ("offset index", &offsets, summary.offset_index_crc),
