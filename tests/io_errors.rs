@@ -79,6 +79,13 @@ fn sweep_named_workloads(every: usize) -> (usize, u64, u64, u64) {
         );
         assert_eq!(by_kind(FaultKind::Enospc), report.operations);
         assert!(by_kind(FaultKind::ShortWrite) >= 1, "{}", report.workload);
+        // Out of descriptors: on every call that opens one, and only there.
+        assert!(by_kind(FaultKind::Emfile) >= 1, "{}", report.workload);
+        assert!(
+            by_kind(FaultKind::Emfile) < report.operations,
+            "{}",
+            report.workload
+        );
         // The full disk, from every call on: refused something, or came after the
         // last call that needs space.
         assert_eq!(

@@ -55,7 +55,7 @@ pub struct SweepArgs {
     /// poison the log, and lose nothing reported durable in any power-loss image.
     #[arg(long)]
     pub errors: bool,
-    /// With `--errors`: only these error kinds (eio, enospc, short_write, disk_full: the disk stays full until a reopen is refused for want of space; default all).
+    /// With `--errors`: only these error kinds (eio, enospc, short_write, disk_full: the disk stays full until a reopen is refused for want of space; emfile: out of file descriptors on a call that opens one; default all).
     #[arg(long = "error-kind", requires = "errors")]
     pub error_kinds: Vec<FaultKind>,
     /// With `--errors`: only this file-system call (0-based), to reproduce one point.

@@ -200,6 +200,9 @@ fn sweep_errors_dyn(
             if kind == FaultKind::ShortWrite && call_k.is_some_and(|c| c != Call::Append) {
                 continue;
             }
+            if kind == FaultKind::Emfile && call_k.is_some_and(|c: Call| !c.opens_descriptor()) {
+                continue; // a rename, link, removal or truncation opens no descriptor
+            }
             if kind == FaultKind::DiskFull && call_k.is_some_and(|c: Call| !c.needs_space()) {
                 // A disk that fills before a call needing no space refuses its
                 // first call at the next one that does: the same run as that point.

@@ -20,6 +20,14 @@
 //!   and changes nothing; syncs, renames, truncations and removals still work (they
 //!   allocate nothing, and a removal frees space). Not one failing call: every
 //!   retry, and every reopen that has to write, fails the same way.
+//! * [`FaultKind::Emfile`]: the process is out of file descriptors (`EMFILE`), on
+//!   a call that opens one ([`Call::opens_descriptor`]: `StdFs` opens a file that
+//!   is not in its handle cache, or the directory it fsyncs, and has already
+//!   closed its idle handles and retried once). The call changes nothing, and a
+//!   failed `sync_file` never reached the disk: unlike `EIO`, nothing is doomed,
+//!   and a later fsync writes the pages. A file with writes not yet synced keeps
+//!   its handle (`crate::fs::handles`), so in `StdFs` its fsync never opens one;
+//!   SimFs fails it all the same, the harder case.
 
 use std::fmt;
 use std::io;
@@ -32,6 +40,8 @@ use serde::{Deserialize, Serialize};
 pub const EIO: i32 = 5;
 /// Linux `ENOSPC`.
 pub const ENOSPC: i32 = 28;
+/// Linux `EMFILE`.
+pub const EMFILE: i32 = 24;
 
 /// The error an injected fault returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -47,19 +57,23 @@ pub enum FaultKind {
     /// From this call on, every call that needs space fails with `ENOSPC`, until
     /// the disk is freed.
     DiskFull,
+    /// `EMFILE` (out of file descriptors) on a call that opens one; nothing
+    /// changed, nothing doomed.
+    Emfile,
 }
 
 impl FaultKind {
     /// The kinds that fail one call, in the order the I/O-error sweep tries them.
     pub const ALL: [FaultKind; 3] = [FaultKind::Eio, FaultKind::Enospc, FaultKind::ShortWrite];
 
-    /// Every kind the I/O-error sweep tries: the one-call kinds, then the disk
-    /// that stays full.
-    pub const SWEPT: [FaultKind; 4] = [
+    /// Every kind the I/O-error sweep tries: the one-call kinds, the disk that
+    /// stays full, and the descriptors that run out.
+    pub const SWEPT: [FaultKind; 5] = [
         FaultKind::Eio,
         FaultKind::Enospc,
         FaultKind::ShortWrite,
         FaultKind::DiskFull,
+        FaultKind::Emfile,
     ];
 
     /// The kind's name as the CLI and scenario files spell it (`eio`, `enospc`, `short_write`).
@@ -69,6 +83,7 @@ impl FaultKind {
             FaultKind::Enospc => "enospc",
             FaultKind::ShortWrite => "short_write",
             FaultKind::DiskFull => "disk_full",
+            FaultKind::Emfile => "emfile",
         }
     }
 
@@ -79,6 +94,7 @@ impl FaultKind {
             FaultKind::Enospc | FaultKind::ShortWrite | FaultKind::DiskFull => {
                 io::Error::from_raw_os_error(ENOSPC)
             }
+            FaultKind::Emfile => io::Error::from_raw_os_error(EMFILE),
         }
     }
 
@@ -86,7 +102,7 @@ impl FaultKind {
     pub fn kept_bytes(self, len: usize) -> usize {
         match self {
             FaultKind::ShortWrite => len / 2,
-            FaultKind::Eio | FaultKind::Enospc | FaultKind::DiskFull => 0,
+            FaultKind::Eio | FaultKind::Enospc | FaultKind::DiskFull | FaultKind::Emfile => 0,
         }
     }
 }
@@ -105,7 +121,9 @@ impl FromStr for FaultKind {
             .into_iter()
             .find(|k| k.name() == s)
             .ok_or_else(|| {
-                format!("unknown fault kind {s:?}; known: eio, enospc, short_write, disk_full")
+                format!(
+                    "unknown fault kind {s:?}; known: eio, enospc, short_write, disk_full, emfile"
+                )
             })
     }
 }
@@ -141,6 +159,16 @@ pub enum Call {
 }
 
 impl Call {
+    /// True for the calls that open a descriptor in `StdFs` (and fail when the
+    /// process has none left): creating, appending to, truncating or fsyncing a
+    /// file, fsyncing a directory. Renames, links and removals take paths.
+    pub fn opens_descriptor(self) -> bool {
+        matches!(
+            self,
+            Call::CreateFile | Call::Append | Call::SetLen | Call::SyncFile | Call::SyncDir
+        )
+    }
+
     /// True for the calls a full disk refuses: they allocate blocks or entries.
     pub fn needs_space(self) -> bool {
         matches!(

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crash::{CrashMode, LostItem};
-pub use fault::{Call, FaultKind, FiredFault, EIO, ENOSPC};
+pub use fault::{Call, FaultKind, FiredFault, EIO, EMFILE, ENOSPC};
 pub use reads::ReadCount;
 
 use super::{FileLock, FileSystem};
@@ -529,10 +529,13 @@ impl FileSystem for SimFs {
                 Call::SyncFile,
                 path,
                 |s| s.file_mut(path).map(|file| file.sync()),
-                |s, _| {
+                |s, kind| {
                     // The writeback failed: those pages will never reach the disk.
-                    if let Ok(file) = s.file_mut(path) {
-                        file.doom_unsynced();
+                    // (Out of descriptors, the fsync never ran: nothing doomed.)
+                    if kind != FaultKind::Emfile {
+                        if let Ok(file) = s.file_mut(path) {
+                            file.doom_unsynced();
+                        }
                     }
                     Ok(())
                 },

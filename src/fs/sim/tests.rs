@@ -725,6 +725,28 @@ fn fail_nth_with_returns_real_errors_and_a_short_write_keeps_a_prefix() {
 }
 
 #[test]
+fn a_sync_out_of_descriptors_dooms_nothing_and_a_later_sync_holds() {
+    let fs = fs_with_dir();
+    fs.write_new(p("/d/a"), b"ab").unwrap();
+    fs.sync_file(p("/d/a")).unwrap();
+    fs.sync_dir(p("/d")).unwrap();
+    fs.append(p("/d/a"), b"cd").unwrap();
+    fs.fail_nth_with(fs.mutating_ops(), FaultKind::Emfile);
+    let error = fs.sync_file(p("/d/a")).unwrap_err();
+    assert_eq!(error.raw_os_error(), Some(crate::fs::sim::EMFILE));
+    fs.sync_file(p("/d/a")).unwrap();
+    // The fsync that failed never ran: the later one makes every byte durable.
+    for image in power_loss(&fs) {
+        assert_eq!(
+            image.fs.read_all(p("/d/a")).unwrap(),
+            b"abcd",
+            "{:?}",
+            image.lost
+        );
+    }
+}
+
+#[test]
 fn a_failed_sync_dooms_the_unsynced_bytes_even_after_a_later_sync() {
     let fs = fs_with_dir();
     fs.write_new(p("/d/a"), b"ab").unwrap();
