@@ -59,6 +59,14 @@ impl Default for StdFs {
     }
 }
 
+/// `EACCES` or `EROFS`: the file may be there to read, not to write.
+fn is_not_writable(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+    )
+}
+
 /// True if `error` says the process or the system has no descriptor left to open a
 /// file with.
 fn is_out_of_descriptors(error: &io::Error) -> bool {
@@ -105,7 +113,14 @@ impl StdFs {
             return Ok(handle);
         }
         handles.make_room();
-        let open = || OpenOptions::new().read(true).append(true).open(path);
+        // Read and append, so one cached handle serves both; a file this process
+        // may read but not write (another user's log, a read-only mount: what a
+        // read-only open inspects) is opened for reading, and a write through it
+        // fails as the file system says.
+        let open = || match OpenOptions::new().read(true).append(true).open(path) {
+            Err(e) if is_not_writable(&e) => OpenOptions::new().read(true).open(path),
+            opened => opened,
+        };
         let file = match open() {
             Err(e) if is_out_of_descriptors(&e) && handles.evict_clean() > 0 => open()?,
             opened => opened?,
