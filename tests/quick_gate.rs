@@ -3,14 +3,14 @@
 //! (`seglog::verify::mutants`, docs/verification.md): cargo-mutants builds each
 //! mutant in the `mutants` profile (release code) and runs the engine's unit tests
 //! and this gate against it. Ignored in `cargo test` (unoptimised, the gate takes
-//! many minutes); `cargo test --profile mutants --test quick_gate -- --ignored`
-//! runs it.
+//! many minutes): the nightly tier runs it, as a listed test and in its mutants
+//! step; `cargo test --profile mutants --test quick_gate -- --ignored` runs it.
 #![cfg(feature = "suite")]
 
 use seglog::verify::{run, Budget, Progress, VerifyOptions};
 
 #[test]
-#[ignore = "the mutation score's test command: run with --profile mutants (or release)"]
+#[ignore = "nightly tier (.ci/nightly): the mutation score's test command (its mutants step runs it in the mutants profile); unoptimised it takes minutes"]
 fn the_quick_gate_passes() {
     let options = VerifyOptions::for_budget(Budget::Quick);
     let report = run(&options, &mut Progress::new(true));
