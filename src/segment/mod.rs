@@ -195,18 +195,8 @@ impl Segment {
         upper: Option<i64>,
         index_interval_bytes: u64,
     ) -> Self {
-        Segment {
-            base_offset: summary.base_offset,
-            paths: SegmentPaths::new(dir, summary.base_offset),
-            bytes: summary.bytes,
-            records: summary.records,
-            max_timestamp: summary.max_timestamp,
-            next_offset: summary.next_offset,
-            batches: summary.batches,
-            index: IndexCell::vouched(*summary, upper, index_interval_bytes),
-            pending_index: Vec::new(),
-            pending_time_index: Vec::new(),
-        }
+        let index = IndexCell::vouched(*summary, upper, index_interval_bytes);
+        Self::summarized(dir, summary, index)
     }
 
     /// Its indexes, read from its files at the first call if a summary vouched for
@@ -218,6 +208,11 @@ impl Segment {
     /// A segment opened from its summary and its index files' entries, without
     /// reading its `.log` (read and checked by [`vouched::read`]).
     pub fn restore(dir: &Path, summary: &SegmentSummary, index: SegmentIndex) -> Self {
+        Self::summarized(dir, summary, IndexCell::loaded(index))
+    }
+
+    /// The segment `summary` describes, with `index`.
+    fn summarized(dir: &Path, summary: &SegmentSummary, index: IndexCell) -> Self {
         Segment {
             base_offset: summary.base_offset,
             paths: SegmentPaths::new(dir, summary.base_offset),
@@ -226,7 +221,7 @@ impl Segment {
             max_timestamp: summary.max_timestamp,
             next_offset: summary.next_offset,
             batches: summary.batches,
-            index: IndexCell::loaded(index),
+            index,
             pending_index: Vec::new(),
             pending_time_index: Vec::new(),
         }
