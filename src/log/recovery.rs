@@ -43,9 +43,6 @@ pub struct Listing {
     pub bases: Vec<i64>,
     /// Index files whose `.log` does not exist.
     pub orphans: Vec<String>,
-    /// The names of every other file of a segment but its `.log` (`.index`,
-    /// `.timeindex`, ...): whether a vouched segment's index files are there.
-    pub segment_files: BTreeSet<String>,
     /// The lengths of `.log` files phase 2b asked for, by base offset (nothing
     /// modifies the directory before phase 3 asks again).
     pub log_bytes: BTreeMap<i64, u64>,
@@ -327,13 +324,14 @@ pub fn recovery_list(
             },
         }
     }
-    let (owned, orphans): (Vec<_>, Vec<_>) = indexes
+    let orphans = indexes
         .into_iter()
-        .partition(|(base, _)| logs.contains(base));
+        .filter(|(base, _)| !logs.contains(base))
+        .map(|(_, name)| name)
+        .collect();
     Ok(Listing {
         bases: logs.into_iter().collect(),
-        orphans: orphans.into_iter().map(|(_, name)| name).collect(),
-        segment_files: owned.into_iter().map(|(_, name)| name).collect(),
+        orphans,
         log_bytes: BTreeMap::new(),
         leftovers,
     })
@@ -559,9 +557,6 @@ fn open_trusted(
             ),
         ] {
             let expected = u64::from(entries).saturating_mul(entry_bytes as u64);
-            if !listing.segment_files.contains(&file_name(path)) {
-                return Ok(Err(format!("{} is missing", file_name(path))));
-            }
             match fs.len(path) {
                 Ok(len) if len == expected => {}
                 Ok(len) => {
@@ -576,14 +571,8 @@ fn open_trusted(
                 Err(e) => return Err(Error::io(path, e)),
             }
         }
-        return Ok(Ok(ScanOutcome {
-            segment: Segment::vouched(dir, summary, upper, config.index_interval_bytes),
-            file_bytes: bytes,
-            invalid: None,
-            invalid_batches: 0,
-            batches: crate::segment::validate::SegmentBatches::default(),
-            trusted: true,
-        }));
+        let segment = Segment::vouched(dir, summary, upper, config.index_interval_bytes);
+        return Ok(Ok(ScanOutcome::trusted(segment, bytes)));
     }
     let segment =
         match crate::segment::vouched::read(fs, &paths, summary, config.index_interval_bytes)? {
@@ -618,14 +607,7 @@ fn open_trusted(
             Err(why) => return Ok(Err(format!("{why}: {source} {HINT_WRONG}"))),
         }
     }
-    Ok(Ok(ScanOutcome {
-        segment,
-        file_bytes: bytes,
-        invalid: None,
-        invalid_batches: 0,
-        batches: crate::segment::validate::SegmentBatches::default(),
-        trusted: true,
-    }))
+    Ok(Ok(ScanOutcome::trusted(segment, bytes)))
 }
 
 /// Phase 4 (read-only): judge each scanned segment's index files by Kafka's rules;
