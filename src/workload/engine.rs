@@ -154,20 +154,12 @@ pub fn compact(
     match variant {
         #[cfg(feature = "test-variants")]
         Variant::Install(install_variant) => {
-            if delete_retention_ms < 0 {
-                return Err(Error::InvalidArgument(
-                    "delete_retention_ms must be >= 0".into(),
-                ));
-            }
-            let options = crate::compaction::CompactOptions {
-                now,
-                delete_retention_ms,
-                segment_bytes: segment_bytes.unwrap_or(log.config().segment_bytes),
-            };
-            log.flush()?;
-            if log.segments().len() < 2 {
+            let knobs = log.config().clean_options();
+            let Some(options) =
+                log.clean_prepare(now, delete_retention_ms, segment_bytes, knobs)?
+            else {
                 return Ok(crate::compaction::CompactionReport::default());
-            }
+            };
             let result = crate::compaction::compact_dir_with(
                 log.fs().as_ref(),
                 log.dir(),
