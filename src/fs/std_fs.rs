@@ -718,13 +718,18 @@ mod budget_tests {
 
     use super::*;
 
-    /// How many of this process's descriptors are open on files under `dir`.
-    fn descriptors_under(dir: &Path) -> usize {
+    /// The files under `dir` this process holds descriptors on.
+    fn open_under(dir: &Path) -> Vec<PathBuf> {
         std::fs::read_dir("/proc/self/fd")
             .unwrap()
             .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
             .filter(|target| target.starts_with(dir))
-            .count()
+            .collect()
+    }
+
+    /// How many of this process's descriptors are open on files under `dir`.
+    fn descriptors_under(dir: &Path) -> usize {
+        open_under(dir).len()
     }
 
     fn cached(fs: &StdFs) -> usize {
@@ -786,11 +791,7 @@ mod budget_tests {
             fs.read_at(path, 0, &mut buf).unwrap();
         }
         fs.read_at(&d, 0, &mut buf).unwrap();
-        let open: Vec<PathBuf> = std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
-            .filter(|target| target.starts_with(&root))
-            .collect();
+        let open = open_under(&root);
         assert_eq!(open.len(), 3);
         assert!(!open.contains(&b), "{open:?}");
         for kept in [&a, &c, &d] {
@@ -837,11 +838,7 @@ mod budget_tests {
         let mut buf = [0u8; 1];
         fs.read_at(&paths[1], 0, &mut buf).unwrap();
         fs.read_at(&paths[2], 0, &mut buf).unwrap();
-        let open: Vec<PathBuf> = std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
-            .filter(|target| target.starts_with(&root))
-            .collect();
+        let open = open_under(&root);
         assert!(!open.contains(&paths[0]), "evicted: {open:?}");
         assert_eq!(open.len(), 2);
         assert_eq!(&mapped[..], &data[..]);
@@ -859,13 +856,7 @@ mod budget_tests {
         let root = dir.path().canonicalize().unwrap();
         let fs = StdFs::with_open_files_max(2);
         let paths = files(&fs, &root, 5);
-        let open_now = || -> Vec<PathBuf> {
-            std::fs::read_dir("/proc/self/fd")
-                .unwrap()
-                .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
-                .filter(|target| target.starts_with(&root))
-                .collect()
-        };
+        let open_now = || open_under(&root);
         fs.append(&paths[0], b"more").unwrap();
         let mut buf = [0u8; 1];
         for path in &paths[1..] {
