@@ -6,40 +6,15 @@
 //! `Log::open_read_only_checked` (`seglog dump --check`) reads every batch.
 #![cfg(feature = "suite")]
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod closed_log_support;
 
+use std::path::{Path, PathBuf};
+
+use closed_log_support::{closed_log, config};
 use seglog::format::filename;
 use seglog::fs::sim::{ReadCount, SimFs};
 use seglog::fs::FileSystem;
-use seglog::{Error, Log, LogConfig, NewRecord};
-
-fn config() -> LogConfig {
-    LogConfig {
-        segment_bytes: 1_000,
-        index_interval_bytes: 256,
-        ..LogConfig::default()
-    }
-}
-
-/// A cleanly closed log of `segments` segments (about 1 KB each) at `/log`.
-fn closed_log(segments: usize) -> (Arc<SimFs>, &'static Path) {
-    let fs = Arc::new(SimFs::new());
-    let dir = Path::new("/log");
-    let (mut log, _) = Log::open_with(fs.clone(), dir, config()).unwrap();
-    let mut ts = 0;
-    while log.segments().len() < segments {
-        let record = NewRecord::new(
-            Some(format!("k{ts}").into_bytes()),
-            Some(vec![b'v'; 90]),
-            ts,
-        );
-        log.append(std::slice::from_ref(&record)).unwrap();
-        ts += 1;
-    }
-    log.close().unwrap();
-    (fs, dir)
-}
+use seglog::{Error, Log};
 
 /// Counts the reads of every `.log` of `dir`: (path, is the active one, count).
 fn count_logs(fs: &SimFs, dir: &Path) -> Vec<(PathBuf, bool, ReadCount)> {

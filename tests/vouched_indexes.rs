@@ -17,45 +17,16 @@
 //! naming the `.log`.
 #![cfg(feature = "suite")]
 
+mod closed_log_support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use closed_log_support::{closed_log, config, fill};
 use seglog::format::filename;
 use seglog::fs::sim::{ReadCount, SimFs};
 use seglog::fs::{FileSystem, StdFs};
-use seglog::{Error, Log, LogConfig, NewRecord, ReadRecord};
-
-fn config() -> LogConfig {
-    LogConfig {
-        segment_bytes: 1_000,
-        index_interval_bytes: 256,
-        ..LogConfig::default()
-    }
-}
-
-/// Appends one record a call (timestamp = offset) until `dir` has `segments`
-/// segments, then closes cleanly.
-fn fill(fs: Arc<dyn FileSystem>, dir: &Path, segments: usize) {
-    let (mut log, _) = Log::open_with(fs, dir, config()).unwrap();
-    let mut ts = 0;
-    while log.segments().len() < segments {
-        let record = NewRecord::new(
-            Some(format!("k{ts}").into_bytes()),
-            Some(vec![b'v'; 90]),
-            ts,
-        );
-        log.append(std::slice::from_ref(&record)).unwrap();
-        ts += 1;
-    }
-    log.close().unwrap();
-}
-
-fn closed_log(segments: usize) -> (Arc<SimFs>, &'static Path) {
-    let fs = Arc::new(SimFs::new());
-    let dir = Path::new("/log");
-    fill(fs.clone(), dir, segments);
-    (fs, dir)
-}
+use seglog::{Error, Log, ReadRecord};
 
 /// The index files of the closed segments of `dir` (all but the last base), with
 /// their base offsets, counted from now on.
