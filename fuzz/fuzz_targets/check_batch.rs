@@ -14,6 +14,8 @@ use seglog::format::batch::{decode, decode_header};
 ///   (byte equality with the input is not required: like Kafka, the decoder accepts
 ///   non-minimal varints, which the encoder never writes).
 /// - `decode_header` agrees with `decode` on base offset and size.
+/// - The compaction's key walk (`RecordViews::keys`) yields the records and errors
+///   the full record walk yields.
 pub fn decode_batch(data: &[u8]) {
     decode_checked(data);
     // The same bytes with the CRC resealed over the declared length: a CRC-valid
@@ -38,7 +40,37 @@ fn resealed(data: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The compaction's key walk ([`seglog::format::RecordViews::keys`]) yields what
+/// the full record walk yields, records and errors alike, on any batch the view
+/// accepts.
+fn walks_agree(data: &[u8]) {
+    let Ok((view, _)) = seglog::format::BatchView::decode(data) else {
+        return;
+    };
+    let full: Vec<_> = view
+        .records()
+        .map(|r| {
+            r.map(|r| {
+                let key = r.key.map(<[u8]>::to_vec);
+                (r.offset_delta, r.timestamp_delta, key, r.value.is_none())
+            })
+        })
+        .collect();
+    let keys: Vec<_> = view
+        .records()
+        .keys()
+        .map(|r| {
+            r.map(|r| {
+                let key = r.key.map(<[u8]>::to_vec);
+                (r.offset_delta, r.timestamp_delta, key, r.value_is_null)
+            })
+        })
+        .collect();
+    assert_eq!(keys, full, "the key walk and the full walk disagree");
+}
+
 fn decode_checked(data: &[u8]) {
+    walks_agree(data);
     let Ok((batch, used)) = decode(data) else {
         return;
     };

@@ -7,6 +7,8 @@
 //!   decoding the result gives the same batch (byte equality is not required: like
 //!   Kafka, the decoder accepts non-minimal varints, which the encoder never writes).
 //! - `decode_header` agrees with `decode` on base offset and size.
+//! - The compaction's key walk (`RecordViews::keys`) yields the records and errors
+//!   the full record walk yields.
 //! - The same again with the input's CRC resealed: CRC-valid batches with any header
 //!   fields, extreme offsets, deltas and counts included.
 #![no_main]

@@ -2,7 +2,8 @@
 //! reader, the incremental pass's reader, the kafka pass's read and the active
 //! segment's check) reads a batch's records here, with the format's record decoder
 //! ([`crate::format::RecordViews`]: lengths, strictly increasing offset deltas,
-//! the declared count, nothing trailing), a compressed batch inflated into one
+//! the declared count, nothing trailing, header keys in UTF-8), each record's key
+//! fields only ([`crate::format::RecordKey`]), a compressed batch inflated into one
 //! arena the walker reuses from batch to batch. The batch was split and its CRC
 //! checked by [`super::view::batches`] first, in these very bytes, so the CRC is
 //! not computed again. Errors name the batch's file and position, the same for
@@ -92,24 +93,24 @@ impl Walker {
         let (checked, _) = crate::format::BatchView::decode_crc_checked(bytes).map_err(at)?;
         match checked.inflate_reusing(&mut self.arena).map_err(at)? {
             None => {
-                for record in checked.records() {
+                for record in checked.records().keys() {
                     let record = record.map_err(at)?;
                     each(Record {
                         key: Key::of_stored(record.key),
-                        value_is_null: record.value.is_none(),
-                        timestamp: checked.timestamp_of(&record),
+                        value_is_null: record.value_is_null,
+                        timestamp: checked.timestamp_at(record.timestamp_delta),
                     });
                 }
             }
             Some(len) => {
                 self.inflated = len;
                 let inflated = self.arena.get(..len).expect("the arena holds the records");
-                for record in checked.records_in(inflated) {
+                for record in checked.records_in(inflated).keys() {
                     let record = record.map_err(at)?;
                     each(Record {
                         key: Key::of_inflated(record.key),
-                        value_is_null: record.value.is_none(),
-                        timestamp: checked.timestamp_of(&record),
+                        value_is_null: record.value_is_null,
+                        timestamp: checked.timestamp_at(record.timestamp_delta),
                     });
                 }
             }

@@ -14,7 +14,7 @@ use super::batch::{
     PRODUCER_ID_OFFSET, RECORDS_OFFSET, RECORD_COUNT_OFFSET,
 };
 use super::compression::{CodecError, Compression};
-use super::record::RecordView;
+use super::record::{RecordKey, RecordView};
 use super::timestamp_type::TimestampType;
 use super::FormatError;
 
@@ -185,9 +185,16 @@ impl<'a> BatchView<'a> {
     /// `maxTimestamp` under LogAppendTime, its own otherwise.
     #[inline]
     pub fn timestamp_of(&self, record: &RecordView<'_>) -> i64 {
+        self.timestamp_at(record.timestamp_delta)
+    }
+
+    /// The timestamp a record of this batch with `timestamp_delta` reads as
+    /// ([`BatchView::timestamp_of`] of a [`RecordKey`]).
+    #[inline]
+    pub fn timestamp_at(&self, timestamp_delta: i64) -> i64 {
         self.timestamp_type().record_timestamp(
             self.base_timestamp,
-            record.timestamp_delta,
+            timestamp_delta,
             self.max_timestamp,
         )
     }
@@ -250,6 +257,7 @@ impl<'a> BatchView<'a> {
             decoded: 0,
             done: false,
             misuse: false,
+            yields: std::marker::PhantomData,
         };
         if self.is_compressed() {
             records.misuse = true;
@@ -272,6 +280,7 @@ impl<'a> BatchView<'a> {
             decoded: 0,
             done: false,
             misuse: false,
+            yields: std::marker::PhantomData,
         }
     }
 
@@ -335,10 +344,42 @@ pub fn check_batch_crc(bytes: &[u8]) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// Iterator over the records of a [`BatchView`].
+/// A record as a walk over a batch's records ([`RecordViews`]) yields it:
+/// decoded from the front of the bytes with every check of [`RecordView::decode`].
+pub trait DecodedRecord<'a>: Sized {
+    /// The record at the front of `buf` and the bytes it takes.
+    fn decode(buf: &'a [u8]) -> Result<(Self, usize), CorruptKind>;
+    /// Its offset delta (the walk checks that they increase).
+    fn offset_delta(&self) -> i32;
+}
+
+impl<'a> DecodedRecord<'a> for RecordView<'a> {
+    #[inline(always)]
+    fn decode(buf: &'a [u8]) -> Result<(Self, usize), CorruptKind> {
+        RecordView::decode(buf)
+    }
+
+    fn offset_delta(&self) -> i32 {
+        self.offset_delta
+    }
+}
+
+impl<'a> DecodedRecord<'a> for RecordKey<'a> {
+    #[inline(always)]
+    fn decode(buf: &'a [u8]) -> Result<(Self, usize), CorruptKind> {
+        RecordKey::decode(buf)
+    }
+
+    fn offset_delta(&self) -> i32 {
+        self.offset_delta
+    }
+}
+
+/// Iterator over the records of a [`BatchView`], as [`RecordView`]s, or as
+/// [`RecordKey`]s ([`RecordViews::keys`]) with the same checks.
 #[derive(Debug, Clone)]
 #[must_use = "a batch is checked only as far as its records are iterated"]
-pub struct RecordViews<'a> {
+pub struct RecordViews<'a, R = RecordView<'a>> {
     /// The records' bytes: the batch's after its header, or the inflated payload.
     batch: &'a [u8],
     record_count: usize,
@@ -352,9 +393,30 @@ pub struct RecordViews<'a> {
     done: bool,
     /// [`BatchView::records`] of a compressed batch: yield that error.
     misuse: bool,
+    yields: std::marker::PhantomData<fn() -> R>,
 }
 
 impl<'a> RecordViews<'a> {
+    /// The same walk, with the same checks and errors, yielding each record's
+    /// [`RecordKey`] only: nothing is built for the fields a key walk does not
+    /// read (its headers are checked, not kept).
+    pub fn keys(self) -> RecordViews<'a, RecordKey<'a>> {
+        RecordViews {
+            batch: self.batch,
+            record_count: self.record_count,
+            last_offset_delta: self.last_offset_delta,
+            position: self.position,
+            inflated: self.inflated,
+            previous_delta: self.previous_delta,
+            decoded: self.decoded,
+            done: self.done,
+            misuse: self.misuse,
+            yields: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'a, R: DecodedRecord<'a>> RecordViews<'a, R> {
     /// Bytes of the records decoded so far: where the next record starts in the
     /// records' bytes (the batch's after its header, or the inflated payload).
     pub fn consumed_bytes(&self) -> usize {
@@ -371,7 +433,7 @@ impl<'a> RecordViews<'a> {
     }
 
     #[inline]
-    fn step(&mut self) -> Option<Result<RecordView<'a>, FormatError>> {
+    fn step(&mut self) -> Option<Result<R, FormatError>> {
         if self.misuse {
             return Some(Err(FormatError::Unsupported(
                 "records() of a compressed batch: inflate it first".into(),
@@ -386,7 +448,7 @@ impl<'a> RecordViews<'a> {
         }
         let position = self.position;
         let rest = self.batch.get(position..).unwrap_or_default();
-        let (record, used) = match RecordView::decode(rest) {
+        let (record, used) = match R::decode(rest) {
             Ok(decoded) => decoded,
             Err(kind) => {
                 return Some(Err(FormatError::Corrupt {
@@ -395,7 +457,7 @@ impl<'a> RecordViews<'a> {
                 }))
             }
         };
-        let delta = i64::from(record.offset_delta);
+        let delta = i64::from(record.offset_delta());
         if delta <= self.previous_delta || delta > self.last_offset_delta {
             return Some(Err(FormatError::Corrupt {
                 position: self.error_position(position),
@@ -425,8 +487,8 @@ impl<'a> RecordViews<'a> {
     }
 }
 
-impl<'a> Iterator for RecordViews<'a> {
-    type Item = Result<RecordView<'a>, FormatError>;
+impl<'a, R: DecodedRecord<'a>> Iterator for RecordViews<'a, R> {
+    type Item = Result<R, FormatError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
@@ -450,4 +512,7 @@ impl<'a> Iterator for RecordViews<'a> {
     }
 }
 
-impl std::iter::FusedIterator for RecordViews<'_> {}
+impl<'a, R: DecodedRecord<'a>> std::iter::FusedIterator for RecordViews<'a, R> {}
+
+#[cfg(test)]
+mod tests;

@@ -39,7 +39,7 @@ use crate::error::{CorruptKind, Error};
 pub use batch::RecordBatch;
 pub use batch_view::{BatchView, RecordViews};
 pub use compression::Compression;
-pub use record::{ControlKind, Header, NewRecord, Record, RecordView};
+pub use record::{ControlKind, Header, NewRecord, Record, RecordKey, RecordView};
 pub use timestamp_type::TimestampType;
 
 /// A decoding failure, with the byte position relative to the decoded buffer.

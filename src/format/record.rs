@@ -327,22 +327,133 @@ pub struct RecordView<'a> {
     pub headers: Vec<Header>,
 }
 
+/// One header at `c`: its key (checked for UTF-8) and value, borrowed.
+#[inline(always)]
+fn header_at<'a>(c: &mut Cursor<'a>) -> Result<(&'a str, Option<&'a [u8]>), CorruptKind> {
+    let key_len = c.varint()?;
+    if key_len < 0 {
+        return Err(CorruptKind::Field("header key length"));
+    }
+    let key = std::str::from_utf8(c.take(key_len as usize)?)
+        .map_err(|_| CorruptKind::Field("header key utf-8"))?;
+    let value = c.nullable("header value length")?;
+    Ok((key, value))
+}
+
 /// The `count` (> 0) headers at `c`: rare, so kept out of the record's hot path.
 #[inline(never)]
 fn decode_headers(c: &mut Cursor<'_>, count: i32) -> Result<Vec<Header>, CorruptKind> {
     let mut headers = Vec::new();
     for _ in 0..count {
-        let key_len = c.varint()?;
-        if key_len < 0 {
-            return Err(CorruptKind::Field("header key length"));
-        }
-        let key = std::str::from_utf8(c.take(key_len as usize)?)
-            .map_err(|_| CorruptKind::Field("header key utf-8"))?
-            .to_string();
-        let value = c.nullable("header value length")?.map(<[u8]>::to_vec);
-        headers.push(Header { key, value });
+        let (key, value) = header_at(c)?;
+        headers.push(Header {
+            key: key.to_string(),
+            value: value.map(<[u8]>::to_vec),
+        });
     }
     Ok(headers)
+}
+
+/// The `count` (> 0) headers at `c` checked as [`decode_headers`] checks them,
+/// nothing kept.
+#[inline(never)]
+fn check_headers(c: &mut Cursor<'_>, count: i32) -> Result<(), CorruptKind> {
+    for _ in 0..count {
+        header_at(c)?;
+    }
+    Ok(())
+}
+
+/// A record's fields before its headers.
+struct Fields<'a> {
+    attributes: i8,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+}
+
+/// Decodes one record from the front of `buf`: its fields, what `headers` makes
+/// of its `count` (> 0) headers (`H::default()` for none), and the bytes used.
+/// Checks every length against the record's own length prefix; `headers` reads
+/// exactly the headers' bytes or fails.
+#[inline(always)]
+fn decode_with<'a, H: Default>(
+    buf: &'a [u8],
+    headers: impl FnOnce(&mut Cursor<'a>, i32) -> Result<H, CorruptKind>,
+) -> Result<(Fields<'a>, H, usize), CorruptKind> {
+    let mut outer = Cursor { buf, at: 0 };
+    let length = outer.varint()?;
+    if length < 0 {
+        return Err(CorruptKind::Field("record length"));
+    }
+    let body = outer.take(length as usize)?;
+    let mut c = Cursor { buf: body, at: 0 };
+    let Some(&attributes) = c.take(1)?.first() else {
+        return Err(CorruptKind::Field("attributes"));
+    };
+    let attributes = attributes as i8;
+    let timestamp_delta = c.varlong()?;
+    let offset_delta = c.varint()?;
+    let key = c.nullable("key length")?;
+    let value = c.nullable("value length")?;
+    let count = c.varint()?;
+    if count < 0 {
+        return Err(CorruptKind::Field("header count"));
+    }
+    let headers = if count == 0 {
+        H::default()
+    } else {
+        headers(&mut c, count)?
+    };
+    if c.at != body.len() {
+        return Err(CorruptKind::Field("record length mismatch"));
+    }
+    Ok((
+        Fields {
+            attributes,
+            timestamp_delta,
+            offset_delta,
+            key,
+            value,
+        },
+        headers,
+        outer.at,
+    ))
+}
+
+/// What a walk over keys learns of a record ([`RecordKey::decode`]): decoded
+/// with every check of [`RecordView::decode`] (headers read and their keys
+/// checked for UTF-8), but only these fields kept, so nothing is built or
+/// copied for the rest (the compaction's record walk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordKey<'a> {
+    /// See [`Record::timestamp_delta`].
+    pub timestamp_delta: i64,
+    /// See [`Record::offset_delta`].
+    pub offset_delta: i32,
+    /// See [`Record::key`].
+    pub key: Option<&'a [u8]>,
+    /// True for a tombstone (a null value).
+    pub value_is_null: bool,
+}
+
+impl<'a> RecordKey<'a> {
+    /// Decodes one record from the front of `buf`: (its key fields, bytes used),
+    /// with the same checks and errors as [`RecordView::decode`].
+    #[inline(always)]
+    pub fn decode(buf: &'a [u8]) -> Result<(RecordKey<'a>, usize), CorruptKind> {
+        let (fields, (), used) = decode_with(buf, check_headers)?;
+        Ok((
+            RecordKey {
+                timestamp_delta: fields.timestamp_delta,
+                offset_delta: fields.offset_delta,
+                key: fields.key,
+                value_is_null: fields.value.is_none(),
+            },
+            used,
+        ))
+    }
 }
 
 impl<'a> RecordView<'a> {
@@ -352,43 +463,17 @@ impl<'a> RecordView<'a> {
     // ~90-byte result was copied once more per record.
     #[inline(always)]
     pub fn decode(buf: &'a [u8]) -> Result<(RecordView<'a>, usize), CorruptKind> {
-        let mut outer = Cursor { buf, at: 0 };
-        let length = outer.varint()?;
-        if length < 0 {
-            return Err(CorruptKind::Field("record length"));
-        }
-        let body = outer.take(length as usize)?;
-        let mut c = Cursor { buf: body, at: 0 };
-        let Some(&attributes) = c.take(1)?.first() else {
-            return Err(CorruptKind::Field("attributes"));
-        };
-        let attributes = attributes as i8;
-        let timestamp_delta = c.varlong()?;
-        let offset_delta = c.varint()?;
-        let key = c.nullable("key length")?;
-        let value = c.nullable("value length")?;
-        let count = c.varint()?;
-        if count < 0 {
-            return Err(CorruptKind::Field("header count"));
-        }
-        let headers = if count == 0 {
-            Vec::new()
-        } else {
-            decode_headers(&mut c, count)?
-        };
-        if c.at != body.len() {
-            return Err(CorruptKind::Field("record length mismatch"));
-        }
+        let (fields, headers, used) = decode_with(buf, decode_headers)?;
         Ok((
             RecordView {
-                attributes,
-                timestamp_delta,
-                offset_delta,
-                key,
-                value,
+                attributes: fields.attributes,
+                timestamp_delta: fields.timestamp_delta,
+                offset_delta: fields.offset_delta,
+                key: fields.key,
+                value: fields.value,
                 headers,
             },
-            outer.at,
+            used,
         ))
     }
 
