@@ -3,7 +3,8 @@
 //! Entries are 24 bytes, like Kafka's `SkimpyOffsetMap`: a 16-byte digest of the key
 //! (SipHash-2-4 with 128-bit output under a secret random key) and an 8-byte offset.
 //! Once finished they live in one `Vec`, sorted by digest, one entry per distinct
-//! digest; lookups are interpolation or merge-walk searches.
+//! digest, with a directory of the digests' top bits (at most 2 bytes a key) that
+//! takes a lookup to the few entries of its slot; batched lookups are merge walks.
 //!
 //! Building appends each entry to one of 1024 buckets picked by the digest's top
 //! bits; a full bucket is deduplicated in one pass with a small hash table of entry
@@ -11,8 +12,8 @@
 //! less than half. Buckets are small enough to stay in cache meanwhile. `finish`
 //! deduplicates and sorts each bucket once (on two threads for large maps) and
 //! concatenates them, in digest order, into one exactly sized vector: 24 bytes per
-//! distinct key resident; [`OffsetMap::peak_bytes`] reports the build's peak honestly
-//! (about twice that).
+//! distinct key resident, and the directory; [`OffsetMap::peak_bytes`] reports the
+//! build's peak honestly (about twice that).
 //!
 //! A map built with [`OffsetMap::tracking_superseded`] also sets a bit for every
 //! position that an entry with the same digest and a higher position replaced: with
@@ -73,6 +74,9 @@ pub struct OffsetMap {
     entries: Vec<Entry>,
     /// True when `entries` is sorted by digest and deduplicated.
     finished: bool,
+    /// Once finished: where each slot of the digests' top bits starts in `entries`
+    /// ([`Directory`]).
+    directory: Directory,
     /// With [`OffsetMap::tracking_superseded`]: bit `p` is set once some entry with
     /// the same digest and a higher position than `p` was inserted.
     superseded: Option<Bitmap>,
@@ -105,6 +109,63 @@ fn bucket_of(digest: &Digest) -> usize {
 
 /// An empty slot of a dedup table.
 const EMPTY: u32 = u32::MAX;
+
+/// The slots of a finished map's sorted entries: `starts[b]` is the index of the
+/// first entry whose digest's top `bits` bits are `b` or more (`2^bits + 1`
+/// indices, the last one the entry count). With 2 to 4 entries a slot on average
+/// (uniform digests), a lookup reads one index and searches a cache line or two,
+/// where a search of all the entries takes a miss per probe. Empty (lookups search
+/// every entry) for a map of `u32::MAX` entries or more.
+#[derive(Debug, Default)]
+struct Directory {
+    starts: Vec<u32>,
+    bits: u32,
+}
+
+impl Directory {
+    /// The directory of `entries` (sorted by digest).
+    fn of(entries: &[Entry]) -> Directory {
+        let n = entries.len();
+        let Ok(count) = u32::try_from(n) else {
+            return Directory::default();
+        };
+        // 2^bits in [n/4, n/2): 2 to 4 entries a slot, at most 2 bytes a key.
+        let bits = n.next_power_of_two().trailing_zeros().saturating_sub(2);
+        let mut directory = Directory {
+            starts: Vec::with_capacity((1usize << bits) + 1),
+            bits,
+        };
+        let mut i = 0usize;
+        for slot in 0..=(1usize << bits) {
+            while i < n && directory.slot(&entries[i].digest) < slot {
+                i += 1;
+            }
+            directory.starts.push(i as u32);
+        }
+        debug_assert_eq!(directory.starts.last(), Some(&count));
+        directory
+    }
+
+    /// The slot of `digest`: its top `bits` bits.
+    #[inline]
+    fn slot(&self, digest: &Digest) -> usize {
+        prefix(digest).checked_shr(64 - self.bits).unwrap_or(0) as usize
+    }
+
+    /// The entries that may hold `digest`, of `n`.
+    #[inline]
+    fn range(&self, digest: &Digest, n: usize) -> std::ops::Range<usize> {
+        let slot = self.slot(digest);
+        match (self.starts.get(slot), self.starts.get(slot + 1)) {
+            (Some(&lo), Some(&hi)) => lo as usize..hi as usize,
+            _ => 0..n,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.starts.capacity() * size_of::<u32>()
+    }
+}
 
 /// Keeps one entry per digest, the one with the highest offset (entries end up in
 /// the order their digests first appear); the lower offset of every dropped entry
@@ -205,6 +266,7 @@ impl OffsetMap {
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             entries: Vec::new(),
             finished: false,
+            directory: Directory::default(),
             superseded: None,
             bucket_capacity: 0,
             table: Vec::new(),
@@ -293,6 +355,7 @@ impl OffsetMap {
         let bytes = (self.bucket_capacity + self.entries.capacity()) * ENTRY_BYTES
             + self.buckets.capacity() * size_of::<Vec<Entry>>()
             + self.table.capacity() * size_of::<u32>()
+            + self.directory.bytes()
             + extra_bytes;
         self.peak_bytes = self.peak_bytes.max(bytes);
     }
@@ -311,6 +374,8 @@ impl OffsetMap {
             self.entries.extend_from_slice(&bucket);
         }
         self.bucket_capacity = 0;
+        self.directory = Directory::of(&self.entries);
+        self.note_peak(0);
         if let Some(bits) = self.superseded.as_mut() {
             bits.shrink_to_fit();
         }
@@ -390,32 +455,13 @@ impl OffsetMap {
         self.find(&digest).is_some()
     }
 
-    /// Interpolation search: digests are uniformly distributed, so the position of a
-    /// digest among `n` sorted ones is about `prefix * n / 2^64`; a few probes (each
-    /// a cache miss at most) replace the ~20 of a binary search over a million keys.
-    /// Falls back to binary search if the guesses stop narrowing quickly.
+    /// The entry of `digest`: a search of its directory slot's few entries.
     fn find(&self, digest: &Digest) -> Option<usize> {
-        let target = prefix(digest);
-        let (mut lo, mut hi) = (0usize, self.entries.len());
-        for _ in 0..8 {
-            if hi - lo <= 16 {
-                break;
-            }
-            let lo_key = prefix(&self.entries[lo].digest);
-            let hi_key = prefix(&self.entries[hi - 1].digest);
-            if target < lo_key || target > hi_key {
-                return None;
-            }
-            let span = u128::from(hi_key - lo_key).max(1);
-            let guess = lo + (u128::from(target - lo_key) * (hi - 1 - lo) as u128 / span) as usize;
-            match self.entries[guess].digest.cmp(digest) {
-                std::cmp::Ordering::Equal => return Some(guess),
-                std::cmp::Ordering::Less => lo = guess + 1,
-                std::cmp::Ordering::Greater => hi = guess,
-            }
-        }
-        self.entries[lo..hi]
-            .binary_search_by(|e| e.digest.cmp(digest))
+        let range = self.directory.range(digest, self.entries.len());
+        let lo = range.start;
+        let key = sort_key(digest);
+        self.entries[range]
+            .binary_search_by(|e| sort_key(&e.digest).cmp(&key))
             .ok()
             .map(|i| lo + i)
     }
@@ -461,6 +507,7 @@ impl OffsetMap {
     pub fn resident_bytes(&self) -> usize {
         (self.bucket_capacity + self.entries.capacity()) * ENTRY_BYTES
             + self.buckets.capacity() * size_of::<Vec<Entry>>()
+            + self.directory.bytes()
     }
 
     /// Most bytes the map held at any time during the build.

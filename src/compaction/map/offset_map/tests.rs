@@ -17,7 +17,7 @@ fn latest_offset_wins_in_any_order() {
 }
 
 #[test]
-fn many_keys_stay_at_24_bytes_each() {
+fn many_keys_stay_within_26_bytes_each() {
     let keys = 100_000u32;
     let mut map = OffsetMap::new();
     for round in 0..2i64 {
@@ -27,7 +27,12 @@ fn many_keys_stay_at_24_bytes_each() {
     }
     map.finish();
     assert_eq!(map.len(), keys as usize);
-    assert_eq!(map.resident_bytes(), keys as usize * ENTRY_BYTES);
+    // 24 bytes an entry, and the directory's 4 bytes a slot, a slot for 2 keys or more.
+    let directory = map.resident_bytes() - keys as usize * ENTRY_BYTES;
+    assert!(
+        directory > 0 && directory <= 2 * keys as usize + 4,
+        "{directory}"
+    );
     assert!(
         map.peak_bytes() <= 3 * keys as usize * ENTRY_BYTES,
         "{}",
@@ -51,6 +56,42 @@ fn lookups_find_every_key_and_no_other() {
         }
         for k in n..n + 1000 {
             assert_eq!(map.latest(&k.to_le_bytes()), None);
+        }
+    }
+}
+
+/// Digests at the edges of the directory's slots (all-zero and all-one top
+/// words, digests sharing a top word, a slot's first and last digests) and maps of
+/// every size around a power of two: every digest is found, none other.
+#[test]
+fn lookups_at_the_directory_slots_edges() {
+    let edges: Vec<Digest> = [0u64, 1, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 63) - 1]
+        .iter()
+        .flat_map(|&top| [[top, 0], [top, 7], [top, u64::MAX]])
+        .collect();
+    for n in (0..70u64).chain([255, 256, 257, 1023, 1024, 1025]) {
+        let mut map = OffsetMap::new();
+        let spread = |k: u64| [(k + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15), k + 1];
+        let inserted: Vec<Digest> = edges.iter().copied().chain((0..n).map(spread)).collect();
+        for (i, &digest) in inserted.iter().enumerate() {
+            map.insert_digest(digest, i as i64);
+        }
+        map.finish();
+        for (i, digest) in inserted.iter().enumerate() {
+            assert!(map.contains_digest(*digest), "n {n}: {digest:?}");
+            assert_eq!(
+                map.find(digest).map(|at| map.entries[at].offset),
+                Some(i as i64)
+            );
+        }
+        for absent in [
+            [0, 3],
+            [u64::MAX, 3],
+            [1 << 63, 3],
+            spread(n + 1),
+            spread(n + 2),
+        ] {
+            assert!(!map.contains_digest(absent), "n {n}: {absent:?}");
         }
     }
 }
@@ -132,7 +173,11 @@ fn finishing_on_two_threads_keeps_every_mark() {
     assert_eq!(map.superseded_count(0..keys), keys as usize);
     assert_eq!(map.superseded_count(keys..2 * keys), 0);
     assert_eq!(map.latest(&7i64.to_le_bytes()), Some(keys + 7));
-    assert!(map.bucket_capacity == 0 && map.resident_bytes() == keys as usize * ENTRY_BYTES);
+    assert_eq!(map.bucket_capacity, 0);
+    assert_eq!(
+        map.resident_bytes(),
+        keys as usize * ENTRY_BYTES + map.directory.bytes()
+    );
 }
 
 #[test]
