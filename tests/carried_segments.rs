@@ -211,3 +211,38 @@ fn the_sweep_workload_carries_what_it_says() {
         "the expired tombstone was dropped: {records:?}"
     );
 }
+
+/// Key summaries are written only where they can pay: a pass whose dirty keys
+/// touch every summarized clean segment (scattered dirt) writes none, and a later
+/// pass whose lookups find a clean segment untouched writes them again, so the
+/// pass after it carries.
+#[test]
+fn scattered_dirt_writes_no_summaries_and_clustered_dirt_brings_them_back() {
+    let sim = Arc::new(SimFs::new());
+    let mut log = cleaned_once(&sim);
+    assert_eq!(keys_files(&sim).len(), SEGMENTS);
+    let mut dirty_and_clean = |keys: &[usize], now: i64| {
+        let records: Vec<NewRecord> = keys
+            .iter()
+            .map(|k| record(format!("k{k}"), "v2", now))
+            .collect();
+        log.append(&records).unwrap();
+        log.roll().unwrap();
+        log.clean(now, 1000, Some(1), KNOBS).unwrap()
+    };
+    // A key of every closed segment.
+    let scattered: Vec<usize> = (0..SEGMENTS).map(|s| s * 4 + 1).collect();
+    let report = dirty_and_clean(&scattered, 20);
+    assert_eq!(report.segments_carried, 0);
+    assert_eq!(
+        keys_files(&sim),
+        Vec::<PathBuf>::new(),
+        "scattered: no summary"
+    );
+    // One segment's key: the lookups find the others untouched.
+    let report = dirty_and_clean(&[9], 30);
+    assert_eq!(report.segments_carried, 0, "nothing to carry by yet");
+    assert!(!keys_files(&sim).is_empty(), "clustered: summaries again");
+    let report = dirty_and_clean(&[9], 40);
+    assert!(report.segments_carried > 0, "{report:?}");
+}

@@ -119,41 +119,111 @@ pub fn keeps_everything(summary: &KeySummary, dirty: &[u64], horizon: Horizon) -
             || !tombstone_expired(summary.tombstone_ts_min, horizon))
 }
 
-/// The summary of the clean segment at `base` (its bytes `bytes`) if the segment is
-/// untouched by this pass: a `.keys` file that decodes, names this segment, matches
-/// its length and the CRC-32C of its bytes, and passes [`keeps_everything`].
-/// Anything else (no file, damage, another segment's summary, a changed segment)
-/// is `None`: the segment is read and rewritten as before.
-pub fn untouched(
+/// What a clean segment's key summary tells a pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Untouched: a `.keys` file that decodes, names this segment, matches its
+    /// length and the CRC-32C of its bytes, and passes [`keeps_everything`]. The
+    /// segment is kept whole.
+    Untouched(KeySummary),
+    /// A summary that decodes, names this segment and matches its length, and
+    /// that this pass's keys (or an expired tombstone) touch: the segment is read
+    /// and rewritten. Its bytes are not checked against it (that would read the
+    /// whole segment); the verdict only steers whether the output gets summaries
+    /// ([`SummaryPlan`]).
+    Touched,
+    /// No summary to go by (no file, damage, another segment's summary, a changed
+    /// segment): the segment is read and rewritten.
+    Unknown,
+}
+
+/// What a clean segment's summary says of the clean segment at `base` (its bytes
+/// `bytes`) for a pass whose mapped keys' stable hashes are `dirty` (ascending).
+pub fn verdict(
     fs: &dyn FileSystem,
     dir: &Path,
     base: i64,
     bytes: &[u8],
     dirty: &[u64],
     horizon: Horizon,
-) -> Result<Option<KeySummary>> {
+) -> Result<Verdict> {
     let path = segment_path(dir, base, KEYS_SUFFIX);
     // At most one key per record, and a record takes at least RECORD_BYTES_MIN of
     // the segment: a larger summary is not read (and the segment is rewritten).
     let keys_max = bytes.len() / crate::format::batch_view::RECORD_BYTES_MIN + 1;
     let Ok(Some(raw)) = crate::fs::read_bounded(fs, &path, key_summary::bytes_max(keys_max)) else {
-        return Ok(None);
+        return Ok(Verdict::Unknown);
     };
     let Some(summary) = key_summary::decode(&raw) else {
-        return Ok(None);
+        return Ok(Verdict::Unknown);
     };
-    let fits = summary.base_offset == base
-        && summary.segment_bytes == bytes.len() as u64
-        && keeps_everything(&summary, dirty, horizon);
+    if summary.base_offset != base || summary.segment_bytes != bytes.len() as u64 {
+        return Ok(Verdict::Unknown);
+    }
+    if !keeps_everything(&summary, dirty, horizon) {
+        return Ok(Verdict::Touched);
+    }
     // Last, as it reads the whole segment: the bytes are the ones summarised.
-    if !fits || crate::format::crc::crc32c(bytes) != summary.segment_crc32c {
-        return Ok(None);
+    if crate::format::crc::crc32c(bytes) != summary.segment_crc32c {
+        return Ok(Verdict::Unknown);
     }
     debug_assert!(
         fs.exists(&segment_path(dir, base, LOG_SUFFIX)),
         "a summary is read beside its segment"
     );
-    Ok(Some(summary))
+    Ok(Verdict::Untouched(summary))
+}
+
+/// Whether a pass gives its output segments key summaries. They cost a stable
+/// hash of every key read, a sort and a `.keys` file per output segment, and pay
+/// only when a later pass can carry a segment: when the dirty keys leave some
+/// clean segment untouched. Scattered dirt (every clean segment touched) makes
+/// them pure cost, and such a pass writes none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryPlan {
+    /// Write them: the pass carries a segment, or it has no clean segment to
+    /// judge by (a first pass).
+    Write,
+    /// Write none: every clean segment has a summary and this pass touches them
+    /// all. The clean section is read without stable hashes.
+    Skip,
+    /// Some clean segments have no summary and none is carried: write them only
+    /// if the pass's lookups find one of those segments untouched by the mapped
+    /// keys ([`SummaryPlan::after_lookups`]).
+    IfUntouched,
+}
+
+impl SummaryPlan {
+    /// The plan of a pass whose wholly clean segments got `verdicts`.
+    pub fn of<'a>(verdicts: impl IntoIterator<Item = &'a Verdict>) -> SummaryPlan {
+        let (mut segments, mut touched) = (0usize, 0usize);
+        for verdict in verdicts {
+            segments += 1;
+            match verdict {
+                Verdict::Untouched(_) => return SummaryPlan::Write,
+                Verdict::Touched => touched += 1,
+                Verdict::Unknown => {}
+            }
+        }
+        if segments == 0 {
+            SummaryPlan::Write
+        } else if touched == segments {
+            SummaryPlan::Skip
+        } else {
+            SummaryPlan::IfUntouched
+        }
+    }
+
+    /// Whether the output gets summaries, once the lookups found which clean
+    /// segments without a summary the mapped keys touched (`untouched_unknown`:
+    /// some of them not at all).
+    pub fn after_lookups(self, untouched_unknown: bool) -> bool {
+        match self {
+            SummaryPlan::Write => true,
+            SummaryPlan::Skip => false,
+            SummaryPlan::IfUntouched => untouched_unknown,
+        }
+    }
 }
 
 /// The key summary of an output segment (`base`, `bytes` long, CRC-32C `crc32c`)
@@ -258,20 +328,48 @@ mod tests {
                 fs.remove_file(&keys).unwrap();
             }
             fs.write_new(&keys, file).unwrap();
-            untouched(&fs, dir, base, &bytes, dirty, HORIZON).unwrap()
+            verdict(&fs, dir, base, &bytes, dirty, HORIZON).unwrap()
         };
         let (clean, touching) = (sorted(&[b"c"]), sorted(&[b"b", b"c"]));
-        assert_eq!(untouched_with(&encoded, &clean), Some(s.clone()));
-        assert_eq!(untouched_with(&encoded, &touching), None);
+        assert_eq!(
+            untouched_with(&encoded, &clean),
+            Verdict::Untouched(s.clone())
+        );
+        assert_eq!(untouched_with(&encoded, &touching), Verdict::Touched);
         for i in 0..encoded.len() {
             for bit in 0..8 {
                 let mut flipped = encoded.clone();
                 flipped[i] ^= 1 << bit;
                 for dirty in [&clean, &touching] {
                     let carried = untouched_with(&flipped, dirty);
-                    assert_eq!(carried, None, "flip of bit {bit} at {i}, dirty {dirty:?}");
+                    assert!(
+                        !matches!(carried, Verdict::Untouched(_)),
+                        "flip of bit {bit} at {i}, dirty {dirty:?}"
+                    );
                 }
             }
+        }
+    }
+
+    /// Summaries are written unless every clean segment has one and the pass
+    /// touches them all, or the lookups find every summary-less one touched.
+    #[test]
+    fn summaries_are_planned_from_the_verdicts() {
+        let untouched = Verdict::Untouched(summary(&[b"a"], NO_TOMBSTONE));
+        let (touched, unknown) = (Verdict::Touched, Verdict::Unknown);
+        assert_eq!(SummaryPlan::of([]), SummaryPlan::Write);
+        assert_eq!(SummaryPlan::of([&touched, &untouched]), SummaryPlan::Write);
+        assert_eq!(SummaryPlan::of([&untouched, &unknown]), SummaryPlan::Write);
+        assert_eq!(SummaryPlan::of([&touched, &touched]), SummaryPlan::Skip);
+        assert_eq!(
+            SummaryPlan::of([&touched, &unknown]),
+            SummaryPlan::IfUntouched
+        );
+        assert_eq!(SummaryPlan::of([&unknown]), SummaryPlan::IfUntouched);
+        for found in [false, true] {
+            assert!(SummaryPlan::Write.after_lookups(found));
+            assert!(!SummaryPlan::Skip.after_lookups(found));
+            assert_eq!(SummaryPlan::IfUntouched.after_lookups(found), found);
         }
     }
 

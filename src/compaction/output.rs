@@ -174,7 +174,7 @@ pub fn write_closed(
                     .expect("the first segment starts a file");
                 compacted.index_into(&path, &source, output)?;
                 crc32c = match untouched {
-                    // Checked against the whole source by `carry::untouched`.
+                    // Checked against the whole source by `carry::verdict`.
                     Some(whole) if start => whole,
                     _ => compacted.crc32c_append(crc32c, &source),
                 };

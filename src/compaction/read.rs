@@ -9,10 +9,8 @@
 //! loop would, in order; a damaged batch is the error that loop would meet at
 //! the same point, after everything before it.
 //!
-//! Keys are handed over hashed when the plan says so ([`Plan::hash_keys`]: the
-//! incremental pass's clean-section lookups, whose work per key outweighs the
-//! walk), and otherwise as they are stored (they borrow the segment's bytes) and hashed by the
-//! consumer, so the two threads share the work; when the consumer is behind
+//! Keys are handed over as they are stored (they borrow the segment's bytes) and
+//! hashed by the consumer, so the two threads share the work; when the consumer is behind
 //! (every other chunk is waiting for it), the reader hashes the chunk it hands
 //! over instead of waiting. A compressed batch's keys live in the walker's
 //! arena, which the next batch reuses: they are handed over hashed.
@@ -52,12 +50,6 @@ pub struct Plan<'f> {
     pub stable: bool,
     /// Keep a compressed batch's inflated records ([`Batch::inflated`]).
     pub keep_inflated: bool,
-    /// Hash every handed-over key on the reader thread. For a consumer whose
-    /// work per key (a sorted-map lookup) outweighs the reader's walk, hashing
-    /// there balances the threads; otherwise (false) the
-    /// consumer hashes and the reader takes the hashing of a chunk only when it
-    /// is behind.
-    pub hash_keys: bool,
     /// Whether the keys of a data batch are handed over, by the batch's index
     /// (every batch read counts, from 0) and base offset.
     pub keys: &'f (dyn Fn(usize, i64) -> bool + Sync),
@@ -262,11 +254,7 @@ fn read<'a>(
                         if !handed {
                             return;
                         }
-                        if plan.hash_keys {
-                            (KeyRef::Hashed(digester.digest(key)), key)
-                        } else {
-                            (KeyRef::Stored(key), key)
-                        }
+                        (KeyRef::Stored(key), key)
                     }
                     Key::Inflated(key) => {
                         keyed += 1;

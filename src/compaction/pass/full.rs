@@ -136,7 +136,6 @@ fn scan_into(
         checked: false,
         stable: false,
         keep_inflated: false,
-        hash_keys: false,
         keys: &keys,
         digester,
     };

@@ -24,7 +24,7 @@ use crate::fs::FileSystem;
 
 use super::full::Scan;
 use crate::compaction::bitmap::Bitmap;
-use crate::compaction::carry::{self, SourceKeys};
+use crate::compaction::carry::{self, SourceKeys, SummaryPlan, Verdict};
 use crate::compaction::map::{Digest, Digester, Fit, Map, Superseded};
 use crate::compaction::options::CleanOptions;
 use crate::compaction::read::{self, Event, Input, Plan};
@@ -56,8 +56,9 @@ struct Source<'a> {
 /// The incremental map pass over `dir` (`bases` ascending, the last one active) from
 /// `clean_point` (a batch boundary in `[log start, active base]`), at `horizon.now`.
 /// A clean segment whose key summary shows that no mapped key and no expired
-/// tombstone can touch it ([`carry::untouched`]) is not read at all: the rewrite
-/// keeps it whole (and may hard-link it).
+/// tombstone can touch it ([`carry::verdict`]) is not read at all: the rewrite
+/// keeps it whole (and may hard-link it). The output gets key summaries as
+/// [`SummaryPlan`] says.
 pub fn scan_dirty(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -133,12 +134,22 @@ pub fn scan_dirty_bounded(
     dirty_hashes.sort_unstable();
     dirty_hashes.dedup();
     // The segments wholly below the clean point that nothing mapped can touch.
-    for (i, source) in sources.iter().enumerate().take(first_dirty) {
-        if let Some(summary) =
-            carry::untouched(fs, dir, source.base, source.bytes, &dirty_hashes, horizon)?
-        {
-            source_keys[i] = SourceKeys::Untouched(summary);
+    let verdicts = sources
+        .iter()
+        .take(first_dirty)
+        .map(|source| carry::verdict(fs, dir, source.base, source.bytes, &dirty_hashes, horizon))
+        .collect::<Result<Vec<Verdict>>>()?;
+    let summaries = SummaryPlan::of(&verdicts);
+    // Wholly clean segments without a summary, and whether a mapped key is in them.
+    let mut unknown: Vec<bool> = verdicts.iter().map(|v| *v == Verdict::Unknown).collect();
+    let mut hit = vec![false; verdicts.len()];
+    for (keys, verdict) in source_keys.iter_mut().zip(verdicts) {
+        if let Verdict::Untouched(summary) = verdict {
+            *keys = SourceKeys::Untouched(summary);
         }
+    }
+    if summaries == SummaryPlan::Skip {
+        forget_read(&mut source_keys);
     }
     let next_offset = mapped.next_offset.unwrap_or(active_base).max(active_base);
     let mapped_end = mapped.stopped_at.unwrap_or(next_offset);
@@ -172,9 +183,8 @@ pub fn scan_dirty_bounded(
             from: i64::MIN,
             until: clean_point,
             checked: false,
-            stable: true,
+            stable: summaries != SummaryPlan::Skip,
             keep_inflated: false,
-            hash_keys: true,
             keys: &every,
             digester,
         },
@@ -195,6 +205,9 @@ pub fn scan_dirty_bounded(
                     for record in records {
                         if map.contains(record.digest(&digester)) {
                             bits.set(ordinal);
+                            if let Some(hit) = hit.get_mut(current) {
+                                *hit = true;
+                            }
                         }
                         ordinal += 1;
                         if let Some(read) = read.as_deref_mut() {
@@ -209,6 +222,13 @@ pub fn scan_dirty_bounded(
             Ok(ControlFlow::Continue(()))
         },
     )?;
+    unknown
+        .iter_mut()
+        .zip(&hit)
+        .for_each(|(unknown, hit)| *unknown &= !hit);
+    if !summaries.after_lookups(unknown.contains(&true)) {
+        forget_read(&mut source_keys);
+    }
     // The dirty section's bits follow, shifted past the clean section's.
     for dirty in map.superseded().ones() {
         bits.set(ordinal + dirty);
@@ -229,6 +249,16 @@ pub fn scan_dirty_bounded(
         mapped_end,
         keys: source_keys,
     })
+}
+
+/// The keys read of every segment forgotten: the output gets no key summaries
+/// ([`SummaryPlan`]).
+fn forget_read(source_keys: &mut [SourceKeys]) {
+    for keys in source_keys {
+        if matches!(keys, SourceKeys::Read(_)) {
+            *keys = SourceKeys::Unknown;
+        }
+    }
 }
 
 /// What the map pass records for the key summaries: the stable hashes of the keys
@@ -348,7 +378,6 @@ fn map_dirty(
             checked: false,
             stable: true,
             keep_inflated: false,
-            hash_keys: false,
             keys: &every,
             digester,
         },

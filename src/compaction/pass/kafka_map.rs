@@ -358,7 +358,6 @@ pub(super) fn read_and_map(
         checked: true,
         stable: false,
         keep_inflated: true,
-        hash_keys: false,
         keys: &keys,
         digester: mapper.digester,
     };

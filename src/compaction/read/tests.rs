@@ -63,7 +63,6 @@ fn plan(from: i64, until: i64, keys: &(dyn Fn(usize, i64) -> bool + Sync)) -> Pl
         checked: false,
         stable: true,
         keep_inflated: true,
-        hash_keys: false,
         keys,
         digester: OffsetMap::new().digester(),
     }
@@ -203,32 +202,6 @@ fn a_consumer_that_falls_behind_gets_keys_hashed_by_the_reader() {
     let ((result, _), hashed) = piped_counting(&inputs[..1], &plan, usize::MAX, false);
     result.unwrap();
     assert!(hashed < CHUNK_RECORDS * handover::CHUNKS, "{hashed}");
-}
-
-#[test]
-fn a_plan_that_hashes_on_the_reader_hands_every_key_over_hashed() {
-    let segments: Vec<Vec<u8>> = (0..2).map(|s| segment(s, 40, 500)).collect();
-    let inputs = inputs(&segments);
-    let every = |_: usize, _: i64| true;
-    let shared = plan(i64::MIN, i64::MAX, &every);
-    let on_reader = Plan {
-        hash_keys: true,
-        ..shared
-    };
-    // The same digests either way (one digester), every stored key hashed.
-    let want = single(&inputs, &shared);
-    let ((result, got), hashed) = piped_counting(&inputs, &on_reader, usize::MAX, false);
-    result.unwrap();
-    assert_eq!(got, want);
-    let stored: usize = got
-        .iter()
-        .map(|(event, records)| match event {
-            Event::Batch(b) if b.attributes & 7 == 0 => records.len(),
-            _ => 0,
-        })
-        .sum();
-    assert!(stored > 0, "no uncompressed batch handed keys over");
-    assert_eq!(hashed, stored);
 }
 
 #[test]
