@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fs::StdFs;
@@ -26,7 +26,7 @@ pub enum Cleanup {
 /// Times `cleanup` on `log`; with `then_full_scan`, also a full-scan open of its
 /// directory (what the reopen after the cleanup cost before), inside the time.
 pub fn time_cleanup(log: &mut Log, cleanup: Cleanup, then_full_scan: bool) -> Result<Duration> {
-    let start = Instant::now();
+    let start = super::Stopwatch::start();
     match cleanup {
         Cleanup::Compact => {
             let report = log.compact(i64::MAX / 2, 0, None)?;
@@ -52,7 +52,7 @@ pub fn time_cleanup(log: &mut Log, cleanup: Cleanup, then_full_scan: bool) -> Re
             Log::open_checked(Arc::new(StdFs::new()), log.dir(), open_config())?;
         drop(scanned);
     }
-    Ok(start.elapsed())
+    Ok(start.stop())
 }
 
 /// The open of `dir` after the handle that cleaned it was dropped (a crash): what

@@ -8,7 +8,7 @@
 //! the first round is partly kept.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::compaction::CompactOptions;
 use crate::error::{Error, Result};
@@ -145,10 +145,10 @@ impl CompactionFixture {
             policy,
             ..crate::compaction::CleanOptions::default()
         };
-        let start = Instant::now();
+        let start = super::Stopwatch::start();
         let built = crate::compaction::build_with(fs, &self.dir, options, clean)?
             .ok_or_else(|| Error::InvalidArgument("the fixture has nothing to compact".into()))?;
-        let took = start.elapsed();
+        let took = start.stop();
         let tmp = InstallPaths::new(&self.dir)?.tmp;
         fs.remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
         Ok((took, built))

@@ -8,7 +8,7 @@
 //! nothing can be carried, so this shows the cost of the summaries alone).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::compaction::pass::full as scan;
 use crate::compaction::pass::incremental::map_pass;
@@ -136,10 +136,10 @@ impl IncrementalFixture {
     /// Install step 1 of the incremental pass (from the clean point), its time and
     /// report; the temp dir is removed afterwards.
     pub fn build_incremental(&self, fs: &dyn FileSystem) -> Result<(Duration, CompactionReport)> {
-        let start = Instant::now();
+        let start = super::Stopwatch::start();
         let built = build_with(fs, &self.dir, self.options(), CleanOptions::default())?
             .ok_or_else(|| Error::InvalidArgument("nothing to clean".into()))?;
-        let took = start.elapsed();
+        let took = start.stop();
         assert_eq!(built.report.clean_point_before, self.clean_point);
         self.remove_tmp(fs)?;
         Ok((took, built.report))
@@ -152,9 +152,9 @@ impl IncrementalFixture {
         let aside = self.dir.with_extension("clean-point-aside");
         fs.rename(&point, &aside)
             .map_err(|e| Error::io(&point, e))?;
-        let start = Instant::now();
+        let start = super::Stopwatch::start();
         let built = build(fs, &self.dir, self.options());
-        let took = start.elapsed();
+        let took = start.stop();
         fs.rename(&aside, &point)
             .map_err(|e| Error::io(&aside, e))?;
         let built = built?.ok_or_else(|| Error::InvalidArgument("nothing to compact".into()))?;
@@ -166,7 +166,7 @@ impl IncrementalFixture {
     /// The incremental map pass alone (the dirty section into the map).
     pub fn map_incremental(&self, fs: &dyn FileSystem) -> Result<Duration> {
         let bases = list_segments(fs, &self.dir)?;
-        let start = Instant::now();
+        let start = super::Stopwatch::start();
         let (mapped, _) = map_pass(
             fs,
             &self.dir,
@@ -175,7 +175,7 @@ impl IncrementalFixture {
             NOW,
             CleanOptions::default(),
         )?;
-        let took = start.elapsed();
+        let took = start.stop();
         if mapped as u64 > self.dirty_keys + 1 {
             return Err(Error::InvalidArgument(format!(
                 "mapped {mapped} keys, expected at most {}",
@@ -188,9 +188,9 @@ impl IncrementalFixture {
     /// The full compaction's map pass (every segment).
     pub fn map_full(&self, fs: &dyn FileSystem) -> Result<Duration> {
         let bases = list_segments(fs, &self.dir)?;
-        let start = Instant::now();
+        let start = super::Stopwatch::start();
         let scan = scan::scan(fs, &self.dir, &bases)?;
-        let took = start.elapsed();
+        let took = start.stop();
         if (scan.superseded.keys as u64) < self.keys {
             return Err(Error::InvalidArgument("the full map missed keys".into()));
         }

@@ -2,7 +2,7 @@
 //! `benches/log_throughput.rs`.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::Result;
 use crate::format::{NewRecord, RecordBatch};
@@ -58,22 +58,22 @@ impl LogFixture {
     /// The append baseline: the fixture's bytes written to a new file at `path`
     /// with `BufWriter`, a batch's worth per call, then fsync; the time.
     pub fn write_baseline(&self, path: &Path) -> Result<Duration> {
-        let start = Instant::now();
+        let start = super::Stopwatch::start();
         crate::fs::baseline::write_buffered(path, &self.bytes, self.batch_bytes())
             .map_err(|e| crate::error::Error::io(path, e))?;
-        Ok(start.elapsed())
+        Ok(start.stop())
     }
 }
 
 /// Opens a log in `dir`, appends every batch, closes it (flush included); the time.
 pub fn append_log(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
-    let start = Instant::now();
+    let start = super::Stopwatch::start();
     let (mut log, _) = Log::open(dir, LogConfig::default())?;
     for batch in &fixture.batches {
         log.append(batch)?;
     }
     log.close()?;
-    Ok(start.elapsed())
+    Ok(start.stop())
 }
 
 /// Reads the whole log with [`Log::read`]; the records read.

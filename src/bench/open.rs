@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::format::recovery_point::CLEAN_SHUTDOWN_NAME;
@@ -57,12 +57,12 @@ pub fn time_open(dir: &Path, kind: OpenKind) -> Result<(Duration, i64)> {
         let marker = dir.join(CLEAN_SHUTDOWN_NAME);
         fs.remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
     }
-    let start = Instant::now();
+    let start = super::Stopwatch::start();
     let (log, report) = match kind {
         OpenKind::FullScan => Log::open_checked(fs, dir, open_config())?,
         _ => Log::open_with(fs, dir, open_config())?,
     };
-    let took = start.elapsed();
+    let took = start.stop();
     let expected_scans = match kind {
         OpenKind::Clean => 0,
         OpenKind::AfterCrash => 1,
@@ -101,7 +101,7 @@ pub fn write_open_fixture_part(dir: &Path, fixture: &LogFixture, divisor: usize)
 /// read) and a read from the next offset. Returns the time and the next offset.
 pub fn time_dump_tail(dir: &Path, checked: bool) -> Result<(Duration, i64)> {
     let fs: Arc<dyn FileSystem> = Arc::new(StdFs::new());
-    let start = Instant::now();
+    let start = super::Stopwatch::start();
     let (log, report) = if checked {
         Log::open_read_only_checked(fs, dir, open_config())?
     } else {
@@ -109,7 +109,7 @@ pub fn time_dump_tail(dir: &Path, checked: bool) -> Result<(Duration, i64)> {
     };
     let next = log.next_offset();
     let tail = log.read(next, 1 << 20)?;
-    let took = start.elapsed();
+    let took = start.stop();
     let expected_scans = if checked { report.segments } else { 0 };
     if report.scanned_segments != expected_scans || !tail.is_empty() {
         return Err(Error::InvalidArgument(format!(

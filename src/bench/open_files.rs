@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
@@ -48,7 +48,7 @@ pub fn time_read(
 ) -> Result<(Duration, usize)> {
     let fs: Arc<dyn FileSystem> =
         Arc::new(StdFs::with_open_files_max(budget.unwrap_or(usize::MAX)));
-    let start = Instant::now();
+    let start = super::Stopwatch::start();
     let (log, _) = Log::open_read_only(fs, dir, config(fixture))?;
     let mut records = 0usize;
     let mut from = log.log_start_offset();
@@ -66,5 +66,5 @@ pub fn time_read(
         };
         from = last + 1;
     }
-    Ok((start.elapsed(), records))
+    Ok((start.stop(), records))
 }

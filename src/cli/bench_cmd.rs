@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -434,9 +434,9 @@ fn compact(args: &BenchArgs, root: &Path) -> Result<Comparison> {
         Some(COMPACTION_TARGET),
         || {
             in_new_dir(&root.join("compact-baseline"), |copy| {
-                let start = Instant::now();
+                let start = bench::Stopwatch::start();
                 baseline::copy_buffered(&fixture.dir, copy).map_err(|e| Error::io(copy, e))?;
-                Ok(start.elapsed())
+                Ok(start.stop())
             })
         },
         || fixture.build(&fs).map(|(took, _)| took),
@@ -467,9 +467,9 @@ fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         Some(COMPACTION_TARGET),
         || {
             in_new_dir(&root.join("compact-aborted-baseline"), |copy| {
-                let start = Instant::now();
+                let start = bench::Stopwatch::start();
                 baseline::copy_buffered(&fixture.dir, copy).map_err(|e| Error::io(copy, e))?;
-                Ok(start.elapsed())
+                Ok(start.stop())
             })
         },
         || fixture.build(&fs).map(|(took, _)| took),
@@ -483,9 +483,9 @@ fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         Some(COMPACTION_TARGET),
         || {
             in_new_dir(&root.join("compact-aborted-baseline"), |copy| {
-                let start = Instant::now();
+                let start = bench::Stopwatch::start();
                 baseline::copy_buffered(&fixture.dir, copy).map_err(|e| Error::io(copy, e))?;
-                Ok(start.elapsed())
+                Ok(start.stop())
             })
         },
         || {
