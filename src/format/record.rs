@@ -104,14 +104,15 @@ fn put_bytes(out: &mut Vec<u8>, field: Option<&[u8]>) {
 }
 
 /// A record's fields, borrowed: the one encoder behind [`Record::encode_into`] and
-/// [`RecordView::encode_with_timestamp_delta`], so both give the same bytes.
-struct Parts<'a> {
+/// [`RecordView::encode_with_timestamp_delta`], so both give the same bytes; and,
+/// with its headers as the decoder makes them (`H`), what [`decode_with`] returns.
+struct Parts<'a, H = &'a [Header]> {
     attributes: i8,
     timestamp_delta: i64,
     offset_delta: i32,
     key: Option<&'a [u8]>,
     value: Option<&'a [u8]>,
-    headers: &'a [Header],
+    headers: H,
 }
 
 impl Parts<'_> {
@@ -364,24 +365,15 @@ fn check_headers(c: &mut Cursor<'_>, count: i32) -> Result<(), CorruptKind> {
     Ok(())
 }
 
-/// A record's fields before its headers.
-struct Fields<'a> {
-    attributes: i8,
-    timestamp_delta: i64,
-    offset_delta: i32,
-    key: Option<&'a [u8]>,
-    value: Option<&'a [u8]>,
-}
-
-/// Decodes one record from the front of `buf`: its fields, what `headers` makes
-/// of its `count` (> 0) headers (`H::default()` for none), and the bytes used.
+/// Decodes one record from the front of `buf`: its fields with what `headers`
+/// makes of its `count` (> 0) headers (`H::default()` for none), and the bytes used.
 /// Checks every length against the record's own length prefix; `headers` reads
 /// exactly the headers' bytes or fails.
 #[inline(always)]
 fn decode_with<'a, H: Default>(
     buf: &'a [u8],
     headers: impl FnOnce(&mut Cursor<'a>, i32) -> Result<H, CorruptKind>,
-) -> Result<(Fields<'a>, H, usize), CorruptKind> {
+) -> Result<(Parts<'a, H>, usize), CorruptKind> {
     let mut outer = Cursor { buf, at: 0 };
     let length = outer.varint()?;
     if length < 0 {
@@ -410,14 +402,14 @@ fn decode_with<'a, H: Default>(
         return Err(CorruptKind::Field("record length mismatch"));
     }
     Ok((
-        Fields {
+        Parts {
             attributes,
             timestamp_delta,
             offset_delta,
             key,
             value,
+            headers,
         },
-        headers,
         outer.at,
     ))
 }
@@ -443,7 +435,7 @@ impl<'a> RecordKey<'a> {
     /// with the same checks and errors as [`RecordView::decode`].
     #[inline(always)]
     pub fn decode(buf: &'a [u8]) -> Result<(RecordKey<'a>, usize), CorruptKind> {
-        let (fields, (), used) = decode_with(buf, check_headers)?;
+        let (fields, used) = decode_with(buf, check_headers)?;
         Ok((
             RecordKey {
                 timestamp_delta: fields.timestamp_delta,
@@ -463,7 +455,7 @@ impl<'a> RecordView<'a> {
     // ~90-byte result was copied once more per record.
     #[inline(always)]
     pub fn decode(buf: &'a [u8]) -> Result<(RecordView<'a>, usize), CorruptKind> {
-        let (fields, headers, used) = decode_with(buf, decode_headers)?;
+        let (fields, used) = decode_with(buf, decode_headers)?;
         Ok((
             RecordView {
                 attributes: fields.attributes,
@@ -471,7 +463,7 @@ impl<'a> RecordView<'a> {
                 offset_delta: fields.offset_delta,
                 key: fields.key,
                 value: fields.value,
-                headers,
+                headers: fields.headers,
             },
             used,
         ))
@@ -488,7 +480,7 @@ impl<'a> RecordView<'a> {
             offset_delta: self.offset_delta,
             key: self.key,
             value: self.value,
-            headers: &self.headers,
+            headers: self.headers.as_slice(),
         }
         .encode_into(out);
     }
