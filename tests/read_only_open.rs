@@ -10,7 +10,7 @@ mod closed_log_support;
 
 use std::path::{Path, PathBuf};
 
-use closed_log_support::{closed_log, config};
+use closed_log_support::{closed_log, config, segment_bases};
 use seglog::format::filename;
 use seglog::fs::sim::{ReadCount, SimFs};
 use seglog::fs::FileSystem;
@@ -18,19 +18,13 @@ use seglog::{Error, Log};
 
 /// Counts the reads of every `.log` of `dir`: (path, is the active one, count).
 fn count_logs(fs: &SimFs, dir: &Path) -> Vec<(PathBuf, bool, ReadCount)> {
-    let mut names: Vec<String> = fs
-        .list_dir(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(filename::LOG_SUFFIX))
-        .collect();
-    names.sort();
-    let last = names.len() - 1;
-    names
+    let bases = segment_bases(fs, dir);
+    let last = bases.len() - 1;
+    bases
         .into_iter()
         .enumerate()
-        .map(|(i, name)| {
-            let path = dir.join(name);
+        .map(|(i, base)| {
+            let path = dir.join(filename::build(base, filename::LOG_SUFFIX));
             let count = fs.count_reads(&path).unwrap();
             (path, i == last, count)
         })

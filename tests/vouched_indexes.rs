@@ -22,7 +22,7 @@ mod closed_log_support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use closed_log_support::{closed_log, config, fill};
+use closed_log_support::{closed_log, config, fill, segment_bases};
 use seglog::format::filename;
 use seglog::fs::sim::{ReadCount, SimFs};
 use seglog::fs::{FileSystem, StdFs};
@@ -31,14 +31,7 @@ use seglog::{Error, Log, ReadRecord};
 /// The index files of the closed segments of `dir` (all but the last base), with
 /// their base offsets, counted from now on.
 fn count_closed_indexes(fs: &SimFs, dir: &Path) -> Vec<(i64, PathBuf, ReadCount)> {
-    let mut bases: Vec<i64> = fs
-        .list_dir(dir)
-        .unwrap()
-        .iter()
-        .filter(|n| n.ends_with(filename::LOG_SUFFIX))
-        .map(|n| filename::parse(n).unwrap().0)
-        .collect();
-    bases.sort();
+    let mut bases = segment_bases(fs, dir);
     bases.pop();
     bases
         .into_iter()

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use seglog::format::filename;
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::{Log, LogConfig, NewRecord};
@@ -41,4 +42,17 @@ pub fn closed_log(segments: usize) -> (Arc<SimFs>, &'static Path) {
     let dir = Path::new("/log");
     fill(fs.clone(), dir, segments);
     (fs, dir)
+}
+
+/// The base offsets of the segments of `dir`, ascending (the last one active).
+pub fn segment_bases(fs: &SimFs, dir: &Path) -> Vec<i64> {
+    let mut bases: Vec<i64> = fs
+        .list_dir(dir)
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(filename::LOG_SUFFIX))
+        .map(|n| filename::parse(n).unwrap().0)
+        .collect();
+    bases.sort();
+    bases
 }
