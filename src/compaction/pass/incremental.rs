@@ -140,9 +140,9 @@ pub fn scan_dirty_bounded(
         .map(|source| carry::verdict(fs, dir, source.base, source.bytes, &dirty_hashes, horizon))
         .collect::<Result<Vec<Verdict>>>()?;
     let summaries = SummaryPlan::of(&verdicts);
-    // Wholly clean segments without a summary, and whether a mapped key is in them.
-    let mut unknown: Vec<bool> = verdicts.iter().map(|v| *v == Verdict::Unknown).collect();
-    let mut hit = vec![false; verdicts.len()];
+    // Wholly clean segments without a summary that no mapped key has been found in.
+    let mut unknown_untouched: Vec<bool> =
+        verdicts.iter().map(|v| *v == Verdict::Unknown).collect();
     for (keys, verdict) in source_keys.iter_mut().zip(verdicts) {
         if let Verdict::Untouched(summary) = verdict {
             *keys = SourceKeys::Untouched(summary);
@@ -205,8 +205,8 @@ pub fn scan_dirty_bounded(
                     for record in records {
                         if map.contains(record.digest(&digester)) {
                             bits.set(ordinal);
-                            if let Some(hit) = hit.get_mut(current) {
-                                *hit = true;
+                            if let Some(untouched) = unknown_untouched.get_mut(current) {
+                                *untouched = false;
                             }
                         }
                         ordinal += 1;
@@ -222,11 +222,7 @@ pub fn scan_dirty_bounded(
             Ok(ControlFlow::Continue(()))
         },
     )?;
-    unknown
-        .iter_mut()
-        .zip(&hit)
-        .for_each(|(unknown, hit)| *unknown &= !hit);
-    if !summaries.after_lookups(unknown.contains(&true)) {
+    if !summaries.after_lookups(unknown_untouched.contains(&true)) {
         forget_read(&mut source_keys);
     }
     // The dirty section's bits follow, shifted past the clean section's.
