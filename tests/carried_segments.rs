@@ -246,3 +246,154 @@ fn scattered_dirt_writes_no_summaries_and_clustered_dirt_brings_them_back() {
     let report = dirty_and_clean(&[9], 40);
     assert!(report.segments_carried > 0, "{report:?}");
 }
+
+/// `SEGMENTS` closed segments, the last half lz4-compressed, each of two batches:
+/// two keys and a keyless record, then two keys and a tombstone (timestamp 1).
+/// Cleaned once with a map of 22 keys, which stops before the second batch of the
+/// fifth segment: the clean point falls inside it and the outputs of the four
+/// before it get summaries. Then dirtied by a key of every segment and rolled:
+/// the log a scattered pass cleans. `strip`: the summaries removed before the dirt.
+fn scattered_log(sim: &Arc<SimFs>, strip: bool) -> Log {
+    let fs: Arc<dyn FileSystem> = sim.clone();
+    let mut config = LogConfig::default();
+    let (mut log, _) = Log::open_with(fs.clone(), DIR, config.clone()).unwrap();
+    for s in 0..SEGMENTS {
+        if s == SEGMENTS / 2 {
+            log.close().unwrap();
+            config.compression = seglog::format::compression::Compression::Lz4;
+            log = Log::open_with(fs.clone(), DIR, config.clone()).unwrap().0;
+        }
+        let key = |i: usize| record(format!("k{}", s * 4 + i), "v1", 1);
+        let keyless = NewRecord::new(None, Some(b"keyless".to_vec()), 1);
+        let tombstone = NewRecord::new(Some(format!("t{s}").into_bytes()), None, 1);
+        log.append(&[key(0), key(1), keyless]).unwrap();
+        log.append(&[key(2), key(3), tombstone]).unwrap();
+        log.roll().unwrap();
+    }
+    log.append(&[record("active".into(), "v", 2)]).unwrap();
+    let stopping = CleanOptions {
+        dedupe_buffer_bytes: Some(22 * 24),
+        ..KNOBS
+    };
+    log.clean(10, 1000, Some(1), stopping).unwrap();
+    let bases = seglog::compaction::source::list_segments(sim.as_ref(), Path::new(DIR)).unwrap();
+    let clean_point = log.clean_point().unwrap();
+    assert!(
+        bases[4] < clean_point && clean_point < bases[5],
+        "the clean point {clean_point} inside the fifth of {bases:?}"
+    );
+    assert_eq!(keys_files(sim).len(), 4);
+    if strip {
+        for path in keys_files(sim) {
+            sim.remove_file(&path).unwrap();
+        }
+    }
+    // A key of every segment: a new value, or (odd segments) a tombstone.
+    let dirt: Vec<NewRecord> = (0..SEGMENTS)
+        .map(|s| {
+            let key = format!("k{}", s * 4 + 1).into_bytes();
+            let value = (s % 2 == 0).then(|| b"v2".to_vec());
+            NewRecord::new(Some(key), value, 20)
+        })
+        .collect();
+    log.append(&dirt).unwrap();
+    log.roll().unwrap();
+    log.flush().unwrap();
+    log
+}
+
+/// Whether the incremental pass over `sim`'s log leaves the clean section's
+/// lookups to the rewrite.
+fn lookups_left_to_the_rewrite(sim: &Arc<SimFs>, log: &Log, now: i64) -> bool {
+    let bases = seglog::compaction::source::list_segments(sim.as_ref(), Path::new(DIR)).unwrap();
+    let horizon = seglog::compaction::Horizon {
+        now,
+        delete_retention_ms: 1000,
+    };
+    let scan = seglog::compaction::pass::incremental::scan_dirty(
+        sim.as_ref(),
+        Path::new(DIR),
+        &bases,
+        log.clean_point().unwrap(),
+        horizon,
+        KNOBS,
+    )
+    .unwrap();
+    scan.lookups.is_some()
+}
+
+#[test]
+fn scattered_dirt_is_looked_up_by_the_rewrite_as_the_lookup_pass_decides_it() {
+    // At 5000 the clean section's tombstones (timestamp 1) are past the horizon.
+    for now in [30, 5000] {
+        let rewrite = Arc::new(SimFs::new());
+        let mut log = scattered_log(&rewrite, false);
+        assert!(lookups_left_to_the_rewrite(&rewrite, &log, now));
+        let report = log.clean(now, 1000, Some(1), KNOBS).unwrap();
+        assert_eq!(report.segments_carried, 0);
+        assert!(report.records_after < report.records_before, "{report:?}");
+
+        let cleaned = all_records(&log);
+
+        // Without summaries the pass reads the clean section before the rewrite.
+        let pass = Arc::new(SimFs::new());
+        let mut log = scattered_log(&pass, true);
+        assert!(!lookups_left_to_the_rewrite(&pass, &log, now));
+        let reference = log.clean(now, 1000, Some(1), KNOBS).unwrap();
+        assert_eq!(report, reference, "at {now}");
+        assert_eq!(rewrite.snapshot(), pass.snapshot(), "at {now}");
+        assert_eq!(keys_files(&rewrite), Vec::<PathBuf>::new());
+
+        // Both keep the records a compaction from scratch keeps (no map filter, no
+        // lookups: the full scan's bits).
+        let scratch = Arc::new(SimFs::new());
+        let mut log = scattered_log(&scratch, true);
+        scratch
+            .remove_file(&Path::new(DIR).join("cleaner-offset.checkpoint"))
+            .unwrap();
+        let unbounded = CleanOptions {
+            dedupe_buffer_bytes: None,
+            ..KNOBS
+        };
+        log.clean(now, 1000, Some(1), unbounded).unwrap();
+        assert_eq!(cleaned, all_records(&log), "at {now}");
+    }
+}
+
+fn all_records(log: &Log) -> Vec<seglog::ReadRecord> {
+    let mut from = log.log_start_offset();
+    let mut out = Vec::new();
+    loop {
+        let records = log.read(from, 1 << 20).unwrap();
+        let Some(last) = records.last() else {
+            return out;
+        };
+        from = last.offset + 1;
+        out.extend(records);
+    }
+}
+
+#[test]
+fn damage_in_a_clean_segment_the_rewrite_looks_up_is_an_error() {
+    let sim = Arc::new(SimFs::new());
+    let mut log = scattered_log(&sim, false);
+    // The third segment's records, CRC no longer matching: no earlier pass reads
+    // it, so the rewrite must check it.
+    let log_path: PathBuf = logs(&sim).keys().nth(2).unwrap().clone();
+    let mut bytes = sim.read_all(&log_path).unwrap();
+    let mid = bytes.len() - 3;
+    bytes[mid] ^= 0x01;
+    sim.write_new(&log_path, &bytes).unwrap();
+    assert!(lookups_left_to_the_rewrite(&sim, &log, 30));
+    match log.clean(30, 1000, Some(1), KNOBS) {
+        Err(Error::Corrupt { path, .. }) => assert_eq!(path, Path::new(&log_path)),
+        other => panic!("expected a corruption error naming {log_path:?}, got {other:?}"),
+    }
+    drop(log);
+    // Nothing lost: the reopened log holds the segment as it was, and the half
+    // built temp dir is gone.
+    let fs: Arc<dyn FileSystem> = sim.clone();
+    Log::open_with(fs, DIR, LogConfig::default()).unwrap();
+    assert_eq!(sim.read_all(&log_path).unwrap(), bytes);
+    assert!(!sim.exists(Path::new("/log.compact-tmp")));
+}

@@ -185,7 +185,8 @@ pub enum SummaryPlan {
     /// judge by (a first pass).
     Write,
     /// Write none: every clean segment has a summary and this pass touches them
-    /// all. The clean section is read without stable hashes.
+    /// all. The clean section is read once, by the rewrite, which looks its keys
+    /// up as it writes (`super::rewrite::Lookups`): no stable hashes.
     Skip,
     /// Some clean segments have no summary and none is carried: write them only
     /// if the pass's lookups find one of those segments untouched by the mapped

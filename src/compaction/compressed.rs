@@ -18,7 +18,7 @@ use crate::format::batch::RECORDS_OFFSET;
 use crate::format::RecordBatch;
 use crate::format::TimestampType;
 
-use super::map::Superseded;
+use super::map::Fate;
 use super::rules::seed::Horizon;
 use super::view;
 
@@ -78,17 +78,15 @@ impl Decisions {
 }
 
 /// The keep decision of every record of the decompressed batch `inflated`, read in
-/// place (no copy of a key or value), into `decisions`; `ordinal` is the next
-/// keyed-record ordinal of the scan's numbering (advanced past this batch's keyed
-/// records unless it is a control batch). Errors name the batch's position in
-/// `path`.
+/// place (no copy of a key or value), into `decisions`; `fate` says whether a keyed
+/// record is the latest of its key (asked once per keyed record unless it is a
+/// control batch). Errors name the batch's position in `path`.
 pub fn decide_inflated(
     path: &Path,
     position: u64,
     inflated: &Inflated<'_, impl AsRef<[u8]>>,
-    superseded: &Superseded,
+    mut fate: Fate<'_>,
     horizon: Horizon,
-    ordinal: &mut i64,
     decisions: &mut Decisions,
 ) -> Result<()> {
     let batch = &inflated.views;
@@ -100,12 +98,9 @@ pub fn decide_inflated(
     let mut records = batch.records_in(inflated_records);
     while let Some(record) = records.next() {
         let record = record.map_err(|e| e.at(path, position))?;
-        let latest = if record.key.is_some() && !control {
-            let this = *ordinal;
-            *ordinal += 1;
-            !superseded.is_superseded(this)
-        } else {
-            false
+        let latest = match record.key {
+            Some(key) if !control => fate.latest(key),
+            _ => false,
         };
         let view = view::RecordView {
             offset: batch.offset_of(&record),

@@ -18,7 +18,7 @@ use crate::fs::FileSystem;
 use super::bitmap::Bitmap;
 use super::carry::{self, SourceKeys};
 use super::map::Superseded;
-use super::rewrite::{compact_segment, Compacted, Cursor, Rules};
+use super::rewrite::{compact_segment, Compacted, Cursor, Lookups, Rules};
 use super::rules::seed::{Grouper, Horizon, Placement};
 use super::source::segment_path;
 use super::writer::{settle, write_parts, Files, Part, Totals};
@@ -51,6 +51,9 @@ pub struct ClosedRegion<'a> {
     pub keys: Option<Vec<SourceKeys>>,
     /// The transaction rules' decisions ([`super::rules::txn`]), if any.
     pub txn: Option<&'a super::rules::txn::TxnPlan>,
+    /// The clean section whose lookups the incremental pass left to the rewrite
+    /// ([`Rules::lookups`]).
+    pub lookups: Option<Lookups<'a>>,
 }
 
 /// What [`write_closed`] wrote.
@@ -94,6 +97,7 @@ pub fn write_closed(
         index_interval_bytes,
         mut keys,
         txn,
+        lookups,
     } = region;
     if let Some(keys) = &keys {
         assert_eq!(keys.len(), bases.len());
@@ -105,6 +109,7 @@ pub fn write_closed(
         horizon,
         keep_from,
         txn,
+        lookups,
     };
     let described = write_parts(
         fs,

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::Result;
 
 use super::bitmap::Bitmap;
-use super::map::Superseded;
+use super::map::{Fate, KeyFilter, Latest, Superseded};
 use super::plan::{self, BatchPlan};
 use super::reseal::seal_kept_batch;
 use super::rules::seed::Horizon;
@@ -143,6 +143,31 @@ pub struct Rules<'a> {
     /// The transaction rules' decisions ([`super::rules::txn`]), when the log holds
     /// transactional batches: the batches they remove have no ordinal.
     pub txn: Option<&'a TxnPlan>,
+    /// The incremental pass's clean section, when its lookups are left to the
+    /// rewrite ([`super::pass::incremental`]).
+    pub lookups: Option<Lookups<'a>>,
+}
+
+/// The clean section of an incremental pass that no separate pass read: its
+/// batches (base offset below `until`) have no ordinal and no batch index; the
+/// rewrite checks their CRC-32C itself and looks each keyed record up in `map`.
+#[derive(Debug, Clone, Copy)]
+pub struct Lookups<'a> {
+    /// The clean point.
+    pub until: i64,
+    /// The dirty section's map, finished for lookups.
+    pub map: &'a Latest,
+    /// Its keys' filter.
+    pub dirty: &'a KeyFilter,
+}
+
+impl<'a> Lookups<'a> {
+    fn fate(self) -> Fate<'a> {
+        Fate::Lookups {
+            map: self.map,
+            dirty: self.dirty,
+        }
+    }
 }
 
 /// Describes the compacted form of one closed source segment in `out`. Source
@@ -150,10 +175,12 @@ pub struct Rules<'a> {
 /// keyed records across them.
 ///
 /// `bytes` must be the bytes [`super::pass::full::scan`] checked (its mapping of this
-/// segment): their CRCs are not recomputed ([`view::batches_verified`]).
+/// segment): their CRCs are not recomputed ([`view::batches_verified`]), except in
+/// a segment holding batches of `rules.lookups`, which is checked here.
 /// Whether a keyed record is the latest of its key is one bit of the map's
 /// superseded bitmap, at the record's ordinal ([`Superseded::is_superseded`]): no
-/// hashing here. For a plain batch (`rules.plain`, see [`super::pass::full`]) those bits decide
+/// hashing here; a batch of `rules.lookups` asks the map by key instead
+/// ([`Fate`]). For a plain batch (`rules.plain`, see [`super::pass::full`]) those bits decide
 /// every record, counted a word at a time, without parsing the batch; other batches
 /// are parsed and decided record by record. A batch whose records are all kept
 /// (control batches always) is a run of the source bytes, merged with its
@@ -173,7 +200,14 @@ pub fn compact_segment(
         horizon,
         keep_from,
         txn,
+        lookups,
     } = rules;
+    // The clean section, if this segment holds some of it.
+    let lookups = lookups.filter(|l| base < l.until);
+    assert!(
+        lookups.is_none() || txn.is_none(),
+        "a pass under the transaction rules reads the log in full"
+    );
     let keep = &mut out.keep;
     let runs = &mut out.runs;
     let decisions = &mut out.decisions;
@@ -183,9 +217,19 @@ pub fn compact_segment(
     // Views borrow this segment's bytes; one batch's worth at a time.
     let mut views: Vec<view::RecordView<'_>> = Vec::new();
     let mut counts = Counts::default();
-    for batch in &view::batches_verified(path, base, bytes)? {
+    let batches = match lookups {
+        // No earlier pass read these bytes: every check, the CRC-32C too.
+        Some(_) => view::batches(path, base, bytes)?,
+        None => view::batches_verified(path, base, bytes)?,
+    };
+    for batch in &batches {
+        let looked_up = lookups.filter(|l| batch.header.base_offset < l.until);
         let index = cursor.batch;
-        cursor.batch += 1;
+        if looked_up.is_none() {
+            cursor.batch += 1;
+        }
+        // Decided by the bits alone (never a batch of the clean section here).
+        let plain_batch = looked_up.is_none() && plain.get(index);
         keep.clear();
         let records = usize::try_from(batch.header.record_count).expect("checked by the scan");
         if batch.header.base_offset < keep_from && txn.is_some_and(|t| t.drops(index)) {
@@ -199,13 +243,19 @@ pub fn compact_segment(
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.
             let inflated = super::compressed::inflate_in(path, batch, arena)?;
+            let fate = match looked_up {
+                Some(l) => l.fate(),
+                None => Fate::Ordinals {
+                    superseded,
+                    next: &mut cursor.ordinal,
+                },
+            };
             super::compressed::decide_inflated(
                 path,
                 batch.position,
                 &inflated,
-                superseded,
+                fate,
                 horizon,
-                &mut cursor.ordinal,
                 decisions,
             )?;
             assert_eq!(decisions.keep.len(), records);
@@ -240,7 +290,7 @@ pub fn compact_segment(
         let plan = if batch.header.base_offset >= keep_from {
             // Past the pass's horizon: no decision (and no ordinal is read again).
             BatchPlan::Copy
-        } else if plain.get(index) {
+        } else if plain_batch {
             assert!(!batch.is_control());
             let ordinals = cursor.ordinal..cursor.ordinal + records as i64;
             cursor.ordinal = ordinals.end;
@@ -254,14 +304,18 @@ pub fn compact_segment(
             view::records(path, batch, &mut views)?;
             assert_eq!(views.len(), records);
             let control = batch.is_control();
-            for record in &views {
+            let mut fate = match looked_up {
+                Some(l) => l.fate(),
                 // The scan's ordinals: keyed records of non-control batches.
-                let latest = if record.key.is_some() && !control {
-                    let ordinal = cursor.ordinal;
-                    cursor.ordinal += 1;
-                    !superseded.is_superseded(ordinal)
-                } else {
-                    false
+                None => Fate::Ordinals {
+                    superseded,
+                    next: &mut cursor.ordinal,
+                },
+            };
+            for record in &views {
+                let latest = match record.key {
+                    Some(key) if !control => fate.latest(key),
+                    _ => false,
                 };
                 keep.push(plan::seed_record(control, record, latest, horizon));
             }
@@ -277,7 +331,7 @@ pub fn compact_segment(
             BatchPlan::Splice => {
                 assert_eq!(keep.len(), records);
                 counts.records_after += keep.iter().filter(|k| **k).count() as u64;
-                if plain.get(index) {
+                if plain_batch {
                     // Decided from the bits alone: the records' bytes are needed now.
                     view::records(path, batch, &mut views)?;
                 }

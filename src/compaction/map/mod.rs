@@ -13,10 +13,12 @@
 //! keys do not fit stops the map there, and one that does not fit an empty map is
 //! an error (the budget is too small for the log).
 
+pub mod filter;
 pub mod offset_map;
 pub mod superseded;
 pub mod table;
 
+pub use filter::KeyFilter;
 pub use offset_map::{Digest, Digester, OffsetMap, ENTRY_BYTES};
 pub use superseded::Superseded;
 pub use table::Table;
@@ -194,6 +196,43 @@ impl Latest {
             Latest::Superseded(bits) => bits.map_bytes_peak,
             Latest::Finished(map) => map.peak_bytes(),
             Latest::Bounded(table, _) => table.peak_bytes(),
+        }
+    }
+}
+
+/// How the rewrite learns whether a keyed record of a non-control batch is the
+/// latest of its key.
+#[derive(Debug)]
+pub enum Fate<'a> {
+    /// By the map's numbering: the superseded bit at the record's ordinal.
+    Ordinals {
+        /// The map's superseded positions.
+        superseded: &'a Superseded,
+        /// The ordinal of the next keyed record (advanced by each question).
+        next: &'a mut i64,
+    },
+    /// By key: a record of the incremental pass's clean section is superseded
+    /// exactly when the map of the dirty section holds its key (no ordinal); the
+    /// map is asked only for keys the dirty section's filter may hold.
+    Lookups {
+        /// The dirty section's map, finished for lookups.
+        map: &'a Latest,
+        /// Its keys' filter.
+        dirty: &'a KeyFilter,
+    },
+}
+
+impl Fate<'_> {
+    /// Whether the next keyed record, whose key is `key`, is the latest of its key.
+    #[inline]
+    pub fn latest(&mut self, key: &[u8]) -> bool {
+        match self {
+            Fate::Ordinals { superseded, next } => {
+                let ordinal = **next;
+                **next += 1;
+                !superseded.is_superseded(ordinal)
+            }
+            Fate::Lookups { map, dirty } => !(dirty.may_hold(key) && map.is_mapped(key)),
         }
     }
 }

@@ -11,7 +11,10 @@
 //!
 //! Reads: every dirty batch once (checked, parsed, hashed, inserted), and the clean
 //! section's batches once (checked, parsed, hashed, looked up), the latter being the
-//! part of the rewrite that a full scan's bitmap would have saved.
+//! part of the rewrite that a full scan's bitmap would have saved. A pass that
+//! writes no key summary ([`SummaryPlan::Skip`]: every clean segment touched, so
+//! every one is rewritten) leaves those lookups to the rewrite
+//! ([`DirtyScan::lookups`]), which reads the clean section anyway: once in all.
 
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -25,7 +28,7 @@ use crate::fs::FileSystem;
 use super::full::Scan;
 use crate::compaction::bitmap::Bitmap;
 use crate::compaction::carry::{self, SourceKeys, SummaryPlan, Verdict};
-use crate::compaction::map::{Digest, Digester, Fit, Map, Superseded};
+use crate::compaction::map::{Digest, Digester, Fit, KeyFilter, Latest, Map, Superseded};
 use crate::compaction::options::CleanOptions;
 use crate::compaction::read::{self, Event, Input, Plan};
 use crate::compaction::rules::seed::Horizon;
@@ -44,6 +47,11 @@ pub struct DirtyScan {
     /// One per closed segment: carried untouched (left out of the ordinals and
     /// batch numbers above), or read (its keys, for the output's key summary).
     pub keys: Vec<SourceKeys>,
+    /// The dirty section's map and its keys' filter, when the clean section's
+    /// lookups are left to the rewrite (`crate::compaction::rewrite::Lookups`,
+    /// below the clean point): the ordinals, batch numbers and bits above then
+    /// start at the clean point.
+    pub lookups: Option<(Latest, KeyFilter)>,
 }
 
 /// One segment's bytes as the pass reads them.
@@ -174,6 +182,30 @@ pub fn scan_dirty_bounded(
     // Lookups by key need a map sorted for them (unbounded).
     let map = map.finish(!clean_inputs.is_empty());
     let keys = map.keys();
+    // Most clean keys are not dirty: their stable hash's bit says so, without the
+    // map's digest and search.
+    let dirty = KeyFilter::of(&dirty_hashes);
+    if summaries == SummaryPlan::Skip {
+        // Nothing is carried and no summary written: the rewrite reads every clean
+        // segment anyway, so it looks their records up as it goes, and the clean
+        // section is read once.
+        for dirty in map.superseded().ones() {
+            bits.set(dirty);
+        }
+        let (map_bytes, peak) = (map.bytes(), map.peak_bytes());
+        return Ok(DirtyScan {
+            scan: Scan {
+                superseded: Superseded::from_parts(bits, keys, map_bytes, peak),
+                closed,
+                active,
+                plain: mapped.plain,
+            },
+            horizon,
+            mapped_end,
+            keys: source_keys,
+            lookups: Some((map, dirty)),
+        });
+    }
     let mut current = 0usize;
     let every = |_: usize, _: i64| true;
     read::each(
@@ -183,7 +215,8 @@ pub fn scan_dirty_bounded(
             from: i64::MIN,
             until: clean_point,
             checked: false,
-            stable: summaries != SummaryPlan::Skip,
+            // For the filter, and the output's key summaries.
+            stable: true,
             keep_inflated: false,
             keys: &every,
             digester,
@@ -203,7 +236,9 @@ pub fn scan_dirty_bounded(
                         _ => None,
                     };
                     for record in records {
-                        if map.contains(record.digest(&digester)) {
+                        if dirty.may_hold_hash(record.stable)
+                            && map.contains(record.digest(&digester))
+                        {
                             bits.set(ordinal);
                             if let Some(untouched) = unknown_untouched.get_mut(current) {
                                 *untouched = false;
@@ -244,6 +279,7 @@ pub fn scan_dirty_bounded(
         horizon,
         mapped_end,
         keys: source_keys,
+        lookups: None,
     })
 }
 

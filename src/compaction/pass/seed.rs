@@ -10,6 +10,7 @@ use crate::fs::FileSystem;
 
 use crate::compaction::options::{BuildInputs, CleanOptions, CompactOptions, CompactionReport};
 use crate::compaction::output::{write_closed, ClosedRegion, Written};
+use crate::compaction::rewrite::Lookups;
 use crate::compaction::rules::seed::Horizon;
 
 use super::full::{scan_with, Scan};
@@ -52,7 +53,7 @@ pub(crate) fn run(
         clean.dedupe_buffer_bytes.is_none() && clean.min_compaction_lag_ms == 0;
     let from_scratch =
         (clean_point_before == log_start_offset && unbounded_without_lag) || txn.is_some();
-    let (scan, keep_from, clean_point_after, mapped_end_offset, keys) = if from_scratch {
+    let (scan, keep_from, clean_point_after, mapped_end_offset, keys, lookups) = if from_scratch {
         // Everything is dirty and the map unbounded: the full two-thread scan (no
         // key summaries: the next, incremental pass writes them).
         let keep_from = txn.as_ref().map_or(i64::MAX, |t| t.last_stable_offset);
@@ -64,6 +65,7 @@ pub(crate) fn run(
             scan_with(fs, dir, bases, from.active_len, txn.as_ref())?,
             keep_from,
             clean_point_after,
+            None,
             None,
             None,
         )
@@ -85,6 +87,7 @@ pub(crate) fn run(
             after,
             Some(dirty.mapped_end),
             keys,
+            dirty.lookups,
         )
     };
     assert!(clean_point_after <= active_base);
@@ -128,6 +131,11 @@ pub(crate) fn run(
             index_interval_bytes,
             keys,
             txn: txn.as_ref(),
+            lookups: lookups.as_ref().map(|(map, dirty)| Lookups {
+                until: clean_point_before,
+                map,
+                dirty,
+            }),
         },
     )?;
     report.segments_carried = carried_segments;
