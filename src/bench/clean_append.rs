@@ -8,8 +8,8 @@
 //!   [`TraceFs`], times one fsync measured on the same disk) + 2 ms.
 //!
 //! Each iteration builds a fresh partition; the two phases alternate their order
-//! (even iterations: alone first). CPU time (user+sys of the process, from
-//! `/proc/self/stat`) is reported beside wall time: the machine may be loaded.
+//! (even iterations: alone first). CPU time (user+sys of the process, its CPU-time
+//! clock) is reported beside wall time: the machine may be loaded.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -162,30 +162,15 @@ fn fill(partition: &Partition, keys: u64) -> Result<()> {
     Ok(())
 }
 
-/// User+sys CPU seconds of this process so far (Linux; 0 elsewhere).
+/// User+sys CPU seconds of this process so far (0 where the clock cannot be read).
 pub fn cpu_seconds() -> f64 {
-    stat_cpu_seconds("/proc/self/stat")
+    crate::fs::baseline::process_cpu_time().map_or(0.0, |cpu| cpu.as_secs_f64())
 }
 
-/// User+sys CPU seconds of the calling thread so far (Linux; 0 elsewhere).
+/// User+sys CPU seconds of the calling thread so far (0 where the clock cannot be
+/// read).
 pub fn thread_cpu_seconds() -> f64 {
-    stat_cpu_seconds("/proc/thread-self/stat")
-}
-
-fn stat_cpu_seconds(path: &str) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(path) else {
-        return 0.0;
-    };
-    let Some(rest) = stat.rsplit(')').next() else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 and 15 of stat(5) (utime, stime) are the 12th and 13th after ')'.
-    let ticks: f64 = fields
-        .get(11..13)
-        .map(|f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum())
-        .unwrap_or(0.0);
-    ticks / 100.0
+    crate::fs::baseline::thread_cpu_time().map_or(0.0, |cpu| cpu.as_secs_f64())
 }
 
 /// Appends batches of fresh keys until `stop`; each append's `(start, end)`.

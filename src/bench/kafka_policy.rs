@@ -19,23 +19,11 @@ use crate::fs::StdFs;
 /// The target: kafka speed / seed speed.
 pub const KAFKA_POLICY_TARGET: f64 = 0.9;
 
-/// User + system CPU time of this process so far (all its threads), from
-/// `/proc/self/stat`; `None` where that file is not Linux's.
-pub fn process_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may hold spaces) start at state (3rd).
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // USER_HZ is 100 on every Linux ABI.
-    Some(Duration::from_millis(ticks * 10))
-}
-
 /// Times `run`'s own measurement and the process CPU time around it.
 fn with_cpu(cpu: &mut Vec<Duration>, run: impl FnOnce() -> Result<Duration>) -> Result<Duration> {
-    let before = process_cpu_time();
+    let before = crate::fs::baseline::process_cpu_time();
     let took = run()?;
-    if let (Some(before), Some(after)) = (before, process_cpu_time()) {
+    if let (Some(before), Some(after)) = (before, crate::fs::baseline::process_cpu_time()) {
         cpu.push(after.saturating_sub(before));
     }
     Ok(took)

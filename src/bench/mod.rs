@@ -66,10 +66,10 @@ pub struct Comparison {
     /// of the totals over every timed run): beside the wall-clock figures on a
     /// loaded machine, where waiting for a core inflates wall time but not CPU
     /// time. `None` when a side does not time itself with a [`Stopwatch`], or
-    /// used less CPU than the clock resolves. The clock counts 10 ms ticks
-    /// (`/proc/self/stat`), so the totals over many iterations are what mean
-    /// something. The kernel's writeback after an fsync runs in its own threads
-    /// and is not counted.
+    /// used no CPU the clock saw. The clock is the process's CPU-time clock, in
+    /// nanoseconds ([`crate::fs::baseline::process_cpu_time`]), so rows of a few
+    /// milliseconds get a CPU figure too. The kernel's writeback after an fsync
+    /// runs in its own threads and is not counted.
     pub cpu_mean_ms: Option<f64>,
     pub baseline_cpu_mean_ms: Option<f64>,
     pub cpu_ratio: Option<f64>,

@@ -161,12 +161,19 @@ pub struct Lookups<'a> {
     pub dirty: &'a KeyFilter,
 }
 
-impl<'a> Lookups<'a> {
-    fn fate(self) -> Fate<'a> {
-        Fate::Lookups {
-            map: self.map,
-            dirty: self.dirty,
-        }
+/// How a batch's keyed records learn their fate: by key for a batch of the clean
+/// section (`looked_up`), else by the scan's ordinals from `next` on.
+fn fate<'a>(
+    looked_up: Option<Lookups<'a>>,
+    superseded: &'a Superseded,
+    next: &'a mut i64,
+) -> Fate<'a> {
+    match looked_up {
+        Some(l) => Fate::Lookups {
+            map: l.map,
+            dirty: l.dirty,
+        },
+        None => Fate::Ordinals { superseded, next },
     }
 }
 
@@ -243,18 +250,11 @@ pub fn compact_segment(
             // Decided record by record from the decoded batch (for a plain batch
             // that is what its bits say); recompressed only when partly kept.
             let inflated = super::compressed::inflate_in(path, batch, arena)?;
-            let fate = match looked_up {
-                Some(l) => l.fate(),
-                None => Fate::Ordinals {
-                    superseded,
-                    next: &mut cursor.ordinal,
-                },
-            };
             super::compressed::decide_inflated(
                 path,
                 batch.position,
                 &inflated,
-                fate,
+                fate(looked_up, superseded, &mut cursor.ordinal),
                 horizon,
                 decisions,
             )?;
@@ -304,14 +304,8 @@ pub fn compact_segment(
             view::records(path, batch, &mut views)?;
             assert_eq!(views.len(), records);
             let control = batch.is_control();
-            let mut fate = match looked_up {
-                Some(l) => l.fate(),
-                // The scan's ordinals: keyed records of non-control batches.
-                None => Fate::Ordinals {
-                    superseded,
-                    next: &mut cursor.ordinal,
-                },
-            };
+            // The scan's ordinals count the keyed records of non-control batches.
+            let mut fate = fate(looked_up, superseded, &mut cursor.ordinal);
             for record in &views {
                 let latest = match record.key {
                     Some(key) if !control => fate.latest(key),
