@@ -146,7 +146,10 @@ fn build_inner(
         crate::install::Trash::left_over(paths.clone()).remove(fs)?;
     }
     carried_files(fs, dir)?;
-    super::source::check_segment_ends(fs, dir, &bases)?;
+    // Mapped once: every read of the build (the segment ends, the header walk, the
+    // map pass, the rewrite) goes through these bytes.
+    let closed_bytes = super::source::map_segments(fs, dir, closed)?;
+    super::source::check_segment_ends_mapped(dir, &bases, &closed_bytes)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
     let inputs = BuildInputs {
@@ -159,8 +162,12 @@ fn build_inner(
     };
     let pass = match clean.policy {
         // The tuned pass applies the transaction rules too (`super::rules::txn`).
-        CompactionPolicy::Kafka => super::pass::kafka::run(fs, dir, options, clean, &inputs)?,
-        CompactionPolicy::Seed => super::pass::seed::run(fs, dir, options, clean, &inputs)?,
+        CompactionPolicy::Kafka => {
+            super::pass::kafka::run(fs, dir, options, clean, &inputs, closed_bytes)?
+        }
+        CompactionPolicy::Seed => {
+            super::pass::seed::run(fs, dir, options, clean, &inputs, closed_bytes)?
+        }
     };
     finish_pass(fs, dir, &inputs, pass).map(Some)
 }

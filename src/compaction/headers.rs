@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use bytes::Bytes;
+
 use crate::error::{Error, Result};
 use crate::format::batch::{
     decode_header, BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET,
@@ -26,10 +28,25 @@ use super::source::segment_path;
 /// producers' (`super::rules::retain_empty`). A torn tail ends a segment's walk (the scan
 /// reports it); the first damaged header or control batch is the error.
 pub fn walk(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<LogFacts> {
+    walk_mapped(fs, dir, bases, &[])
+}
+
+/// [`walk`], the first `mapped.len()` segments' bytes given: the caller's mapping
+/// ([`super::source::map_segments`]), which its map pass and rewrite read again,
+/// so the pages this walk touches are not faulted in a second time.
+pub fn walk_mapped(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    mapped: &[Bytes],
+) -> Result<LogFacts> {
     let mut out = LogFacts::default();
     for (i, &base) in bases.iter().enumerate() {
         let path = segment_path(dir, base, LOG_SUFFIX);
-        let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = match mapped.get(i) {
+            Some(bytes) => bytes.clone(),
+            None => fs.map(&path).map_err(|e| Error::io(&path, e))?,
+        };
         let mut at = 0usize;
         while at < bytes.len() {
             let rest = &bytes[at..];
@@ -139,7 +156,18 @@ pub fn plan(
     bases: &[i64],
     horizon: Horizon,
 ) -> Result<Option<TxnPlan>> {
-    let Some((facts, closed_batches)) = gather(fs, dir, bases)? else {
+    plan_mapped(fs, dir, bases, &[], horizon)
+}
+
+/// [`plan`] over [`walk_mapped`].
+pub fn plan_mapped(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    mapped: &[Bytes],
+    horizon: Horizon,
+) -> Result<Option<TxnPlan>> {
+    let Some((facts, closed_batches)) = walk_mapped(fs, dir, bases, mapped)?.txn() else {
         return Ok(None);
     };
     // With no open transaction nothing is held back: every batch is below it.

@@ -28,6 +28,18 @@ pub struct SegmentMeta {
     pub next_offset: i64,
 }
 
+/// The `.log` bytes of the segments `bases` of `dir` ([`FileSystem::map`]): what a
+/// pass's header walk, map pass and rewrite all read, mapped once.
+pub fn map_segments(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<Vec<bytes::Bytes>> {
+    bases
+        .iter()
+        .map(|&base| {
+            let path = segment_path(dir, base, filename::LOG_SUFFIX);
+            fs.map(&path).map_err(|e| Error::io(&path, e))
+        })
+        .collect()
+}
+
 /// Base offsets of the `.log` files in `dir`, ascending.
 pub fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<i64>> {
     let names = fs.list_dir(dir).map_err(|e| Error::io(dir, e))?;
@@ -81,10 +93,17 @@ pub fn read_active(
 /// not decode, or runs past its file, ends the walk of its segment: the pass that
 /// reads the segment reports it.
 pub fn check_segment_ends(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<()> {
-    for pair in bases.windows(2) {
+    let closed = map_segments(fs, dir, &bases[..bases.len().saturating_sub(1)])?;
+    check_segment_ends_mapped(dir, bases, &closed)
+}
+
+/// [`check_segment_ends`] over the closed segments' bytes `closed` as the caller
+/// mapped them ([`map_segments`]).
+pub fn check_segment_ends_mapped(dir: &Path, bases: &[i64], closed: &[bytes::Bytes]) -> Result<()> {
+    assert_eq!(closed.len(), bases.len().saturating_sub(1));
+    for (pair, bytes) in bases.windows(2).zip(closed) {
         let [base, end] = *pair else { continue };
         let path = segment_path(dir, base, filename::LOG_SUFFIX);
-        let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
         let mut position = 0usize;
         while let Some(rest) = bytes.get(position..).filter(|rest| !rest.is_empty()) {
             let Ok(header) = batch::decode_header(rest) else {

@@ -21,15 +21,14 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use crate::error::{Error, Result};
-use crate::format::filename::LOG_SUFFIX;
+use crate::error::Result;
 use crate::fs::FileSystem;
 
 use crate::compaction::bitmap::Bitmap;
 use crate::compaction::map::{OffsetMap, Superseded};
 use crate::compaction::read::{self, Event, Input, KeyRef, Plan};
 use crate::compaction::rules::txn::TxnPlan;
-use crate::compaction::source::segment_path;
+use crate::compaction::source::map_segments;
 
 /// What the map pass leaves for the rewrite pass.
 #[derive(Debug)]
@@ -74,14 +73,22 @@ pub fn scan_with(
     active_len: Option<u64>,
     txn: Option<&TxnPlan>,
 ) -> Result<Scan> {
+    let closed = map_segments(fs, dir, &bases[..bases.len() - 1])?;
+    scan_mapped(fs, dir, bases, closed, active_len, txn)
+}
+
+/// [`scan_with`] over the closed segments' bytes `closed` as the caller mapped
+/// them ([`map_segments`]).
+pub fn scan_mapped(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    bases: &[i64],
+    closed: Vec<Bytes>,
+    active_len: Option<u64>,
+    txn: Option<&TxnPlan>,
+) -> Result<Scan> {
     let (&active_base, closed_bases) = bases.split_last().expect("a log has a segment");
-    let closed = closed_bases
-        .iter()
-        .map(|&base| {
-            let path = segment_path(dir, base, LOG_SUFFIX);
-            fs.map(&path).map_err(|e| Error::io(&path, e))
-        })
-        .collect::<Result<Vec<Bytes>>>()?;
+    assert_eq!(closed.len(), closed_bases.len());
     let active = crate::compaction::source::read_active(fs, dir, active_base, active_len)?;
     let mut map = OffsetMap::tracking_superseded();
     let plain = scan_into(
@@ -170,6 +177,7 @@ fn scan_into(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use crate::format::{filename, ControlKind, NewRecord, RecordBatch};
     use crate::fs::sim::SimFs;
 

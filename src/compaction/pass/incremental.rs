@@ -33,7 +33,7 @@ use crate::compaction::options::CleanOptions;
 use crate::compaction::read::{self, Event, Input, Plan};
 use crate::compaction::rules::seed::Horizon;
 use crate::compaction::section::too_young;
-use crate::compaction::source::segment_path;
+use crate::compaction::source::{map_segments, segment_path};
 
 /// What the incremental map pass leaves for the rewrite pass.
 #[derive(Debug)]
@@ -75,15 +75,23 @@ pub fn scan_dirty(
     horizon: Horizon,
     options: CleanOptions,
 ) -> Result<DirtyScan> {
-    scan_dirty_bounded(fs, dir, bases, clean_point, horizon, options, None)
+    let closed = map_segments(fs, dir, &bases[..bases.len() - 1])?;
+    scan_dirty_bounded(fs, dir, bases, closed, clean_point, horizon, options, None)
 }
 
-/// [`scan_dirty`] reading only the first `active_len` bytes of the active segment
-/// (a cleaner's snapshot: the map covers offsets below the snapshot's `map_end`).
+/// [`scan_dirty`] over the closed segments' bytes `closed` as the caller mapped
+/// them ([`map_segments`]), reading only the first `active_len` bytes of the
+/// active segment (a cleaner's snapshot: the map covers offsets below the
+/// snapshot's `map_end`).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pass's inputs: the directory, its mapped segments, the clean point and the knobs"
+)]
 pub fn scan_dirty_bounded(
     fs: &dyn FileSystem,
     dir: &Path,
     bases: &[i64],
+    closed: Vec<Bytes>,
     clean_point: i64,
     horizon: Horizon,
     options: CleanOptions,
@@ -95,13 +103,7 @@ pub fn scan_dirty_bounded(
         clean_point <= active_base,
         "the clean point never enters the active segment"
     );
-    let closed = closed_bases
-        .iter()
-        .map(|&base| {
-            let path = segment_path(dir, base, LOG_SUFFIX);
-            fs.map(&path).map_err(|e| Error::io(&path, e))
-        })
-        .collect::<Result<Vec<Bytes>>>()?;
+    assert_eq!(closed.len(), closed_bases.len());
     let active = crate::compaction::source::read_active(fs, dir, active_base, active_len)?;
     let sources: Vec<Source<'_>> = closed_bases
         .iter()

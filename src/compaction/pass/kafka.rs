@@ -74,13 +74,15 @@ struct Described {
     empty_batches: u64,
 }
 
-/// The pass of install step 1 under the `kafka` policy (module docs).
+/// The pass of install step 1 under the `kafka` policy (module docs), over the
+/// closed segments' bytes as the build mapped them (`closed_bytes`).
 pub(crate) fn run(
     fs: &dyn FileSystem,
     dir: &Path,
     options: CompactOptions,
     clean: CleanOptions,
     inputs: &BuildInputs<'_>,
+    closed_bytes: Vec<bytes::Bytes>,
 ) -> Result<Pass> {
     let (&active_base, closed_bases) = inputs.bases.split_last().expect("a log has a segment");
     let clean_point = inputs.clean_point_before;
@@ -91,7 +93,7 @@ pub(crate) fn run(
     // second thread while this one splits the rest and reads the others, unless
     // they are too small for a thread to pay (`read::SECOND_THREAD_BYTES`).
     let prelude = std::thread::scope(|scope| -> Result<_> {
-        let mut mapped = kafka_map::map_sources(fs, dir, closed_bases)?;
+        let mut mapped = kafka_map::sources(dir, closed_bases, closed_bytes);
         let bytes: usize = mapped.iter().map(|(_, _, b)| b.len()).sum();
         let (splits, active_bytes) = if bytes < crate::compaction::read::SECOND_THREAD_BYTES {
             let splits = kafka_map::split_mapped(mapped)?;

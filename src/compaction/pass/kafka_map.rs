@@ -150,7 +150,18 @@ pub(super) fn map_sources(
         .collect()
 }
 
-/// Splits mapped segments ([`map_sources`]) into CRC-checked batches
+/// The closed segments `bases` as the build mapped them (`bytes`, one each):
+/// (base, path, bytes), for [`split_mapped`].
+pub(super) fn sources(dir: &Path, bases: &[i64], bytes: Vec<Bytes>) -> Vec<(i64, PathBuf, Bytes)> {
+    assert_eq!(bases.len(), bytes.len());
+    bases
+        .iter()
+        .zip(bytes)
+        .map(|(&base, bytes)| (base, segment_path(dir, base, LOG_SUFFIX), bytes))
+        .collect()
+}
+
+/// Splits mapped segments ([`map_sources`], [`sources`]) into CRC-checked batches
 /// ([`view::batches`], the reference's first check of each segment).
 pub(super) fn split_mapped(mapped: Vec<(i64, PathBuf, Bytes)>) -> Result<Vec<Split>> {
     mapped

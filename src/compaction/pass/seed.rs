@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use bytes::Bytes;
+
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 
@@ -13,18 +15,21 @@ use crate::compaction::output::{write_closed, ClosedRegion, Written};
 use crate::compaction::rewrite::Lookups;
 use crate::compaction::rules::seed::Horizon;
 
-use super::full::{scan_with, Scan};
+use super::full::{scan_mapped, Scan};
 use super::incremental::scan_dirty_bounded;
 use crate::compaction::finish::Pass;
 
 /// The pass over `inputs` (at least one closed segment; the temp dir is created
-/// here, after the reads).
+/// here, after the reads), `closed_bytes` the closed segments' bytes as the build
+/// mapped them (`crate::compaction::source::map_segments`): the header walk, the
+/// map pass and the rewrite read them, and the rewrite drops each once written.
 pub(crate) fn run(
     fs: &dyn FileSystem,
     dir: &Path,
     options: CompactOptions,
     clean: CleanOptions,
     inputs: &BuildInputs<'_>,
+    closed_bytes: Vec<Bytes>,
 ) -> Result<Pass> {
     let BuildInputs {
         paths,
@@ -46,7 +51,7 @@ pub(crate) fn run(
         now: options.now,
         delete_retention_ms: options.delete_retention_ms,
     };
-    let txn = crate::compaction::headers::plan(fs, dir, bases, horizon)?;
+    let txn = crate::compaction::headers::plan_mapped(fs, dir, bases, &closed_bytes, horizon)?;
     // Only the options that change the seed pass choose it (not
     // `producer_id_expiration_ms`, which only the kafka policy reads).
     let unbounded_without_lag =
@@ -62,7 +67,7 @@ pub(crate) fn run(
         let clean_point_after = clean_point_before.max(active_base.min(keep_from));
         assert!(clean_point_after >= log_start_offset);
         (
-            scan_with(fs, dir, bases, from.active_len, txn.as_ref())?,
+            scan_mapped(fs, dir, bases, closed_bytes, from.active_len, txn.as_ref())?,
             keep_from,
             clean_point_after,
             None,
@@ -74,6 +79,7 @@ pub(crate) fn run(
             fs,
             dir,
             bases,
+            closed_bytes,
             clean_point_before,
             horizon,
             clean,

@@ -314,7 +314,8 @@ fn run_pass(
         from: &from,
     };
     let built = if tuned {
-        run(fs, dir, options, clean, &inputs)
+        crate::compaction::source::map_segments(fs, dir, &bases[..bases.len() - 1])
+            .and_then(|closed| run(fs, dir, options, clean, &inputs, closed))
             .and_then(|pass| crate::compaction::finish::finish_pass(fs, dir, &inputs, pass))
     } else {
         crate::compaction::reference::kafka::build(fs, dir, options, clean, inputs)
