@@ -149,7 +149,7 @@ fn build_inner(
     // Mapped once: every read of the build (the segment ends, the header walk, the
     // map pass, the rewrite) goes through these bytes.
     let closed_bytes = super::source::map_segments(fs, dir, closed)?;
-    super::source::check_segment_ends_mapped(dir, &bases, &closed_bytes)?;
+    super::source::check_segment_ends(dir, &bases, &closed_bytes)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
     let inputs = BuildInputs {

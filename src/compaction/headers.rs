@@ -149,18 +149,9 @@ pub fn gather(
     Ok(walk(fs, dir, bases)?.txn())
 }
 
-/// [`gather`] then [`decide`]: `None` when the log holds no transactional batch.
+/// [`walk_mapped`] then [`decide`]: `None` when the log holds no transactional
+/// batch. `mapped`: the closed segments' bytes as the build mapped them.
 pub fn plan(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    bases: &[i64],
-    horizon: Horizon,
-) -> Result<Option<TxnPlan>> {
-    plan_mapped(fs, dir, bases, &[], horizon)
-}
-
-/// [`plan`] over [`walk_mapped`].
-pub fn plan_mapped(
     fs: &dyn FileSystem,
     dir: &Path,
     bases: &[i64],

@@ -92,14 +92,8 @@ pub fn read_active(
 /// the next segment's offsets, which no per-segment check sees. A header that does
 /// not decode, or runs past its file, ends the walk of its segment: the pass that
 /// reads the segment reports it.
-pub fn check_segment_ends(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<()> {
-    let closed = map_segments(fs, dir, &bases[..bases.len().saturating_sub(1)])?;
-    check_segment_ends_mapped(dir, bases, &closed)
-}
-
-/// [`check_segment_ends`] over the closed segments' bytes `closed` as the caller
-/// mapped them ([`map_segments`]).
-pub fn check_segment_ends_mapped(dir: &Path, bases: &[i64], closed: &[bytes::Bytes]) -> Result<()> {
+/// `closed`: the closed segments' bytes as the build mapped them ([`map_segments`]).
+pub fn check_segment_ends(dir: &Path, bases: &[i64], closed: &[bytes::Bytes]) -> Result<()> {
     assert_eq!(closed.len(), bases.len().saturating_sub(1));
     for (pair, bytes) in bases.windows(2).zip(closed) {
         let [base, end] = *pair else { continue };

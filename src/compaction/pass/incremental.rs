@@ -187,82 +187,72 @@ pub fn scan_dirty_bounded(
     // Most clean keys are not dirty: their stable hash's bit says so, without the
     // map's digest and search.
     let dirty = KeyFilter::of(&dirty_hashes);
-    if summaries == SummaryPlan::Skip {
-        // Nothing is carried and no summary written: the rewrite reads every clean
-        // segment anyway, so it looks their records up as it goes, and the clean
-        // section is read once.
-        for dirty in map.superseded().ones() {
-            bits.set(dirty);
-        }
-        let (map_bytes, peak) = (map.bytes(), map.peak_bytes());
-        return Ok(DirtyScan {
-            scan: Scan {
-                superseded: Superseded::from_parts(bits, keys, map_bytes, peak),
-                closed,
-                active,
-                plain: mapped.plain,
+    // Nothing carried and no summary written: the rewrite reads every clean
+    // segment anyway, so it looks their records up as it goes ([`DirtyScan::lookups`])
+    // and the clean section is read once. Otherwise a lookup pass reads it first.
+    let deferred = summaries == SummaryPlan::Skip;
+    if !deferred {
+        let mut current = 0usize;
+        let every = |_: usize, _: i64| true;
+        read::each(
+            dir,
+            &clean_inputs,
+            &Plan {
+                from: i64::MIN,
+                until: clean_point,
+                checked: false,
+                // For the filter, and the output's key summaries.
+                stable: true,
+                keep_inflated: false,
+                keys: &every,
+                digester,
             },
-            horizon,
-            mapped_end,
-            keys: source_keys,
-            lookups: Some((map, dirty)),
-        });
-    }
-    let mut current = 0usize;
-    let every = |_: usize, _: i64| true;
-    read::each(
-        dir,
-        &clean_inputs,
-        &Plan {
-            from: i64::MIN,
-            until: clean_point,
-            checked: false,
-            // For the filter, and the output's key summaries.
-            stable: true,
-            keep_inflated: false,
-            keys: &every,
-            digester,
-        },
-        |event, records| {
-            match event {
-                Event::Segment { source, .. } => current = *source,
-                Event::Batch(batch) => {
-                    let (control, keyless) = (batch.control, batch.keyless != 0);
-                    let index = batch_index;
-                    batch_index += 1;
-                    if control {
-                        return Ok(ControlFlow::Continue(()));
-                    }
-                    let mut read = match &mut source_keys[current] {
-                        SourceKeys::Read(read) => Some(read),
-                        _ => None,
-                    };
-                    for record in records {
-                        if dirty.may_hold_hash(record.stable)
-                            && map.contains(record.digest(&digester))
-                        {
-                            bits.set(ordinal);
-                            if let Some(untouched) = unknown_untouched.get_mut(current) {
-                                *untouched = false;
+            |event, records| {
+                match event {
+                    Event::Segment { source, .. } => current = *source,
+                    Event::Batch(batch) => {
+                        let (control, keyless) = (batch.control, batch.keyless != 0);
+                        let index = batch_index;
+                        batch_index += 1;
+                        if control {
+                            return Ok(ControlFlow::Continue(()));
+                        }
+                        let mut read = match &mut source_keys[current] {
+                            SourceKeys::Read(read) => Some(read),
+                            _ => None,
+                        };
+                        for record in records {
+                            if dirty.may_hold_hash(record.stable)
+                                && map.contains(record.digest(&digester))
+                            {
+                                bits.set(ordinal);
+                                if let Some(untouched) = unknown_untouched.get_mut(current) {
+                                    *untouched = false;
+                                }
+                            }
+                            ordinal += 1;
+                            if let Some(read) = read.as_deref_mut() {
+                                read.add_clean(
+                                    record.stable,
+                                    record.value_is_null,
+                                    record.timestamp,
+                                );
                             }
                         }
-                        ordinal += 1;
-                        if let Some(read) = read.as_deref_mut() {
-                            read.add_clean(record.stable, record.value_is_null, record.timestamp);
+                        if !keyless && records.iter().all(|r| !r.value_is_null) {
+                            plain.set(index);
                         }
                     }
-                    if !keyless && records.iter().all(|r| !r.value_is_null) {
-                        plain.set(index);
-                    }
                 }
-            }
-            Ok(ControlFlow::Continue(()))
-        },
-    )?;
-    if !summaries.after_lookups(unknown_untouched.contains(&true)) {
-        forget_read(&mut source_keys);
+                Ok(ControlFlow::Continue(()))
+            },
+        )?;
+        if !summaries.after_lookups(unknown_untouched.contains(&true)) {
+            forget_read(&mut source_keys);
+        }
     }
-    // The dirty section's bits follow, shifted past the clean section's.
+    // The dirty section's bits follow, shifted past the clean section's (from 0
+    // when the rewrite does the lookups).
     for dirty in map.superseded().ones() {
         bits.set(ordinal + dirty);
     }
@@ -281,7 +271,7 @@ pub fn scan_dirty_bounded(
         horizon,
         mapped_end,
         keys: source_keys,
-        lookups: None,
+        lookups: deferred.then_some((map, dirty)),
     })
 }
 

@@ -29,7 +29,7 @@ use crate::segment::BatchFacts;
 
 use crate::compaction::map::{Digest, Digester, Fit, Latest, Map};
 use crate::compaction::read::{self, Event, Input, Plan, Rec};
-use crate::compaction::source::segment_path;
+use crate::compaction::source::{map_segments, segment_path};
 use crate::compaction::view;
 use crate::compaction::walker::Walker;
 
@@ -140,14 +140,7 @@ pub(super) fn map_sources(
     dir: &Path,
     bases: &[i64],
 ) -> Result<Vec<(i64, PathBuf, Bytes)>> {
-    bases
-        .iter()
-        .map(|&base| {
-            let path = segment_path(dir, base, LOG_SUFFIX);
-            let bytes = fs.map(&path).map_err(|e| Error::io(&path, e))?;
-            Ok((base, path, bytes))
-        })
-        .collect()
+    Ok(sources(dir, bases, map_segments(fs, dir, bases)?))
 }
 
 /// The closed segments `bases` as the build mapped them (`bytes`, one each):

@@ -51,7 +51,7 @@ pub(crate) fn run(
         now: options.now,
         delete_retention_ms: options.delete_retention_ms,
     };
-    let txn = crate::compaction::headers::plan_mapped(fs, dir, bases, &closed_bytes, horizon)?;
+    let txn = crate::compaction::headers::plan(fs, dir, bases, &closed_bytes, horizon)?;
     // Only the options that change the seed pass choose it (not
     // `producer_id_expiration_ms`, which only the kafka policy reads).
     let unbounded_without_lag =
