@@ -243,3 +243,20 @@ fn distinct_keys_get_distinct_digests() {
         "keys are secret per map"
     );
 }
+
+#[test]
+fn repeated_keys_are_deduplicated_as_they_come() {
+    // Ten keys a million times: each key's bucket is deduplicated whenever it
+    // fills at DEDUP_FROM entries, so the build never holds the repeats.
+    let mut map = OffsetMap::tracking_superseded();
+    for i in 0..1_000_000u32 {
+        map.insert(&(i % 10).to_be_bytes(), i64::from(i));
+    }
+    // The bucket headers (24 KiB), ten buckets of 128 entries, one dedup table.
+    let bound = 64 << 10;
+    assert!(map.peak_bytes() <= bound, "{} > {bound}", map.peak_bytes());
+    map.finish();
+    assert_eq!(map.len(), 10);
+    assert!(map.is_superseded(999_989));
+    assert!(!map.is_superseded(999_990));
+}
