@@ -193,20 +193,11 @@ pub fn scan_dirty_bounded(
     let deferred = summaries == SummaryPlan::Skip;
     if !deferred {
         let mut current = 0usize;
-        let every = |_: usize, _: i64| true;
         read::each(
             dir,
             &clean_inputs,
-            &Plan {
-                from: i64::MIN,
-                until: clean_point,
-                checked: false,
-                // For the filter, and the output's key summaries.
-                stable: true,
-                keep_inflated: false,
-                keys: &every,
-                digester,
-            },
+            // Stable hashes for the filter, and the output's key summaries.
+            &Plan::stable_keys(i64::MIN..clean_point, digester),
             |event, records| {
                 match event {
                     Event::Segment { source, .. } => current = *source,
@@ -306,15 +297,11 @@ pub fn map_pass(
 ) -> Result<(usize, Option<i64>)> {
     let (&active_base, _) = bases.split_last().expect("a log has a segment");
     let first_dirty = bases.iter().rposition(|&b| b <= clean_point).unwrap_or(0);
-    let mut bytes = Vec::new();
-    for &base in &bases[first_dirty..] {
-        let path = segment_path(dir, base, LOG_SUFFIX);
-        bytes.push(if base == active_base {
-            Bytes::from(fs.read_all(&path).map_err(|e| Error::io(&path, e))?)
-        } else {
-            fs.map(&path).map_err(|e| Error::io(&path, e))?
-        });
-    }
+    let mut bytes = map_segments(fs, dir, &bases[first_dirty..bases.len() - 1])?;
+    let active = segment_path(dir, active_base, LOG_SUFFIX);
+    bytes.push(Bytes::from(
+        fs.read_all(&active).map_err(|e| Error::io(&active, e))?,
+    ));
     let sources: Vec<Source<'_>> = bases[first_dirty..]
         .iter()
         .zip(&bytes)
@@ -392,19 +379,10 @@ fn map_dirty(
     let mut current = 0usize;
     let mut reading_ends_at = None;
     let mut stopped = false;
-    let every = |_: usize, _: i64| true;
     read::each(
         dir,
         &inputs,
-        &Plan {
-            from: clean_point,
-            until: i64::MAX,
-            checked: false,
-            stable: true,
-            keep_inflated: false,
-            keys: &every,
-            digester,
-        },
+        &Plan::stable_keys(clean_point..i64::MAX, digester),
         |event, records| {
             match *event {
                 Event::Segment {
