@@ -74,7 +74,7 @@ pub struct Case<'a> {
 
 impl Case<'_> {
     /// The point's image with the damage applied.
-    fn image(&self) -> Result<SimFs, String> {
+    pub(super) fn image(&self) -> Result<SimFs, String> {
         let fs = sweep::duplicate(&self.point.image);
         fs.write_new(self.path, self.damaged)
             .map_err(|e| format!("cannot apply the damage: {e}"))?;
@@ -91,6 +91,7 @@ impl Case<'_> {
 /// Opens the damaged image and judges the outcome; `Err` is a violation.
 pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
     let fs = Arc::new(case.image()?);
+    let read_only = super::opens::read_only(case, &fs)?;
     let before = fs.snapshot();
     let dirs_before = fs.snapshot_dirs();
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
@@ -108,6 +109,7 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             )?;
             check_error(case, &e)?;
             check_fails_again(case, dyn_fs, &fs, &e)?;
+            super::opens::check(case, read_only, None)?;
             Ok(Outcome::Error)
         }
         Ok((log, report)) => {
@@ -120,12 +122,14 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
                     check_read_error(case, &after, &report, &e)?;
                     drop(log);
                     check_cleanings(case, &fs)?;
+                    super::opens::check(case, read_only, None)?;
                     return Ok(Outcome::ReadError);
                 }
             };
             let lookups = check_lookups(&log, &view);
             drop(log);
             let outcome = check_recovery(case, &before, &after, &view, &report, lookups)?;
+            super::hints::check_reported(&before, &dir_of(origin(&report)), &report, &view)?;
             check_strict(case, &report, &view)?;
             let paths = install_paths();
             let stray: Vec<PathBuf> = fs
@@ -138,6 +142,7 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
             }
             check_second_open(case, dyn_fs.clone(), &fs, &view)?;
             check_cleanings(case, &fs)?;
+            super::opens::check(case, read_only, Some(&view))?;
             Ok(outcome)
         }
     }
@@ -310,6 +315,19 @@ fn check_read_error(
     if report.trusted_segments == 0 {
         return fail("no segment was trusted, so the open should have seen it");
     }
+    if is_trust(case.path) && case.damage.blind {
+        // A CRC-valid lie about a trusted segment (its next offset): the open read
+        // none of its data, and the first read that meets its batches refuses them
+        // by the summary, naming the segment.
+        return match error {
+            Error::Corrupt { path, .. }
+                if path.parent() == Some(Path::new(LOG_DIR)) && is_log(path) =>
+            {
+                Ok(())
+            }
+            _ => fail("a lie in a summary, not a corruption error naming a segment"),
+        };
+    }
     let Error::Corrupt { path, .. } = error else {
         return fail("not a corruption error");
     };
@@ -354,6 +372,13 @@ fn check_full_scan_refuses(case: &Case<'_>) -> Result<(), String> {
     let dirs_before = fs.snapshot_dirs();
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
     match Log::open_checked(dyn_fs, LOG_DIR, case.config.clone()) {
+        // The active segment, trusted from the marker by the open: a checked open
+        // ignores the marker and holds the segment to the active segment's rule,
+        // so it cuts from the first invalid batch, before the damage, and reports
+        // the cut (a strict open refuses it: `check_strict`).
+        Ok((_, report)) if case.kind == FileKind::ActiveLog && cut_before_damage(case, &report) => {
+            Ok(())
+        }
         Ok((_, report)) => Err(format!(
             "a full-scan open accepted the damaged trusted segment (truncated {} bytes of segment {:?})",
             report.truncated_bytes, report.truncated_segment
@@ -365,6 +390,21 @@ fn check_full_scan_refuses(case: &Case<'_>) -> Result<(), String> {
             check_error(case, &e).map_err(|d| format!("full-scan open: {d}"))
         }
     }
+}
+
+/// The open cut the damaged file's tail, reported, from a position at or before
+/// the damage.
+fn cut_before_damage(case: &Case<'_>, report: &RecoveryReport) -> bool {
+    let base = case
+        .path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(filename::parse)
+        .map(|(base, _)| base);
+    let kept = (case.damaged.len() as u64).checked_sub(report.truncated_bytes);
+    report.truncated_bytes > 0
+        && report.truncated_segment == base
+        && kept.is_some_and(|kept| kept <= case.damage.change.start())
 }
 
 /// A damaged temp file never becomes live content.
@@ -397,7 +437,7 @@ fn check_temp_not_trusted(
 }
 
 /// A failed open changed nothing beyond what the protocol recoveries do.
-fn check_failed_open(
+pub(super) fn check_failed_open(
     case: &Case<'_>,
     before: &BTreeMap<PathBuf, Vec<u8>>,
     after: &BTreeMap<PathBuf, Vec<u8>>,
@@ -421,9 +461,16 @@ fn check_failed_open(
 }
 
 /// The error is structured and names the damaged file.
-fn check_error(case: &Case<'_>, error: &Error) -> Result<(), String> {
+pub(super) fn check_error(case: &Case<'_>, error: &Error) -> Result<(), String> {
     let paths = install_paths();
     match error {
+        // A recovery point is evidence: one that summarizes a segment that is gone
+        // (at or above the durable start) is a refusal naming that segment, lies
+        // included (a forged next offset that counts a segment retention removed).
+        Error::Corrupt {
+            kind: CorruptKind::SegmentsLost { .. },
+            ..
+        } if case.kind == FileKind::TrustCheckpoint && is_trust(case.path) => Ok(()),
         Error::Corrupt { path, position, .. } => {
             let name = path.file_name().unwrap_or_default();
             let mut named = vec![path.clone()];
@@ -470,7 +517,7 @@ fn check_error(case: &Case<'_>, error: &Error) -> Result<(), String> {
 }
 
 /// The content recovery kept: which directory the live dir's content came from.
-fn origin(report: &RecoveryReport) -> Role {
+pub(super) fn origin(report: &RecoveryReport) -> Role {
     match report.install.case {
         InstallCase::CommittedRollForward => Role::Temp,
         InstallCase::RolledBackFromBackup => Role::Backup,
@@ -478,7 +525,7 @@ fn origin(report: &RecoveryReport) -> Role {
     }
 }
 
-fn dir_of(role: Role) -> PathBuf {
+pub(super) fn dir_of(role: Role) -> PathBuf {
     let paths = install_paths();
     match role {
         Role::Live => paths.live,
@@ -535,6 +582,7 @@ fn check_recovery(
         if case.kind == FileKind::TempDerived
             && is_trust(case.path)
             && report.ignored_checkpoints.is_empty()
+            && !case.damage.blind
         {
             return Err("a damaged recovery point from the temp dir was trusted".into());
         }
@@ -563,6 +611,12 @@ fn check_recovery(
     };
     if expected.contains(&view) {
         return Ok(Outcome::Recovered);
+    }
+    if is_trust(case.path) && case.damage.blind && expected.iter().any(|e| same_records(e, view)) {
+        // A CRC-valid lie about what a trusted segment holds (its record count,
+        // its largest timestamp): the open reads no segment data to see it, and
+        // every record is still served at its offset.
+        return Ok(Outcome::Undetectable);
     }
     if clean_point_reset(case, view, report) {
         // The clean point is a hint: an open that ignored the damaged one (and said
@@ -609,6 +663,23 @@ fn check_recovery(
         "silent acceptance: the log differs from the spec without an error: {}",
         case.point.baseline.diff(view).join(", ")
     ))
+}
+
+/// `view` serves what `expected` serves: the same start, next offset, clean point,
+/// records and segment files; only what a summary says of a segment (its record
+/// count, its largest timestamp) may differ.
+fn same_records(expected: &LogView, view: &LogView) -> bool {
+    let files = |v: &LogView| -> Vec<(i64, bool, u64)> {
+        v.segments
+            .iter()
+            .map(|s| (s.base_offset, s.closed, s.bytes))
+            .collect()
+    };
+    expected.log_start_offset == view.log_start_offset
+        && expected.next_offset == view.next_offset
+        && expected.clean_point == view.clean_point
+        && expected.records == view.records
+        && files(expected) == files(view)
 }
 
 /// True when the damaged file is the live clean point, the open reported it
@@ -663,7 +734,7 @@ fn check_lookups(log: &Log, view: &LogView) -> Result<(), String> {
 /// A blind damage is excused only if it still satisfies every rule the format
 /// has: for a flipped `baseOffset`, the ordering rules within the segment and
 /// against the next one (a cut at a batch boundary and a flipped epoch always do).
-fn blind_holds(case: &Case<'_>, before: &BTreeMap<PathBuf, Vec<u8>>) -> bool {
+pub(super) fn blind_holds(case: &Case<'_>, before: &BTreeMap<PathBuf, Vec<u8>>) -> bool {
     let base_of = |p: &Path| {
         p.file_name()
             .and_then(|n| n.to_str())
@@ -779,7 +850,7 @@ fn check_kept_files(
 
 /// `view` is `expected` cut after a whole batch: same start, same closed segments,
 /// the records of `expected` below `view.next_offset`.
-fn is_prefix(view: &LogView, expected: &LogView) -> bool {
+pub(super) fn is_prefix(view: &LogView, expected: &LogView) -> bool {
     let n = view.segments.len();
     let records: Vec<_> = expected
         .records

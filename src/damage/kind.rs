@@ -49,6 +49,12 @@ pub enum FileKind {
     /// A closed segment removed, cut at a batch boundary, emptied or replaced by a
     /// directory (`vanish`): refused or named, never served in silence.
     VanishedSegment,
+    /// Kafka's `.swap`, `.cleaned` or `.deleted` file placed beside a segment
+    /// (`leftover`): judged by Kafka's loader's rules as the engine states them.
+    KafkaLeftover,
+    /// Not a damage: the point's log closed cleanly, then opened and closed again
+    /// and opened read-only (`quiet`): no write, fsync, rename or remove.
+    QuietReopen,
     Other,
 }
 

@@ -22,13 +22,21 @@
 //! keeps: a damaged summary makes a segment rewritten, never carried on its word.
 //! Files of ours grown past what their format allows are the `grown` class
 //! (`grown`): the open reads no more of them than the bound, counted by the
-//! simulated file system.
+//! simulated file system. Every successful open is also held to its report
+//! (`hints`): a recovery point or marker it ignored is named there. Every damaged
+//! image is opened by each open kind the CLI has (`opens`: checked and read-only
+//! besides writable; a read-only open changes nothing, ever). Kafka's leftovers
+//! beside real segments are the `kafka_leftover` class (`leftover`).
 
 mod grown;
+mod hints;
 mod judge;
 mod kind;
+mod leftover;
+mod opens;
 mod plan;
 mod points;
+mod quiet;
 mod vanish;
 
 use std::collections::BTreeMap;
@@ -261,7 +269,7 @@ fn damage_point(
             };
             report.count(
                 kind,
-                judge::judge(&case),
+                caught(|| judge::judge(&case)),
                 || format!("{}: {} {}", point.name, damage.label, path.display()),
                 |detail| DamageViolation {
                     workload: workload.name.clone(),
@@ -275,8 +283,22 @@ fn damage_point(
         }
     }
     damage_point_vanish(workload, point, &mut report);
+    damage_point_leftover(workload, point, &mut report);
+    damage_point_quiet(workload, point, &mut report);
     grown::damage_point_grown(workload, point, &mut report);
     report
+}
+
+/// Runs one judge, turning a panic (of the engine or the judge) into a violation
+/// that carries its message: one bad case is reported with the rest, and
+/// the stage goes on.
+fn caught(judge: impl FnOnce() -> Result<Outcome, String>) -> Result<Outcome, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(judge)).unwrap_or_else(|panic| {
+        Err(format!(
+            "panicked: {}",
+            crate::panics::panic_message(&*panic)
+        ))
+    })
 }
 
 /// The `vanished_segment` class (`vanish`) on one point's image: closed segments
@@ -290,7 +312,7 @@ fn damage_point_vanish(
     for case in vanish::plan(&point.image) {
         report.count(
             kind,
-            vanish::judge(&workload.config, point, &case),
+            caught(|| vanish::judge(&workload.config, point, &case)),
             || format!("{}: {}", point.name, case.label()),
             |detail| DamageViolation {
                 workload: workload.name.clone(),
@@ -302,6 +324,66 @@ fn damage_point_vanish(
             },
         );
     }
+}
+
+/// The `kafka_leftover` class (`leftover`) on one point's image: Kafka's
+/// `.swap`, `.cleaned` and `.deleted` files beside its first and last segment.
+fn damage_point_leftover(
+    workload: &Workload,
+    point: &points::Point,
+    report: &mut WorkloadDamageReport,
+) {
+    let kind = FileKind::KafkaLeftover;
+    for case in leftover::plan(point) {
+        report.count(
+            kind,
+            caught(|| leftover::judge(&workload.config, point, &case)),
+            || format!("{}: {}", point.name, case.label()),
+            |detail| DamageViolation {
+                workload: workload.name.clone(),
+                point: point.name.clone(),
+                file: leftover::file(&case).display().to_string(),
+                kind,
+                damage: case.label(),
+                detail,
+            },
+        );
+    }
+}
+
+/// The `quiet_reopen` check (`quiet`) on one point's image, counted as one case
+/// of its kind (none for a log without data).
+fn damage_point_quiet(
+    workload: &Workload,
+    point: &points::Point,
+    report: &mut WorkloadDamageReport,
+) {
+    let kind = FileKind::QuietReopen;
+    let judged = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        quiet::judge(&workload.config, point)
+    })) {
+        Ok(Ok(None)) => return,
+        Ok(Ok(Some(outcome))) => Ok(outcome),
+        Ok(Err(detail)) => Err(detail),
+        Err(panic) => Err(format!(
+            "panicked: {}",
+            crate::panics::panic_message(&*panic)
+        )),
+    };
+    let label = "close cleanly, reopen and close, open read-only";
+    report.count(
+        kind,
+        judged,
+        || format!("{}: {label}", point.name),
+        |detail| DamageViolation {
+            workload: workload.name.clone(),
+            point: point.name.clone(),
+            file: quiet::file().display().to_string(),
+            kind,
+            damage: label.to_string(),
+            detail,
+        },
+    );
 }
 
 impl WorkloadDamageReport {

@@ -468,8 +468,8 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
     if !sealed {
         return Vec::new();
     }
-    // (label, position, len, value)
-    let mut fields: Vec<(String, usize, u8, i64)> = Vec::new();
+    // (label, position, len, value, blind)
+    let mut fields: Vec<(String, usize, u8, i64, bool)> = Vec::new();
     let rel = |label: &str, at: usize, len: u8, delta: i64| {
         field_at(bytes, at, usize::from(len)).map(|v| {
             (
@@ -477,6 +477,7 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
                 at,
                 len,
                 v.saturating_add(delta),
+                false,
             )
         })
     };
@@ -484,31 +485,57 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
     match magic {
         // The start-offset checkpoint and the clean point: one offset at 6.
         m if m == checkpoint::MAGIC || m == checkpoint::CLEAN_POINT_MAGIC => {
-            fields.push(("offset past the end".into(), 6, 8, PAST_THE_END));
-            fields.push(("offset i64::MAX".into(), 6, 8, i64::MAX));
-            fields.push(("offset -1".into(), 6, 8, -1));
+            fields.push(("offset past the end".into(), 6, 8, PAST_THE_END, false));
+            fields.push(("offset i64::MAX".into(), 6, 8, i64::MAX, false));
+            fields.push(("offset -1".into(), 6, 8, -1, false));
         }
-        // The recovery point and the marker: the point, the count, and the first
-        // summary's base offset, length and next offset.
+        // The recovery point and the marker: the point and every numeric field of
+        // the first and the last summary, each moved one ahead of and one behind
+        // what the file says; the count one ahead; a next offset and the point far
+        // past the end.
         m if m == recovery_point::RECOVERY_POINT_MAGIC
             || m == recovery_point::CLEAN_SHUTDOWN_MAGIC =>
         {
+            fields.extend(rel("point", 6, 8, 1));
+            fields.extend(rel("point", 6, 8, -1));
             fields.extend(rel("count", 14, 4, 1));
-            fields.extend(rel("summary[0].base_offset", 18, 8, 1));
-            fields.extend(rel("summary[0].bytes", 26, 8, 1));
-            fields.extend(rel("summary[0].bytes", 26, 8, -1));
+            let count = field_at(bytes, 14, 4)
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(0);
+            let mut summaries = vec![0];
+            if count > 1 {
+                summaries.push(count - 1);
+            }
+            for i in summaries.into_iter().filter(|i| *i < count) {
+                let at = recovery_point::HEADER_LEN + recovery_point::SUMMARY_LEN * i;
+                for (name, offset, len, blind) in SUMMARY_FIELDS {
+                    for delta in [1, -1] {
+                        fields.extend(
+                            rel(&format!("summary[{i}].{name}"), at + offset, len, delta)
+                                .map(|(label, at, len, value, _)| (label, at, len, value, blind)),
+                        );
+                    }
+                }
+            }
             fields.push((
                 "summary[0].next_offset past the end".into(),
-                34,
+                recovery_point::HEADER_LEN + 16,
                 8,
                 PAST_THE_END,
+                false,
             ));
-            fields.push(("point past the end".into(), 6, 8, PAST_THE_END));
+            fields.push(("point past the end".into(), 6, 8, PAST_THE_END, false));
         }
         // The manifest: its offsets, its count, and its first file's length.
         m if m == manifest::MAGIC => {
-            fields.push(("log_start_offset -1".into(), 6, 8, -1));
-            fields.push(("next_offset past the end".into(), 14, 8, PAST_THE_END));
+            fields.push(("log_start_offset -1".into(), 6, 8, -1, false));
+            fields.push((
+                "next_offset past the end".into(),
+                14,
+                8,
+                PAST_THE_END,
+                false,
+            ));
             fields.extend(rel("next_offset", 14, 8, -1));
             fields.extend(rel("file_count", 22, 4, 1));
             if let Some(name_len) = field_at(bytes, 26, 2).and_then(|n| usize::try_from(n).ok()) {
@@ -519,8 +546,8 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
     }
     fields
         .into_iter()
-        .filter(|(_, at, len, _)| at + usize::from(*len) <= body)
-        .map(|(label, at, len, value)| Damage {
+        .filter(|(_, at, len, _, _)| at + usize::from(*len) <= body)
+        .map(|(label, at, len, value, blind)| Damage {
             label: format!("forge {label}, resealed"),
             change: Change::Forge {
                 position: at as u64,
@@ -528,10 +555,37 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
                 value,
                 seal: Seal::File,
             },
-            blind: false,
+            blind,
         })
         .collect()
 }
+
+/// The numeric fields of a recovery point's or marker's segment summary: name,
+/// offset in the summary, length (`format::recovery_point::encode`), and whether a
+/// CRC-valid lie in it is blind to an open that reads no segment data.
+///
+/// The open checks a summary's base offset and length against the file, its index
+/// entry counts against the index files' lengths, and its fields against each other
+/// (`SegmentSummary::check`); the marker's next offset and index checksums against
+/// the active segment's batches and index files. What a closed segment holds
+/// (records, batches, its next offset inside the gap before the next segment, its
+/// largest timestamp) is trusted as summarized, and its index checksums are checked
+/// at the first lookup: a lie there is blind at open, excused where the log
+/// still serves every record at its offset (`judge`), and found by the first read
+/// that meets it.
+const SUMMARY_FIELDS: [(&str, usize, u8, bool); 11] = [
+    ("base_offset", 0, 8, false),
+    ("bytes", 8, 8, false),
+    ("next_offset", 16, 8, true),
+    ("records", 24, 8, true),
+    ("batches", 32, 8, true),
+    ("max_timestamp", 40, 8, true),
+    ("offset_of_max_timestamp", 48, 8, true),
+    ("offset_index_entries", 56, 4, false),
+    ("time_index_entries", 60, 4, false),
+    ("offset_index_crc", 64, 4, true),
+    ("time_index_crc", 68, 4, true),
+];
 
 /// Key hashes of one summary whose low bit [`key_summary_damages`] flips, at most.
 const KEY_SUMMARY_HASHES_MAX: usize = 4;
@@ -667,6 +721,92 @@ mod tests {
             2 * (8 + 4) * 8,
             "baseOffset and the epoch, both batches"
         );
+    }
+
+    /// Each forgery of a recovery point moves exactly the field its label names,
+    /// by exactly one, and keeps the file's CRC valid: the offsets in
+    /// `SUMMARY_FIELDS` are the encoder's.
+    #[test]
+    fn summary_forgeries_move_the_named_field_by_one() {
+        use crate::format::recovery_point::{self, SegmentSummary, SummaryFile, SummaryKind};
+        let summary = |base: i64| SegmentSummary {
+            base_offset: base,
+            bytes: 100 + base as u64,
+            next_offset: base + 7,
+            records: 7,
+            batches: 3,
+            max_timestamp: 5_000 + base,
+            offset_of_max_timestamp: base + 2,
+            offset_index_entries: 2,
+            time_index_entries: 3,
+            offset_index_crc: 0x1234,
+            time_index_crc: 0x5678,
+        };
+        let file = SummaryFile {
+            point: 30,
+            summaries: vec![summary(0), summary(10), summary(20)],
+        };
+        let kind = SummaryKind::RecoveryPoint;
+        let bytes = recovery_point::encode(kind, &file);
+        let forged = forged_damages(&bytes, false);
+        // point +-1, count +1, 11 fields +-1 of the first and the last summary,
+        // next offset and point past the end.
+        assert_eq!(forged.len(), 2 + 1 + 2 * 11 * 2 + 2, "{forged:?}");
+        let fields = |s: &SegmentSummary| {
+            [
+                s.base_offset,
+                s.bytes as i64,
+                s.next_offset,
+                s.records as i64,
+                s.batches as i64,
+                s.max_timestamp,
+                s.offset_of_max_timestamp,
+                i64::from(s.offset_index_entries),
+                i64::from(s.time_index_entries),
+                i64::from(s.offset_index_crc),
+                i64::from(s.time_index_crc),
+            ]
+        };
+        for damage in forged.iter().filter(|d| d.label.contains("summary[")) {
+            if damage.label.contains("past the end") {
+                continue;
+            }
+            let damaged = damage.change.apply(&bytes).unwrap();
+            let decoded = match recovery_point::decode(kind, &damaged) {
+                Ok(decoded) => decoded,
+                // Refused for its value (a negative base offset), never for its CRC.
+                Err(crate::format::FormatError::Corrupt { kind, .. }) => {
+                    assert!(
+                        !matches!(kind, crate::error::CorruptKind::ChecksumMismatch { .. }),
+                        "{}: {kind:?}",
+                        damage.label
+                    );
+                    continue;
+                }
+                Err(other) => panic!("{}: {other:?}", damage.label),
+            };
+            let i = if damage.label.contains("summary[0]") {
+                0
+            } else {
+                2
+            };
+            let (name, _, _, _) = SUMMARY_FIELDS
+                .iter()
+                .find(|(name, _, _, _)| damage.label.contains(&format!("].{name} ")))
+                .unwrap_or_else(|| panic!("no field in {}", damage.label));
+            let delta = if damage.label.ends_with("+1, resealed") {
+                1
+            } else {
+                -1
+            };
+            let which = SUMMARY_FIELDS.iter().position(|f| f.0 == *name).unwrap();
+            let (was, now) = (fields(&file.summaries[i]), fields(&decoded.summaries[i]));
+            for (f, (a, b)) in was.iter().zip(now).enumerate() {
+                let want = if f == which { a + delta } else { *a };
+                assert_eq!(b, want, "{}: field {f}", damage.label);
+            }
+            assert_eq!(decoded.point, file.point, "{}", damage.label);
+        }
     }
 
     #[test]

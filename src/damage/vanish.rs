@@ -58,6 +58,10 @@ pub struct VanishCase {
     pub base: i64,
     pub vanish: Vanish,
     pub keep: Keep,
+    /// A durable log start moved inside the segment first (a retention that
+    /// advanced the start into its middle): the segment still holds offsets at or
+    /// above it, so its loss counts.
+    pub start: Option<i64>,
 }
 
 impl Keep {
@@ -85,7 +89,13 @@ impl VanishCase {
             Vanish::Cut(len) => format!("cut the .log at batch boundary {len}"),
             Vanish::Directory => "replace the .log by a directory".to_string(),
         };
-        format!("{what}, keep {:?}", self.keep)
+        match self.start {
+            Some(start) => format!(
+                "{what}, keep {:?}, durable start {start} inside it",
+                self.keep
+            ),
+            None => format!("{what}, keep {:?}", self.keep),
+        }
     }
 }
 
@@ -117,11 +127,60 @@ pub fn plan(image: &SimFs) -> Vec<VanishCase> {
         );
         for vanish in vanishes {
             for &keep in &keeps {
-                out.push(VanishCase { base, vanish, keep });
+                out.push(VanishCase {
+                    base,
+                    vanish,
+                    keep,
+                    start: None,
+                });
             }
         }
     }
+    // The first segment with a durable start in its middle: removed, or cut at
+    // its first batch boundary, with both trust files kept.
+    if let Some(start) = bases
+        .first()
+        .filter(|_| bases.len() > 1)
+        .and_then(|base| start_inside(image, *base))
+    {
+        let base = bases[0];
+        for vanish in [Vanish::Removed, Vanish::Cut(0)] {
+            out.push(VanishCase {
+                base,
+                vanish,
+                keep: Keep::Both,
+                start: Some(start),
+            });
+        }
+    }
     out
+}
+
+/// An offset in the middle of the segment at `base` (the base offset of its last
+/// batch, or of its last record) above the durable start the image has, if the
+/// segment holds two offsets or more.
+fn start_inside(image: &SimFs, base: i64) -> Option<i64> {
+    let live = Path::new(LOG_DIR);
+    let bytes = image
+        .read_all(&segment_path(live, base, filename::LOG_SUFFIX))
+        .ok()?;
+    let headers: Vec<_> = batch_ranges(&bytes)
+        .into_iter()
+        .filter_map(|(start, end)| {
+            crate::format::batch::decode_header(&bytes[start as usize..end as usize]).ok()
+        })
+        .collect();
+    let (first, last) = (headers.first()?, headers.last()?);
+    let middle = if last.base_offset > first.base_offset {
+        last.base_offset
+    } else {
+        last.last_offset()
+    };
+    let durable = crate::retention::executor::read_checkpoint(image, live)
+        .ok()
+        .flatten()
+        .unwrap_or(i64::MIN);
+    (middle > first.base_offset && middle > durable).then_some(middle)
 }
 
 /// `image` with `case` applied.
@@ -144,6 +203,10 @@ fn apply(image: &SimFs, case: &VanishCase) -> std::io::Result<SimFs> {
             fs.remove_file(&log)?;
             fs.create_dir_all(&log)?;
         }
+    }
+    if let Some(start) = case.start {
+        let path = live.join(crate::format::checkpoint::CHECKPOINT_NAME);
+        fs.write_new(&path, &crate::format::checkpoint::encode(start))?;
     }
     for name in case.keep.removed() {
         let path = live.join(name);
@@ -192,15 +255,50 @@ fn revealed(fs: &SimFs, case: &VanishCase) -> bool {
     covers && counted && lost
 }
 
-/// Opens the damaged image and judges the outcome; `Err` is a violation.
+/// Opens the damaged image by every open kind (writable, checked, read-only) and
+/// judges each; `Err` is a violation.
 pub fn judge(config: &LogConfig, point: &Point, case: &VanishCase) -> Result<Outcome, String> {
+    let mut outcome = Outcome::Recovered;
+    for opening in [Opening::Writable, Opening::Checked, Opening::ReadOnly] {
+        let judged = judge_open(config, point, case, opening)
+            .map_err(|e| format!("{opening:?} open: {e}"))?;
+        if opening == Opening::Writable {
+            outcome = judged;
+        }
+    }
+    Ok(outcome)
+}
+
+/// The open kinds the CLI has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    Writable,
+    Checked,
+    ReadOnly,
+}
+
+fn judge_open(
+    config: &LogConfig,
+    point: &Point,
+    case: &VanishCase,
+    opening: Opening,
+) -> Result<Outcome, String> {
     let image = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
     let revealed = revealed(&image, case);
     let fs = Arc::new(image);
     let before = fs.snapshot();
+    let ops = fs.mutating_ops();
     let segment = filename::build(case.base, filename::LOG_SUFFIX);
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
-    match Log::open_with(dyn_fs, LOG_DIR, config.clone()) {
+    let opened = match opening {
+        Opening::Writable => Log::open_with(dyn_fs, LOG_DIR, config.clone()),
+        Opening::Checked => Log::open_checked(dyn_fs, LOG_DIR, config.clone()),
+        Opening::ReadOnly => Log::open_read_only(dyn_fs, LOG_DIR, config.clone()),
+    };
+    if opening == Opening::ReadOnly && (fs.mutating_ops() != ops || fs.snapshot() != before) {
+        return Err("a read-only open changed the directory".into());
+    }
+    match opened {
         Err(error) => {
             let named = match &error {
                 Error::Corrupt {
@@ -234,6 +332,11 @@ pub fn judge(config: &LogConfig, point: &Point, case: &VanishCase) -> Result<Out
             }
             let view = engine::view(&log)
                 .map_err(|e| format!("the open succeeded and a read failed: {e}"))?;
+            if opening != Opening::Checked {
+                // A checked open ignores the hints because it was asked to.
+                let dir = super::judge::dir_of(super::judge::origin(&report));
+                super::hints::check_reported(&before, &dir, &report, &view)?;
+            }
             // Every record there (a segment that held no offset, an empty one a
             // compaction left, may go: only the segment list differs).
             let records_kept = point.allowed.iter().any(|allowed| {

@@ -48,7 +48,8 @@ pub const CLEAN_SHUTDOWN_MAGIC: [u8; 4] = *b"SLCS";
 /// The format version both files carry.
 pub const VERSION: u16 = 1;
 
-const HEADER_LEN: usize = 18;
+/// Bytes before the first summary: magic, version, point, count.
+pub const HEADER_LEN: usize = 18;
 /// Bytes of one summary.
 pub const SUMMARY_LEN: usize = 72;
 const CRC_LEN: usize = 4;
@@ -91,6 +92,49 @@ pub struct SegmentSummary {
     pub offset_index_crc: u32,
     /// CRC-32C of the `.timeindex` bytes.
     pub time_index_crc: u32,
+}
+
+impl SegmentSummary {
+    /// The summary's fields agree with each other as Kafka's format requires of
+    /// any segment: an empty `.log` holds no batch, no record and no offset; every
+    /// batch takes at least a batch header's bytes; records take distinct offsets.
+    /// A CRC-valid summary can still break these (a forged or a buggy writer's
+    /// file): it describes no segment, and nothing of it may be trusted.
+    pub fn check(&self) -> Result<(), String> {
+        let span = u64::try_from(self.next_offset.saturating_sub(self.base_offset)).unwrap_or(0);
+        let header = super::batch::HEADER_LEN as u64;
+        if self.next_offset < self.base_offset {
+            return Err(format!(
+                "its summary ends at offset {}, below its base offset",
+                self.next_offset
+            ));
+        }
+        if (self.bytes == 0) != (self.batches == 0) {
+            return Err(format!(
+                "its summary has {} bytes and {} batches",
+                self.bytes, self.batches
+            ));
+        }
+        if self.bytes == 0 && (self.records > 0 || span > 0) {
+            return Err(format!(
+                "its summary has no bytes but {} records and {span} offsets",
+                self.records
+            ));
+        }
+        if self.batches.saturating_mul(header) > self.bytes {
+            return Err(format!(
+                "its summary has {} batches in {} bytes",
+                self.batches, self.bytes
+            ));
+        }
+        if self.records > span {
+            return Err(format!(
+                "its summary has {} records in {span} offsets",
+                self.records
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A decoded file: its point and its summaries.
@@ -309,6 +353,73 @@ mod tests {
         }
     }
 
+    /// `check` refuses summaries no segment can have; the damage stage's forgeries
+    /// of the marker found the first (an empty active segment said to hold a
+    /// record) panicking the open before it existed.
+    #[test]
+    fn check_refuses_summaries_no_segment_has() {
+        let empty = SegmentSummary {
+            base_offset: 5,
+            bytes: 0,
+            next_offset: 5,
+            records: 0,
+            batches: 0,
+            max_timestamp: -1,
+            offset_of_max_timestamp: 5,
+            offset_index_entries: 0,
+            time_index_entries: 0,
+            offset_index_crc: 0,
+            time_index_crc: 0,
+        };
+        assert_eq!(empty.check(), Ok(()));
+        for summary in sample().summaries {
+            assert_eq!(summary.check(), Ok(()), "{summary:?}");
+        }
+        let wrong = [
+            SegmentSummary {
+                records: 1,
+                ..empty
+            },
+            SegmentSummary {
+                next_offset: 6,
+                ..empty
+            },
+            SegmentSummary {
+                batches: 1,
+                ..empty
+            },
+            SegmentSummary { bytes: 61, ..empty },
+            SegmentSummary {
+                next_offset: 4,
+                ..empty
+            },
+            SegmentSummary {
+                bytes: 121,
+                batches: 2,
+                next_offset: 7,
+                records: 2,
+                ..empty
+            },
+            SegmentSummary {
+                bytes: 61,
+                batches: 1,
+                next_offset: 7,
+                records: 3,
+                ..empty
+            },
+        ];
+        for summary in wrong {
+            assert!(summary.check().is_err(), "{summary:?}");
+        }
+        let fits = SegmentSummary {
+            bytes: 122,
+            batches: 2,
+            next_offset: 7,
+            records: 2,
+            ..empty
+        };
+        assert_eq!(fits.check(), Ok(()));
+    }
     #[test]
     fn round_trip_both_kinds() {
         for kind in [SummaryKind::RecoveryPoint, SummaryKind::CleanShutdown] {

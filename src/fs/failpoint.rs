@@ -28,6 +28,11 @@ pub const LOG_ROLL_SYNC_INDEX: &str = "log::roll::sync_index";
 pub const LOG_ROLL_SYNC_TIME_INDEX: &str = "log::roll::sync_time_index";
 /// Before a roll creates the new active segment's files.
 pub const LOG_ROLL_CREATE_SEGMENT: &str = "log::roll::create_segment";
+/// Before the first append or roll after an open that kept the clean-shutdown
+/// marker removes it.
+pub const LOG_UNMARK_REMOVE_MARKER: &str = "log::unmark::remove_marker";
+/// Before that removal's directory fsync.
+pub const LOG_UNMARK_SYNC_DIR: &str = "log::unmark::sync_dir";
 /// Before a roll syncs the recovery point's temp file.
 pub const LOG_ROLL_SYNC_RECOVERY_POINT: &str = "log::roll::sync_recovery_point";
 /// Before a roll renames the recovery point's temp file over it.
@@ -154,6 +159,8 @@ pub const INSTALL_RECOVER_SYNC_PARENT_FIRST: &str = "install::recover::sync_pare
 /// Every fail point name, in the order the engine's paths reach them.
 /// `seglog failpoints` prints this list. Keep it in step with the constants.
 pub const ALL: &[&str] = &[
+    LOG_UNMARK_REMOVE_MARKER,
+    LOG_UNMARK_SYNC_DIR,
     LOG_APPEND_WRITE,
     LOG_TXN_INDEX_APPEND,
     LOG_TXN_INDEX_REWRITE,

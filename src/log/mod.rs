@@ -294,6 +294,10 @@ pub struct Log {
     segments: Vec<Segment>,
     /// Set by a failed IO in append/roll/flush; the log must be reopened.
     poisoned: bool,
+    /// The open trusted the clean-shutdown marker and kept it: it still describes
+    /// the active segment, and goes (durably) before the first change to it
+    /// (`write::unmark`).
+    marker_kept: bool,
     /// Length of the active `.log` as of the last successful fsync of it by this
     /// handle (or as found on open): where a failed fsync cuts the file back to
     /// (see `write::sync_active_log`).
@@ -434,8 +438,13 @@ impl Log {
                 recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?
             }
         };
+        // A writable open that trusted the marker kept it (`trust::settle`).
+        let marker_kept = !read_only
+            && report.clean_shutdown
+            && fs.exists(&dir.join(crate::format::recovery_point::CLEAN_SHUTDOWN_NAME));
         let mut log = Log::assemble(fs, dir.to_path_buf(), config, segments, read_only);
         log.lock = held;
+        log.marker_kept = marker_kept;
         Ok((log, report))
     }
 
@@ -454,6 +463,7 @@ impl Log {
             config,
             segments,
             poisoned: false,
+            marker_kept: false,
             synced_log_bytes,
             read_only,
             lock: None,

@@ -120,6 +120,7 @@ pub fn recover_with(
     let start = report.retention.checkpoint;
     let lost = recovery_find_lost(fs, dir, &found, start, &mut listing, config, report)?;
     found.check_listing(&listing.bases, report);
+    found.check_marker(&listing.bases, report);
     let trusted = if trust {
         found.clone()
     } else {
@@ -151,6 +152,15 @@ pub fn recover_with(
     }
     // Lost segments accepted: the point that summarizes them is replaced by a fresh
     // one, so the next open does not ask again.
+    // The marker vouched for the active segment as it is: kept, so a close that
+    // changes nothing need not write it again (model (e)).
+    let keep_marker = trust
+        && report.clean_shutdown
+        && found.marker.is_some_and(|marker| {
+            segments
+                .last()
+                .is_some_and(|s| s.base_offset == marker.base_offset && s.bytes == marker.bytes)
+        });
     let settled = if !lost {
         found
     } else {
@@ -159,8 +169,22 @@ pub fn recover_with(
             ..found
         }
     };
-    super::trust::settle(fs, dir, &settled, &segments, &scanned, created_indexes)?;
-    recovery_sync_dir(fs, dir, report)?;
+    let settled_changed = super::trust::settle(
+        fs,
+        dir,
+        &settled,
+        &segments,
+        &scanned,
+        created_indexes,
+        keep_marker,
+    )?;
+    // An open that trusted every segment by the marker a clean close left and
+    // changed nothing issues nothing: that close fsynced the directory after every
+    // entry but possibly its own rename, whose loss costs the next open a scan,
+    // never data (model (e)).
+    if !(keep_marker && !settled_changed && report.is_clean()) {
+        recovery_sync_dir(fs, dir, report)?;
+    }
     if existed && segments.iter().all(Segment::is_empty) {
         recovery_sync_path(fs, dir)?;
     }
@@ -215,6 +239,7 @@ pub fn inspect(
     let trusted = if trust {
         let mut trusted = found;
         trusted.check_listing(&listing.bases, report);
+        trusted.check_marker(&listing.bases, report);
         trusted
     } else {
         Trust::default()
@@ -531,11 +556,8 @@ fn open_trusted(
             summary.next_offset
         )));
     }
-    if summary.next_offset < summary.base_offset {
-        return Ok(Err(format!(
-            "its summary ends at offset {}, below its base offset",
-            summary.next_offset
-        )));
+    if let Err(why) = summary.check() {
+        return Ok(Err(format!("{why}: {source} {HINT_WRONG}")));
     }
     if upper.is_some() {
         // A closed segment's index files are read at the first lookup that needs

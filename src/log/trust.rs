@@ -133,6 +133,24 @@ impl Trust {
         }
     }
 
+    /// Ignores (and reports) a marker that vouches for a segment other than the
+    /// last one (`bases`, the segment files left): a roll that removed it lost the
+    /// removal to a crash, or the files are from elsewhere.
+    pub fn check_marker(&mut self, bases: &[i64], report: &mut RecoveryReport) {
+        let Some(marker) = &self.marker else {
+            return;
+        };
+        if bases.last() != Some(&marker.base_offset) {
+            report.ignored_checkpoints.push(format!(
+                "{}: vouches for segment {}, the last segment is {:?}: ignored",
+                recovery_point::CLEAN_SHUTDOWN_NAME,
+                marker.base_offset,
+                bases.last()
+            ));
+            self.marker = None;
+        }
+    }
+
     /// The summary vouching for the segment at `base`, if any: the marker's for the
     /// last segment, the recovery point's for one below it.
     pub fn summary(&self, base: i64, last: bool) -> Option<(&SegmentSummary, &'static str)> {
@@ -291,8 +309,10 @@ fn settles_only_for_new_point() -> bool {
     }
 }
 
-/// Recovery's last phase for the checkpoints: removes the marker and any temp (so a
-/// crash after this open is never taken for a clean shutdown), and brings the
+/// Recovery's last phase for the checkpoints: removes any temp, and the marker
+/// unless it vouched for the active segment as it is (`keep_marker`: it still
+/// describes the segment, which appends only extend, and an open trusts only the
+/// vouched prefix of a longer file; a roll removes it), and brings the
 /// recovery point up to the active segment (or removes one that vouches for it: the
 /// roll that wrote it lost its next segment). `created_indexes`: this open created
 /// index files of a closed segment (ones that were missing). Returns true if the directory changed.
@@ -303,6 +323,7 @@ pub fn settle(
     segments: &[crate::segment::Segment],
     scanned: &[i64],
     created_indexes: bool,
+    keep_marker: bool,
 ) -> Result<bool> {
     let mut changed = false;
     for name in [
@@ -310,7 +331,8 @@ pub fn settle(
         recovery_point::CLEAN_SHUTDOWN_TMP_NAME,
         recovery_point::CLEAN_SHUTDOWN_NAME,
     ] {
-        if trust.present.contains(&name) {
+        let kept = keep_marker && name == recovery_point::CLEAN_SHUTDOWN_NAME;
+        if trust.present.contains(&name) && !kept {
             let path = dir.join(name);
             crate::fail_point!(LOG_RECOVERY_REMOVE_MARKER);
             fs.remove_file(&path).map_err(|e| Error::io(&path, e))?;

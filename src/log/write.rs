@@ -235,6 +235,7 @@ impl Log {
             return Ok(());
         };
         assert_eq!(first.base_offset, self.next_offset());
+        self.unmark()?;
         let fs = std::sync::Arc::clone(&self.fs);
         let every = self.config.writeback_bytes;
         let active = self.active_mut();
@@ -283,6 +284,7 @@ impl Log {
         if self.active().is_empty() {
             return Ok(self.active().base_offset);
         }
+        self.unmark()?;
         let fs = std::sync::Arc::clone(&self.fs);
         let synced_log_bytes = self.synced_log_bytes;
         let active = self.active_mut();
@@ -401,10 +403,66 @@ impl Log {
         Ok(report)
     }
 
+    /// Removes the marker the open kept (`marker_kept`), durably, before the first
+    /// change to the segment it describes (an append, a roll): from then on it would
+    /// vouch for a prefix of a longer segment whose index files no longer match it,
+    /// which a power loss would leave the next open to rescan. One remove and one
+    /// directory fsync per reopen that writes, none for one that only reads
+    /// (model (e), `Unmark`). A marker already gone (a compaction's install
+    /// replaced the directory) is fine.
+    fn unmark(&mut self) -> Result<()> {
+        if !self.marker_kept {
+            return Ok(());
+        }
+        let fs = std::sync::Arc::clone(&self.fs);
+        let path = self
+            .dir
+            .join(crate::format::recovery_point::CLEAN_SHUTDOWN_NAME);
+        crate::fail_point!(LOG_UNMARK_REMOVE_MARKER);
+        match fs.remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&path, e)),
+            _ => {}
+        }
+        crate::fail_point!(LOG_UNMARK_SYNC_DIR);
+        fs.sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
+        self.marker_kept = false;
+        Ok(())
+    }
+
+    /// True if the marker in the directory is the one this close would write and
+    /// nothing is pending: the active segment is as the clean close that wrote the
+    /// marker left it, its files durable (that close fsynced them first, and
+    /// nothing was appended since), so the close has nothing to do. A marker that
+    /// cannot be read is not current.
+    fn marker_is_current(&self) -> bool {
+        let active = self.active();
+        if !active.pending_index.is_empty()
+            || !active.pending_time_index.is_empty()
+            || self.synced_log_bytes != active.bytes
+        {
+            return false;
+        }
+        let want = crate::format::recovery_point::encode(
+            SummaryKind::CleanShutdown,
+            &trust::marker_of(&self.segments),
+        );
+        let path = self
+            .dir
+            .join(crate::format::recovery_point::CLEAN_SHUTDOWN_NAME);
+        matches!(
+            crate::fs::read_bounded(self.fs.as_ref(), &path, want.len() as u64),
+            Ok(Some(bytes)) if bytes == want
+        )
+    }
+
     fn close_cleanly(&mut self) -> Result<()> {
         let fs = std::sync::Arc::clone(&self.fs);
         let fs = fs.as_ref();
         self.active_mut().close_active();
+        if self.marker_is_current() {
+            return Ok(());
+        }
         write_pending_indexes(fs, self.active_mut())?;
         let active = self.active();
         crate::fail_point!(LOG_CLOSE_SYNC_LOG);

@@ -122,6 +122,21 @@ impl SegmentIndex {
             {
                 return Err(format!("time index entry {last:?} beyond the segment"));
             }
+            // A roll and a close end the time index with the largest timestamp
+            // (`on_roll`), so a summary that claims a larger one is not this
+            // segment's.
+            if last.timestamp != summary.max_timestamp {
+                return Err(format!(
+                    "the time index ends at timestamp {}, the summary says {}",
+                    last.timestamp, summary.max_timestamp
+                ));
+            }
+        }
+        if time_entries.is_empty() && summary.max_timestamp != NO_TIMESTAMP {
+            return Err(format!(
+                "the time index is empty, the summary says timestamp {}",
+                summary.max_timestamp
+            ));
         }
         // The last entry's position is below `summary.bytes` (checked above).
         let bytes_since_last_entry = summary.bytes.saturating_sub(
@@ -302,7 +317,8 @@ mod tests {
             next_offset: 120,
             records: 20,
             batches: 20,
-            max_timestamp: 50,
+            // A roll or a close ends the time index with the largest timestamp.
+            max_timestamp: times.last().map_or(NO_TIMESTAMP, |e| e.timestamp),
             offset_of_max_timestamp: 119,
             offset_index_entries: 0,
             time_index_entries: times.len() as u32,
@@ -331,6 +347,38 @@ mod tests {
         assert!(falling.contains("out of order"), "{falling}");
         let same_time = restore(vec![entry(10, 2), entry(10, 5)]).unwrap_err();
         assert!(same_time.contains("out of order"), "{same_time}");
+    }
+
+    /// A summary's largest timestamp is where a roll or a close ended the time
+    /// index: a summary that claims another (a CRC-valid lie the damage stage
+    /// forges) is refused, so the segment is scanned instead of trusted.
+    #[test]
+    fn restore_refuses_a_largest_timestamp_the_time_index_does_not_end_at() {
+        let times = vec![
+            TimeEntry {
+                timestamp: 10,
+                relative_offset: 2,
+            },
+            TimeEntry {
+                timestamp: 30,
+                relative_offset: 9,
+            },
+        ];
+        let restore = |max_timestamp: i64, times: Vec<TimeEntry>| {
+            let summary = SegmentSummary {
+                max_timestamp,
+                ..summary_of(&times)
+            };
+            SegmentIndex::restore(100, 4096, Vec::new(), times, &summary)
+        };
+        assert!(restore(30, times.clone()).is_ok());
+        let above = restore(31, times.clone()).unwrap_err();
+        assert!(above.contains("ends at timestamp 30"), "{above}");
+        let below = restore(29, times).unwrap_err();
+        assert!(below.contains("beyond the segment"), "{below}");
+        assert!(restore(NO_TIMESTAMP, Vec::new()).is_ok());
+        let untimed = restore(0, Vec::new()).unwrap_err();
+        assert!(untimed.contains("time index is empty"), "{untimed}");
     }
 
     #[test]

@@ -758,4 +758,9 @@ const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
         ModelKind::Durability,
         SyncStep::OpenScanned as u8,
     ),
+    (
+        "log::unmark::sync_dir",
+        ModelKind::Durability,
+        SyncStep::UnmarkDir as u8,
+    ),
 ];
