@@ -5,6 +5,10 @@
 //! fsync, a rename or a remove. An engine that rewrites the recovery point or the
 //! marker at every open, or syncs what nothing changed, fails here.
 //!
+//! Every open and read of such a log with more segments than a small descriptor
+//! budget keeps within it, beside the writer lock (`check_budget`, on the
+//! simulated file system's count of what `StdFs` would hold).
+//!
 //! A log that holds no data is left out: its open makes the log's path durable,
 //! since it cannot tell a creation an earlier open left unsynced
 //! (`log::recovery::recovery_sync_path`).
@@ -12,6 +16,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::fs::sim::SimFs;
 use crate::fs::trace::{TraceCall, TraceFs};
 use crate::fs::FileSystem;
 use crate::log::{Log, LogConfig};
@@ -59,7 +64,52 @@ pub fn judge(config: &LogConfig, point: &Point) -> Result<Option<Outcome>, Strin
             "after a quiet reopen the log no longer opens as cleanly closed: {report:?}"
         ));
     }
+    if segments > OPEN_FILES_MAX {
+        check_budget(config, &fs, segments)?;
+    }
     Ok(Some(Outcome::Recovered))
+}
+
+/// The descriptor budget of [`check_budget`]: below the segment count of the logs
+/// it checks, so the cache must close files to keep within it.
+const OPEN_FILES_MAX: usize = 2;
+
+/// A read-only open, and a writable open and close, of the cleanly closed log on
+/// `fs`, each reading every record, keep within [`OPEN_FILES_MAX`] descriptors
+/// beside the writer lock (the simulated file system counts what `StdFs` with that
+/// budget would hold): the descriptors a log holds do not grow with its segments.
+/// Nothing is written, so no handle is pinned by unsynced writes.
+fn check_budget(config: &LogConfig, fs: &Arc<SimFs>, segments: usize) -> Result<(), String> {
+    for writable in [false, true] {
+        fs.count_descriptors(OPEN_FILES_MAX);
+        let seam: Arc<dyn FileSystem> = fs.clone();
+        let opened = if writable {
+            Log::open_with(seam, LOG_DIR, config.clone())
+        } else {
+            Log::open_read_only(seam, LOG_DIR, config.clone())
+        };
+        let what = if writable {
+            "a writable open, a read of every record and a close"
+        } else {
+            "a read-only open and a read of every record"
+        };
+        let log = opened
+            .map_err(|e| format!("{what}: the open failed: {e}"))?
+            .0;
+        engine::view(&log).map_err(|e| format!("{what}: a read failed: {e}"))?;
+        log.close()
+            .map_err(|e| format!("{what}: the close failed: {e}"))?;
+        let count = fs.descriptors().ok_or("the descriptor count stopped")?;
+        if count.over_budget > 0 || count.peak_unsynced > 0 || count.peak_locks > 1 {
+            return Err(format!(
+                "{what} of a log of {segments} segments held {} descriptors at once \
+                 ({} writer locks, {} with unsynced writes) under a budget of \
+                 {OPEN_FILES_MAX}: {} past it",
+                count.peak, count.peak_locks, count.peak_unsynced, count.over_budget
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// No call but the writer lock's in `traced`.

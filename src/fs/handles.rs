@@ -1,5 +1,7 @@
 //! [`Handles`]: the open files a [`StdFs`](super::StdFs) keeps between calls, at
-//! most a budget of them, the least recently used closed first.
+//! most a budget of them, the least recently used closed first. The simulated file
+//! system keeps the same cache over stand-ins (`super::sim`'s descriptor count):
+//! the cache is generic over what it holds ([`Pinned`]).
 //!
 //! The cache decides; [`StdFs`](super::StdFs) opens. A handle leaves the cache
 //! when a new one needs its place (`make_room`), when its path is renamed or
@@ -67,17 +69,30 @@ impl Handle {
     }
 }
 
+/// What the cache holds: something that may carry writes no sync has made
+/// durable yet, which pins it.
+pub(super) trait Pinned {
+    /// True while it holds unsynced writes (never evicted then, only forgotten).
+    fn is_dirty(&self) -> bool;
+}
+
+impl Pinned for Handle {
+    fn is_dirty(&self) -> bool {
+        Handle::is_dirty(self)
+    }
+}
+
 /// A cached handle and when it was last handed out.
 #[derive(Debug)]
-struct Cached {
-    handle: Arc<Handle>,
+struct Cached<H> {
+    handle: Arc<H>,
     used: u64,
 }
 
 /// The cache: every handle by path, and the same paths by last use.
 #[derive(Debug)]
-pub(super) struct Handles {
-    by_path: HashMap<PathBuf, Cached>,
+pub(super) struct Handles<H = Handle> {
+    by_path: HashMap<PathBuf, Cached<H>>,
     /// Each cached path under its `used` tick: the first entry is the least
     /// recently used.
     by_use: BTreeMap<u64, PathBuf>,
@@ -88,11 +103,11 @@ pub(super) struct Handles {
     /// and it is the most recently used one, so serving it again changes no order;
     /// whatever removes it from `by_path` clears this too, so it never keeps an
     /// evicted descriptor open.
-    last: Option<(PathBuf, Arc<Handle>)>,
+    last: Option<(PathBuf, Arc<H>)>,
     open_files_max: usize,
 }
 
-impl Handles {
+impl<H: Pinned> Handles<H> {
     /// An empty cache of at most `open_files_max` handles (at least one).
     pub(super) fn new(open_files_max: usize) -> Self {
         Handles {
@@ -114,8 +129,16 @@ impl Handles {
         self.by_path.len()
     }
 
+    /// How many cached handles hold unsynced writes.
+    pub(super) fn dirty_count(&self) -> usize {
+        self.by_path
+            .values()
+            .filter(|cached| cached.handle.is_dirty())
+            .count()
+    }
+
     /// The cached handle of `path`, now the most recently used.
-    pub(super) fn get(&mut self, path: &Path) -> Option<Arc<Handle>> {
+    pub(super) fn get(&mut self, path: &Path) -> Option<Arc<H>> {
         if let Some((last, handle)) = &self.last {
             if last.as_os_str() == path.as_os_str() {
                 return Some(Arc::clone(handle));
@@ -145,7 +168,7 @@ impl Handles {
 
     /// Caches `handle` for `path` as the most recently used one. The caller made
     /// room first ([`Handles::make_room`]).
-    pub(super) fn insert(&mut self, path: &Path, handle: Arc<Handle>) {
+    pub(super) fn insert(&mut self, path: &Path, handle: Arc<H>) {
         self.used_last += 1;
         let used = self.used_last;
         let cached = Cached {

@@ -31,6 +31,7 @@
 //! ```
 
 mod crash;
+mod descriptors;
 mod fault;
 mod reads;
 mod state;
@@ -46,6 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crash::{CrashMode, LostItem};
+pub use descriptors::DescriptorCount;
 pub use fault::{Call, FaultKind, FiredFault, EIO, EMFILE, ENOSPC};
 pub use reads::ReadCount;
 
@@ -106,6 +108,8 @@ struct Inner {
     state: State,
     control: Control,
     reads: reads::Reads,
+    /// The descriptor count, once started ([`SimFs::count_descriptors`]).
+    descriptors: Option<descriptors::Descriptors>,
 }
 
 /// An in-memory file system with a power-loss model. Usable as `Arc<dyn FileSystem>`;
@@ -159,6 +163,7 @@ impl SimFs {
                 state,
                 control: Control::default(),
                 reads: reads::Reads::default(),
+                descriptors: None,
             }),
             locks: Arc::default(),
         }
@@ -166,6 +171,26 @@ impl SimFs {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writer locks held now.
+    fn locks_held(&self) -> usize {
+        self.locks.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// The descriptor count's view of a call on `path` (`descriptors`), if counting.
+    fn touch(&self, path: &Path, how: descriptors::Use) {
+        let locks = self.locks_held();
+        if let Some(count) = self.lock().descriptors.as_mut() {
+            count.touch(path, how, locks);
+        }
+    }
+
+    /// `path` renamed or removed: the descriptor count forgets its handles.
+    fn forget(&self, path: &Path) {
+        if let Some(count) = self.lock().descriptors.as_mut() {
+            count.forget(path);
+        }
     }
 
     /// Every call from the `k`-th mutating call on (0-based, counted by
@@ -476,6 +501,7 @@ impl FileSystem for SimFs {
     }
 
     fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        self.touch(path, descriptors::Use::Write);
         self.mutate_or(
             Call::Append,
             path,
@@ -505,6 +531,10 @@ impl FileSystem for SimFs {
         // The one read hook, under the same lock: `read_all` and `map` are the
         // trait's defaults over `read_at`.
         inner.reads.note(&inner.state, path, n);
+        if let Some(count) = inner.descriptors.as_mut() {
+            let locks = self.locks_held();
+            count.touch(path, descriptors::Use::Read, locks);
+        }
         Ok(n)
     }
 
@@ -512,18 +542,21 @@ impl FileSystem for SimFs {
     /// prefix of the unsynced appends with or without the hint, so it adds no
     /// crash state, and it is no call the sweeps fail or crash at.
     fn start_writeback(&self, path: &Path) -> io::Result<()> {
+        self.touch(path, descriptors::Use::Read);
         self.read(|s| s.file(path).map(|_| ()))
     }
 
     fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
         let len = usize::try_from(len)
             .map_err(|_| error(io::ErrorKind::InvalidInput, path, "length too large"))?;
+        self.touch(path, descriptors::Use::Write);
         self.mutate(Call::SetLen, path, |s| {
             s.file_mut(path).map(|file| file.set_len(len))
         })
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.touch(path, descriptors::Use::Sync);
         self.sync(Call::SyncFile, "sync_file", path, |fs| {
             fs.mutate_or(
                 Call::SyncFile,
@@ -550,6 +583,8 @@ impl FileSystem for SimFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.forget(from);
+        self.forget(to);
         self.mutate(Call::Rename, from, |s| s.rename(from, to))
     }
 
@@ -558,10 +593,12 @@ impl FileSystem for SimFs {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.forget(path);
         self.mutate(Call::RemoveFile, path, |s| s.remove(path, false))
     }
 
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.forget(path);
         self.mutate(Call::RemoveDirAll, path, |s| s.remove(path, true))
     }
 

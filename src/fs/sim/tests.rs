@@ -955,3 +955,57 @@ fn hard_link_counts_as_a_mutating_call_and_takes_faults() {
     assert!(fs.is_crashed());
     assert!(!fs.exists(p("/tmp/seg")));
 }
+
+/// The descriptor count keeps `StdFs`'s cache: reads of more files than the budget
+/// close the least recently used, writes pin a file until its sync, a rename or a
+/// removal forgets it, and a writer lock counts beside the budget.
+#[test]
+fn the_descriptor_count_keeps_the_budget_beside_locks_and_unsynced_files() {
+    let fs = SimFs::new();
+    fs.create_dir_all(p("/d")).unwrap();
+    let files: Vec<PathBuf> = (0..5).map(|i| PathBuf::from(format!("/d/f{i}"))).collect();
+    for file in &files {
+        fs.write_new(file, b"bytes").unwrap();
+        fs.sync_file(file).unwrap();
+    }
+    assert_eq!(fs.descriptors(), None, "not counting yet");
+    fs.count_descriptors(2);
+    let mut buf = [0u8; 5];
+    for file in &files {
+        fs.read_at(file, 0, &mut buf).unwrap();
+    }
+    let count = fs.descriptors().unwrap();
+    assert_eq!((count.peak, count.over_budget), (2, 0), "{count:?}");
+    // A writer lock is one more, beside the budget.
+    let lock = fs.try_lock(p("/d/.lock")).unwrap();
+    fs.read_at(&files[0], 0, &mut buf).unwrap();
+    let count = fs.descriptors().unwrap();
+    assert_eq!((count.peak, count.peak_locks, count.over_budget), (3, 1, 0));
+    drop(lock);
+    // Unsynced appends pin their files past the budget until their sync.
+    fs.count_descriptors(2);
+    for file in &files[..4] {
+        fs.append(file, b"more").unwrap();
+    }
+    let count = fs.descriptors().unwrap();
+    assert_eq!(
+        (count.peak, count.peak_unsynced, count.over_budget),
+        (4, 4, 0)
+    );
+    for file in &files[..4] {
+        fs.sync_file(file).unwrap();
+    }
+    fs.read_at(&files[4], 0, &mut buf).unwrap();
+    // Synced, they are evicted again: the next reads stay within the budget.
+    fs.count_descriptors(2);
+    for file in files.iter().rev() {
+        fs.read_at(file, 0, &mut buf).unwrap();
+    }
+    assert_eq!(fs.descriptors().unwrap().peak, 2);
+    // A removed or renamed file's handle is gone with it.
+    assert_eq!(fs.descriptors().unwrap().open, 2);
+    fs.remove_file(&files[0]).unwrap();
+    assert_eq!(fs.descriptors().unwrap().open, 1);
+    fs.rename(&files[1], p("/d/g")).unwrap();
+    assert_eq!(fs.descriptors().unwrap().open, 0);
+}
