@@ -19,11 +19,12 @@ use crate::format::filename;
 use crate::fs::sim::SimFs;
 use crate::fs::FileSystem;
 use crate::log::leftovers::Leftover;
-use crate::log::{Log, LogConfig, RecoveryReport};
+use crate::log::LogConfig;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 
 use super::judge::Outcome;
+use super::opens::Opening;
 use super::points::Point;
 
 /// One planned leftover.
@@ -112,30 +113,6 @@ fn apply(image: &SimFs, case: &LeftoverCase) -> std::io::Result<SimFs> {
     }
     fs.settle();
     Ok(fs)
-}
-
-/// How one open kind opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Opening {
-    Writable,
-    Checked,
-    ReadOnly,
-}
-
-impl Opening {
-    const ALL: [Opening; 3] = [Opening::Writable, Opening::Checked, Opening::ReadOnly];
-
-    fn open(
-        self,
-        fs: Arc<dyn FileSystem>,
-        config: &LogConfig,
-    ) -> crate::Result<(Log, RecoveryReport)> {
-        match self {
-            Opening::Writable => Log::open_with(fs, LOG_DIR, config.clone()),
-            Opening::Checked => Log::open_checked(fs, LOG_DIR, config.clone()),
-            Opening::ReadOnly => Log::open_read_only(fs, LOG_DIR, config.clone()),
-        }
-    }
 }
 
 /// Opens the image with `case` applied by every open kind and judges each; `Err`

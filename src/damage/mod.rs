@@ -308,22 +308,12 @@ fn damage_point_vanish(
     point: &points::Point,
     report: &mut WorkloadDamageReport,
 ) {
-    let kind = FileKind::VanishedSegment;
-    for case in vanish::plan(&point.image) {
-        report.count(
-            kind,
-            caught(|| vanish::judge(&workload.config, point, &case)),
-            || format!("{}: {}", point.name, case.label()),
-            |detail| DamageViolation {
-                workload: workload.name.clone(),
-                point: point.name.clone(),
-                file: filename::build(case.base, filename::LOG_SUFFIX),
-                kind,
-                damage: case.label(),
-                detail,
-            },
-        );
-    }
+    let cases = vanish::plan(&point.image).into_iter().map(|case| Planned {
+        label: case.label(),
+        file: filename::build(case.base, filename::LOG_SUFFIX),
+        judged: caught(|| vanish::judge(&workload.config, point, &case)),
+    });
+    report.count_all(workload, point, FileKind::VanishedSegment, cases);
 }
 
 /// The `kafka_leftover` class (`leftover`) on one point's image: Kafka's
@@ -333,22 +323,19 @@ fn damage_point_leftover(
     point: &points::Point,
     report: &mut WorkloadDamageReport,
 ) {
-    let kind = FileKind::KafkaLeftover;
-    for case in leftover::plan(point) {
-        report.count(
-            kind,
-            caught(|| leftover::judge(&workload.config, point, &case)),
-            || format!("{}: {}", point.name, case.label()),
-            |detail| DamageViolation {
-                workload: workload.name.clone(),
-                point: point.name.clone(),
-                file: leftover::file(&case).display().to_string(),
-                kind,
-                damage: case.label(),
-                detail,
-            },
-        );
-    }
+    let cases = leftover::plan(point).into_iter().map(|case| Planned {
+        label: case.label(),
+        file: leftover::file(&case).display().to_string(),
+        judged: caught(|| leftover::judge(&workload.config, point, &case)),
+    });
+    report.count_all(workload, point, FileKind::KafkaLeftover, cases);
+}
+
+/// One judged case of a class that is not a damage of one file's bytes.
+struct Planned {
+    label: String,
+    file: String,
+    judged: std::result::Result<Outcome, String>,
 }
 
 /// The `quiet_reopen` check (`quiet`) on one point's image, counted as one case
@@ -358,10 +345,10 @@ fn damage_point_quiet(
     point: &points::Point,
     report: &mut WorkloadDamageReport,
 ) {
-    let kind = FileKind::QuietReopen;
-    let judged = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         quiet::judge(&workload.config, point)
-    })) {
+    }));
+    let judged = match judged {
         Ok(Ok(None)) => return,
         Ok(Ok(Some(outcome))) => Ok(outcome),
         Ok(Err(detail)) => Err(detail),
@@ -370,23 +357,45 @@ fn damage_point_quiet(
             crate::panics::panic_message(&*panic)
         )),
     };
-    let label = "close cleanly, reopen and close, open read-only";
-    report.count(
-        kind,
+    let case = Planned {
+        label: "close cleanly, reopen and close, open read-only".into(),
+        file: quiet::file().display().to_string(),
         judged,
-        || format!("{}: {label}", point.name),
-        |detail| DamageViolation {
-            workload: workload.name.clone(),
-            point: point.name.clone(),
-            file: quiet::file().display().to_string(),
-            kind,
-            damage: label.to_string(),
-            detail,
-        },
+    };
+    report.count_all(
+        workload,
+        point,
+        FileKind::QuietReopen,
+        std::iter::once(case),
     );
 }
 
 impl WorkloadDamageReport {
+    /// Counts every case of `cases`, of `kind`, at `point`.
+    fn count_all(
+        &mut self,
+        workload: &Workload,
+        point: &points::Point,
+        kind: FileKind,
+        cases: impl Iterator<Item = Planned>,
+    ) {
+        for case in cases {
+            self.count(
+                kind,
+                case.judged,
+                || format!("{}: {}", point.name, case.label),
+                |detail| DamageViolation {
+                    workload: workload.name.clone(),
+                    point: point.name.clone(),
+                    file: case.file.clone(),
+                    kind,
+                    damage: case.label.clone(),
+                    detail,
+                },
+            );
+        }
+    }
+
     /// Counts one judged damage of `kind`: its outcome (an undetectable one with the
     /// example `label` gives, while there are fewer than eight), or the violation
     /// `violation` makes of the judge's detail.

@@ -21,9 +21,12 @@ use crate::workload::{engine, LogView};
 
 use super::judge::Case;
 
-/// The open kinds besides the writable one.
+/// The open kinds the CLI has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opening {
+    /// `Log::open_with`: trusting the recovery point and the marker (every
+    /// writing command).
+    Writable,
     /// `Log::open_checked`: every segment scanned (`seglog recover`).
     Checked,
     /// `Log::open_read_only`: nothing changed, trusting as a writable open does
@@ -32,12 +35,17 @@ pub enum Opening {
 }
 
 impl Opening {
-    fn open(
+    /// Every kind, the writable open first.
+    pub const ALL: [Opening; 3] = [Opening::Writable, Opening::Checked, Opening::ReadOnly];
+
+    /// Opens the log of `fs` at `sweep::LOG_DIR` this way.
+    pub fn open(
         self,
         fs: Arc<dyn FileSystem>,
         config: &LogConfig,
     ) -> crate::Result<(Log, RecoveryReport)> {
         match self {
+            Opening::Writable => Log::open_with(fs, LOG_DIR, config.clone()),
             Opening::Checked => Log::open_checked(fs, LOG_DIR, config.clone()),
             Opening::ReadOnly => Log::open_read_only(fs, LOG_DIR, config.clone()),
         }

@@ -22,11 +22,12 @@ use crate::format::filename;
 use crate::format::recovery_point::{self, SegmentSummary, SummaryKind};
 use crate::fs::sim::SimFs;
 use crate::fs::FileSystem;
-use crate::log::{Log, LogConfig};
+use crate::log::LogConfig;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 
 use super::judge::Outcome;
+use super::opens::Opening;
 use super::plan::batch_ranges;
 use super::points::Point;
 
@@ -259,7 +260,7 @@ fn revealed(fs: &SimFs, case: &VanishCase) -> bool {
 /// judges each; `Err` is a violation.
 pub fn judge(config: &LogConfig, point: &Point, case: &VanishCase) -> Result<Outcome, String> {
     let mut outcome = Outcome::Recovered;
-    for opening in [Opening::Writable, Opening::Checked, Opening::ReadOnly] {
+    for opening in Opening::ALL {
         let judged = judge_open(config, point, case, opening)
             .map_err(|e| format!("{opening:?} open: {e}"))?;
         if opening == Opening::Writable {
@@ -267,14 +268,6 @@ pub fn judge(config: &LogConfig, point: &Point, case: &VanishCase) -> Result<Out
         }
     }
     Ok(outcome)
-}
-
-/// The open kinds the CLI has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Opening {
-    Writable,
-    Checked,
-    ReadOnly,
 }
 
 fn judge_open(
@@ -290,11 +283,7 @@ fn judge_open(
     let ops = fs.mutating_ops();
     let segment = filename::build(case.base, filename::LOG_SUFFIX);
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
-    let opened = match opening {
-        Opening::Writable => Log::open_with(dyn_fs, LOG_DIR, config.clone()),
-        Opening::Checked => Log::open_checked(dyn_fs, LOG_DIR, config.clone()),
-        Opening::ReadOnly => Log::open_read_only(dyn_fs, LOG_DIR, config.clone()),
-    };
+    let opened = opening.open(dyn_fs, config);
     if opening == Opening::ReadOnly && (fs.mutating_ops() != ops || fs.snapshot() != before) {
         return Err("a read-only open changed the directory".into());
     }
