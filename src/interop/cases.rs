@@ -2,7 +2,7 @@
 //! module docs of [`super`]).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine;
 use serde::Deserialize;
@@ -15,7 +15,6 @@ use crate::segment::reader::BatchReader;
 use crate::{Log, LogConfig, NewRecord};
 
 use super::harness::Harness;
-use super::{CaseReport, CaseStatus, InteropOptions};
 
 /// The harness writes with these (its `write` defaults); seglog uses the same.
 pub(super) const SEGMENT_BYTES: u64 = 1200;
@@ -292,7 +291,7 @@ fn append(log: &mut Log, from: i64, batches: i64) -> Result<(), String> {
 }
 
 /// seglog writes and closes (two sessions); Kafka reads each time.
-fn seglog_to_kafka(harness: &Harness, work: &Path) -> Result<(u64, u64), String> {
+pub(super) fn seglog_to_kafka(harness: &Harness, work: &Path) -> Result<(u64, u64), String> {
     let dir = work.join("seglog.written-0");
     let mut totals = (0, 0);
     for (session, (from, batches)) in [(0, 40), (40, 12)].into_iter().enumerate() {
@@ -325,7 +324,11 @@ fn seglog_to_kafka(harness: &Harness, work: &Path) -> Result<(u64, u64), String>
 
 /// Kafka writes `case`; seglog opens (changing nothing), reads, appends, closes;
 /// Kafka reads it back.
-fn kafka_to_seglog(harness: &Harness, work: &Path, case: &str) -> Result<(u64, u64), String> {
+pub(super) fn kafka_to_seglog(
+    harness: &Harness,
+    work: &Path,
+    case: &str,
+) -> Result<(u64, u64), String> {
     let parent = work.join(format!("kafka-{case}"));
     std::fs::create_dir_all(&parent).map_err(|e| e.to_string())?;
     harness.run(&["write", "--parent", &path_str(&parent), "--cases", case])?;
@@ -357,7 +360,7 @@ fn kafka_to_seglog(harness: &Harness, work: &Path, case: &str) -> Result<(u64, u
 }
 
 /// seglog and Kafka do the same appends, closes and reopens; same bytes.
-fn twin(harness: &Harness, work: &Path) -> Result<(u64, u64), String> {
+pub(super) fn twin(harness: &Harness, work: &Path) -> Result<(u64, u64), String> {
     let sessions: Vec<Vec<Vec<NewRecord>>> = [(0, 30), (30, 9), (39, 14)]
         .iter()
         .map(|(from, n)| (*from..from + n).map(|i| records(i, 1 + i % 4)).collect())
@@ -435,93 +438,4 @@ fn copy_leader_epochs(ours: &[u8], theirs: &mut [u8]) {
         ]);
         position += 12 + length as usize;
     }
-}
-
-fn case_report(
-    case: &str,
-    direction: &'static str,
-    required: bool,
-    result: Result<(u64, u64), String>,
-) -> CaseReport {
-    let (status, records, lookups, detail) = match result {
-        Ok((records, lookups)) => (CaseStatus::Passed, records, lookups, String::new()),
-        Err(e) if required => (CaseStatus::Failed, 0, 0, e),
-        Err(e) => (CaseStatus::Pending, 0, 0, e),
-    };
-    CaseReport {
-        case: case.into(),
-        direction,
-        status,
-        records,
-        lookups,
-        detail,
-    }
-}
-
-/// Runs every case in a fresh temporary directory.
-pub fn run_cases(harness: &Harness, options: &InteropOptions) -> Vec<CaseReport> {
-    let tmp = match tempfile::tempdir() {
-        Ok(tmp) => tmp,
-        Err(e) => {
-            return vec![case_report("setup", "harness", true, Err(e.to_string()))];
-        }
-    };
-    let work: PathBuf = tmp.path().to_path_buf();
-    let mut out = vec![
-        case_report(
-            "none",
-            "seglog_to_kafka",
-            true,
-            seglog_to_kafka(harness, &work),
-        ),
-        case_report("none", "twin", true, twin(harness, &work)),
-    ];
-    // The cleaner differential (issue 14): every workload is required, the
-    // transactional ones too.
-    let workloads = super::differential::SEEDS
-        .iter()
-        .map(|&s| (s, false))
-        .chain(super::differential::TXN_SEEDS.iter().map(|&s| (s, true)));
-    for (seed, transactions) in workloads {
-        let result = super::differential::run_workload(harness, &work, seed, transactions);
-        let name = if transactions {
-            "cleaner-txn"
-        } else {
-            "cleaner"
-        };
-        let mut report = case_report(
-            &format!("{name}-{seed}"),
-            "cleaner_differential",
-            true,
-            result
-                .as_ref()
-                .map(|&(r, l, _, _)| (r, l))
-                .map_err(Clone::clone),
-        );
-        if let Ok((_, _, cleanings, markers)) = &result {
-            report.detail = format!(
-                "{} rounds, {cleanings} cleanings by both Kafka's Cleaner and seglog's kafka policy; {} markers stamped, {} removed; {} batches kept empty, {} empty batches removed",
-                if transactions {
-                    super::differential::TXN_ROUNDS
-                } else {
-                    super::differential::ROUNDS
-                },
-                markers.stamped,
-                markers.removed,
-                markers.emptied,
-                markers.empty_removed
-            );
-        }
-        out.push(report);
-    }
-    for case in &options.cases {
-        let required = options.required.contains(case);
-        out.push(case_report(
-            case,
-            "kafka_to_seglog",
-            required,
-            kafka_to_seglog(harness, &work, case),
-        ));
-    }
-    out
 }

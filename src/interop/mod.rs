@@ -34,11 +34,12 @@
 pub mod cases;
 pub mod differential;
 pub mod harness;
+mod run;
 pub mod txn_view;
 
 use serde::Serialize;
 
-pub use cases::run_cases;
+pub use run::run_cases;
 
 /// Every case the harness can write: the codecs Kafka has, and LogAppendTime.
 pub const ALL_CASES: &[&str] = &["none", "gzip", "snappy", "lz4", "zstd", "logappendtime"];

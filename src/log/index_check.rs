@@ -21,8 +21,38 @@ use crate::segment::validate::{
     index_bytes_max, validate_offset_index, validate_time_index, IndexRule, Invalid, Verdict,
 };
 
-use super::recovery::IndexRewrite;
 use super::report::RebuildReason;
+
+/// An index file that must be rewritten, with its bytes.
+#[derive(Debug, Clone)]
+pub struct IndexRewrite {
+    /// The index file.
+    pub path: std::path::PathBuf,
+    /// Its correct content, rebuilt from the `.log`.
+    pub bytes: Vec<u8>,
+    /// Why it is rewritten.
+    pub reason: RebuildReason,
+    /// Of a closed segment (fsynced: the recovery point will vouch for it); the
+    /// active segment's indexes are fsynced by its next roll or close, and a crash
+    /// before then rebuilds them again (model (e)).
+    pub closed: bool,
+    /// The Kafka rule the file broke (`missing` if there was none).
+    pub rule: crate::segment::validate::IndexRule,
+    /// Where and how (the entry's byte position in the index file).
+    pub detail: String,
+}
+
+impl IndexRewrite {
+    /// The report's line for this rewrite.
+    pub(super) fn report(&self) -> super::report::RebuiltIndex {
+        super::report::RebuiltIndex {
+            file: file_name(&self.path),
+            reason: self.reason,
+            rule: self.rule,
+            detail: self.detail.clone(),
+        }
+    }
+}
 
 /// What phase 4 decided: the files to rewrite, and the valid files kept although
 /// they differ from the rebuild (named for the report).

@@ -32,6 +32,7 @@ use crate::segment::scan::{scan_from, scan_segment, ScanOutcome};
 use crate::segment::{Segment, SegmentPaths};
 
 use super::index_check::file_name;
+pub use super::index_check::IndexRewrite;
 use super::report::{RebuildReason, RecoveryReport};
 use super::trust::Trust;
 use super::LogConfig;
@@ -48,36 +49,6 @@ pub struct Listing {
     pub log_bytes: BTreeMap<i64, u64>,
     /// Kafka's leftovers (`.swap`, `.cleaned`, `.deleted`; [`super::leftovers`]).
     pub leftovers: Vec<(String, super::leftovers::Leftover)>,
-}
-
-/// An index file that must be rewritten, with its bytes.
-#[derive(Debug, Clone)]
-pub struct IndexRewrite {
-    /// The index file.
-    pub path: std::path::PathBuf,
-    /// Its correct content, rebuilt from the `.log`.
-    pub bytes: Vec<u8>,
-    /// Why it is rewritten.
-    pub reason: RebuildReason,
-    /// Of a closed segment (fsynced: the recovery point will vouch for it); the
-    /// active segment's indexes are fsynced by its next roll or close, and a crash
-    /// before then rebuilds them again (model (e)).
-    pub closed: bool,
-    /// The Kafka rule the file broke (`missing` if there was none).
-    pub rule: crate::segment::validate::IndexRule,
-    /// Where and how (the entry's byte position in the index file).
-    pub detail: String,
-}
-
-impl IndexRewrite {
-    fn report(&self) -> super::report::RebuiltIndex {
-        super::report::RebuiltIndex {
-            file: file_name(&self.path),
-            reason: self.reason,
-            rule: self.rule,
-            detail: self.detail.clone(),
-        }
-    }
 }
 
 /// Runs every phase in order and returns the segments (the last one active).

@@ -40,7 +40,7 @@ use siphasher::sip128::SipHasher24;
 
 use crate::compaction::bitmap::Bitmap;
 
-use super::superseded::Superseded;
+use super::superseded::{bit_index, Superseded};
 use directory::Directory;
 
 /// Bytes of key digest per entry.
@@ -148,7 +148,7 @@ fn dedup(entries: &mut Vec<Entry>, superseded: &mut Option<Bitmap>, table: &mut 
             if held.digest == entry.digest {
                 if held.offset != entry.offset {
                     if let Some(bits) = superseded.as_mut() {
-                        bits.set(position(held.offset.min(entry.offset)));
+                        bits.set(bit_index(held.offset.min(entry.offset)));
                     }
                 }
                 held.offset = held.offset.max(entry.offset);
@@ -181,11 +181,6 @@ fn finish_buckets(
         bucket.shrink_to_fit();
     }
     table.capacity() * size_of::<u32>()
-}
-
-/// A tracked position as a bit index.
-pub(super) fn position(position: i64) -> usize {
-    usize::try_from(position).expect("tracked positions are >= 0")
 }
 
 /// A map's secret digest function, `Send` and cheap to copy.
@@ -241,14 +236,14 @@ impl OffsetMap {
     /// superseded: its key (digest) was also inserted at a higher position. Needs
     /// [`OffsetMap::finish`].
     pub fn is_superseded(&self, position: i64) -> bool {
-        self.superseded_bits().get(self::position(position))
+        self.superseded_bits().get(bit_index(position))
     }
 
     /// How many positions of `positions` were superseded ([`OffsetMap::is_superseded`]),
     /// counted a word at a time.
     pub fn superseded_count(&self, positions: std::ops::Range<i64>) -> usize {
         self.superseded_bits()
-            .count(position(positions.start)..position(positions.end))
+            .count(bit_index(positions.start)..bit_index(positions.end))
     }
 
     /// The superseded positions' bits. Needs [`OffsetMap::finish`].

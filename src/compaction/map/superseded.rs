@@ -3,7 +3,10 @@
 
 use crate::compaction::bitmap::Bitmap;
 
-use super::offset_map::position as index;
+/// A tracked position as a bit index.
+pub(super) fn bit_index(position: i64) -> usize {
+    usize::try_from(position).expect("tracked positions are >= 0")
+}
 
 /// The superseded positions of a [`super::OffsetMap::tracking_superseded`] build
 /// ([`super::OffsetMap::into_superseded`]), and what the map held.
@@ -40,13 +43,13 @@ impl Superseded {
     /// Whether `position` was superseded: its key (digest) was also inserted at a
     /// higher position.
     pub fn is_superseded(&self, position: i64) -> bool {
-        self.bits.get(index(position))
+        self.bits.get(bit_index(position))
     }
 
     /// How many positions of `positions` were superseded, a word at a time.
     pub fn count(&self, positions: std::ops::Range<i64>) -> usize {
         self.bits
-            .count(index(positions.start)..index(positions.end))
+            .count(bit_index(positions.start)..bit_index(positions.end))
     }
 
     /// Bytes of the bitmap (one bit per position).
