@@ -12,7 +12,7 @@ const VARIANTS_HELP: &str = "Variants per model (the first is ours and the defau
              no-temp-entry-sync, point-on-reopen, carry-by-rename, link-without-dir-sync
   retention: checkpoint-first, delete-first, no-recovery-sync
   durability: recovery-point, recovery-point-before-flush, no-open-dir-sync,
-             sync-scanned-only-for-new-point, flush-like-kafka
+             sync-scanned-only-for-new-point, marker-through-appends, flush-like-kafka
   cleaner:   clean-point-in-temp, clean-point-first
   concurrent: linked-tail, stale-tail-copy, no-cleaning-lock, unlocked-swap, unbounded-map
   txn:       txn-rules, aborted-like-committed, markers-ignore-data";

@@ -97,6 +97,9 @@ pub enum Variant {
     /// open neither fsyncs the index files it rebuilt (an operator dropped them) nor
     /// rewrites the point.
     SyncScannedOnlyForNewPoint,
+    /// Durability: the marker an open kept stays while the segment it describes
+    /// grows (no removal before the first append).
+    MarkerThroughAppends,
     /// Durability: flush fsyncs the index files and the directory too, as Kafka does
     /// (holds: those syncs are redundant in ours).
     FlushLikeKafka,
@@ -150,6 +153,7 @@ impl Variant {
             Variant::RecoveryPointBeforeFlush => "recovery-point-before-flush",
             Variant::NoOpenDirSync => "no-open-dir-sync",
             Variant::SyncScannedOnlyForNewPoint => "sync-scanned-only-for-new-point",
+            Variant::MarkerThroughAppends => "marker-through-appends",
             Variant::FlushLikeKafka => "flush-like-kafka",
             Variant::CleanPointInTemp => "clean-point-in-temp",
             Variant::CleanPointFirst => "clean-point-first",
@@ -195,6 +199,7 @@ impl Variant {
                 Variant::RecoveryPointBeforeFlush,
                 Variant::NoOpenDirSync,
                 Variant::SyncScannedOnlyForNewPoint,
+                Variant::MarkerThroughAppends,
                 Variant::FlushLikeKafka,
             ],
             ModelKind::Cleaner => &[Variant::CleanPointInTemp, Variant::CleanPointFirst],
@@ -370,6 +375,7 @@ fn durability_variant(variant: Variant) -> DurabilityVariant {
         Variant::RecoveryPointBeforeFlush => DurabilityVariant::RecoveryPointBeforeFlush,
         Variant::NoOpenDirSync => DurabilityVariant::NoOpenDirSync,
         Variant::SyncScannedOnlyForNewPoint => DurabilityVariant::SyncScannedOnlyForNewPoint,
+        Variant::MarkerThroughAppends => DurabilityVariant::MarkerThroughAppends,
         Variant::FlushLikeKafka => DurabilityVariant::FlushLikeKafka,
         _ => DurabilityVariant::Ours,
     }

@@ -202,6 +202,11 @@ pub enum DurabilityVariant {
     /// before issue 10's `drop-indexes` workload): after an operator dropped index
     /// files, a power loss after the open leaves a trusted segment to rescan.
     SyncScannedOnlyForNewPoint,
+    /// The marker an open kept stays while appends and a roll go on under it (no
+    /// `Unmark`): a power loss that takes the appended batch and keeps the index
+    /// entries written for it leaves the marker vouching for a segment whose index
+    /// files must be rebuilt.
+    MarkerThroughAppends,
     /// Ours without the sync steps whose bits are set (bit n: `SyncStep` n).
     WithoutSyncs(u32),
 }
@@ -713,7 +718,8 @@ impl Model for DurabilityModel {
                 let active = state.segments - 1;
                 let log = state.file(active, FileKind::Log).written;
                 // A marker the open kept goes, durably, before the segment changes.
-                let marked = state.dir.get(&DName::Marker).is_some();
+                let marked = state.dir.get(&DName::Marker).is_some()
+                    && self.variant != DurabilityVariant::MarkerThroughAppends;
                 if marked {
                     actions.push(DAction::Start(Proc::Unmark));
                 }
@@ -1054,6 +1060,14 @@ mod tests {
             .dir
             .run(DirOp::Create(DName::RecoveryPoint, DObj::Checkpoint(torn)));
         assert!(model.open_plan(&state).is_ok());
+    }
+
+    /// Why the first append after a quiet reopen removes the marker, durably: the
+    /// model's counterexample before `Unmark` existed.
+    #[test]
+    fn keeping_the_marker_through_appends_is_refuted() {
+        let checker = check(DurabilityVariant::MarkerThroughAppends);
+        checker.assert_any_discovery("trusted_needs_no_rescan");
     }
 
     #[test]
