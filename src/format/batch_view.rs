@@ -7,7 +7,7 @@
 
 use crate::error::CorruptKind;
 
-use super::batch::{
+use super::batch_header::{
     be_i16, be_i32, be_i64, decode_header, truncated, ATTRIBUTES_OFFSET, ATTR_COMPRESSION_MASK,
     ATTR_CONTROL, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET,
     LAST_OFFSET_DELTA_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET,
@@ -19,10 +19,10 @@ use super::timestamp_type::TimestampType;
 use super::FormatError;
 
 /// The most bytes a compressed batch's records may decompress to: what an
-/// uncompressed batch may hold ([`super::batch::BATCH_BYTES_MAX`]). A payload that
+/// uncompressed batch may hold ([`super::batch_header::BATCH_BYTES_MAX`]). A payload that
 /// would inflate beyond it is corrupt (`DecompressedTooLarge`), found before more
 /// is allocated.
-pub const INFLATED_BYTES_MAX: usize = super::batch::BATCH_BYTES_MAX;
+pub const INFLATED_BYTES_MAX: usize = super::batch_header::BATCH_BYTES_MAX;
 
 /// The smallest encoded record: length, attributes, timestamp delta, offset delta,
 /// key length, value length and header count, one byte each.
@@ -88,7 +88,7 @@ impl<'a> BatchView<'a> {
     }
 
     fn decode_fields(
-        header: super::batch::BatchHeader,
+        header: super::batch_header::BatchHeader,
         bytes: &'a [u8],
     ) -> Result<(BatchView<'a>, usize), FormatError> {
         let codec = header.attributes & ATTR_COMPRESSION_MASK;

@@ -17,6 +17,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod batch;
+mod batch_header;
 pub mod batch_view;
 pub mod checkpoint;
 pub mod compression;
