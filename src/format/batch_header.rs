@@ -193,7 +193,7 @@ pub fn decode_header(buf: &[u8]) -> Result<BatchHeader, FormatError> {
     // Never valid, under any CRC: a walk that skips a batch by its header alone
     // (a read from a later offset, a trusted segment) would otherwise take a
     // negative delta's "last offset" below the base and skip the batch's records
-    // silently (found by the damage stage's forged class).
+    // silently.
     if last_offset_delta < 0 {
         return Err(FormatError::Corrupt {
             position: LAST_OFFSET_DELTA_OFFSET as u64,

@@ -46,7 +46,7 @@ pub fn run_cases(harness: &Harness, options: &InteropOptions) -> Vec<CaseReport>
         ),
         case_report("none", "twin", true, twin(harness, &work)),
     ];
-    // The cleaner differential (issue 14): every workload is required, the
+    // The cleaner differential: every workload is required, the
     // transactional ones too.
     let workloads = super::differential::SEEDS
         .iter()
