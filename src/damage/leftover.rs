@@ -122,10 +122,10 @@ pub fn judge(config: &LogConfig, point: &Point, case: &LeftoverCase) -> Result<O
     for opening in Opening::ALL {
         let image = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
         let fs = Arc::new(image);
-        let before = fs.snapshot();
         let ops = fs.mutating_ops();
         let opened = opening.open(fs.clone(), config);
-        let changed = fs.mutating_ops() != ops || fs.snapshot() != before;
+        // Nothing changes the simulated disk but a mutating call.
+        let changed = fs.mutating_ops() != ops;
         if opening == Opening::ReadOnly && changed {
             return Err(format!(
                 "a read-only open changed the directory ({opening:?})"
@@ -183,11 +183,8 @@ pub fn judge(config: &LogConfig, point: &Point, case: &LeftoverCase) -> Result<O
 /// True if `fs` holds what the protocol recoveries (install, retention), run on the
 /// image with `case` applied, leave: what a refusal may change.
 fn only_protocol_changes(point: &Point, case: &LeftoverCase, fs: &SimFs) -> Result<bool, String> {
-    let protocol = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
-    let live = Path::new(LOG_DIR);
-    let _ = crate::install::recover(&protocol, live)
-        .and_then(|_| crate::retention::recover(&protocol, live));
-    Ok(protocol.snapshot() == fs.snapshot())
+    let image = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
+    Ok(super::judge::protocol_recovered(image).snapshot() == fs.snapshot())
 }
 
 /// The file a leftover case names, for a violation.

@@ -292,7 +292,7 @@ fn damage_point(
 /// Runs one judge, turning a panic (of the engine or the judge) into a violation
 /// that carries its message: one bad case is reported with the rest, and
 /// the stage goes on.
-fn caught(judge: impl FnOnce() -> Result<Outcome, String>) -> Result<Outcome, String> {
+fn caught<T>(judge: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(judge)).unwrap_or_else(|panic| {
         Err(format!(
             "panicked: {}",
@@ -345,17 +345,10 @@ fn damage_point_quiet(
     point: &points::Point,
     report: &mut WorkloadDamageReport,
 ) {
-    let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        quiet::judge(&workload.config, point)
-    }));
-    let judged = match judged {
-        Ok(Ok(None)) => return,
-        Ok(Ok(Some(outcome))) => Ok(outcome),
-        Ok(Err(detail)) => Err(detail),
-        Err(panic) => Err(format!(
-            "panicked: {}",
-            crate::panics::panic_message(&*panic)
-        )),
+    let judged = match caught(|| quiet::judge(&workload.config, point)) {
+        Ok(None) => return,
+        Ok(Some(outcome)) => Ok(outcome),
+        Err(detail) => Err(detail),
     };
     let case = Planned {
         label: "close cleanly, reopen and close, open read-only".into(),

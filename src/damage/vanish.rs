@@ -284,7 +284,7 @@ fn judge_open(
     let segment = filename::build(case.base, filename::LOG_SUFFIX);
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
     let opened = opening.open(dyn_fs, config);
-    if opening == Opening::ReadOnly && (fs.mutating_ops() != ops || fs.snapshot() != before) {
+    if opening == Opening::ReadOnly && fs.mutating_ops() != ops {
         return Err("a read-only open changed the directory".into());
     }
     match opened {
@@ -306,10 +306,8 @@ fn judge_open(
                 return Err(format!("the error does not name {segment}: {error}"));
             }
             // Nothing changed beyond what the protocol recoveries do.
-            let protocol = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
-            let live = Path::new(LOG_DIR);
-            let _ = crate::install::recover(&protocol, live)
-                .and_then(|_| crate::retention::recover(&protocol, live));
+            let image = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
+            let protocol = super::judge::protocol_recovered(image);
             if protocol.snapshot() != fs.snapshot() && before != fs.snapshot() {
                 return Err(format!("the refusal changed files: {error}"));
             }

@@ -101,14 +101,14 @@ impl SegmentSummary {
     /// A CRC-valid summary can still break these (a forged or a buggy writer's
     /// file): it describes no segment, and nothing of it may be trusted.
     pub fn check(&self) -> Result<(), String> {
-        let span = u64::try_from(self.next_offset.saturating_sub(self.base_offset)).unwrap_or(0);
-        let header = super::batch::HEADER_LEN as u64;
         if self.next_offset < self.base_offset {
             return Err(format!(
                 "its summary ends at offset {}, below its base offset",
                 self.next_offset
             ));
         }
+        let span = u64::try_from(self.next_offset.saturating_sub(self.base_offset)).unwrap_or(0);
+        let header = super::batch::HEADER_LEN as u64;
         if (self.bytes == 0) != (self.batches == 0) {
             return Err(format!(
                 "its summary has {} bytes and {} batches",

@@ -438,13 +438,9 @@ impl Log {
                 recovery::recover_with(fs.as_ref(), dir, &config, false, &mut report)?
             }
         };
-        // A writable open that trusted the marker kept it (`trust::settle`).
-        let marker_kept = !read_only
-            && report.clean_shutdown
-            && fs.exists(&dir.join(crate::format::recovery_point::CLEAN_SHUTDOWN_NAME));
         let mut log = Log::assemble(fs, dir.to_path_buf(), config, segments, read_only);
         log.lock = held;
-        log.marker_kept = marker_kept;
+        log.marker_kept = report.marker_kept;
         Ok((log, report))
     }
 

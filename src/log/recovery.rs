@@ -156,6 +156,7 @@ pub fn recover_with(
     if !(keep_marker && !settled_changed && report.is_clean()) {
         recovery_sync_dir(fs, dir, report)?;
     }
+    report.marker_kept = keep_marker;
     if existed && segments.iter().all(Segment::is_empty) {
         recovery_sync_path(fs, dir)?;
     }

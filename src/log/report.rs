@@ -75,6 +75,10 @@ pub struct RecoveryReport {
     pub recovery_point: Option<i64>,
     /// True if a valid clean-shutdown marker let the open trust the active segment.
     pub clean_shutdown: bool,
+    /// True if a writable open kept that marker: it still describes the active
+    /// segment, so a close with nothing appended writes nothing, and the first
+    /// append or roll removes it first.
+    pub marker_kept: bool,
     /// Segments opened from their summaries, without reading their `.log`.
     pub trusted_segments: u64,
     /// Segments whose `.log` was read and checked batch by batch.

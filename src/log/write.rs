@@ -430,14 +430,16 @@ impl Log {
         Ok(())
     }
 
-    /// True if the marker in the directory is the one this close would write and
-    /// nothing is pending: the active segment is as the clean close that wrote the
-    /// marker left it, its files durable (that close fsynced them first, and
-    /// nothing was appended since), so the close has nothing to do. A marker that
-    /// cannot be read is not current.
+    /// True if the open kept the marker, nothing changed since (the first change
+    /// removes it: `unmark`), and the marker in the directory is still the one this
+    /// close would write (a compaction's install starts its directory without one):
+    /// the active segment is as the clean close that wrote the marker left it, its
+    /// files durable, so the close has nothing to do. A marker that cannot be read
+    /// is not current.
     fn marker_is_current(&self) -> bool {
         let active = self.active();
-        if !active.pending_index.is_empty()
+        if !self.marker_kept
+            || !active.pending_index.is_empty()
             || !active.pending_time_index.is_empty()
             || self.synced_log_bytes != active.bytes
         {
