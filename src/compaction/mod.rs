@@ -3,7 +3,7 @@
 //! pure rule sets ([`rules`]: keep/drop per record and batch, grouping,
 //! transactions, markers, empty batches), the one writer, and the finish that
 //! leaves the new directory for [`crate::install`]. The modules import each other in one direction (docs/design.md
-//! section 6 has the layers; `tests/module_graph.rs` holds them to it); the decoded
+//! section 6 has the layers; `tests/module_graph/` holds them to it); the decoded
 //! [reference](mod@reference) compactors are what the passes that run are held to.
 //!
 //! Semantics: docs/design.md section 1; map memory and collisions: section 6.

@@ -1,24 +1,34 @@
-//! The modules of `src/compaction` import each other in one direction: no module
-//! reaches, through its imports, back to itself.
+//! The imports of the workspace run one way, and the compaction room's rules do no IO.
 //!
-//! Read from the source with `syn`: every `use` tree and every path in code
-//! (expressions, types, patterns, and the paths inside macro invocations) that names
-//! a sibling through `super::`, `crate::compaction::` or a re-export of
-//! `compaction/mod.rs` is an edge from the file's top-level module to that sibling.
-//! The rule sets in `src/compaction/rules` and the planner (`plan.rs`) do no IO: their non-test code names no
-//! `FileSystem`, nothing of `std::fs`, `std::io`, `std::path`, `std::net`,
-//! `std::process` or `crate::fs`, and of compaction's own modules only the pure
-//! ones ([`PURE`]).
+//! Read from the source with `syn` (`reader.rs`): every `use` tree and every path in
+//! code (expressions, types, patterns, and the paths inside macro invocations) is
+//! resolved to the file that defines what it names (`workspace.rs`).
+//! - Across each crate, a module names only modules of rows above its own in the
+//!   layer table of docs/design.md, "Layers", and every top-level module has a row.
+//! - Inside any module, no circle runs among its child modules, each taken with
+//!   everything under it (a module's own file and its parts may use each other).
+//! - The modules of `src/compaction` form no cycle, the rule sets in
+//!   `src/compaction/rules` and the planner (`plan.rs`) do no IO: their non-test
+//!   code names no `FileSystem`, nothing of `std::fs`, `std::io`, `std::path`,
+//!   `std::net`, `std::process` or `crate::fs`, and of compaction's own modules only
+//!   the pure ones ([`PURE`]).
 //!
-//! Items under `#[cfg(test)]` do not count: a unit test may drive its layer through
-//! the whole pipeline above it. Doc links do not either (they are attributes, not
-//! paths). docs/design.md, "Compaction": the layers and their order.
+//! Items under `#[cfg(test)]` and files declared by a `#[cfg(test)] mod` do not count:
+//! a unit test may drive its layer through the whole pipeline above it. Doc links
+//! do not either (they are attributes, not paths).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
+
+mod cycles;
+mod reader;
+mod workspace;
+
+use cycles::{find_cycle, on_cycles};
+use reader::{module_of, resolve, rust_files, use_paths, Names};
+use workspace::{Crate, Layers};
 
 /// The directory whose child modules must form no cycle.
 const LAYERED: &str = "src/compaction";
@@ -41,209 +51,6 @@ const IO_PREFIXES: &[&[&str]] = &[
     &["std", "process"],
     &["crate", "fs"],
 ];
-
-/// The module path (from the crate root) of a file under `src/`.
-fn module_of(src: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src).expect("a file under src/");
-    let mut parts: Vec<String> = rel
-        .iter()
-        .map(|part| part.to_string_lossy().into_owned())
-        .collect();
-    let last = parts.pop().expect("a file name");
-    let stem = last.strip_suffix(".rs").expect("a .rs file").to_owned();
-    if stem != "mod" && stem != "lib" {
-        parts.push(stem);
-    }
-    parts
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read a source directory") {
-        let path = entry.expect("a directory entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// Every path a `use` tree names, with the names it imports as last segments.
-fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    match tree {
-        syn::UseTree::Path(path) => {
-            prefix.push(path.ident.to_string());
-            use_paths(&path.tree, prefix, out);
-            prefix.pop();
-        }
-        syn::UseTree::Name(name) => {
-            let mut full = prefix.clone();
-            full.push(name.ident.to_string());
-            out.push(full);
-        }
-        syn::UseTree::Rename(rename) => {
-            let mut full = prefix.clone();
-            full.push(rename.ident.to_string());
-            out.push(full);
-        }
-        syn::UseTree::Glob(_) => out.push(prefix.clone()),
-        syn::UseTree::Group(group) => {
-            for item in &group.items {
-                use_paths(item, prefix, out);
-            }
-        }
-    }
-}
-
-/// The absolute module path a path names, when it starts with `crate`, `self` or
-/// `super` (other paths are local names, extern crates or names a `use` brought in,
-/// whose `use` is its own edge).
-fn resolve(module: &[String], segments: &[String]) -> Option<Vec<String>> {
-    let first = segments.first()?;
-    let mut base: Vec<String>;
-    let mut rest = segments;
-    match first.as_str() {
-        "crate" => {
-            base = Vec::new();
-            rest = &segments[1..];
-        }
-        "self" => {
-            base = module.to_vec();
-            rest = &segments[1..];
-        }
-        "super" => {
-            base = module.to_vec();
-            while rest.first().is_some_and(|s| s == "super") {
-                base.pop()?;
-                rest = &rest[1..];
-            }
-        }
-        _ => return None,
-    }
-    base.extend(rest.iter().cloned());
-    Some(base)
-}
-
-/// The paths one file names, each resolved against the module it appears in.
-struct Names {
-    module: Vec<String>,
-    found: Vec<Vec<String>>,
-    /// Every path as written (unresolved), for the IO check.
-    written: Vec<Vec<String>>,
-}
-
-impl Names {
-    fn new(module: Vec<String>) -> Self {
-        Names {
-            module,
-            found: Vec::new(),
-            written: Vec::new(),
-        }
-    }
-
-    fn record(&mut self, segments: &[String]) {
-        self.written.push(segments.to_vec());
-        if let Some(path) = resolve(&self.module, segments) {
-            self.found.push(path);
-        }
-    }
-
-    /// `a::b::c` sequences inside a macro's tokens (a macro body is not parsed).
-    fn scan_tokens(&mut self, tokens: TokenStream) {
-        let mut path: Vec<String> = Vec::new();
-        let mut colons = 0;
-        for token in tokens {
-            match token {
-                TokenTree::Ident(ident) if path.is_empty() || colons == 2 => {
-                    path.push(ident.to_string());
-                    colons = 0;
-                }
-                TokenTree::Punct(punct) if punct.as_char() == ':' && !path.is_empty() => {
-                    colons += 1;
-                }
-                TokenTree::Group(group) => {
-                    self.flush(&mut path);
-                    self.scan_tokens(group.stream());
-                    colons = 0;
-                }
-                other => {
-                    self.flush(&mut path);
-                    colons = 0;
-                    if let TokenTree::Ident(ident) = other {
-                        path.push(ident.to_string());
-                    }
-                }
-            }
-        }
-        self.flush(&mut path);
-    }
-
-    fn flush(&mut self, path: &mut Vec<String>) {
-        if path.len() > 1 {
-            let segments = std::mem::take(path);
-            self.record(&segments);
-        }
-        path.clear();
-    }
-}
-
-/// `#[cfg(test)]`, exactly (a `cfg(any(test, feature = ..))` item is built outside tests).
-fn test_only(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && attr
-                .parse_args::<syn::Ident>()
-                .is_ok_and(|ident| ident == "test")
-    })
-}
-
-impl<'ast> Visit<'ast> for Names {
-    fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs = match item {
-            syn::Item::Const(i) => &i.attrs,
-            syn::Item::Enum(i) => &i.attrs,
-            syn::Item::Fn(i) => &i.attrs,
-            syn::Item::Impl(i) => &i.attrs,
-            syn::Item::Mod(i) => &i.attrs,
-            syn::Item::Static(i) => &i.attrs,
-            syn::Item::Struct(i) => &i.attrs,
-            syn::Item::Trait(i) => &i.attrs,
-            syn::Item::Type(i) => &i.attrs,
-            syn::Item::Use(i) => &i.attrs,
-            _ => return syn::visit::visit_item(self, item),
-        };
-        if !test_only(attrs) {
-            syn::visit::visit_item(self, item);
-        }
-    }
-
-    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
-        if item.content.is_some() {
-            self.module.push(item.ident.to_string());
-            syn::visit::visit_item_mod(self, item);
-            self.module.pop();
-        }
-    }
-
-    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
-        let mut paths = Vec::new();
-        use_paths(&item.tree, &mut Vec::new(), &mut paths);
-        for path in paths {
-            self.record(&path);
-        }
-    }
-
-    fn visit_path(&mut self, path: &'ast syn::Path) {
-        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-        self.record(&segments);
-        syn::visit::visit_path(self, path);
-    }
-
-    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        self.visit_path(&mac.path);
-        self.scan_tokens(mac.tokens.clone());
-    }
-}
 
 /// The edges between the child modules of `layered` (a module path such as
 /// `["compaction"]`): `from -> {to}`.
@@ -317,71 +124,6 @@ fn module_edges(src: &Path, layered: &[String]) -> BTreeMap<String, BTreeSet<Str
         }
     }
     edges
-}
-
-/// One cycle of `edges`, if there is any (depth-first search, the path on the stack).
-fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        Open,
-        Done,
-    }
-    fn visit(
-        node: &str,
-        edges: &BTreeMap<String, BTreeSet<String>>,
-        marks: &mut BTreeMap<String, Mark>,
-        stack: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        marks.insert(node.to_owned(), Mark::Open);
-        stack.push(node.to_owned());
-        for next in edges.get(node).into_iter().flatten() {
-            match marks.get(next.as_str()) {
-                Some(Mark::Open) => {
-                    let start = stack.iter().position(|n| n == next).expect("on the stack");
-                    let mut cycle = stack[start..].to_vec();
-                    cycle.push(next.clone());
-                    return Some(cycle);
-                }
-                Some(Mark::Done) => {}
-                None => {
-                    if let Some(cycle) = visit(next, edges, marks, stack) {
-                        return Some(cycle);
-                    }
-                }
-            }
-        }
-        stack.pop();
-        marks.insert(node.to_owned(), Mark::Done);
-        None
-    }
-    let mut marks = BTreeMap::new();
-    for node in edges.keys() {
-        if !marks.contains_key(node) {
-            if let Some(cycle) = visit(node, edges, &mut marks, &mut Vec::new()) {
-                return Some(cycle);
-            }
-        }
-    }
-    None
-}
-
-/// The modules on some cycle (a node reaches itself), for the failure message.
-fn on_cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
-    let reach = |from: &str| {
-        let mut seen = BTreeSet::new();
-        let mut todo: Vec<&str> = edges[from].iter().map(String::as_str).collect();
-        while let Some(node) = todo.pop() {
-            if seen.insert(node.to_owned()) {
-                todo.extend(edges[node].iter().map(String::as_str));
-            }
-        }
-        seen
-    };
-    edges
-        .keys()
-        .filter(|node| reach(node).contains(*node))
-        .cloned()
-        .collect()
 }
 
 fn layered_module() -> Vec<String> {
@@ -581,5 +323,212 @@ fn the_reader_sees_every_kind_of_reference() {
     assert_eq!(
         on_cycles(&edges),
         ["b", "c", "d", "e"].iter().map(|s| s.to_string()).collect()
+    );
+}
+
+/// The heading in docs/design.md of the layer table this check reads.
+const LAYER_HEADING: &str = "## Layers";
+
+fn layer_table(root: &Path) -> Layers {
+    let text = std::fs::read_to_string(root.join("docs/design.md")).expect("read design.md");
+    Layers::parse(&text, LAYER_HEADING)
+}
+
+/// Imports against the layer table that the tree still holds, as
+/// `crate: file -> module`. The check fails on any other and on an entry that no
+/// longer occurs, so this list only shrinks.
+const KNOWN_UPWARD: &[&str] = &[
+    "seglog: compaction/apply.rs -> log",
+    "seglog: compaction/apply.rs -> retention",
+    "seglog: compaction/finish.rs -> log",
+    "seglog: compaction/snapshot.rs -> log",
+    "seglog: retention/apply.rs -> compaction",
+    "seglog: retention/apply.rs -> log",
+    "seglog: retention/executor.rs -> compaction",
+    "seglog: retention/mod.rs -> compaction",
+    "seglog: retention/recovery.rs -> compaction",
+    "seglog: sweep/ablation.rs -> conformance",
+];
+
+/// Circles between sibling modules that the tree still holds, as
+/// `crate: parent: the modules on circles`. Shrinks like [`KNOWN_UPWARD`].
+const KNOWN_CIRCLES: &[&str] = &[
+    "seglog-model: models::concurrent: history, state",
+    "seglog-model: models::install: fs, recovery",
+    "seglog-model: spec: clean, compact, kafka, kafka_txn",
+    "seglog: crate: compaction, conformance, log, retention, scenario, sweep",
+    "seglog: damage: judge, opens",
+    "seglog: log: fetch, read",
+];
+
+/// `found` against `known`: what is new and what is gone, for a failure message.
+fn compare(what: &str, found: &BTreeSet<String>, known: &[&str]) -> Option<String> {
+    let known: BTreeSet<String> = known.iter().map(|s| s.to_string()).collect();
+    let new: Vec<&String> = found.difference(&known).collect();
+    let gone: Vec<&String> = known.difference(found).collect();
+    if new.is_empty() && gone.is_empty() {
+        return None;
+    }
+    let list = |items: &[&String]| {
+        items
+            .iter()
+            .map(|s| format!("  {s}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Some(format!(
+        "{what}:\nfound and not known ({}):\n{}\nknown and no longer found, remove them from the list ({}):\n{}",
+        new.len(),
+        list(&new),
+        gone.len(),
+        list(&gone)
+    ))
+}
+
+/// Every upward import of `krate`, as [`KNOWN_UPWARD`] lists them.
+fn upward_of(krate: &Crate, layers: &Layers) -> BTreeSet<String> {
+    workspace::upward(krate, layers)
+        .into_iter()
+        .map(|(from, to, _)| {
+            let to_top = to.split('/').next().unwrap_or(&to).trim_end_matches(".rs");
+            format!("{}: {from} -> {to_top}", krate.name)
+        })
+        .collect()
+}
+
+/// Every sibling circle of `krate`, as [`KNOWN_CIRCLES`] lists them.
+fn circles_of(krate: &Crate) -> BTreeSet<String> {
+    workspace::sibling_cycles(&krate.edges())
+        .into_iter()
+        .map(|(parent, members)| {
+            let names: Vec<&str> = members
+                .iter()
+                .map(|m| m.split(" -> ").next().unwrap_or(m))
+                .collect();
+            format!("{}: {parent}: {}", krate.name, names.join(", "))
+        })
+        .collect()
+}
+
+#[test]
+fn every_module_has_a_row() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layers = layer_table(root);
+    for (name, src) in workspace::crates(root) {
+        let krate = Crate::load(&name, &src);
+        assert!(krate.len() > 30, "{name}: only {} files read", krate.len());
+        let found = krate.top_modules();
+        let placed = layers.modules(&name);
+        let unplaced: Vec<&String> = found.difference(&placed).collect();
+        let stale: Vec<&String> = placed.difference(&found).collect();
+        assert!(
+            unplaced.is_empty() && stale.is_empty(),
+            "{name}: modules without a row in docs/design.md, \"Layers\": {unplaced:?}; rows naming no module: {stale:?}"
+        );
+    }
+}
+
+#[test]
+fn imports_run_down_the_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layers = layer_table(root);
+    let mut found = BTreeSet::new();
+    for (name, src) in workspace::crates(root) {
+        found.extend(upward_of(&Crate::load(&name, &src), &layers));
+    }
+    if let Some(message) = compare("imports against the layers", &found, KNOWN_UPWARD) {
+        panic!("{message}");
+    }
+}
+
+#[test]
+fn no_circle_between_sibling_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = BTreeSet::new();
+    for (name, src) in workspace::crates(root) {
+        found.extend(circles_of(&Crate::load(&name, &src)));
+    }
+    if let Some(message) = compare("circles between sibling modules", &found, KNOWN_CIRCLES) {
+        panic!("{message}");
+    }
+}
+
+/// The workspace check on a planted crate: it follows a re-export of the root, a
+/// glob re-export, a child's name in a `mod.rs`, a `#[macro_export]` macro; it skips
+/// a `#[cfg(test)]` file and a module's own file using its parts; and it finds a
+/// planted upward import, a planted import within a row and a planted circle.
+#[test]
+fn the_layer_check_sees_what_it_claims() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("low")).expect("create the tree");
+    std::fs::create_dir_all(src.join("high")).expect("create the tree");
+    let write = |path: &str, text: &str| std::fs::write(src.join(path), text).expect("write");
+    let table = "## Layers\n\n| row | crate | modules |\n|---|---|---|\n| 1 | `x` | `base` |\n| 2 | `x` | `low`, `side` |\n| 3 | `x` | `high` |\n";
+    let layers = Layers::parse(table, "## Layers");
+    write(
+        "lib.rs",
+        "pub mod base; pub mod low; pub mod side; pub mod high;\npub use low::Thing;\n",
+    );
+    write(
+        "base.rs",
+        "#[macro_export]\nmacro_rules! point { () => {} }\npub struct B;\n",
+    );
+    write("side.rs", "pub fn s() { crate::point!(); }\n");
+    write("low/mod.rs", "mod parts; mod other;\npub use parts::*;\npub fn f() { other::g(); }\n#[cfg(test)]\nmod tests;\n");
+    write("low/parts.rs", "pub struct Thing(crate::base::B);\n");
+    write("low/other.rs", "pub fn g() { let _ = super::f; }\n");
+    write("low/tests.rs", "use crate::high::H;\n");
+    write(
+        "high/mod.rs",
+        "pub mod a; pub mod b;\npub struct H(crate::Thing);\n",
+    );
+    write("high/a.rs", "pub fn a() {}\n");
+    write("high/b.rs", "pub fn b() { super::a::a(); }\n");
+    let krate = Crate::load("x", &src);
+    let edges = krate.edges();
+    let to = |from: &str| -> Vec<&str> { edges[from].keys().map(String::as_str).collect() };
+    assert_eq!(
+        to("high"),
+        ["low::parts"],
+        "through the root's and the glob's re-exports"
+    );
+    assert_eq!(to("side"), ["base"], "an exported macro");
+    assert_eq!(
+        to("low"),
+        ["low::other"],
+        "a child by its name; the glob's target is not named"
+    );
+    assert!(!edges.contains_key("low::tests"), "a test file is outside");
+    assert!(upward_of(&krate, &layers).is_empty());
+    assert!(
+        circles_of(&krate).is_empty(),
+        "a module's own file and its parts"
+    );
+
+    write(
+        "low/parts.rs",
+        "pub struct Thing(crate::base::B, crate::high::H);\n",
+    );
+    write(
+        "side.rs",
+        "pub fn s() { crate::point!(); let _ = crate::low::f; }\n",
+    );
+    write("high/a.rs", "pub fn a() { super::b::b(); }\n");
+    let krate = Crate::load("x", &src);
+    assert_eq!(
+        upward_of(&krate, &layers),
+        [
+            "x: low/parts.rs -> high".to_owned(),
+            "x: side.rs -> low".to_owned()
+        ]
+        .into_iter()
+        .collect()
+    );
+    assert_eq!(
+        circles_of(&krate),
+        ["x: crate: high, low".to_owned(), "x: high: a, b".to_owned()]
+            .into_iter()
+            .collect()
     );
 }
