@@ -90,14 +90,21 @@ fn every_sync_step_is_caught_or_proven_redundant() {
     // (32 images per point, 2 recovery crash images) before it counts as a blind
     // spot: `log::recovery::sync_scanned_dir` needs a single lost directory entry
     // among six pending ones, which the 9th to 16th images of a point hold.
+    let catchers = seglog::conformance::regressions::catchers();
     let rows: Vec<StepRow> = steps
         .iter()
         .map(|step| {
-            let row = ablate_step(step, &workloads, &options, &model_verdict);
+            let row = ablate_step(step, &workloads, &options, &model_verdict, &catchers);
             if matches!(row.verdict, Verdict::Caught | Verdict::Redundant) {
                 row
             } else {
-                ablate_step(step, &workloads, &SweepOptions::default(), &model_verdict)
+                ablate_step(
+                    step,
+                    &workloads,
+                    &SweepOptions::default(),
+                    &model_verdict,
+                    &catchers,
+                )
             }
         })
         .collect();

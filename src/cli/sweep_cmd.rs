@@ -286,6 +286,7 @@ fn ablate(workloads: &[sweep::Workload], variant: &str, options: &SweepOptions) 
             w
         })
         .collect();
+    let catchers = crate::conformance::regressions::catchers();
     let steps: Vec<_> = misses
         .into_iter()
         .map(|step| {
@@ -294,6 +295,7 @@ fn ablate(workloads: &[sweep::Workload], variant: &str, options: &SweepOptions) 
                 &judged,
                 options,
                 &sweep::ablation::model_verdict,
+                &catchers,
             );
             eprintln!(
                 "as a step: {:<44} {} ({} workload(s))",
@@ -348,6 +350,7 @@ fn ablate_steps(
             w
         })
         .collect();
+    let catchers = crate::conformance::regressions::catchers();
     let mut rows = Vec::new();
     for step in all
         .into_iter()
@@ -358,6 +361,7 @@ fn ablate_steps(
             &workloads,
             options,
             &sweep::ablation::model_verdict,
+            &catchers,
         );
         eprintln!(
             "{:<44} {:<10} {:>3} workload(s), {:>4} pending skips  {}",

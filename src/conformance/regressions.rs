@@ -76,3 +76,21 @@ pub fn open_syncs_found_bytes() -> Regression {
 pub fn all() -> Vec<Regression> {
     vec![open_syncs_found_bytes()]
 }
+
+/// Every regression as a catcher of the sync ablation: run on `Backend::Sim` and
+/// the `manifest` variant, named `regression NAME`.
+pub fn catchers() -> Vec<crate::sweep::ablation::Catcher> {
+    all()
+        .into_iter()
+        .map(|case| crate::sweep::ablation::Catcher {
+            name: format!("regression {}", case.name),
+            run: Box::new(move || {
+                super::run_case(&case.steps, super::Backend::Sim, "manifest")
+                    .map(|_| ())
+                    .map_err(|divergence| {
+                        format!("conformance regression {}: {divergence}", case.name)
+                    })
+            }),
+        })
+        .collect()
+}

@@ -41,7 +41,7 @@ use crate::panics::panic_message;
 use crate::sweep::{self, Workload, LOG_DIR};
 use crate::workload::{engine, LogView};
 
-use super::judge::Outcome;
+use super::case::Outcome;
 use super::kind::{self, FileKind};
 use super::plan::{batch_ranges, Change, Damage};
 use super::points::Point;

@@ -23,7 +23,7 @@ use crate::log::LogConfig;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 
-use super::judge::Outcome;
+use super::case::Outcome;
 use super::opens::Opening;
 use super::points::Point;
 
@@ -184,7 +184,7 @@ pub fn judge(config: &LogConfig, point: &Point, case: &LeftoverCase) -> Result<O
 /// image with `case` applied, leave: what a refusal may change.
 fn only_protocol_changes(point: &Point, case: &LeftoverCase, fs: &SimFs) -> Result<bool, String> {
     let image = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
-    Ok(super::judge::protocol_recovered(image).snapshot() == fs.snapshot())
+    Ok(super::case::protocol_recovered(image).snapshot() == fs.snapshot())
 }
 
 /// The file a leftover case names, for a violation.

@@ -28,6 +28,7 @@
 //! besides writable; a read-only open changes nothing, ever). Kafka's leftovers
 //! beside real segments are the `kafka_leftover` class (`leftover`).
 
+mod case;
 mod grown;
 mod hints;
 mod judge;
@@ -48,7 +49,7 @@ use serde::Serialize;
 use crate::format::filename;
 use crate::sweep::{named_workloads, Workload};
 
-pub use judge::Outcome;
+pub use case::Outcome;
 pub use kind::FileKind;
 pub use plan::{batch_ranges, Change, Damage, Seal};
 
@@ -103,7 +104,7 @@ pub struct KindCount {
     pub recovered: u64,
     pub undetectable: u64,
     /// Damage in a trusted segment, reported by the first read of it (see
-    /// `judge::Outcome::ReadError`).
+    /// `case::Outcome::ReadError`).
     pub read_errors: u64,
     pub violations: u64,
 }
@@ -256,7 +257,7 @@ fn damage_point(
             if forged.contains(&i) {
                 report.forged += 1;
             }
-            let case = judge::Case {
+            let case = case::Case {
                 config: &workload.config,
                 point,
                 path,

@@ -2,7 +2,7 @@
 //! (`judge`), the checked open (`Log::open_checked`, what `seglog recover` runs)
 //! and the read-only open at the recovery point (`Log::open_read_only`, what
 //! `seglog dump` runs). Each is refused or named, never silent:
-//! * a refusal is a structured error naming the damaged file (`judge::check_error`)
+//! * a refusal is a structured error naming the damaged file (`case::check_error`)
 //!   that changes nothing beyond the protocol recoveries (a read-only refusal
 //!   changes nothing at all);
 //! * a successful open serves what the writable open served, or a log the point
@@ -19,7 +19,7 @@ use crate::log::{Log, LogConfig, RecoveryReport};
 use crate::sweep::LOG_DIR;
 use crate::workload::{engine, LogView};
 
-use super::judge::Case;
+use super::case::Case;
 
 /// The open kinds the CLI has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub fn check(case: &Case<'_>, read_only: Opened, writable: Option<&LogView>) -> 
     if result.is_err() {
         let after = fs.snapshot();
         let same_dirs = dirs_before == fs.snapshot_dirs();
-        super::judge::check_failed_open(case, &before, &after, same_dirs, &fs)
+        super::case::check_failed_open(case, &before, &after, same_dirs, &fs)
             .map_err(|d| format!("Checked open: {d}"))?;
     }
     judge(case, Opened { result }, writable).map_err(|e| format!("Checked open: {e}"))?;
@@ -96,7 +96,7 @@ pub fn check(case: &Case<'_>, read_only: Opened, writable: Option<&LogView>) -> 
 
 fn judge(case: &Case<'_>, opened: Opened, writable: Option<&LogView>) -> Result<(), String> {
     let (report, view) = match opened.result {
-        Err(e) => return super::judge::check_error(case, &e),
+        Err(e) => return super::case::check_error(case, &e),
         Ok(opened) => opened,
     };
     let view = match view {
@@ -113,13 +113,13 @@ fn judge(case: &Case<'_>, opened: Opened, writable: Option<&LogView>) -> Result<
     if expected.contains(&&view) {
         return Ok(());
     }
-    if case.damage.blind && super::judge::blind_holds(case, &point.image.snapshot()) {
+    if case.damage.blind && super::case::blind_holds(case, &point.image.snapshot()) {
         // Damage the format cannot see (a base offset outside the CRC that keeps
         // the ordering rules): an open that scans the segment serves it.
         return Ok(());
     }
     let cut = report.truncated_bytes > 0 || report.truncated_tail.is_some();
-    if cut && expected.iter().any(|e| super::judge::is_prefix(&view, e)) {
+    if cut && expected.iter().any(|e| super::case::is_prefix(&view, e)) {
         return Ok(());
     }
     Err(format!(

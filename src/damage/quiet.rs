@@ -23,7 +23,7 @@ use crate::log::{Log, LogConfig};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 
-use super::judge::Outcome;
+use super::case::Outcome;
 use super::points::Point;
 
 /// Closes `point`'s log cleanly, then opens and closes it again and opens it

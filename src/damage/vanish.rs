@@ -26,7 +26,7 @@ use crate::log::LogConfig;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 
-use super::judge::Outcome;
+use super::case::Outcome;
 use super::opens::Opening;
 use super::plan::batch_ranges;
 use super::points::Point;
@@ -307,7 +307,7 @@ fn judge_open(
             }
             // Nothing changed beyond what the protocol recoveries do.
             let image = apply(&point.image, case).map_err(|e| format!("cannot apply: {e}"))?;
-            let protocol = super::judge::protocol_recovered(image);
+            let protocol = super::case::protocol_recovered(image);
             if protocol.snapshot() != fs.snapshot() && before != fs.snapshot() {
                 return Err(format!("the refusal changed files: {error}"));
             }
@@ -321,7 +321,7 @@ fn judge_open(
                 .map_err(|e| format!("the open succeeded and a read failed: {e}"))?;
             if opening != Opening::Checked {
                 // A checked open ignores the hints because it was asked to.
-                let dir = super::judge::dir_of(super::judge::origin(&report));
+                let dir = super::case::dir_of(super::case::origin(&report));
                 super::hints::check_reported(&before, &dir, &report, &view)?;
             }
             // Every record there (a segment that held no offset, an empty one a

@@ -9,9 +9,9 @@ use bytes::Bytes;
 
 use crate::error::Result;
 use crate::format::txn_index::AbortedTxn;
-use crate::format::{BatchView, FormatError, Header, RecordView, RecordViews};
+use crate::format::{BatchView, FormatError, RecordViews};
 
-use super::read::checked_batches;
+use super::read::{checked_batches, RecordRef};
 use super::Log;
 
 /// Whole batches of one segment, each already checked (length bounds, magic,
@@ -38,37 +38,6 @@ pub struct Fetch {
 /// One compressed batch of a [`Fetch`]: its position in the fetched bytes and,
 /// once reached, its records' bytes (or why they do not decompress).
 type Inflated = (usize, OnceLock<Result<Vec<u8>, FormatError>>);
-
-/// A record of a [`Fetch`], its key and value borrowed from the fetched bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordRef<'a> {
-    /// The record's offset.
-    pub offset: i64,
-    /// The record's timestamp (ms).
-    pub timestamp: i64,
-    /// The key (`None`: keyless).
-    pub key: Option<&'a [u8]>,
-    /// The value (`None`: a tombstone).
-    pub value: Option<&'a [u8]>,
-    /// Empty (and unallocated) for a record without headers.
-    pub headers: Vec<Header>,
-    /// True for the marker record of a control batch.
-    pub control: bool,
-}
-
-impl<'a> RecordRef<'a> {
-    /// `record` of `batch`, with its absolute offset and timestamp.
-    pub(crate) fn of(batch: &BatchView<'_>, record: RecordView<'a>) -> Self {
-        RecordRef {
-            offset: batch.offset_of(&record),
-            timestamp: batch.timestamp_of(&record),
-            key: record.key,
-            value: record.value,
-            headers: record.headers,
-            control: batch.is_control(),
-        }
-    }
-}
 
 impl super::ReadRecord {
     /// The owned record of `record`, its key and value as slices of `bytes` (the

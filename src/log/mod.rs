@@ -40,7 +40,8 @@ use crate::format::{Compression, Header, TimestampType};
 use crate::fs::{FileSystem, StdFs, OPEN_FILES_MAX_DEFAULT};
 use crate::segment::{Segment, SegmentInfo};
 
-pub use fetch::{Fetch, FetchRecords, RecordRef};
+pub use fetch::{Fetch, FetchRecords};
+pub use read::RecordRef;
 pub use recovery_mode::{RecoveryMode, TailKind, TailTruncation};
 pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 pub use txn::{Isolation, Producer, TxnIndexRebuild};

@@ -5,12 +5,44 @@ use bytes::Bytes;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::batch::{self, decode_header, RecordBatch, HEADER_LEN};
 use crate::format::batch_view::check_batch_crc;
-use crate::format::{BatchView, FormatError};
+use crate::format::{BatchView, FormatError, Header, RecordView};
 use crate::segment::reader::BatchReader;
 use crate::segment::view::SegmentView;
 use crate::segment::Segment;
 
-use super::{Log, ReadRecord, RecordRef};
+use super::{Log, ReadRecord};
+
+/// A record of a [`Log::fetch`] or a [`Log::read_each`], its key and value borrowed
+/// from the bytes it was decoded from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// The record's offset.
+    pub offset: i64,
+    /// The record's timestamp (ms).
+    pub timestamp: i64,
+    /// The key (`None`: keyless).
+    pub key: Option<&'a [u8]>,
+    /// The value (`None`: a tombstone).
+    pub value: Option<&'a [u8]>,
+    /// Empty (and unallocated) for a record without headers.
+    pub headers: Vec<Header>,
+    /// True for the marker record of a control batch.
+    pub control: bool,
+}
+
+impl<'a> RecordRef<'a> {
+    /// `record` of `batch`, with its absolute offset and timestamp.
+    pub(crate) fn of(batch: &BatchView<'_>, record: RecordView<'a>) -> Self {
+        RecordRef {
+            offset: batch.offset_of(&record),
+            timestamp: batch.timestamp_of(&record),
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+            control: batch.is_control(),
+        }
+    }
+}
 
 /// Segment views a log keeps (see [`Log::segment_view`]).
 pub(super) const MAPPED_SEGMENTS_MAX: usize = 64;

@@ -176,8 +176,8 @@ pub fn is_protocol_sync(failpoint: Option<&str>) -> bool {
 pub struct StepRow {
     /// The sync step, named by the fail point right before its call sites.
     pub failpoint: &'static str,
-    /// The workloads swept, in order, then the conformance regressions run
-    /// (`regression NAME`); the last one caught it, for `caught`.
+    /// The workloads swept, in order, then the catchers run (the conformance
+    /// regressions: `regression NAME`); the last one caught it, for `caught`.
     pub workloads: Vec<String>,
     /// Skipped calls that had something pending, over every workload swept. Zero
     /// means no workload gave the step any work: `idle`, nothing could judge it.
@@ -225,8 +225,18 @@ fn by_pending_work<'w>(failpoint: &'static str, workloads: &'w [Workload]) -> Ve
         .collect()
 }
 
+/// A run beyond the sweep's workloads that can catch an ablated step: one that
+/// reaches what one crash per image cannot (a run of I/O errors and reopens).
+pub struct Catcher {
+    /// Its name in [`StepRow::workloads`].
+    pub name: String,
+    /// Runs it: `Err` says what diverged.
+    pub run: Box<dyn Fn() -> Result<(), String>>,
+}
+
 /// Ablates the sync step `failpoint` everywhere (see [`StepRow`]), sweeping
-/// `workloads` (likeliest first, see `by_pending_work`) until one reports a violation. A step no workload catches
+/// `workloads` (likeliest first, see `by_pending_work`), then running `catchers`,
+/// until one reports a violation. A step none catches
 /// is judged by `model_verdict` (as in [`ablate`]), or `idle` if no skipped call
 /// had anything pending and the model does not call it redundant.
 pub fn ablate_step(
@@ -234,6 +244,7 @@ pub fn ablate_step(
     workloads: &[Workload],
     options: &SweepOptions,
     model_verdict: &dyn Fn(&str) -> Option<Result<String, String>>,
+    catchers: &[Catcher],
 ) -> StepRow {
     let mut row = StepRow {
         failpoint,
@@ -256,19 +267,16 @@ pub fn ablate_step(
             return row;
         }
     }
-    // The conformance regressions reach what one crash per image cannot (a run of
-    // I/O errors and reopens): a step only one of them needs is caught there.
-    for case in crate::conformance::regressions::all() {
+    for catcher in catchers {
         let ablation = crate::fs::failpoint::Ablation::of(failpoint);
-        let outcome =
-            crate::conformance::run_case(&case.steps, crate::conformance::Backend::Sim, "manifest");
+        let outcome = (catcher.run)();
         row.pending_skipped += ablation.pending_skipped();
         drop(ablation);
-        row.workloads.push(format!("regression {}", case.name));
+        row.workloads.push(catcher.name.clone());
         if let Err(divergence) = outcome {
             row.violations = 1;
             row.verdict = Verdict::Caught;
-            row.detail = format!("conformance regression {}: {divergence}", case.name);
+            row.detail = format!("{}: {divergence}", catcher.name);
             return row;
         }
     }

@@ -347,7 +347,6 @@ const KNOWN_UPWARD: &[&str] = &[
     "seglog: retention/executor.rs -> compaction",
     "seglog: retention/mod.rs -> compaction",
     "seglog: retention/recovery.rs -> compaction",
-    "seglog: sweep/ablation.rs -> conformance",
 ];
 
 /// Circles between sibling modules that the tree still holds, as
@@ -356,9 +355,7 @@ const KNOWN_CIRCLES: &[&str] = &[
     "seglog-model: models::concurrent: history, state",
     "seglog-model: models::install: fs, recovery",
     "seglog-model: spec: clean, compact, kafka, kafka_txn",
-    "seglog: crate: compaction, conformance, log, retention, scenario, sweep",
-    "seglog: damage: judge, opens",
-    "seglog: log: fetch, read",
+    "seglog: crate: compaction, log, retention",
 ];
 
 /// `found` against `known`: what is new and what is gone, for a failure message.
