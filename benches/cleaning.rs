@@ -34,11 +34,11 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use seglog::compaction::pass::full as scan;
 use seglog::compaction::pass::incremental::{map_pass, scan_dirty};
-use seglog::compaction::source::list_segments;
 use seglog::compaction::{build, build_with, CleanOptions, CompactOptions, Horizon};
 use seglog::format::checkpoint::CLEAN_POINT_NAME;
 use seglog::fs::{FileSystem, StdFs};
 use seglog::install::InstallPaths;
+use seglog::segment::files::list_segments;
 use seglog::{Log, LogConfig, NewRecord};
 
 const SEGMENT_BYTES: u64 = 16 * 1024 * 1024;

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use crate::compaction::pass::full as scan;
 use crate::compaction::pass::incremental::map_pass;
-use crate::compaction::source::list_segments;
 use crate::compaction::{build, build_with, CleanOptions, CompactOptions, CompactionReport};
 use crate::error::{Error, Result};
 use crate::format::checkpoint::CLEAN_POINT_NAME;
 use crate::fs::{FileSystem, StdFs};
 use crate::install::InstallPaths;
 use crate::log::{Log, LogConfig};
+use crate::segment::files::list_segments;
 use crate::NewRecord;
 
 /// Segment size of the fixture and of the output.
@@ -106,7 +106,7 @@ impl IncrementalFixture {
         let fs = StdFs::new();
         let mut bytes = 0;
         for base in list_segments(&fs, dir)? {
-            let path = crate::compaction::source::segment_path(dir, base, ".log");
+            let path = crate::segment::files::segment_path(dir, base, ".log");
             bytes += fs.len(&path).map_err(|e| Error::io(&path, e))?;
         }
         Ok(IncrementalFixture {

@@ -14,7 +14,7 @@ use super::options::{
     BuildFrom, BuildInputs, Built, CleanOptions, CompactOptions, CompactionPolicy,
 };
 use super::section::read_clean_point;
-use super::source::list_segments;
+use crate::segment::files::list_segments;
 
 /// Install step 1: writes the compacted log into `D.compact-tmp` and syncs it.
 /// `None` when there is no closed segment (nothing to do). One cleaning pass with an
@@ -148,8 +148,8 @@ fn build_inner(
     carried_files(fs, dir)?;
     // Mapped once: every read of the build (the segment ends, the header walk, the
     // map pass, the rewrite) goes through these bytes.
-    let closed_bytes = super::source::map_segments(fs, dir, closed)?;
-    super::source::check_segment_ends(dir, &bases, &closed_bytes)?;
+    let closed_bytes = crate::segment::files::map_segments(fs, dir, closed)?;
+    crate::segment::files::check_segment_ends(dir, &bases, &closed_bytes)?;
     let log_start_offset = bases[0];
     let clean_point_before = read_clean_point(fs, dir, log_start_offset, active_base)?;
     let inputs = BuildInputs {

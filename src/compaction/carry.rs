@@ -19,7 +19,7 @@ use crate::format::key_summary::{self, KeySummary, NO_TOMBSTONE};
 use crate::fs::FileSystem;
 
 use super::rules::seed::Horizon;
-use super::source::segment_path;
+use crate::segment::files::segment_path;
 
 /// How the pass treats one closed source segment, for the rewrite and for the
 /// output's key summary.

@@ -22,8 +22,8 @@ use crate::segment::{BatchFacts, Segment};
 use super::files::{build_sync_file, write_link};
 use super::options::{BuildFrom, BuildInputs, Built, CompactionReport};
 use super::rules::txn::TxnPlan;
-use super::source::segment_path;
 use super::view;
+use crate::segment::files::segment_path;
 
 /// What the end of a build needs: the closed region is written into the temp dir.
 pub(super) struct Tail<'a> {

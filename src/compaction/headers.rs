@@ -20,7 +20,7 @@ use crate::fs::FileSystem;
 
 use super::rules::seed::Horizon;
 use super::rules::txn::{decide, keeps_entry, DataBatch, KafkaTxn, LogFacts, TxnFacts, TxnPlan};
-use super::source::segment_path;
+use crate::segment::files::segment_path;
 
 /// The facts of every batch of the segments `bases` of `dir` (the last one
 /// active), from their headers (a control batch's marker record is decoded, and
@@ -32,7 +32,7 @@ pub fn walk(fs: &dyn FileSystem, dir: &Path, bases: &[i64]) -> Result<LogFacts> 
 }
 
 /// [`walk`], the first `mapped.len()` segments' bytes given: the caller's mapping
-/// ([`super::source::map_segments`]), which its map pass and rewrite read again,
+/// ([`crate::segment::files::map_segments`]), which its map pass and rewrite read again,
 /// so the pages this walk touches are not faulted in a second time.
 pub fn walk_mapped(
     fs: &dyn FileSystem,

@@ -20,8 +20,8 @@ use super::carry::{self, SourceKeys};
 use super::map::Superseded;
 use super::rewrite::{compact_segment, Compacted, Cursor, Lookups, Rules};
 use super::rules::seed::{Grouper, Horizon, Placement};
-use super::source::segment_path;
 use super::writer::{settle, write_parts, Files, Part, Totals};
+use crate::segment::files::segment_path;
 
 use crate::segment::Segment;
 

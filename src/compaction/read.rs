@@ -25,9 +25,9 @@ use crate::format::key_summary::key_hash;
 
 use super::handover;
 use super::map::{Digest, Digester};
-use super::source::segment_path;
 use super::view;
 use super::walker::{Key, Walker};
+use crate::segment::files::segment_path;
 
 /// One segment to read: the caller's index, its base offset and its bytes.
 #[derive(Debug, Clone, Copy)]

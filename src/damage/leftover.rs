@@ -13,13 +13,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::compaction::source::{list_segments, segment_path};
 use crate::error::Error;
 use crate::format::filename;
 use crate::fs::sim::SimFs;
 use crate::fs::FileSystem;
 use crate::log::leftovers::Leftover;
 use crate::log::LogConfig;
+use crate::segment::files::{list_segments, segment_path};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 

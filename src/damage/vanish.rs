@@ -16,13 +16,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::compaction::source::{list_segments, segment_path};
 use crate::error::{CorruptKind, Error};
 use crate::format::filename;
 use crate::format::recovery_point::{self, SegmentSummary, SummaryKind};
 use crate::fs::sim::SimFs;
 use crate::fs::FileSystem;
 use crate::log::LogConfig;
+use crate::segment::files::{list_segments, segment_path};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 

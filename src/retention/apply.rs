@@ -2,9 +2,9 @@
 //! then drop the deleted prefix from the open log's segment list (no reopen: the
 //! surviving segments are unchanged, so nothing needs scanning again).
 
-use crate::compaction::source::SegmentMeta;
 use crate::error::{Error, Result};
 use crate::log::Log;
+use crate::segment::files::SegmentMeta;
 
 use super::{delete_prefix, DeleteOutcome, Plan};
 

@@ -15,13 +15,13 @@ use std::path::Path;
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
-use crate::compaction::source::{list_segments, segment_path};
 use crate::error::{Error, Result};
 use crate::fail_point;
 use crate::format::{checkpoint, filename};
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
+use crate::segment::files::{list_segments, segment_path};
 
 /// Test-only: the order of checkpoint and deletion. `DeleteFirst` is the broken
 /// order the teeth checks must catch.

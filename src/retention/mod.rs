@@ -13,8 +13,8 @@ pub mod recovery;
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
-use crate::compaction::source::SegmentMeta;
 use crate::error::{Error, Result};
+use crate::segment::files::SegmentMeta;
 
 pub use apply::Retention;
 pub use executor::{delete_prefix, DeleteOutcome};

@@ -23,13 +23,13 @@ use std::path::Path;
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
-use crate::compaction::source::{list_segments, segment_path};
 use crate::error::{CorruptKind, Error, Result};
 use crate::fail_point;
 use crate::format::{checkpoint, filename};
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
+use crate::segment::files::{list_segments, segment_path};
 
 use super::executor::read_checkpoint;
 

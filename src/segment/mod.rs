@@ -15,6 +15,7 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 mod close;
+pub mod files;
 pub mod index;
 pub mod reader;
 pub mod salvage;

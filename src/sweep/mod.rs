@@ -378,7 +378,7 @@ pub fn check_image_with(
     // and otherwise reports the tail a writable open cuts (before the log's first
     // segment exists there is nothing to inspect; the writable open creates it).
     let inspected = if read_only_refuses_a_pending_install(workload, &fs)?
-        || crate::compaction::source::list_segments(&*fs, Path::new(LOG_DIR))
+        || crate::segment::files::list_segments(&*fs, Path::new(LOG_DIR))
             .map_or(true, |bases| bases.is_empty())
     {
         None

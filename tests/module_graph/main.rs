@@ -342,11 +342,7 @@ const KNOWN_UPWARD: &[&str] = &[
     "seglog: compaction/apply.rs -> retention",
     "seglog: compaction/finish.rs -> log",
     "seglog: compaction/snapshot.rs -> log",
-    "seglog: retention/apply.rs -> compaction",
     "seglog: retention/apply.rs -> log",
-    "seglog: retention/executor.rs -> compaction",
-    "seglog: retention/mod.rs -> compaction",
-    "seglog: retention/recovery.rs -> compaction",
 ];
 
 /// Circles between sibling modules that the tree still holds, as

@@ -28,7 +28,7 @@ use crate::compaction::bitmap::Bitmap;
 use crate::compaction::map::{OffsetMap, Superseded};
 use crate::compaction::read::{self, Event, Input, KeyRef, Plan};
 use crate::compaction::rules::txn::TxnPlan;
-use crate::compaction::source::map_segments;
+use crate::segment::files::map_segments;
 
 /// What the map pass leaves for the rewrite pass.
 #[derive(Debug)]

@@ -33,7 +33,7 @@ use crate::compaction::options::CleanOptions;
 use crate::compaction::read::{self, Event, Input, Plan};
 use crate::compaction::rules::seed::Horizon;
 use crate::compaction::section::too_young;
-use crate::compaction::source::{map_segments, segment_path};
+use crate::segment::files::{map_segments, segment_path};
 
 /// What the incremental map pass leaves for the rewrite pass.
 #[derive(Debug)]

@@ -29,9 +29,9 @@ use crate::segment::BatchFacts;
 
 use crate::compaction::map::{Digest, Digester, Fit, Latest, Map};
 use crate::compaction::read::{self, Event, Input, Plan, Rec};
-use crate::compaction::source::{map_segments, segment_path};
 use crate::compaction::view;
 use crate::compaction::walker::Walker;
+use crate::segment::files::{map_segments, segment_path};
 
 /// One checked batch of a closed segment.
 pub(super) struct Batch {

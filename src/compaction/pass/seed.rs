@@ -21,7 +21,7 @@ use crate::compaction::finish::Pass;
 
 /// The pass over `inputs` (at least one closed segment; the temp dir is created
 /// here, after the reads), `closed_bytes` the closed segments' bytes as the build
-/// mapped them (`crate::compaction::source::map_segments`): the header walk, the
+/// mapped them (`crate::segment::files::map_segments`): the header walk, the
 /// map pass and the rewrite read them, and the rewrite drops each once written.
 pub(crate) fn run(
     fs: &dyn FileSystem,

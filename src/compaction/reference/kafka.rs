@@ -27,8 +27,8 @@ use crate::compaction::rules::markers::{marker_outcome, MarkerData, MarkerOutcom
 use crate::compaction::rules::retain_empty::{empty_batch, ActiveProducers};
 use crate::compaction::section::first_uncleanable;
 use crate::compaction::source::read_active;
-use crate::compaction::source::segment_path;
 use crate::compaction::view;
+use crate::segment::files::segment_path;
 
 /// A decoded closed segment: its bytes and, per batch, the decoded batch and its
 /// byte range.

@@ -5,13 +5,13 @@
 use std::path::Path;
 
 use crate::compaction::rules::retain_empty::{ActiveProducers, ProducerBatch};
-use crate::compaction::source::segment_path;
 use crate::error::{Error, Result};
 use crate::format::batch::{
     decode_header, ATTR_CONTROL, ATTR_TRANSACTIONAL, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
 };
 use crate::format::filename::LOG_SUFFIX;
 use crate::fs::FileSystem;
+use crate::segment::files::segment_path;
 
 /// [`ActiveProducers::of`] the batch headers of the segments `bases` of `dir`
 /// (the last one active; a torn tail ends the walk, as the reads report it).
@@ -65,11 +65,11 @@ mod tests {
     #[test]
     fn one_walk_gives_the_reference_producers() {
         use crate::compaction::headers as txn;
-        use crate::compaction::source::segment_path;
         use crate::format::filename::LOG_SUFFIX;
         use crate::format::ControlKind;
         use crate::fs::sim::SimFs;
         use crate::fs::FileSystem;
+        use crate::segment::files::segment_path;
         use std::path::Path;
 
         let data = |base: i64, pid: i64, epoch: i16, transactional: bool, ts: i64| {

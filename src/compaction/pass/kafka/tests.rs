@@ -6,7 +6,6 @@ use crate::compaction::options::BuildFrom;
 use crate::compaction::reseal::rebuild;
 use crate::compaction::rules::kafka::BatchOutcome;
 use crate::compaction::section::read_clean_point;
-use crate::compaction::source::list_segments;
 use crate::format::batch::{
     decode, ATTRIBUTES_OFFSET, ATTR_DELETE_HORIZON, ATTR_TRANSACTIONAL, CRC_OFFSET, RECORDS_OFFSET,
 };
@@ -16,6 +15,7 @@ use crate::format::record::RecordView;
 use crate::format::{ControlKind, NewRecord, RecordBatch};
 use crate::fs::sim::SimFs;
 use crate::install::InstallPaths;
+use crate::segment::files::list_segments;
 use proptest::prelude::*;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -314,7 +314,7 @@ fn run_pass(
         from: &from,
     };
     let built = if tuned {
-        crate::compaction::source::map_segments(fs, dir, &bases[..bases.len() - 1])
+        crate::segment::files::map_segments(fs, dir, &bases[..bases.len() - 1])
             .and_then(|closed| run(fs, dir, options, clean, &inputs, closed))
             .and_then(|pass| crate::compaction::finish::finish_pass(fs, dir, &inputs, pass))
     } else {
@@ -409,7 +409,7 @@ fn batch_walk(
 ) -> std::collections::BTreeMap<i64, bool> {
     let mut out = std::collections::BTreeMap::new();
     for base in list_segments(fs, dir).unwrap() {
-        let path = crate::compaction::source::segment_path(dir, base, LOG_SUFFIX);
+        let path = crate::segment::files::segment_path(dir, base, LOG_SUFFIX);
         let Ok(bytes) = fs.read_all(&path) else {
             continue;
         };
