@@ -219,7 +219,7 @@ mod teeth {
             &seed_retention_steps(),
             |fs, log| {
                 log.flush()?;
-                let plan = seglog::retention::Retention::plan(log, 300, Some(100), None)?;
+                let plan = log.retention_plan(300, Some(100), None)?;
                 delete_prefix_with(
                     fs.as_ref(),
                     dir(),

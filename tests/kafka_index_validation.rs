@@ -67,7 +67,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .unwrap()
         .filter(|e| {
             let name = e.as_ref().unwrap().file_name();
-            !seglog::log::trust::NAMES.contains(&name.to_string_lossy().as_ref())
+            !seglog::format::recovery_point::NAMES.contains(&name.to_string_lossy().as_ref())
         })
         .map(|e| {
             let e = e.unwrap();

@@ -347,7 +347,7 @@ fn indexes_are_rebuilt_when_missing_short_or_garbled() {
     // The recovery point and the marker are the open's to rewrite or remove.
     let segment_files = |dir: &Path| {
         let mut files = snapshot(dir);
-        files.retain(|name, _| !seglog::log::trust::NAMES.contains(&name.as_str()));
+        files.retain(|name, _| !seglog::format::recovery_point::NAMES.contains(&name.as_str()));
         files
     };
     let pristine = segment_files(dir);

@@ -296,7 +296,7 @@ fn base_of(path: &Path) -> Option<i64> {
 fn is_trust(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| seglog::log::trust::NAMES.contains(&n))
+        .is_some_and(|n| seglog::format::recovery_point::NAMES.contains(&n))
 }
 
 fn is_index(path: &Path) -> bool {

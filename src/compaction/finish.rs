@@ -331,7 +331,7 @@ pub(super) fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Strin
         // The recovery point and the marker describe the old segments; the new
         // directory starts without them (its first open scans it and writes a fresh
         // recovery point). The clean point is written anew by the pass, never copied.
-        let describes_old = crate::log::trust::NAMES.contains(&name.as_str())
+        let describes_old = crate::format::recovery_point::NAMES.contains(&name.as_str())
             || name == checkpoint::CLEAN_POINT_NAME;
         if filename::parse(&name).is_none() && !describes_old {
             out.push(name);

@@ -8,13 +8,13 @@
 //!
 //! Semantics: docs/design.md section 1; map memory and collisions: section 6.
 
-pub mod apply;
 pub mod bitmap;
 pub mod build;
 pub mod carry;
+pub mod cleanable;
 pub mod compressed;
 mod files;
-mod finish;
+pub(crate) mod finish;
 mod handover;
 pub mod headers;
 pub mod map;

@@ -114,7 +114,9 @@ pub fn classify(path: &Path, image: &BTreeMap<PathBuf, Vec<u8>>) -> (Role, FileK
             Some((_, filename::KEYS_SUFFIX)) => FileKind::KeySummary,
             _ if name == checkpoint::CHECKPOINT_NAME => FileKind::Checkpoint,
             _ if name == checkpoint::CHECKPOINT_TMP_NAME => FileKind::CheckpointTmp,
-            _ if crate::log::trust::NAMES.contains(&name.as_str()) => FileKind::TrustCheckpoint,
+            _ if crate::format::recovery_point::NAMES.contains(&name.as_str()) => {
+                FileKind::TrustCheckpoint
+            }
             _ => FileKind::Other,
         },
     };
@@ -143,7 +145,7 @@ pub fn is_log(path: &Path) -> bool {
 pub fn is_trust(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| crate::log::trust::NAMES.contains(&n))
+        .is_some_and(|n| crate::format::recovery_point::NAMES.contains(&n))
 }
 
 pub fn is_index(path: &Path) -> bool {

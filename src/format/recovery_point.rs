@@ -41,6 +41,15 @@ pub const CLEAN_SHUTDOWN_NAME: &str = "clean-shutdown";
 /// The marker's temp name before its rename.
 pub const CLEAN_SHUTDOWN_TMP_NAME: &str = "clean-shutdown.tmp";
 
+/// The names of the trust files in a log directory: the recovery point, the
+/// clean-shutdown marker and their temporaries.
+pub const NAMES: [&str; 4] = [
+    RECOVERY_POINT_NAME,
+    RECOVERY_POINT_TMP_NAME,
+    CLEAN_SHUTDOWN_NAME,
+    CLEAN_SHUTDOWN_TMP_NAME,
+];
+
 /// First bytes of a recovery point file.
 pub const RECOVERY_POINT_MAGIC: [u8; 4] = *b"SLRP";
 /// First bytes of a clean-shutdown marker.

@@ -12,6 +12,8 @@
 //! [`Log::roll`] fsync; nothing else does, and dropping a `Log` does not flush
 //! (a dropped log behaves like a crashed process).
 
+mod clean;
+mod compact;
 pub(crate) mod encode;
 pub mod evidence;
 mod fetch;
@@ -23,6 +25,7 @@ mod read;
 pub mod recovery;
 pub mod recovery_mode;
 pub mod report;
+mod retain;
 pub mod trust;
 pub mod txn;
 mod write;

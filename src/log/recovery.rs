@@ -314,7 +314,7 @@ pub fn recovery_list(
             Some((base, _)) if !is_dir => indexes.push((base, name)),
             _ if name == crate::format::checkpoint::CHECKPOINT_NAME
                 || name == crate::format::checkpoint::CLEAN_POINT_NAME => {}
-            _ if super::trust::NAMES.contains(&name.as_str()) => {}
+            _ if crate::format::recovery_point::NAMES.contains(&name.as_str()) => {}
             _ => match super::leftovers::classify(&name) {
                 Some(kind) if !is_dir => leftovers.push((name, kind)),
                 _ => report.unknown_files.push(name),

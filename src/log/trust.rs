@@ -22,14 +22,6 @@ use crate::fs::FileSystem;
 
 use super::report::RecoveryReport;
 
-/// The names this module owns in a log directory.
-pub const NAMES: [&str; 4] = [
-    recovery_point::RECOVERY_POINT_NAME,
-    recovery_point::RECOVERY_POINT_TMP_NAME,
-    recovery_point::CLEAN_SHUTDOWN_NAME,
-    recovery_point::CLEAN_SHUTDOWN_TMP_NAME,
-];
-
 /// The checkpoints an open found, decoded.
 #[derive(Debug, Clone, Default)]
 pub struct Trust {
@@ -37,7 +29,7 @@ pub struct Trust {
     pub point: Option<(i64, BTreeMap<i64, SegmentSummary>)>,
     /// The marker's summary of the active segment.
     pub marker: Option<SegmentSummary>,
-    /// Which of [`NAMES`] exist (to be removed or replaced by the open).
+    /// Which of [`recovery_point::NAMES`] exist (to be removed or replaced by the open).
     pub present: Vec<&'static str>,
 }
 
@@ -54,7 +46,7 @@ impl Trust {
     ) -> Result<Trust> {
         let segments = recovery_point_summaries_max(bases);
         let mut trust = Trust {
-            present: NAMES
+            present: recovery_point::NAMES
                 .into_iter()
                 .filter(|name| fs.exists(&dir.join(name)))
                 .collect(),

@@ -4,7 +4,7 @@
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
-use crate::compaction::apply::Cleanable;
+use crate::compaction::cleanable::Cleanable;
 use crate::compaction::snapshot::abort_dir;
 use crate::compaction::CompactionReport;
 use crate::error::Result;

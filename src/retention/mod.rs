@@ -6,7 +6,6 @@
 //! segment that is not expired), then size (while the bytes of all unselected segments,
 //! the active one included, exceed `retention_bytes`, select the next closed segment).
 
-pub mod apply;
 pub mod executor;
 pub mod recovery;
 
@@ -16,7 +15,6 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::segment::files::SegmentMeta;
 
-pub use apply::Retention;
 pub use executor::{delete_prefix, DeleteOutcome};
 #[cfg(any(test, feature = "test-variants"))]
 pub use executor::{delete_prefix_with, RetentionOrder};

@@ -88,7 +88,8 @@ pub fn check_segment_ends(dir: &Path, bases: &[i64], closed: &[bytes::Bytes]) ->
                     },
                 ));
             }
-            position += header.size;
+            // At most the bytes left: `header.size <= rest.len()`.
+            position = position.saturating_add(header.size);
         }
     }
     Ok(())

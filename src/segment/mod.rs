@@ -1,5 +1,6 @@
 //! One segment: a `.log` file of record batches and its two sparse indexes.
 //!
+//! * [`files`]: a directory's segment files by name: listing, paths, metadata.
 //! * [`index`]: Kafka's rule for index entries, and lookups.
 //! * [`reader`]: a buffered, bounds-checked walk over the batches of a `.log`.
 //! * [`view`]: a segment's bytes as one shared buffer (a read-only mapping), walked

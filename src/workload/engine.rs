@@ -122,7 +122,7 @@ pub fn retain(
     match variant {
         #[cfg(feature = "test-variants")]
         Variant::Retention(order) => {
-            let plan = crate::retention::Retention::plan(log, now, retention_ms, retention_bytes)?;
+            let plan = log.retention_plan(now, retention_ms, retention_bytes)?;
             if plan.delete.is_empty() {
                 log.flush()?;
                 return Ok(Vec::new());

@@ -3,51 +3,46 @@
 //! surviving segments are unchanged, so nothing needs scanning again).
 
 use crate::error::{Error, Result};
-use crate::log::Log;
+use crate::retention::{delete_prefix, DeleteOutcome, Plan};
 use crate::segment::files::SegmentMeta;
 
-use super::{delete_prefix, DeleteOutcome, Plan};
+use super::Log;
 
-/// The retention policy, as the issue names it: `Retention::plan(&log, ..)`.
-#[derive(Debug, Clone, Copy)]
-pub struct Retention;
-
-impl Retention {
-    /// The prefix of closed segments `log` would delete (pure; see [`super::plan`]).
-    pub fn plan(
-        log: &Log,
+impl Log {
+    /// The prefix of closed segments retention would delete now (pure; see
+    /// [`crate::retention::plan`]).
+    pub fn retention_plan(
+        &self,
         now: i64,
         retention_ms: Option<i64>,
         retention_bytes: Option<i64>,
     ) -> Result<Plan> {
-        super::plan(&metas(log), now, retention_ms, retention_bytes)
+        crate::retention::plan(&self.segment_metas(), now, retention_ms, retention_bytes)
     }
-}
 
-/// The log's segments as retention metadata.
-pub fn metas(log: &Log) -> Vec<SegmentMeta> {
-    let segments = log.segments();
-    let next_offsets: Vec<i64> = segments
-        .iter()
-        .skip(1)
-        .map(|s| s.base_offset)
-        .chain([log.next_offset()])
-        .collect();
-    segments
-        .iter()
-        .zip(next_offsets)
-        .map(|(s, next_offset)| SegmentMeta {
-            base_offset: s.base_offset,
-            closed: s.closed,
-            bytes: s.bytes,
-            records: s.records,
-            max_timestamp: s.max_timestamp,
-            next_offset,
-        })
-        .collect()
-}
+    /// The log's segments as retention and the cleaner see them.
+    pub fn segment_metas(&self) -> Vec<SegmentMeta> {
+        let segments = self.segments();
+        let next_offsets: Vec<i64> = segments
+            .iter()
+            .skip(1)
+            .map(|s| s.base_offset)
+            .chain([self.next_offset()])
+            .collect();
+        segments
+            .iter()
+            .zip(next_offsets)
+            .map(|(s, next_offset)| SegmentMeta {
+                base_offset: s.base_offset,
+                closed: s.closed,
+                bytes: s.bytes,
+                records: s.records,
+                max_timestamp: s.max_timestamp,
+                next_offset,
+            })
+            .collect()
+    }
 
-impl Log {
     /// Applies time and size retention (docs/design.md section 1): deletes the
     /// planned prefix of closed segments. `retention_ms < 0` and
     /// `retention_bytes <= 0` are `InvalidArgument`.
@@ -57,7 +52,7 @@ impl Log {
         retention_ms: Option<i64>,
         retention_bytes: Option<i64>,
     ) -> Result<DeleteOutcome> {
-        let plan = Retention::plan(self, now, retention_ms, retention_bytes)?;
+        let plan = self.retention_plan(now, retention_ms, retention_bytes)?;
         // Retention is a durability point even when it deletes nothing: everything
         // appended before it is durable when it returns (docs/design.md section 1).
         self.flush()?;

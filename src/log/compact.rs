@@ -4,47 +4,16 @@
 //! clean point and dirty ratio ([`Log::cleanable`]), and the cleaning that runs only
 //! when the ratio says so ([`Log::compact_if_dirty`]).
 
-#[cfg(feature = "serde")]
-use serde::Serialize;
-
+#[cfg(any(test, feature = "test-variants"))]
+use crate::compaction::build::build_indexed;
+use crate::compaction::cleanable::Cleanable;
+#[cfg(any(test, feature = "test-variants"))]
+use crate::compaction::options::Built;
+use crate::compaction::section::{first_uncleanable, read_clean_point, stable_bound};
+use crate::compaction::{CleanOptions, CompactOptions, CompactionReport};
 use crate::error::{Error, Result};
-use crate::log::Log;
 
-#[cfg(any(test, feature = "test-variants"))]
-use super::build::build_indexed;
-#[cfg(any(test, feature = "test-variants"))]
-use super::options::Built;
-use super::section::{first_uncleanable, read_clean_point, stable_bound};
-use super::{CleanOptions, CompactOptions, CompactionReport};
-
-/// How dirty a log is (Kafka's `LogToClean`), by whole closed segments: one that
-/// ends at or before the clean point is clean; a later one below the first
-/// uncleanable offset is cleanable. The spec's `Cleanable` computes the same.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(Serialize))]
-pub struct Cleanable {
-    /// The log's clean point (0 when it was never cleaned).
-    pub clean_point: i64,
-    /// The active segment's base, or (with a lag) the base of the first closed
-    /// segment past the clean point holding a timestamp newer than `now - lag`,
-    /// held at the base of the segment holding the last stable offset (an open
-    /// transaction's segment and every later one are not cleanable).
-    pub first_uncleanable_offset: i64,
-    /// Bytes of the closed segments at or below the clean point.
-    pub clean_bytes: u64,
-    /// Bytes of the closed segments past the clean point, below the first
-    /// uncleanable offset.
-    pub cleanable_bytes: u64,
-    /// `cleanable_bytes / (clean_bytes + cleanable_bytes)`, 0 for no bytes.
-    pub dirty_ratio: f64,
-}
-
-impl Cleanable {
-    /// Kafka's trigger: something to clean, and a ratio above `min_cleanable_dirty_ratio`.
-    pub fn should_clean(&self, min_cleanable_dirty_ratio: f64) -> bool {
-        self.cleanable_bytes > 0 && self.dirty_ratio > min_cleanable_dirty_ratio
-    }
-}
+use super::Log;
 
 impl Log {
     /// The cleaner's clean point: `[log_start_offset, clean_point)` holds at most one
@@ -72,7 +41,7 @@ impl Log {
     /// [`Log::clean`] takes it) instead of the log's.
     pub fn cleanable_at(&self, now: i64, min_compaction_lag_ms: i64) -> Result<Cleanable> {
         let clean_point = self.clean_point()?;
-        let mut metas = crate::retention::apply::metas(self);
+        let mut metas = self.segment_metas();
         // A segment is clean when its own last batch ends at the clean point (the
         // spec's rule), not the next segment's base: they differ after a gap.
         for (meta, own) in metas.iter_mut().zip(self.segment_next_offsets()) {
@@ -296,14 +265,15 @@ impl Log {
         let fs = std::sync::Arc::clone(self.fs());
         let dir = self.dir().to_path_buf();
         let interval = self.config().index_interval_bytes;
-        let result = super::build::build_bare(fs.as_ref(), &dir, options, knobs, interval)
-            .and_then(|built| {
-                let Some(built) = built else {
-                    return Ok(CompactionReport::default());
-                };
-                crate::install::install(fs.as_ref(), &dir, &built.manifest)?;
-                Ok(built.report)
-            });
+        let result =
+            crate::compaction::build::build_bare(fs.as_ref(), &dir, options, knobs, interval)
+                .and_then(|built| {
+                    let Some(built) = built else {
+                        return Ok(CompactionReport::default());
+                    };
+                    crate::install::install(fs.as_ref(), &dir, &built.manifest)?;
+                    Ok(built.report)
+                });
         if let Err(Error::InvalidArgument(reason)) = result {
             return Err(Error::InvalidArgument(reason));
         }
