@@ -334,39 +334,6 @@ fn layer_table(root: &Path) -> Layers {
     Layers::parse(&text, LAYER_HEADING)
 }
 
-/// Circles between sibling modules that the tree still holds, as
-/// `crate: parent: the modules on circles`. The check fails on any other and on an
-/// entry that no longer occurs, so this list only shrinks.
-const KNOWN_CIRCLES: &[&str] = &[
-    "seglog-model: models::concurrent: history, state",
-    "seglog-model: models::install: fs, recovery",
-    "seglog-model: spec: clean, compact, kafka, kafka_txn",
-];
-
-/// `found` against `known`: what is new and what is gone, for a failure message.
-fn compare(what: &str, found: &BTreeSet<String>, known: &[&str]) -> Option<String> {
-    let known: BTreeSet<String> = known.iter().map(|s| s.to_string()).collect();
-    let new: Vec<&String> = found.difference(&known).collect();
-    let gone: Vec<&String> = known.difference(found).collect();
-    if new.is_empty() && gone.is_empty() {
-        return None;
-    }
-    let list = |items: &[&String]| {
-        items
-            .iter()
-            .map(|s| format!("  {s}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    Some(format!(
-        "{what}:\nfound and not known ({}):\n{}\nknown and no longer found, remove them from the list ({}):\n{}",
-        new.len(),
-        list(&new),
-        gone.len(),
-        list(&gone)
-    ))
-}
-
 /// Every upward import of `krate`, as `crate: file -> module`.
 fn upward_of(krate: &Crate, layers: &Layers) -> BTreeSet<String> {
     workspace::upward(krate, layers)
@@ -378,7 +345,7 @@ fn upward_of(krate: &Crate, layers: &Layers) -> BTreeSet<String> {
         .collect()
 }
 
-/// Every sibling circle of `krate`, as [`KNOWN_CIRCLES`] lists them.
+/// Every sibling circle of `krate`, as `crate: parent: the modules on circles`.
 fn circles_of(krate: &Crate) -> BTreeSet<String> {
     workspace::sibling_cycles(&krate.edges())
         .into_iter()
@@ -433,9 +400,12 @@ fn no_circle_between_sibling_modules() {
     for (name, src) in workspace::crates(root) {
         found.extend(circles_of(&Crate::load(&name, &src)));
     }
-    if let Some(message) = compare("circles between sibling modules", &found, KNOWN_CIRCLES) {
-        panic!("{message}");
-    }
+    assert!(
+        found.is_empty(),
+        "circles between sibling modules ({}):\n  {}",
+        found.len(),
+        found.into_iter().collect::<Vec<_>>().join("\n  ")
+    );
 }
 
 /// The workspace check on a planted crate: it follows a re-export of the root, a

@@ -16,8 +16,9 @@
 //! 3. moves the clean point to `max(clean_point, Y)`, never into the active segment.
 //!
 //! Unbounded and without lag, a pass equals the full compaction of
-//! [`SpecLog::compact_full`] (the clean section is deduplicated); bounded, enough
-//! passes reach that result, each intermediate log keeping every invariant.
+//! [`SpecLog::compact_full`] (the clean section is deduplicated): [`SpecLog::compact`]
+//! is that pass, checked against the full compaction. Bounded, enough passes reach
+//! that result, each intermediate log keeping every invariant.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -351,5 +352,37 @@ impl SpecLog {
                 return Ok(passes);
             }
         }
+    }
+
+    /// Compacts the closed region: one cleaning pass with an unbounded map and no
+    /// lag ([`SpecLog::clean`]), which maps the dirty section only and equals
+    /// [`SpecLog::compact_full`] (checked on every call). `segment_bytes` (default:
+    /// the log's) bounds the output grouping. The active segment, `next_offset` and
+    /// `log_start_offset` are unchanged; the clean point moves to the active segment.
+    pub fn compact(
+        &mut self,
+        now: i64,
+        delete_retention_ms: i64,
+        segment_bytes: Option<u64>,
+    ) -> Result<CompactionSummary, SpecError> {
+        let mut full = self.clone();
+        let full_summary = full.compact_full(now, delete_retention_ms, segment_bytes);
+        let summary = self.clean(
+            now,
+            delete_retention_ms,
+            segment_bytes,
+            CleanKnobs::default(),
+        );
+        assert_eq!(
+            summary, full_summary,
+            "incremental and full compaction agree"
+        );
+        if summary.is_ok() {
+            assert_eq!(
+                self.segments, full.segments,
+                "incremental and full compaction agree"
+            );
+        }
+        summary
     }
 }

@@ -1,12 +1,11 @@
 //! Compaction: the latest-offset map over the whole log, the keep rule for closed
-//! batches, and the grouping of compacted source segments into output segments.
-//! The cleaner's incremental pass that `compact` runs is in [`super::clean`].
+//! batches, the grouping of compacted source segments into output segments, and the
+//! full compaction, which the cleaner's pass [`SpecLog::compact`] is checked against.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::clean::CleanKnobs;
 use super::{Batch, Rec, SpecError, SpecLog, SpecSegment};
 
 /// What a compaction changed in the closed region.
@@ -160,38 +159,6 @@ pub(super) fn compact_closed_batches(
 }
 
 impl SpecLog {
-    /// Compacts the closed region: one cleaning pass with an unbounded map and no
-    /// lag ([`SpecLog::clean`]), which maps the dirty section only and equals
-    /// [`SpecLog::compact_full`] (checked on every call). `segment_bytes` (default:
-    /// the log's) bounds the output grouping. The active segment, `next_offset` and
-    /// `log_start_offset` are unchanged; the clean point moves to the active segment.
-    pub fn compact(
-        &mut self,
-        now: i64,
-        delete_retention_ms: i64,
-        segment_bytes: Option<u64>,
-    ) -> Result<CompactionSummary, SpecError> {
-        let mut full = self.clone();
-        let full_summary = full.compact_full(now, delete_retention_ms, segment_bytes);
-        let summary = self.clean(
-            now,
-            delete_retention_ms,
-            segment_bytes,
-            CleanKnobs::default(),
-        );
-        assert_eq!(
-            summary, full_summary,
-            "incremental and full compaction agree"
-        );
-        if summary.is_ok() {
-            assert_eq!(
-                self.segments, full.segments,
-                "incremental and full compaction agree"
-            );
-        }
-        summary
-    }
-
     /// The full compaction: the latest-offset map over the whole log (the clean point
     /// ignored), then the keep rule for every closed record. The clean point moves to
     /// the active segment.

@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::compact::CompactionSummary;
 use super::kafka_txn::{empty_batch, marker_outcome, KafkaTxnRules, MarkerData, MarkerOutcome};
-use super::{Batch, CleanKnobs, Rec, SpecError, SpecLog, SpecSegment};
+use super::{delete_horizon, Batch, CleanKnobs, Rec, SpecError, SpecLog, SpecSegment};
 
 /// What step 2 maps: latest offset per key, and `L`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,13 +48,6 @@ pub struct KafkaMap {
 }
 
 /// Step 3's rule for one record of a data batch of a cleaned segment.
-/// Kafka's delete horizon of a batch stamped at `now`: `now + delete_retention_ms`,
-/// saturating. The one definition for tombstone batches and emptied transactions'
-/// markers (the engine's `rules::kafka::delete_horizon` is the same).
-pub fn delete_horizon(now: i64, delete_retention_ms: i64) -> i64 {
-    now.saturating_add(delete_retention_ms)
-}
-
 pub fn kafka_keeps(batch: &Batch, rec: &Rec, map: &KafkaMap, now: i64) -> bool {
     let Some(last) = map.latest_offset else {
         return true;

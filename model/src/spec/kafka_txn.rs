@@ -122,7 +122,7 @@ pub fn marker_outcome(
         return MarkerOutcome::Kept;
     }
     match delete_horizon {
-        None => MarkerOutcome::Stamped(super::kafka::delete_horizon(now, delete_retention_ms)),
+        None => MarkerOutcome::Stamped(super::delete_horizon(now, delete_retention_ms)),
         Some(horizon) if now >= horizon => MarkerOutcome::Removed,
         Some(_) => MarkerOutcome::Kept,
     }

@@ -45,7 +45,6 @@ pub use compact::{
     CompactionSummary,
 };
 pub use fetch::Fetched;
-pub use kafka::delete_horizon;
 pub use raw::SpecRawBatch;
 
 /// Kafka's NO_TIMESTAMP, the `max_timestamp` of an empty segment.
@@ -126,6 +125,13 @@ pub struct Batch {
         skip_serializing_if = "is_no_producer_epoch"
     )]
     pub producer_epoch: i16,
+}
+
+/// Kafka's delete horizon of a batch stamped at `now`: `now + delete_retention_ms`,
+/// saturating. The one definition for tombstone batches and emptied transactions'
+/// markers (the engine's `rules::kafka::delete_horizon` is the same).
+pub fn delete_horizon(now: i64, delete_retention_ms: i64) -> i64 {
+    now.saturating_add(delete_retention_ms)
 }
 
 /// Kafka's "no epoch", a plain batch's.

@@ -7,12 +7,9 @@
 //! spec accepts. Off by default ([`super::ConcurrentModel::history`]): a history in the
 //! state separates states the properties do not need to tell apart.
 
-use stateright::semantics::{ConsistencyTester, LinearizabilityTester, SequentialSpec};
+use stateright::semantics::{ConsistencyTester, SequentialSpec};
 
-use super::state::{Rec, Snapshot, SpecView};
-
-/// The tester over the spec's view, threads numbered by [`Thread`].
-pub type History = LinearizabilityTester<u8, SpecView>;
+use super::state::{History, Rec, Snapshot, SpecView};
 
 /// The processes as threads of the history.
 #[derive(Clone, Copy, Debug)]

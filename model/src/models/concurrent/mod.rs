@@ -391,7 +391,7 @@ impl Model for ConcurrentModel {
     fn init_states(&self) -> Vec<ConcurrentState> {
         let mut state = ConcurrentState::initial(self.cleaner_threads);
         if self.history {
-            state.history = Some(history::History::new(state.spec.clone()));
+            state.history = Some(state::History::new(state.spec.clone()));
         }
         vec![state]
     }

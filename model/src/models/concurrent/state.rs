@@ -1,10 +1,12 @@
 //! What model (f) tracks: files (shared by hard links), the log directories, the
-//! parent directory of `D`, the in-memory segment list readers see, and the sequential
-//! spec's view of the log that every check compares against.
+//! parent directory of `D`, the in-memory segment list readers see, the sequential
+//! spec's view of the log that every check compares against, and the history of
+//! operations on that view the linearizability tester judges.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use stateright::semantics::LinearizabilityTester;
 
 use crate::models::dir::Dir;
 
@@ -129,6 +131,10 @@ pub fn superseded(rec: &Rec, among: &[Rec], snap: &Snapshot) -> bool {
             .iter()
             .any(|(o, k)| *k == rec.1 && *o > rec.0 && *o < snap.map_end)
 }
+
+/// The tester over the spec's view, threads numbered by
+/// [`super::history::Thread`].
+pub type History = LinearizabilityTester<u8, SpecView>;
 
 /// What a cleaning takes under the partition lock (design decision 1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -259,7 +265,7 @@ pub struct ConcurrentState {
     pub read_across_swap: bool,
     /// The history for stateright's linearizability tester, when the model records one.
     #[serde(skip)]
-    pub history: Option<super::history::History>,
+    pub history: Option<History>,
 }
 
 impl ConcurrentState {

@@ -1,13 +1,12 @@
 //! The file system next to `D` as the install model sees it: names in the parent
 //! directory, the objects they point at, and the durability of each object's data;
-//! the protocol and recovery operations on it, and what a crash leaves behind.
+//! the protocol's operations on it, and what a crash leaves behind.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::protocol::InstallOp;
-use super::recovery::RecoveryOp;
 use super::{CrashSemantics, Lost};
 use crate::models::dir::{subsets, Dir, DirOp};
 
@@ -188,17 +187,6 @@ pub(super) fn run_step(fs: &mut FsState, op: InstallOp) {
         RenameTempToLive => fs.parent.run(rename(Name::Temp, Name::Live)),
         RemoveBackup => fs.parent.run(DirOp::Remove(Name::Backup)),
         RemoveManifest => fs.parent.run(DirOp::Remove(Name::Manifest)),
-    }
-}
-
-pub(super) fn run_recovery_op(fs: &mut FsState, op: &RecoveryOp) {
-    match op {
-        RecoveryOp::Remove(name) => fs.parent.run(DirOp::Remove(*name)),
-        RecoveryOp::Rename { from, to } => fs.parent.run(DirOp::Rename {
-            from: *from,
-            to: *to,
-        }),
-        RecoveryOp::SyncParent => fs.parent.sync(),
     }
 }
 

@@ -21,7 +21,8 @@ pub use protocol::{InstallOp, InstallVariant};
 pub use recovery::{decide, decide_unsynced, Decision, RecoveryCase, RecoveryOp};
 
 use crate::models::dir::DirOp;
-use fs::{crash, power_losses, run_recovery_op, run_step};
+use fs::{crash, power_losses, run_step};
+use recovery::run_recovery_op;
 
 /// Process crash: completed operations persist. Power loss: unsynced ones may not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

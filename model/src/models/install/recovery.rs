@@ -1,9 +1,11 @@
 //! The recovery decision table of the install protocol (docs/design.md section 6), as
-//! a pure function of what `Log::open` sees next to the live directory `D`.
+//! a pure function of what `Log::open` sees next to the live directory `D`, and the
+//! operations of its plans as they run on the file system.
 
 use serde::{Deserialize, Serialize};
 
 use super::fs::{Content, FsState, Name};
+use crate::models::dir::DirOp;
 
 /// One recovery action; every mutation is followed by a [`RecoveryOp::SyncParent`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -34,6 +36,18 @@ pub enum Decision {
         plan: Vec<RecoveryOp>,
     },
     FailClosed(&'static str),
+}
+
+/// Runs one recovery operation on `fs`.
+pub(super) fn run_recovery_op(fs: &mut FsState, op: &RecoveryOp) {
+    match op {
+        RecoveryOp::Remove(name) => fs.parent.run(DirOp::Remove(*name)),
+        RecoveryOp::Rename { from, to } => fs.parent.run(DirOp::Rename {
+            from: *from,
+            to: *to,
+        }),
+        RecoveryOp::SyncParent => fs.parent.sync(),
+    }
 }
 
 fn remove_each(fs: &FsState, names: &[Name], plan: &mut Vec<RecoveryOp>) {
