@@ -1,7 +1,7 @@
 //! Raw append (issue 16): 300,000 records (16-byte keys, 100-byte values, batches
 //! of 100, about 40 MB) appended three ways, each timed from the first append to
 //! the end of the fsync that makes it durable, beside the same bytes written with
-//! `BufWriter<File>` + fsync (`seglog::fs::baseline`, one `write_all` per batch):
+//! `BufWriter<File>` + fsync (`seglog::bench::baseline`, one `write_all` per batch):
 //!
 //! * `append_raw/batches_flush`: `Log::append_batches` of each producer-encoded
 //!   batch (one produce request per batch), then `Log::flush` (target >= 0.9x);

@@ -24,9 +24,10 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use seglog::bench::baseline;
 use seglog::bench::compaction::CompactionFixture;
 use seglog::compaction::pass::full as scan;
-use seglog::fs::{baseline, FileSystem, StdFs};
+use seglog::fs::{FileSystem, StdFs};
 
 struct Fixture {
     _root: tempfile::TempDir,

@@ -1,7 +1,7 @@
 //! Append and full read-back of 1,000,000 records (16-byte keys, 100-byte values,
 //! batches of 100), each beside a baseline measured in the same run: the same
 //! encoded bytes written with `BufWriter<File>` (then fsync) and read back with
-//! `BufReader<File>` (`seglog::fs::baseline`). Report the ratio baseline_time /
+//! `BufReader<File>` (`seglog::bench::baseline`). Report the ratio baseline_time /
 //! log_time (target >= 0.8). `seglog bench` runs the same loops (`seglog::bench`)
 //! with the baseline and the variant alternating, and prints JSON.
 //!
@@ -21,8 +21,8 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use seglog::bench::baseline;
 use seglog::bench::{self as harness, LogFixture, READ_BYTES};
-use seglog::fs::baseline;
 use seglog::{Log, LogConfig};
 
 const RECORDS: usize = 1_000_000;

@@ -115,6 +115,8 @@ pub mod soak;
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod sweep;
 pub mod sync;
+#[cfg(feature = "testing")]
+pub mod testing;
 #[cfg(feature = "suite")]
 #[allow(missing_docs)] // the suite: internal to the CLI and tests, not the embedding API
 pub mod verify;

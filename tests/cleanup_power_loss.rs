@@ -170,9 +170,10 @@ fn compaction_power_loss_leaves_old_or_new() {
 #[cfg(feature = "test-variants")]
 mod teeth {
     use super::*;
-    use seglog::compaction::{compact_dir_with, CompactOptions};
-    use seglog::install::InstallVariant;
-    use seglog::retention::{delete_prefix_with, RetentionOrder};
+    use seglog::compaction::CompactOptions;
+    use seglog::testing::variants::{
+        compact_dir_with, delete_prefix_with, InstallVariant, RetentionOrder,
+    };
 
     fn broken_compaction(variant: InstallVariant) -> Tally {
         sweep(

@@ -55,7 +55,7 @@ fn scenario(no_cleaning_lock: bool) {
     let manager = LogManager::new(fs, "/data", ManagerConfig::default(), clock).unwrap();
     #[cfg(feature = "test-variants")]
     if no_cleaning_lock {
-        manager.set_no_cleaning_lock();
+        seglog::testing::variants::set_no_cleaning_lock(&manager);
     }
     #[cfg(not(feature = "test-variants"))]
     assert!(

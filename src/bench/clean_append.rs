@@ -164,13 +164,13 @@ fn fill(partition: &Partition, keys: u64) -> Result<()> {
 
 /// User+sys CPU seconds of this process so far (0 where the clock cannot be read).
 pub fn cpu_seconds() -> f64 {
-    crate::fs::baseline::process_cpu_time().map_or(0.0, |cpu| cpu.as_secs_f64())
+    crate::bench::baseline::process_cpu_time().map_or(0.0, |cpu| cpu.as_secs_f64())
 }
 
 /// User+sys CPU seconds of the calling thread so far (0 where the clock cannot be
 /// read).
 pub fn thread_cpu_seconds() -> f64 {
-    crate::fs::baseline::thread_cpu_time().map_or(0.0, |cpu| cpu.as_secs_f64())
+    crate::bench::baseline::thread_cpu_time().map_or(0.0, |cpu| cpu.as_secs_f64())
 }
 
 /// Appends batches of fresh keys until `stop`; each append's `(start, end)`.

@@ -123,8 +123,8 @@ pub fn encode_compress_only(codec: Compression, fixture: &LogFixture) -> Result<
     let (mut plain, mut out) = (Vec::new(), Vec::new());
     for batch in &fixture.batches {
         plain.clear();
-        crate::log::encode::encode_records_checked(batch, RECORDS_OFFSET, &mut plain)
-            .map_err(|_| Error::InvalidArgument("the fixture's records are refused".into()))?;
+        crate::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain)
+            .ok_or_else(|| Error::InvalidArgument("the fixture's records are refused".into()))?;
         out.clear();
         codec.compress_into(&plain, &mut out);
         std::hint::black_box(&out);
@@ -169,7 +169,7 @@ pub fn recompress_write_fsync(
     let mut payloads = payloads.iter();
     let mut failed = None;
     let start = Stopwatch::start();
-    crate::fs::baseline::write_produced(&path, |out| {
+    crate::bench::baseline::write_produced(&path, |out| {
         let Some(payload) = payloads.next() else {
             return false;
         };
@@ -284,7 +284,7 @@ fn compress_write_hinted_fsync(
     let path = dir.join("compressed.bin");
     let mut batches = records.iter();
     let start = Stopwatch::start();
-    crate::fs::baseline::write_produced_writeback(&path, writeback_bytes, |out| {
+    crate::bench::baseline::write_produced_writeback(&path, writeback_bytes, |out| {
         batches
             .next()
             .map(|batch| codec.compress_into(batch, out))
@@ -313,12 +313,12 @@ pub fn encode_compress_write_writeback_fsync(
     let mut batches = fixture.batches.iter();
     let (mut plain, mut refused) = (Vec::new(), false);
     let start = Stopwatch::start();
-    crate::fs::baseline::write_produced_writeback(&path, every, |out| {
+    crate::bench::baseline::write_produced_writeback(&path, every, |out| {
         let Some(batch) = batches.next() else {
             return false;
         };
         plain.clear();
-        if crate::log::encode::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).is_err() {
+        if crate::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).is_none() {
             refused = true;
             return false;
         }
@@ -510,7 +510,7 @@ mod tests {
         let mut plain = Vec::new();
         for (batch, want) in fixture.batches.iter().zip(encoded_records(&fixture)) {
             plain.clear();
-            crate::log::encode::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).unwrap();
+            crate::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).unwrap();
             assert_eq!(plain, want);
         }
         assert_eq!(encode_compress_only(Compression::Lz4, &fixture).unwrap(), 3);

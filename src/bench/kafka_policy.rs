@@ -21,9 +21,9 @@ pub const KAFKA_POLICY_TARGET: f64 = 0.9;
 
 /// Times `run`'s own measurement and the process CPU time around it.
 fn with_cpu(cpu: &mut Vec<Duration>, run: impl FnOnce() -> Result<Duration>) -> Result<Duration> {
-    let before = crate::fs::baseline::process_cpu_time();
+    let before = crate::bench::baseline::process_cpu_time();
     let took = run()?;
-    if let (Some(before), Some(after)) = (before, crate::fs::baseline::process_cpu_time()) {
+    if let (Some(before), Some(after)) = (before, crate::bench::baseline::process_cpu_time()) {
         cpu.push(after.saturating_sub(before));
     }
     Ok(took)

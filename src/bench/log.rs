@@ -59,7 +59,7 @@ impl LogFixture {
     /// with `BufWriter`, a batch's worth per call, then fsync; the time.
     pub fn write_baseline(&self, path: &Path) -> Result<Duration> {
         let start = super::Stopwatch::start();
-        crate::fs::baseline::write_buffered(path, &self.bytes, self.batch_bytes())
+        crate::bench::baseline::write_buffered(path, &self.bytes, self.batch_bytes())
             .map_err(|e| crate::error::Error::io(path, e))?;
         Ok(start.stop())
     }

@@ -18,6 +18,7 @@
 //! baseline time / variant time (above 1: faster than the baseline), with the
 //! spread of the per-pair ratios beside it.
 
+pub mod baseline;
 pub mod clean_append;
 pub mod cleanup;
 #[cfg(feature = "compression")]
@@ -67,7 +68,7 @@ pub struct Comparison {
     /// loaded machine, where waiting for a core inflates wall time but not CPU
     /// time. `None` when a side does not time itself with a [`Stopwatch`], or
     /// used no CPU the clock saw. The clock is the process's CPU-time clock, in
-    /// nanoseconds ([`crate::fs::baseline::process_cpu_time`]), so rows of a few
+    /// nanoseconds ([`crate::bench::baseline::process_cpu_time`]), so rows of a few
     /// milliseconds get a CPU figure too. The kernel's writeback after an fsync
     /// runs in its own threads and is not counted.
     pub cpu_mean_ms: Option<f64>,
@@ -90,7 +91,7 @@ pub struct Stopwatch {
 
 impl Stopwatch {
     pub fn start() -> Self {
-        let cpu = crate::fs::baseline::process_cpu_time();
+        let cpu = crate::bench::baseline::process_cpu_time();
         Stopwatch {
             wall: Instant::now(),
             cpu,
@@ -102,7 +103,7 @@ impl Stopwatch {
         let wall = self.wall.elapsed();
         let cpu = self
             .cpu
-            .zip(crate::fs::baseline::process_cpu_time())
+            .zip(crate::bench::baseline::process_cpu_time())
             .map(|(start, end)| end.saturating_sub(start));
         LAST_CPU.with(|last| last.set(cpu));
         wall

@@ -77,7 +77,7 @@ pub fn append_raw_flush(dir: &Path, produced: &ProducedFixture) -> Result<Durati
 pub fn baseline_write_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
     let path = dir.join("baseline.log");
     let start = Stopwatch::start();
-    crate::fs::baseline::write_buffered(&path, &fixture.bytes, fixture.batch_bytes())
+    crate::bench::baseline::write_buffered(&path, &fixture.bytes, fixture.batch_bytes())
         .map_err(|e| crate::error::Error::io(&path, e))?;
     Ok(start.stop())
 }
@@ -89,7 +89,7 @@ pub fn baseline_write_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration
 pub fn baseline_write_writeback_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration> {
     let path = dir.join("baseline.log");
     let start = Stopwatch::start();
-    crate::fs::baseline::write_buffered_writeback(
+    crate::bench::baseline::write_buffered_writeback(
         &path,
         &fixture.bytes,
         fixture.batch_bytes(),

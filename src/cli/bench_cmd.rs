@@ -9,9 +9,10 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::Outcome;
+use crate::bench::baseline;
 use crate::bench::compaction::CompactionFixture;
 use crate::bench::{self, Comparison, Counts, LogFixture, READ_BYTES};
-use crate::fs::{baseline, FileSystem, StdFs};
+use crate::fs::{FileSystem, StdFs};
 use crate::log::{Log, LogConfig};
 use crate::{Error, Result};
 

@@ -140,7 +140,8 @@ fn write_trace() {
 pub(crate) fn require_log(dir: &std::path::Path) -> crate::Result<()> {
     use crate::fs::FileSystem;
     let fs = crate::fs::StdFs::new();
-    let paths = crate::install::InstallPaths::new(&crate::log::resolve_dir(&fs, dir)?)?;
+    let resolved = fs.canonicalize(dir).map_err(|e| crate::Error::io(dir, e))?;
+    let paths = crate::install::InstallPaths::new(&resolved)?;
     let any = [&paths.live, &paths.tmp, &paths.backup, &paths.manifest]
         .into_iter()
         .any(|p| fs.exists(p));

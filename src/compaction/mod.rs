@@ -4,7 +4,8 @@
 //! transactions, markers, empty batches), the one writer, and the finish that
 //! leaves the new directory for [`crate::install`]. The modules import each other in one direction (docs/design.md
 //! section 6 has the layers; `tests/module_graph/` holds them to it); the decoded
-//! [reference](mod@reference) compactors are what the passes that run are held to.
+//! reference compactors of the unit tests (`reference`) are what the passes that
+//! run are held to.
 //!
 //! Semantics: docs/design.md section 1; map memory and collisions: section 6.
 
@@ -23,7 +24,8 @@ pub mod output;
 pub mod pass;
 mod plan;
 mod read;
-pub mod reference;
+#[cfg(test)]
+mod reference;
 mod reseal;
 pub mod rewrite;
 pub mod rules;
@@ -45,7 +47,6 @@ pub use options::{
     Built, CleanOptions, CompactOptions, CompactionPolicy, CompactionReport,
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
 };
-pub use reference::plan::{CompactionPlan, Compactor, OutputSegment, SourceSegment};
 pub use rules::seed::{Decision, Horizon};
 #[cfg(any(test, feature = "test-variants"))]
 pub use snapshot::CleanVariant;

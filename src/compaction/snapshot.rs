@@ -89,22 +89,22 @@ impl CleanSnapshot {
     }
 
     /// Test builds only: the broken `stale-tail-copy` (see [`CleanVariant`]).
-    #[cfg(any(test, feature = "test-variants"))]
-    pub fn stale_tail_copy(mut self) -> CleanSnapshot {
+    #[cfg(feature = "test-variants")]
+    pub(crate) fn stale_tail_copy(mut self) -> CleanSnapshot {
         self.copy_active = true;
         self
     }
 
     /// Test builds only: the broken `unbounded-map` (see [`CleanVariant`]).
-    #[cfg(any(test, feature = "test-variants"))]
-    pub fn unbounded_map(mut self) -> CleanSnapshot {
+    #[cfg(feature = "test-variants")]
+    pub(crate) fn unbounded_map(mut self) -> CleanSnapshot {
         self.unbounded_map = true;
         self
     }
 
     /// Test builds only: the broken `unflushed-swap` (see [`CleanVariant`]).
-    #[cfg(any(test, feature = "test-variants"))]
-    pub fn unflushed_swap(mut self) -> CleanSnapshot {
+    #[cfg(feature = "test-variants")]
+    pub(crate) fn unflushed_swap(mut self) -> CleanSnapshot {
         self.unflushed_swap = true;
         self
     }
@@ -137,8 +137,8 @@ impl CleanSnapshot {
     /// [`CleanSnapshot::build`] with every file-system call of the build made
     /// through `fs` (the same files behind a wrapper: the sweep's deterministic
     /// interleaving gate); the swap uses the log's own file system again.
-    #[cfg(feature = "suite")]
-    pub fn build_through(mut self, fs: Arc<dyn FileSystem>) -> Result<CleanBuild> {
+    #[cfg(feature = "testing")]
+    pub(crate) fn build_through(mut self, fs: Arc<dyn FileSystem>) -> Result<CleanBuild> {
         let own = std::mem::replace(&mut self.fs, fs);
         let mut built = self.build()?;
         built.snapshot.fs = own;

@@ -38,6 +38,7 @@
 
 mod batch_reads;
 mod committed;
+pub mod compactor;
 mod compare;
 mod edges;
 pub mod faults;

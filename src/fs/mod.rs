@@ -10,11 +10,11 @@
 //!   [`FileSystem::sync_file`]; a directory entry (create, rename, remove) becomes
 //!   durable with [`FileSystem::sync_dir`] on the directory that holds it.
 
-pub mod baseline;
 pub mod failpoint;
 mod handles;
 pub mod sim;
 mod std_fs;
+#[cfg(feature = "testing")]
 pub(crate) use std_fs::start_writeback;
 pub mod trace;
 

@@ -149,7 +149,7 @@ impl StdFs {
 /// ([`FileSystem::start_writeback`]): `sync_file_range(SYNC_FILE_RANGE_WRITE)` on
 /// the whole file (offset 0, length 0; the kernel walks only its dirty pages). A
 /// no-op where there is no such call (not Linux). Also the benchmarks' baseline's
-/// (`fs::baseline`), so that both sides of a comparison can use the same hint.
+/// (`bench::baseline`), so that both sides of a comparison can use the same hint.
 pub(crate) fn start_writeback(file: &File) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {

@@ -11,7 +11,7 @@ use crate::compaction::options::Built;
 use crate::compaction::snapshot::abort_dir;
 use crate::compaction::{CleanBuild, CleanOptions, CleanSnapshot, CompactionReport, Swapped};
 use crate::error::{Error, Result};
-#[cfg(any(test, feature = "test-variants"))]
+#[cfg(feature = "test-variants")]
 use crate::install::InstallPaths;
 
 use super::Log;
@@ -140,8 +140,8 @@ impl Log {
     /// The broken `unlocked-swap`: step a (the tail's links) runs, then `during`
     /// (appends, rolls) runs while the swap is not finished, then the manifest and
     /// the renames; the log reopens to show what the directory now holds.
-    #[cfg(any(test, feature = "test-variants"))]
-    pub fn clean_swap_unlocked(
+    #[cfg(feature = "test-variants")]
+    pub(crate) fn clean_swap_unlocked(
         &mut self,
         build: CleanBuild,
         during: impl FnOnce(&mut Log) -> Result<()>,

@@ -4,10 +4,10 @@
 //! clean point and dirty ratio ([`Log::cleanable`]), and the cleaning that runs only
 //! when the ratio says so ([`Log::compact_if_dirty`]).
 
-#[cfg(any(test, feature = "test-variants"))]
+#[cfg(feature = "test-variants")]
 use crate::compaction::build::build_indexed;
 use crate::compaction::cleanable::Cleanable;
-#[cfg(any(test, feature = "test-variants"))]
+#[cfg(feature = "test-variants")]
 use crate::compaction::options::Built;
 use crate::compaction::section::{first_uncleanable, read_clean_point, stable_bound};
 use crate::compaction::{CleanOptions, CompactOptions, CompactionReport};
@@ -195,7 +195,7 @@ impl Log {
     /// before the build writes anything: the log stays usable.
     /// The log adopts the installed segments as the build described them (their
     /// index files and recovery point are in the new directory): no reopen, no scan.
-    #[cfg(any(test, feature = "test-variants"))]
+    #[cfg(feature = "test-variants")]
     fn clean_finish(&mut self, result: Result<Option<Built>>) -> Result<CompactionReport> {
         let built = match result {
             Ok(Some(built)) => built,
@@ -219,8 +219,8 @@ impl Log {
     /// new clean point is made durable in the live directory (temp, fsync, rename,
     /// dir fsync) before the install commits. A crash in between leaves the old,
     /// uncleaned segments under a clean point that calls them clean.
-    #[cfg(any(test, feature = "test-variants"))]
-    pub fn clean_with_clean_point_first(
+    #[cfg(feature = "test-variants")]
+    pub(crate) fn clean_with_clean_point_first(
         &mut self,
         now: i64,
         delete_retention_ms: i64,
@@ -250,8 +250,8 @@ impl Log {
     /// nor a recovery point, and the log reopens after the install (a full scan that
     /// writes the recovery point). A crash between the commit point and that reopen
     /// leaves new content that no recovery point vouches for.
-    #[cfg(any(test, feature = "test-variants"))]
-    pub fn clean_with_point_on_reopen(
+    #[cfg(feature = "test-variants")]
+    pub(crate) fn clean_with_point_on_reopen(
         &mut self,
         now: i64,
         delete_retention_ms: i64,
@@ -282,7 +282,7 @@ impl Log {
 }
 
 /// The broken variant's write: `cleaner-offset.checkpoint` in the live directory.
-#[cfg(any(test, feature = "test-variants"))]
+#[cfg(feature = "test-variants")]
 fn write_clean_point_live(
     fs: &dyn crate::fs::FileSystem,
     dir: &std::path::Path,

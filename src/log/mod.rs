@@ -490,8 +490,8 @@ impl Log {
     }
 
     /// Test-only: the roll's order (see [`RollVariant`]).
-    #[cfg(any(test, feature = "test-variants"))]
-    pub fn set_roll_variant(&mut self, variant: RollVariant) {
+    #[cfg(feature = "test-variants")]
+    pub(crate) fn set_roll_variant(&mut self, variant: RollVariant) {
         self.roll_variant = variant;
     }
 
@@ -630,7 +630,7 @@ impl Log {
     /// live and durable: the install returned). The caller checks that the log start
     /// and the next offset did not move. Nothing is read: the build described every
     /// segment, index entries included.
-    #[cfg(any(test, feature = "test-variants"))]
+    #[cfg(feature = "test-variants")]
     pub(crate) fn adopt_segments(&mut self, segments: Vec<Segment>) {
         let active = segments
             .last()

@@ -297,7 +297,7 @@ impl LogManager {
     /// Test builds only: retention ignores the cleaning states (the refuted variant
     /// `no-cleaning-lock`).
     #[cfg(feature = "test-variants")]
-    pub fn set_no_cleaning_lock(&self) {
+    pub(crate) fn set_no_cleaning_lock(&self) {
         self.shared.no_cleaning_lock.store(true, Ordering::SeqCst);
     }
 

@@ -501,7 +501,7 @@ fn broken_cleaner(
                 log.clean_snapshot(now, delete_retention_ms, None, knobs)
             })?;
             let Some(snapshot) = snapshot else { continue };
-            let build = snapshot.stale_tail_copy().build()?;
+            let build = crate::testing::variants::stale_tail_copy(snapshot).build()?;
             // Appends go on here; the broken swap drops them.
             std::thread::sleep(Duration::from_millis(20));
             // This cleaner takes no cleaning state: a retention that ran meanwhile

@@ -12,11 +12,11 @@ pub enum Variant {
     #[default]
     Manifest,
     #[cfg(feature = "test-variants")]
-    Install(crate::install::InstallVariant),
+    Install(crate::testing::variants::InstallVariant),
     #[cfg(feature = "test-variants")]
-    Retention(crate::retention::executor::RetentionOrder),
+    Retention(crate::testing::variants::RetentionOrder),
     #[cfg(feature = "test-variants")]
-    Roll(crate::log::RollVariant),
+    Roll(crate::testing::variants::RollVariant),
     /// The new clean point made durable in the live directory before the install
     /// commits (model (c)'s `clean-point-first`).
     #[cfg(feature = "test-variants")]
@@ -32,7 +32,7 @@ pub enum Variant {
     SyncScannedOnlyForNewPoint,
     /// A concurrent cleaning's broken swap (`stale-tail-copy`, `unlocked-swap`).
     #[cfg(feature = "test-variants")]
-    Clean(crate::compaction::CleanVariant),
+    Clean(crate::testing::variants::CleanVariant),
 }
 
 /// Every variant name, ours first.
@@ -58,8 +58,8 @@ impl Variant {
     pub fn parse(name: &str) -> std::result::Result<Variant, String> {
         #[cfg(feature = "test-variants")]
         {
-            use crate::install::InstallVariant;
-            use crate::retention::executor::RetentionOrder;
+            use crate::testing::variants::InstallVariant;
+            use crate::testing::variants::RetentionOrder;
             match name {
                 "manifest" => Ok(Variant::Manifest),
                 "two-rename" => Ok(Variant::Install(InstallVariant::TwoRename)),
@@ -70,22 +70,22 @@ impl Variant {
                 "no-temp-entry-sync" => Ok(Variant::Install(InstallVariant::NoTempEntrySync)),
                 "delete-first" => Ok(Variant::Retention(RetentionOrder::DeleteFirst)),
                 "recovery-point-before-flush" => Ok(Variant::Roll(
-                    crate::log::RollVariant::RecoveryPointBeforeFlush,
+                    crate::testing::variants::RollVariant::RecoveryPointBeforeFlush,
                 )),
                 "clean-point-first" => Ok(Variant::CleanPointFirst),
                 "point-on-reopen" => Ok(Variant::PointOnReopen),
                 "sync-scanned-only-for-new-point" => Ok(Variant::SyncScannedOnlyForNewPoint),
                 "stale-tail-copy" => Ok(Variant::Clean(
-                    crate::compaction::CleanVariant::StaleTailCopy,
+                    crate::testing::variants::CleanVariant::StaleTailCopy,
                 )),
                 "unlocked-swap" => Ok(Variant::Clean(
-                    crate::compaction::CleanVariant::UnlockedSwap,
+                    crate::testing::variants::CleanVariant::UnlockedSwap,
                 )),
                 "unbounded-map" => Ok(Variant::Clean(
-                    crate::compaction::CleanVariant::UnboundedMap,
+                    crate::testing::variants::CleanVariant::UnboundedMap,
                 )),
                 "unflushed-swap" => Ok(Variant::Clean(
-                    crate::compaction::CleanVariant::UnflushedSwap,
+                    crate::testing::variants::CleanVariant::UnflushedSwap,
                 )),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
@@ -128,13 +128,13 @@ pub fn retain(
                 return Ok(Vec::new());
             }
             log.flush()?;
-            let result = crate::retention::executor::delete_prefix_with(
+            let result = crate::testing::variants::delete_prefix_with(
                 log.fs().as_ref(),
                 log.dir(),
                 &plan.delete,
                 order,
             );
-            Ok(log.reopen_after(result)?.deleted_segments)
+            Ok(crate::testing::variants::reopen_after(log, result)?.deleted_segments)
         }
         _ => Ok(log
             .retain(now, retention_ms, retention_bytes)?
@@ -155,29 +155,46 @@ pub fn compact(
         #[cfg(feature = "test-variants")]
         Variant::Install(install_variant) => {
             let knobs = log.config().clean_options();
-            let Some(options) =
-                log.clean_prepare(now, delete_retention_ms, segment_bytes, knobs)?
+            let Some(options) = crate::testing::variants::clean_prepare(
+                log,
+                now,
+                delete_retention_ms,
+                segment_bytes,
+                knobs,
+            )?
             else {
                 return Ok(crate::compaction::CompactionReport::default());
             };
-            let result = crate::compaction::compact_dir_with(
+            let result = crate::testing::variants::compact_dir_with(
                 log.fs().as_ref(),
                 log.dir(),
                 options,
                 install_variant,
             )
             .map(Option::unwrap_or_default);
-            log.reopen_after(result)
+            crate::testing::variants::reopen_after(log, result)
         }
         #[cfg(feature = "test-variants")]
         Variant::CleanPointFirst => {
             let knobs = log.config().clean_options();
-            log.clean_with_clean_point_first(now, delete_retention_ms, segment_bytes, knobs)
+            crate::testing::variants::clean_with_clean_point_first(
+                log,
+                now,
+                delete_retention_ms,
+                segment_bytes,
+                knobs,
+            )
         }
         #[cfg(feature = "test-variants")]
         Variant::PointOnReopen => {
             let knobs = log.config().clean_options();
-            log.clean_with_point_on_reopen(now, delete_retention_ms, segment_bytes, knobs)
+            crate::testing::variants::clean_with_point_on_reopen(
+                log,
+                now,
+                delete_retention_ms,
+                segment_bytes,
+                knobs,
+            )
         }
         _ => log.compact(now, delete_retention_ms, segment_bytes),
     }
@@ -193,11 +210,23 @@ fn clean(
 ) -> Result<crate::compaction::CompactionReport> {
     #[cfg(feature = "test-variants")]
     if let Variant::CleanPointFirst = variant {
-        return log.clean_with_clean_point_first(now, delete_retention_ms, segment_bytes, knobs);
+        return crate::testing::variants::clean_with_clean_point_first(
+            log,
+            now,
+            delete_retention_ms,
+            segment_bytes,
+            knobs,
+        );
     }
     #[cfg(feature = "test-variants")]
     if let Variant::PointOnReopen = variant {
-        return log.clean_with_point_on_reopen(now, delete_retention_ms, segment_bytes, knobs);
+        return crate::testing::variants::clean_with_point_on_reopen(
+            log,
+            now,
+            delete_retention_ms,
+            segment_bytes,
+            knobs,
+        );
     }
     let _ = variant;
     log.clean(now, delete_retention_ms, segment_bytes, knobs)
@@ -236,14 +265,14 @@ pub fn clean_with_appends(
     let snapshot = log.clean_snapshot(now, delete_retention_ms, None, knobs)?;
     #[cfg(feature = "test-variants")]
     let snapshot = match variant {
-        Variant::Clean(crate::compaction::CleanVariant::StaleTailCopy) => {
-            snapshot.map(crate::compaction::CleanSnapshot::stale_tail_copy)
+        Variant::Clean(crate::testing::variants::CleanVariant::StaleTailCopy) => {
+            snapshot.map(crate::testing::variants::stale_tail_copy)
         }
-        Variant::Clean(crate::compaction::CleanVariant::UnboundedMap) => {
-            snapshot.map(crate::compaction::CleanSnapshot::unbounded_map)
+        Variant::Clean(crate::testing::variants::CleanVariant::UnboundedMap) => {
+            snapshot.map(crate::testing::variants::unbounded_map)
         }
-        Variant::Clean(crate::compaction::CleanVariant::UnflushedSwap) => {
-            snapshot.map(crate::compaction::CleanSnapshot::unflushed_swap)
+        Variant::Clean(crate::testing::variants::CleanVariant::UnflushedSwap) => {
+            snapshot.map(crate::testing::variants::unflushed_swap)
         }
         _ => snapshot,
     };
@@ -255,7 +284,7 @@ pub fn clean_with_appends(
     // The broken `unlocked-swap` runs the appends inside its swap.
     #[cfg(feature = "test-variants")]
     let appends_at = match variant {
-        Variant::Clean(crate::compaction::CleanVariant::UnlockedSwap) => None,
+        Variant::Clean(crate::testing::variants::CleanVariant::UnlockedSwap) => None,
         _ => appends_at,
     };
     let (build, appended, during) = match appends_at {
@@ -265,7 +294,7 @@ pub fn clean_with_appends(
             let (build, appended, during) = crate::workload::interleave::interleave(
                 &fs,
                 at,
-                |gate| snapshot.build_through(gate),
+                |gate| crate::testing::build_through(snapshot, gate),
                 || clean_appends(log, records, roll, now),
             );
             (build, Some(appended), during)
@@ -277,18 +306,17 @@ pub fn clean_with_appends(
         Err(e) => {
             // As `Log::clean`: poisoned; the next open's recovery removes the
             // half-built dir.
-            log.poison();
+            crate::testing::poison(log);
             return Err(e);
         }
     };
     #[cfg(feature = "test-variants")]
-    if let Variant::Clean(crate::compaction::CleanVariant::UnlockedSwap) = variant {
-        return log
-            .clean_swap_unlocked(build, |log| {
-                clean_appends(log, records, roll, now)?;
-                log.flush()
-            })
-            .map(|report| (report, false));
+    if let Variant::Clean(crate::testing::variants::CleanVariant::UnlockedSwap) = variant {
+        return crate::testing::variants::clean_swap_unlocked(log, build, |log| {
+            clean_appends(log, records, roll, now)?;
+            log.flush()
+        })
+        .map(|report| (report, false));
     }
     let _ = variant;
     match appended {
@@ -299,7 +327,7 @@ pub fn clean_with_appends(
     if let Some(trash) = swapped.trash {
         let fs = std::sync::Arc::clone(log.fs());
         if let Err(e) = trash.remove(fs.as_ref()) {
-            log.poison();
+            crate::testing::poison(log);
             return Err(e);
         }
     }
@@ -312,7 +340,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
     #[cfg(feature = "test-variants")]
     if let Variant::Roll(roll) = variant {
         // Set before every operation: a restart replaces the handle.
-        log.set_roll_variant(roll);
+        crate::testing::variants::set_roll_variant(log, roll);
     }
     let outcome = match op {
         Op::Append {
@@ -503,7 +531,8 @@ fn while_closed<T>(
     let config = log.config().clone();
     let clock = std::sync::Arc::clone(log.clock());
     log.close_in_place()?;
-    let (mut reopened, value) = offline(fs, &dir, config).inspect_err(|_| log.poison())?;
+    let (mut reopened, value) =
+        offline(fs, &dir, config).inspect_err(|_| crate::testing::poison(log))?;
     reopened.set_clock(clock);
     *log = reopened;
     Ok(value)
@@ -530,7 +559,7 @@ fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryR
         match variant {
             #[cfg(feature = "test-variants")]
             Variant::SyncScannedOnlyForNewPoint => {
-                crate::log::trust::with_settle_only_for_new_point(open)
+                crate::testing::variants::with_settle_only_for_new_point(open)
             }
             _ => open(),
         }

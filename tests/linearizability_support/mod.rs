@@ -445,7 +445,7 @@ fn clean(manager: &LogManager, p: &Partition, rec: &Recorder, thread_id: u8, var
     };
     #[cfg(feature = "test-variants")]
     let snapshot = if variant == Variant::StaleTailCopy {
-        snapshot.stale_tail_copy()
+        seglog::testing::variants::stale_tail_copy(snapshot)
     } else {
         snapshot
     };
@@ -524,7 +524,7 @@ pub fn scenario(seed: u64, variant: Variant) -> History {
     let manager = LogManager::new(fs, "/data", ManagerConfig::default(), clock).unwrap();
     #[cfg(feature = "test-variants")]
     if variant == Variant::NoCleaningLock {
-        manager.set_no_cleaning_lock();
+        seglog::testing::variants::set_no_cleaning_lock(&manager);
     }
     let config = PartitionConfig {
         log: LogConfig {

@@ -1,9 +1,10 @@
-//! [`Compactor::plan`]: the whole compaction as a pure function of decoded segments.
+//! [`Compactor::plan`]: the seed policy's reference compactor, the whole compaction
+//! as a pure function of decoded segments.
 //!
-//! The cleaner ([`crate::compaction::build`](mod@crate::compaction::build)) streams the same decisions segment
-//! by segment without holding the log in memory; this form keeps everything, for
-//! tests, tools and comparison with the reference spec. Both use the seed rules
-//! ([`crate::compaction::rules::seed`]).
+//! The cleaner ([`crate::compaction::build`](mod@crate::compaction::build)) streams
+//! the same decisions segment by segment without holding the log in memory; this
+//! form keeps everything, for tests and comparison with the reference spec. Both
+//! use the engine's seed rules ([`crate::compaction::rules::seed`]).
 
 use crate::format::RecordBatch;
 
