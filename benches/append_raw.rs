@@ -1,7 +1,7 @@
 //! Raw append (issue 16): 300,000 records (16-byte keys, 100-byte values, batches
 //! of 100, about 40 MB) appended three ways, each timed from the first append to
 //! the end of the fsync that makes it durable, beside the same bytes written with
-//! `BufWriter<File>` + fsync (`seglog::bench::baseline`, one `write_all` per batch):
+//! `BufWriter<File>` + fsync (`seglog_suite::bench::baseline`, one `write_all` per batch):
 //!
 //! * `append_raw/batches_flush`: `Log::append_batches` of each producer-encoded
 //!   batch (one produce request per batch), then `Log::flush` (target >= 0.9x);
@@ -15,7 +15,7 @@
 //! directory, removed afterwards, so each starts from the same page-cache state.
 //!
 //! At the end the ratios (baseline time / variant time) are printed twice: from
-//! criterion's medians, and from `seglog::bench::compare`, which runs baseline and
+//! criterion's medians, and from `seglog_suite::bench::compare`, which runs baseline and
 //! variant alternately (as `seglog bench --only append-raw` does) so that a shared
 //! machine's drift hits both alike.
 
@@ -23,8 +23,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
-use seglog::bench::raw::{append_raw_flush, append_structured_flush, ProducedFixture};
-use seglog::bench::{self as harness, LogFixture};
+use seglog_suite::bench::raw::{append_raw_flush, append_structured_flush, ProducedFixture};
+use seglog_suite::bench::{self as harness, LogFixture};
 
 const RECORDS: usize = 300_000;
 const PER_BATCH: usize = 100;

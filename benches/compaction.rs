@@ -24,10 +24,10 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use seglog::bench::baseline;
-use seglog::bench::compaction::CompactionFixture;
 use seglog::compaction::pass::full as scan;
 use seglog::fs::{FileSystem, StdFs};
+use seglog_suite::bench::baseline;
+use seglog_suite::bench::compaction::CompactionFixture;
 
 struct Fixture {
     _root: tempfile::TempDir,

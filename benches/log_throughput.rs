@@ -1,8 +1,8 @@
 //! Append and full read-back of 1,000,000 records (16-byte keys, 100-byte values,
 //! batches of 100), each beside a baseline measured in the same run: the same
 //! encoded bytes written with `BufWriter<File>` (then fsync) and read back with
-//! `BufReader<File>` (`seglog::bench::baseline`). Report the ratio baseline_time /
-//! log_time (target >= 0.8). `seglog bench` runs the same loops (`seglog::bench`)
+//! `BufReader<File>` (`seglog_suite::bench::baseline`). Report the ratio baseline_time /
+//! log_time (target >= 0.8). `seglog bench` runs the same loops (`seglog_suite::bench`)
 //! with the baseline and the variant alternating, and prints JSON.
 //!
 //! Read variants, every one checks every batch's CRC-32C:
@@ -21,9 +21,9 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
-use seglog::bench::baseline;
-use seglog::bench::{self as harness, LogFixture, READ_BYTES};
 use seglog::{Log, LogConfig};
+use seglog_suite::bench::baseline;
+use seglog_suite::bench::{self as harness, LogFixture, READ_BYTES};
 
 const RECORDS: usize = 1_000_000;
 const PER_BATCH: usize = 100;

@@ -11,12 +11,12 @@
 use std::sync::Arc;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use seglog::conformance::{case_config, case_steps, run_case, Backend, Step};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::log::Log;
-use seglog::sweep::{named_workloads, run_to_end, sweep, SweepOptions};
-use seglog::workload::engine;
+use seglog_suite::conformance::{case_config, case_steps, run_case, Backend, Step};
+use seglog_suite::sweep::{named_workloads, run_to_end, sweep, SweepOptions};
+use seglog_suite::workload::engine;
 
 fn sweep_bench(c: &mut Criterion) {
     let workload = named_workloads()

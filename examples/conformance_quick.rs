@@ -6,7 +6,7 @@ fn main() {
     let ops_per_case = args.next().and_then(|s| s.parse().ok()).unwrap_or(40);
     let seed = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     let variant = args.next().unwrap_or_else(|| "manifest".into());
-    let options = seglog::conformance::ConformanceOptions {
+    let options = seglog_suite::conformance::ConformanceOptions {
         cases,
         ops_per_case,
         seed,
@@ -18,19 +18,19 @@ fn main() {
         let started = std::time::Instant::now();
         let mut steps_total = 0;
         for case in 0..cases {
-            let seed = seglog::conformance::case_seed(seed, case);
-            let steps = seglog::conformance::case_steps(seed, ops_per_case);
-            match seglog::conformance::run_case(
+            let seed = seglog_suite::conformance::case_seed(seed, case);
+            let steps = seglog_suite::conformance::case_steps(seed, ops_per_case);
+            match seglog_suite::conformance::run_case(
                 &steps,
-                seglog::conformance::Backend::Sim,
+                seglog_suite::conformance::Backend::Sim,
                 &options.variant,
             ) {
                 Ok(stats) => steps_total += stats.steps,
                 Err(d) => {
-                    let d = seglog::conformance::shrink(d, |s| {
-                        seglog::conformance::run_case(
+                    let d = seglog_suite::conformance::shrink(d, |s| {
+                        seglog_suite::conformance::run_case(
                             s,
-                            seglog::conformance::Backend::Sim,
+                            seglog_suite::conformance::Backend::Sim,
                             &options.variant,
                         )
                         .err()
@@ -47,7 +47,7 @@ fn main() {
         );
         return;
     }
-    let report = seglog::conformance::run_random(&options, |_| {});
+    let report = seglog_suite::conformance::run_random(&options, |_| {});
     println!(
         "cases {} steps {} crashes {} (lost tail {}) reads {} in {:.2}s: sim {:.2}s ({:.1} cases/s), disk {:.2}s ({:.1} cases/s)",
         report.cases,

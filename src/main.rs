@@ -1,3 +1,3 @@
 fn main() {
-    seglog::cli::main()
+    seglog_suite::cli::main()
 }

@@ -7,7 +7,6 @@
 //! Both passes copy the active segment's bytes into the new directory; a pass
 //! that copies bytes it cannot parse would carry damage it was the last to see
 //! as one policy's silence and the other's error.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::sync::Arc;

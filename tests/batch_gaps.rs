@@ -12,7 +12,6 @@
 //! lastOffsetDelta + 1`; `fetch` and `read_raw` from any offset up to a batch's last
 //! offset return that batch, and `Fetch::next_offset` is its last offset + 1; the
 //! next append starts at `next_offset`.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 mod support;
 
@@ -21,12 +20,12 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use seglog::conformance::{run_case, Backend, ForeignBatch, Step};
 use seglog::format::{filename, RecordBatch};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
-use seglog::workload::{Op, RecordSpec};
 use seglog::{Log, LogConfig, NewRecord};
+use seglog_suite::conformance::{run_case, Backend, ForeignBatch, Step};
+use seglog_suite::workload::{Op, RecordSpec};
 use support::batches;
 
 fn rec(key: &str, value: Option<&str>, ts: i64) -> RecordSpec {

@@ -9,7 +9,6 @@
 //!
 //! The file system below records every read; the tests check that none of the
 //! grown file was read at all (no wall-clock assertions).
-#![cfg(feature = "suite")]
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,6 @@
 //! - a damaged summary is never trusted (that segment is rewritten, same result);
 //! - damage in a segment that would be carried is a structured corruption error,
 //!   not a silent carry (its CRC-32C no longer matches the summary, so it is read).
-#![cfg(feature = "suite")]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,8 +20,8 @@ use std::sync::Arc;
 use seglog::compaction::CleanOptions;
 use seglog::fs::sim::SimFs;
 use seglog::fs::{FileSystem, TraceCall, TraceFs};
-use seglog::workload::engine::view;
 use seglog::{Error, Log, LogConfig, NewRecord};
+use seglog_suite::workload::engine::view;
 
 const DIR: &str = "/log";
 const SEGMENTS: usize = 6;
@@ -91,7 +90,7 @@ fn keys_files(sim: &SimFs) -> Vec<PathBuf> {
         .collect()
 }
 
-fn final_view(sim: &Arc<SimFs>) -> seglog::workload::LogView {
+fn final_view(sim: &Arc<SimFs>) -> seglog_suite::workload::LogView {
     let fs: Arc<dyn FileSystem> = sim.clone();
     let (log, _) = Log::open_with(fs, DIR, LogConfig::default()).unwrap();
     view(&log).unwrap()
@@ -181,7 +180,7 @@ fn the_sweep_workload_carries_what_it_says() {
     // rewrites the one a
     // dirty key touches and the one whose tombstone expired; its last pass groups
     // carried sources into one rewritten file (no link).
-    let workload = seglog::sweep::named_workloads()
+    let workload = seglog_suite::sweep::named_workloads()
         .into_iter()
         .find(|w| w.name == "carried-segments")
         .expect("the workload exists");
@@ -192,8 +191,8 @@ fn the_sweep_workload_carries_what_it_says() {
     let mut links_per_clean = Vec::new();
     for op in &workload.ops {
         let before = trace.len();
-        seglog::workload::engine::apply(&mut log, op).unwrap();
-        if matches!(op, seglog::workload::Op::Clean { .. }) {
+        seglog_suite::workload::engine::apply(&mut log, op).unwrap();
+        if matches!(op, seglog_suite::workload::Op::Clean { .. }) {
             let links = trace.ops()[before..]
                 .iter()
                 .filter(|o| o.call == TraceCall::HardLink)

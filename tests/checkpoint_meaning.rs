@@ -12,7 +12,6 @@
 //! decode or names an offset past the active segment is ignored, reported in the
 //! recovery report's `ignored_checkpoints`, and the cleaner starts from the log
 //! start, its next pass writing a fresh one.
-#![cfg(feature = "suite")]
 
 mod open_support;
 

@@ -5,7 +5,6 @@
 //! `compact_if_dirty` installs nothing, and the spec's `cleanable` agrees); once
 //! the transaction commits, the same segment is cleanable and a pass removes the
 //! superseded record.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::sync::Arc;
 

@@ -4,7 +4,6 @@
 //! Invariants checked: the JSON contract (field names and values of the seeds'
 //! examples), exit codes (0 ok, 2 bad input or error), and that rejected input or
 //! an undecidable install state modifies nothing.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::process::{Command, Output};

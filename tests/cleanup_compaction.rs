@@ -6,7 +6,6 @@
 //! output segments follow the greedy grouping by compacted bytes and are named by
 //! the first source segment; the active segment is byte-identical; `log_start_offset`
 //! and `next_offset` are unchanged; the report counts the closed region only.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 mod cleanup_support;
 
@@ -14,9 +13,9 @@ use cleanup_support::source;
 use cleanup_support::*;
 use proptest::prelude::*;
 use seglog::compaction::{compact_dir, CompactOptions, Horizon};
-use seglog::conformance::compactor::{Compactor, SourceSegment};
 use seglog::format::{filename, NewRecord};
 use seglog::fs::{FileSystem, StdFs};
+use seglog_suite::conformance::compactor::{Compactor, SourceSegment};
 use std::collections::HashMap;
 
 /// The rules, written as plainly as possible (a map of key -> latest offset over

@@ -5,7 +5,6 @@
 //! next recovery leaves the log exactly the old or the new content (same rows,
 //! `log_start_offset` and `next_offset`), with no sibling directory or manifest left;
 //! both outcomes are reached; recovery is idempotent.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 mod cleanup_support;
 

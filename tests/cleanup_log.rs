@@ -12,7 +12,6 @@
 //! or `retention_bytes` equal to the bytes of a suffix of the log, compaction with a
 //! latest tombstone's age equal to `delete_retention_ms`, appends whose batch fills
 //! the segment exactly, and timestamps -1, `i64::MAX` and `i64::MIN` (rejected).
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use proptest::prelude::*;
 use seglog::{Error, Log, LogConfig, NewRecord};

@@ -6,7 +6,6 @@
 //! operations) opens to exactly the old or the new content as the reference spec
 //! computes it; never a hole, never an ambiguous install; after the operation has
 //! returned, only the new content.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use seglog_model::spec::SpecLog;
 mod cleanup_support;
 use cleanup_support::{apply_steps, seed_retention_steps, Rec};
 
-type View = seglog::workload::LogView;
+type View = seglog_suite::workload::LogView;
 
 const IMAGES_PER_POINT: usize = 48;
 
@@ -47,11 +46,11 @@ fn prepare(steps: &[Option<Vec<Rec>>]) -> (Arc<SimFs>, SpecLog) {
 }
 
 fn engine_view(log: &Log) -> View {
-    seglog::workload::engine::view(log).expect("read the whole log")
+    seglog_suite::workload::engine::view(log).expect("read the whole log")
 }
 
 fn spec_view(spec: &SpecLog) -> View {
-    seglog::workload::spec::view(spec)
+    seglog_suite::workload::spec::view(spec)
 }
 
 /// What a sweep saw.

@@ -5,7 +5,6 @@
 //! the log is the old or the new content (never a hole: the segments are a suffix of
 //! the old ones with the same rows from their base on), `next_offset` unchanged, no
 //! temp checkpoint or orphan index left; a damaged checkpoint deletes nothing.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 mod cleanup_support;
 

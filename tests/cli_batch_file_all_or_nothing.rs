@@ -3,7 +3,6 @@
 //! without saying what it had stored. Every line is now checked as the log checks
 //! an append before the log is opened: a bad line stores nothing, and the error
 //! names the line.
-#![cfg(feature = "suite")]
 
 mod cli_support;
 

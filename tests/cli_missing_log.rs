@@ -3,7 +3,6 @@
 //! log: every other command refuses a path with no log (nor an install's temp dir,
 //! backup or manifest beside it) with exit 2 and an error naming the path, and the
 //! path still does not exist afterwards.
-#![cfg(feature = "suite")]
 
 use std::process::{Command, Output};
 

@@ -8,7 +8,6 @@
 //!   (`D.compact-manifest.tmp`) exceeds the 255-byte file-name limit: `compact`
 //!   used to fail after building its temp dir and leave it behind; it must refuse
 //!   up front, naming the path and the limit, with nothing created.
-#![cfg(feature = "suite")]
 
 mod cli_support;
 

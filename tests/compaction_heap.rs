@@ -8,7 +8,6 @@
 //! do not count. The log: sixteen 512 KiB segments whose records the pass mostly
 //! drops and partly keeps (every batch rebuilt), compacted with a 64 MiB
 //! `segment_bytes`, so every source lands in one output group of 8 MiB.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;

@@ -1,4 +1,3 @@
-#![cfg(feature = "compression")] // the codecs
 //! Regression (issue 12, breakage 1): compressed batches were rejected.
 //!
 //! What failed: a partition directory holding one gzip batch (as Kafka's producers
@@ -16,9 +15,9 @@
 //! the payload's byte position, and nothing is truncated for it, in the active
 //! segment too.
 //!
-//! Fix: `src/format/compression` (the four codecs, framed as Kafka frames them),
+//! Fix: `engine/src/format/compression` (the four codecs, framed as Kafka frames them),
 //! `BatchView::inflate` / `records_in`, and the compaction path for compressed
-//! batches (`src/compaction/compressed.rs`).
+//! batches (`engine/src/compaction/compressed.rs`).
 
 use std::path::Path;
 

@@ -9,7 +9,6 @@
 //! `D.compact-trash` is removed by the next open; a retention between build and
 //! swap aborts the pass (temp dir removed, log usable). With `test-variants`, the
 //! broken swaps `stale-tail-copy` and `unlocked-swap` lose acknowledged records.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,9 +16,9 @@ use std::sync::Arc;
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::install::InstallPaths;
-use seglog::workload::{engine, spec, Op, RecordSpec};
 use seglog::{Error, Log, LogConfig, NewRecord};
 use seglog_model::spec::SpecLog;
+use seglog_suite::workload::{engine, spec, Op, RecordSpec};
 
 const DIR: &str = "/data/log";
 

@@ -14,10 +14,11 @@
 //! Cases come from `PROPTEST_CASES` (default 48 on SimFs, 12 on disk, which fsyncs);
 //! failures shrink to a minimal step list and are saved in
 //! `tests/conformance.proptest-regressions`.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use proptest::prelude::*;
-use seglog::conformance::{run_case, run_random, steps_strategy, Backend, ConformanceOptions};
+use seglog_suite::conformance::{
+    run_case, run_random, steps_strategy, Backend, ConformanceOptions,
+};
 
 const OPS_PER_CASE: usize = 40;
 

@@ -5,13 +5,12 @@
 //! (that is how the seeds' two-rename window is shown to fail there and pass here).
 //! The scenario set must also cover every step of the install protocol and of
 //! retention deletion (docs/design.md sections 5 and 6).
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use seglog::fs::StdFs;
-use seglog::scenario::{self, load, scenario_paths, Outcome, Scenario};
+use seglog_suite::scenario::{self, load, scenario_paths, Outcome, Scenario};
 
 fn scenarios() -> Vec<(PathBuf, Scenario)> {
     let fs = StdFs::new();
@@ -32,7 +31,7 @@ fn scenarios() -> Vec<(PathBuf, Scenario)> {
 }
 
 fn variant_available(name: &str) -> bool {
-    seglog::workload::engine::Variant::parse(name).is_ok()
+    seglog_suite::workload::engine::Variant::parse(name).is_ok()
 }
 
 #[test]

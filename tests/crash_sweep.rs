@@ -5,9 +5,8 @@
 //! log is a state between the last durability point and the state after the
 //! interrupted operation (an interrupted retention or compaction is exactly old or
 //! exactly new); no temporary or backup files survive; a second open changes nothing.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
-use seglog::sweep::{named_workloads, sweep, sweep_selected, SweepOptions};
+use seglog_suite::sweep::{named_workloads, sweep, sweep_selected, SweepOptions};
 
 /// The pull-request tier's share: every eighth crash point of every named
 /// workload, in the debug build (debug assertions and overflow checks on). The whole
@@ -91,8 +90,8 @@ fn sweep_every_named_workload(every: u64, min_images: u64) {
 /// points now.
 #[test]
 fn a_rejected_operation_is_no_durability_point() {
-    use seglog::sweep::{sweep, SweepOptions, Workload};
-    use seglog::workload::{Op, RecordSpec};
+    use seglog_suite::sweep::{sweep, SweepOptions, Workload};
+    use seglog_suite::workload::{Op, RecordSpec};
     let append = |key: &str, ts| Op::Append {
         records: vec![RecordSpec {
             key: Some(key.into()),
@@ -143,7 +142,7 @@ fn exact_oracle_picks_the_side_of_the_commit_point() {
         Recorder, INSTALL_MANIFEST_RENAME, INSTALL_SWAP_RENAME_LIVE_BACKUP,
     };
     use seglog::fs::sim::{CrashMode, SimFs};
-    use seglog::sweep::{run_to_end, run_until_crash, Allowed};
+    use seglog_suite::sweep::{run_to_end, run_until_crash, Allowed};
 
     let workload = named_workloads()
         .into_iter()
@@ -191,7 +190,7 @@ fn exact_oracle_picks_the_side_of_the_commit_point() {
 /// violation (without those candidates it finds 138, measured when written).
 #[test]
 fn raw_append_candidates_walk_every_prefix_of_the_request() {
-    use seglog::sweep::Allowed;
+    use seglog_suite::sweep::Allowed;
 
     let workload = named_workloads()
         .into_iter()

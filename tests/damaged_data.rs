@@ -1,4 +1,4 @@
-//! The damaged-data stage (`seglog::damage`, `seglog verify` stage `damaged_data`)
+//! The damaged-data stage (`seglog_suite::damage`, `seglog verify` stage `damaged_data`)
 //! on every named sweep workload.
 //!
 //! Invariants checked: for every bit flip, truncation and zeroed range of every
@@ -13,13 +13,12 @@
 //!
 //! The lower bounds pin how much is tried per file kind, so a plan or a point
 //! selection that silently shrinks fails here.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use seglog::damage::{self, DamageOptions, KindCount};
-use seglog::sweep::named_workloads;
+use seglog_suite::damage::{self, DamageOptions, KindCount};
+use seglog_suite::sweep::named_workloads;
 
 /// The stage runs once for all tests of this file (tests run on threads).
 fn run() -> &'static damage::DamageReport {

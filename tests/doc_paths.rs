@@ -9,7 +9,7 @@
 //! * every `seglog <command> [<subcommand>] --flag ...` in code (a fenced block or a
 //!   backtick span), also spelled `cargo run [--release] -- <command> ...`, names a
 //!   command the CLI has, and each of its `--flag`s is one of that command's (the
-//!   CLI's clap definition, `seglog::cli::Cli`, is the oracle);
+//!   CLI's clap definition, `seglog_suite::cli::Cli`, is the oracle);
 //! * a value given to a flag with a fixed set of values (`--only`, `--budget`,
 //!   `--policy`, ...) is one of them: a `bench --only` row the code does not have
 //!   fails here;
@@ -19,13 +19,12 @@
 //!   (`src/cli/bench_cmd.rs`, `src/bench/`), and every row the code has is in it;
 //! * docs/design.md's reading guide names every model `seglog model check` has, each
 //!   once, each by a letter of its own.
-#![cfg(feature = "suite")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use clap::CommandFactory;
-use seglog::cli::Cli;
+use seglog_suite::cli::Cli;
 
 /// Flags of cargo and of the other tools the documents show, which are not `seglog`'s.
 const OTHER_TOOLS_FLAGS: &[&str] = &[
@@ -89,7 +88,8 @@ const OTHER_TOOLS: &[&str] = &[
 ];
 
 /// The repository directories whose paths the documents name.
-const PATH_ROOTS: [&str; 9] = [
+const PATH_ROOTS: [&str; 10] = [
+    "engine/",
     "src/",
     "tests/",
     "model/",
@@ -633,12 +633,13 @@ fn the_reading_guide_names_every_model_once_by_one_letter() {
 
 #[test]
 fn the_path_scanner_sees_what_it_must() {
-    let found = named_paths("see `src/log/write.rs`, tests/{a,b}.rs and model/src/spec/mod.rs.");
+    let found =
+        named_paths("see `engine/src/log/write.rs`, tests/{a,b}.rs and model/src/spec/mod.rs.");
     let names: Vec<&str> = found.iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(
         names,
         [
-            "src/log/write.rs",
+            "engine/src/log/write.rs",
             "tests/{a,b}.rs",
             "model/src/spec/mod.rs"
         ]

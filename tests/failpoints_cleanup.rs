@@ -9,7 +9,6 @@
 //! directory, manifest, temp checkpoint or unknown file left. Crashing the recovery
 //! itself (`seglog recover`), then opening again, ends the same way. The test fails
 //! if some fail point on these paths is never crashed at.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -68,7 +67,7 @@ fn prepare(op: Op, dir: &Path) -> SpecLog {
     if op == Op::Carry {
         // An incremental pass (a bounded map) writes the key summaries; then key
         // `a` is written again, so the next compaction rewrites only its segments.
-        let clean = seglog::workload::Op::Clean {
+        let clean = seglog_suite::workload::Op::Clean {
             now: NOW_COMPACT,
             delete_retention_ms: DELETE_RETENTION_MS,
             segment_bytes: Some(1),
@@ -77,8 +76,8 @@ fn prepare(op: Op, dir: &Path) -> SpecLog {
             policy: seglog::compaction::CompactionPolicy::Seed,
             producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
         };
-        seglog::workload::engine::apply(&mut log, &clean).unwrap();
-        seglog::workload::spec::apply(&mut spec, &clean);
+        seglog_suite::workload::engine::apply(&mut log, &clean).unwrap();
+        seglog_suite::workload::spec::apply(&mut spec, &clean);
         apply_steps(
             &mut log,
             &mut spec,
@@ -357,14 +356,14 @@ fn crash_binary(args: &[String], point: &str, hit: u32) {
 }
 
 /// Everything observable, engine side.
-type View = seglog::workload::LogView;
+type View = seglog_suite::workload::LogView;
 
 fn engine_view(log: &Log) -> View {
-    seglog::workload::engine::view(log).expect("read the whole log")
+    seglog_suite::workload::engine::view(log).expect("read the whole log")
 }
 
 fn spec_view(spec: &SpecLog) -> View {
-    seglog::workload::spec::view(spec)
+    seglog_suite::workload::spec::view(spec)
 }
 
 fn check_case(c: &Case) {

@@ -7,7 +7,6 @@
 //! pseudo-random byte stream that decode (with `arbitrary`, as libFuzzer's
 //! `fuzz_target!` does) into an input of each wanted shape. Regenerate after changing
 //! an input type: `SEGLOG_WRITE_SEEDS=1 cargo test --test fuzz_corpus`.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 #[path = "../fuzz/fuzz_targets/check_batch.rs"]
 mod check_batch;
@@ -435,11 +434,11 @@ fn compressed_seeds() -> BTreeMap<String, Vec<u8>> {
 }
 
 /// Seeds of `append_batches`: produce requests as producers encode them
-/// (`seglog::workload::raw::encode`), valid and with every defect, one batch or
+/// (`seglog_suite::workload::raw::encode`), valid and with every defect, one batch or
 /// several, compressed, and bytes after the last batch.
 fn raw_seeds() -> BTreeMap<String, Vec<u8>> {
-    use seglog::workload::raw::encode_request;
-    use seglog::workload::{Defect, RawBatchSpec, RecordSpec};
+    use seglog_suite::workload::raw::encode_request;
+    use seglog_suite::workload::{Defect, RawBatchSpec, RecordSpec};
     let batch = |n: i64, codec: Option<Compression>, defect: Option<Defect>| RawBatchSpec {
         records: (0..n)
             .map(|i| RecordSpec {

@@ -2,7 +2,6 @@
 //! the page is self-contained, escapes what the run prints, and shows for a failure
 //! the operation timeline with the call the crash image lost, the directory trees,
 //! and the expected against the recovered records.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::process::Command;

@@ -7,7 +7,6 @@
 //! repair it. Every number read from disk is combined with checked arithmetic now:
 //! the impossible batch is `Corrupt` naming file and position in a closed segment,
 //! and the active segment's invalid tail (truncated by a writable open) otherwise.
-#![cfg(feature = "suite")]
 
 mod cli_support;
 
@@ -105,8 +104,8 @@ fn overflowing_last_offset_in_the_active_segment_is_its_invalid_tail() {
 /// header is now refused where it is decoded: the read fails naming the field.
 #[test]
 fn a_forged_negative_delta_in_a_trusted_segment_fails_the_read() {
-    use seglog::damage::{Change, Seal};
     use seglog::format::batch::{LAST_OFFSET_DELTA_OFFSET, RECORD_COUNT_OFFSET};
+    use seglog_suite::damage::{Change, Seal};
     for (position, value) in [
         (LAST_OFFSET_DELTA_OFFSET, -1),
         (RECORD_COUNT_OFFSET, -1),

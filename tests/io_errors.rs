@@ -6,13 +6,12 @@
 //! reopen must recover to an allowed spec state, and no power-loss image taken
 //! after the error or at the end of the workload may lose anything that was
 //! reported durable.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
-use seglog::conformance::faults::run_random_faults;
-use seglog::conformance::ConformanceOptions;
 use seglog::fs::sim::FaultKind;
-use seglog::sweep::io_errors::{sweep_errors, IoErrorOptions};
-use seglog::sweep::named_workloads;
+use seglog_suite::conformance::faults::run_random_faults;
+use seglog_suite::conformance::ConformanceOptions;
+use seglog_suite::sweep::io_errors::{sweep_errors, IoErrorOptions};
+use seglog_suite::sweep::named_workloads;
 
 /// The pull-request tier's share: every third named workload, in the debug build.
 /// Every workload runs in release in `seglog verify --budget quick` (its

@@ -1,4 +1,3 @@
-#![cfg(feature = "suite")] // runs the seglog binary
 //! Regression (issue 12, breakage 4): recovery rewrote valid Kafka indexes.
 //!
 //! `seglog recover` on a cleanly closed Kafka directory reported the active

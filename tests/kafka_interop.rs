@@ -1,6 +1,5 @@
-#![cfg(feature = "suite")]
 //! The interop stage against Apache Kafka 4.4's own storage classes (the Java
-//! harness in `interop/kafka/`, driven by `seglog::interop`): seglog's directories
+//! harness in `interop/kafka/`, driven by `seglog_suite::interop`): seglog's directories
 //! opened by Kafka, Kafka's directories (written with `UnifiedLog.appendAsLeader`
 //! and closed as a broker closes them) opened, appended to and handed back by
 //! seglog, and the same appends done by both compared byte for byte. Records are
@@ -14,7 +13,7 @@
 //! Every case (each codec, LogAppendTime) is in `REQUIRED_CASES`: each must pass
 //! in the Kafka -> seglog direction.
 
-use seglog::interop::{self, CaseStatus, InteropOptions};
+use seglog_suite::interop::{self, CaseStatus, InteropOptions};
 
 #[test]
 #[ignore = "nightly tier (.ci/nightly): builds the Java harness and starts Kafka 4.4 per case"]

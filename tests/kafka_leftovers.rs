@@ -9,7 +9,6 @@
 //! changes nothing; `.cleaned` (output before a swap) and `.deleted` (already out of
 //! the log) are removed by a writable open and listed in `removed_files` by every
 //! open.
-#![cfg(feature = "suite")]
 
 mod cli_support;
 

@@ -9,7 +9,6 @@
 //! at most `budget / 24` keys; the passes move the clean point forward until it
 //! reaches the active segment; then the log reads exactly as after one unbounded
 //! pass (offsets, keys, values, timestamps), and a further pass changes nothing.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::sync::Arc;
 

@@ -11,7 +11,6 @@
 //! Teeth: hand-corrupted histories are refused (unit tests of the adapter below);
 //! the engine's broken variants are caught deterministically under shuttle
 //! (tests/shuttle_linearizability.rs).
-#![cfg(feature = "suite")] // seglog-model
 
 mod linearizability_support;
 

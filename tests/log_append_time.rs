@@ -1,4 +1,3 @@
-#![cfg(feature = "compression")] // the codecs
 //! Regression (issue 12, breakage 2): LogAppendTime was ignored, and compaction
 //! rewrote it.
 //!
@@ -16,7 +15,7 @@
 //! `LogConfig::timestamp_type = LogAppendTime` stamps appended batches with the
 //! log's clock.
 //!
-//! Fix: `TimestampType` (src/format/timestamp_type.rs), honoured by
+//! Fix: `TimestampType` (engine/src/format/timestamp_type.rs), honoured by
 //! `BatchView::timestamp_of` / `RecordBatch::timestamp_of` and every reader, and
 //! kept by `RecordBatch::retain` and the compaction splice.
 

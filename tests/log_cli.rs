@@ -1,6 +1,5 @@
 //! The `seglog` binary on temp dirs: happy paths, exit codes, malformed input and
 //! corrupt segments (which must leave every file untouched).
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeMap;
 use std::path::Path;

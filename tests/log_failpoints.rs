@@ -5,7 +5,6 @@
 //! recovery, the log reopens; `next_offset` is at least what was flushed before the
 //! crashed command; every flushed record reads back unchanged; a second open finds
 //! nothing left to repair. With `return(error)` the command exits 2 naming the point.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::process::{Command, Output};

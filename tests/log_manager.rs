@@ -8,7 +8,6 @@
 //! cleaning before the commit point and leaves no temp dir; appends from another
 //! thread while the cleaner runs are never lost; `close` stops the threads and
 //! writes every log's clean-shutdown marker.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -9,7 +9,6 @@
 //! (nothing else); every acknowledged append (exit 0, with its `base_offset`) is in
 //! the log at that offset afterwards; a killed writer never leaves the log locked;
 //! a refused writer changes no byte.
-#![cfg(feature = "suite")]
 
 mod cli_support;
 

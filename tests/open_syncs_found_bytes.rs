@@ -6,9 +6,8 @@
 //! `sync_active_log` does not touch them (they were "synced as found"), the next roll
 //! fsyncs "successfully" and the recovery point vouches for a segment whose bytes a
 //! power loss then turns into zeros.
-#![cfg(feature = "suite")] // the conformance runner
 
-use seglog::conformance::{regressions, run_case, Backend};
+use seglog_suite::conformance::{regressions, run_case, Backend};
 
 #[test]
 fn a_failed_fsync_after_a_reopen_cannot_doom_bytes_the_open_found() {

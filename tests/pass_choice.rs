@@ -5,7 +5,6 @@
 //! `producer_id_expiration_ms`, which only the kafka policy reads, leaves a seed
 //! log's first pass the full scan (no `.keys` summaries), with the same report and
 //! the same files as under the default options.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::path::Path;
 use std::sync::Arc;

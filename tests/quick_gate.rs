@@ -1,13 +1,12 @@
 //! The pull-request gate as a test: `seglog verify --budget quick`, every stage,
 //! in this process. It is the test command of the mutation score
-//! (`seglog::verify::mutants`, docs/verification.md): cargo-mutants builds each
+//! (`seglog_suite::verify::mutants`, docs/verification.md): cargo-mutants builds each
 //! mutant in the `mutants` profile (release code) and runs the engine's unit tests
 //! and this gate against it. Ignored in `cargo test` (unoptimised, the gate takes
 //! many minutes): the nightly tier runs it, as a listed test and in its mutants
 //! step; `cargo test --profile mutants --test quick_gate -- --ignored` runs it.
-#![cfg(feature = "suite")]
 
-use seglog::verify::{run, Budget, Progress, VerifyOptions};
+use seglog_suite::verify::{run, Budget, Progress, VerifyOptions};
 
 #[test]
 #[ignore = "nightly tier (.ci/nightly): the mutation score's test command (its mutants step runs it in the mutants profile); unoptimised it takes minutes"]

@@ -1,4 +1,3 @@
-#![cfg(feature = "suite")]
 //! `read_with(from, .., ReadCommitted)` past the log end was `Ok(empty)` while
 //! `read` (and Kafka's `Log.read` at any isolation level) is `OffsetOutOfRange`:
 //! the committed read returned early when `from` was at or past the last stable
@@ -6,7 +5,7 @@
 //! batches and compared `read_committed` from every position (case: one
 //! `append_txn`, then `read_committed(2)` on a log ending at offset 1). Invariant:
 //! both isolation levels accept the same range `[log_start_offset, next_offset]`.
-//! Fix: `Log::read_with` checks the range first (`src/log/txn.rs`).
+//! Fix: `Log::read_with` checks the range first (`engine/src/log/txn.rs`).
 
 use std::sync::Arc;
 

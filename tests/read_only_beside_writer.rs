@@ -6,15 +6,14 @@
 //! leaves the log open (the marker stays gone). The read-only
 //! open and its read succeed at every stop and see every record acknowledged
 //! before they began, in offset order, nothing else but the writer's appends.
-#![cfg(feature = "suite")]
 
 use std::path::Path;
 use std::sync::Arc;
 
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
-use seglog::workload::interleave::interleave;
 use seglog::{Log, LogConfig, NewRecord};
+use seglog_suite::workload::interleave::interleave;
 
 fn config() -> LogConfig {
     LogConfig {

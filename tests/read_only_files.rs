@@ -9,7 +9,7 @@
 //!
 //! Run as root (permissions do not bind root), the dump runs as `nobody`
 //! (uid 65534); else as this user, on files made read-only.
-#![cfg(all(feature = "suite", target_os = "linux"))]
+#![cfg(target_os = "linux")]
 
 mod cli_support;
 

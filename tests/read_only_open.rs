@@ -4,7 +4,6 @@
 //! marker vouches for the rest), whatever the segment count; damage in a segment
 //! it did not read is a structured error naming the file at the first read of it.
 //! `Log::open_read_only_checked` (`seglog dump --check`) reads every batch.
-#![cfg(feature = "suite")]
 
 mod closed_log_support;
 

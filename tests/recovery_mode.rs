@@ -5,7 +5,6 @@
 //! the report and the command's JSON say the tail was corruption followed by
 //! valid batches, and what they held; `--recovery-mode strict` refuses and
 //! changes nothing. A plain torn tail is reported as torn.
-#![cfg(feature = "suite")]
 
 mod cli_support;
 

@@ -4,13 +4,12 @@
 //! marker-only producer's markers as empty batches, then removes them once the
 //! producers expire, checked step by step on SimFs (with crash images) and on disk.
 //! The spec's own log is replayed alongside to prove the case meets each of these.
-#![cfg(feature = "suite")]
 
 use seglog::compaction::CompactionPolicy;
 use seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT;
-use seglog::conformance::{case_config, run_case, Backend, Step};
-use seglog::workload::{spec, Op, RecordSpec};
 use seglog_model::spec::SpecLog;
+use seglog_suite::conformance::{case_config, run_case, Backend, Step};
+use seglog_suite::workload::{spec, Op, RecordSpec};
 
 fn rec(key: &str, value: Option<&str>, ts: i64) -> RecordSpec {
     RecordSpec {

@@ -11,7 +11,6 @@
 //! directory (`remove_dir_all`), and the writer lock (`try_lock`: an `open` with
 //! `O_CREAT`, then `flock(LOCK_EX|LOCK_NB)` on that descriptor). Skipped only where `strace` is missing and
 //! `SEGLOG_REQUIRE_STRACE` is unset (`.ci/run` sets it).
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -323,8 +322,8 @@ fn the_binary_makes_exactly_the_seams_file_system_calls() {
     // append --raw-file: producer batches, each written as its rewritten header and
     // the caller's records in one `writev` (`FileSystem::append_vectored`).
     let raw = root.join("request.bin");
-    let spec = |key: &str, ts: i64| seglog::workload::RawBatchSpec {
-        records: vec![seglog::workload::RecordSpec {
+    let spec = |key: &str, ts: i64| seglog_suite::workload::RawBatchSpec {
+        records: vec![seglog_suite::workload::RecordSpec {
             key: Some(key.into()),
             value: Some(format!("raw{ts}")),
             ts,
@@ -334,7 +333,7 @@ fn the_binary_makes_exactly_the_seams_file_system_calls() {
     };
     std::fs::write(
         &raw,
-        seglog::workload::raw::encode_request(&[spec("r", 1), spec("s", 1), spec("r", 1)]),
+        seglog_suite::workload::raw::encode_request(&[spec("r", 1), spec("s", 1), spec("r", 1)]),
     )
     .unwrap();
     checked += check_len(&root, &["append", &d, "--raw-file", raw.to_str().unwrap()]);

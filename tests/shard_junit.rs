@@ -2,7 +2,6 @@
 //! of a run are pairwise disjoint and together are exactly the unsharded run (the
 //! units each ran, and the numbers add up), bad shard values are a clear usage
 //! error, and the JUnit XML parses and names what failed.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::collections::BTreeSet;
 use std::path::Path;

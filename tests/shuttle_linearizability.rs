@@ -15,7 +15,7 @@
 //! --no-default-features --features test-variants,suite --test
 //! shuttle_linearizability`. `SEGLOG_SHUTTLE_ITERATIONS` sets the schedules per
 //! scheduler (default 1000); `seglog verify --budget standard` raises it.
-#![cfg(all(shuttle, feature = "suite"))]
+#![cfg(shuttle)]
 
 mod linearizability_support;
 

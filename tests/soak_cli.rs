@@ -1,7 +1,6 @@
 //! `seglog soak` (issue 13): a short soak without and with `--kill`, its JSON
 //! report, and its teeth: the broken cleaning swap `stale-tail-copy` in the
 //! workers must make it fail. No assertion on timing or throughput.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::process::{Command, Output};
 

@@ -46,11 +46,10 @@
 //! For each, the sweep over the named workloads must report at least one violation,
 //! only in the operations the variant changes, and every violation must replay from
 //! its scenario file as a violation.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
-use seglog::scenario::{replay_expecting, Outcome, Scenario};
-use seglog::sweep::{named_workloads, sweep_selected, SweepOptions, Workload};
-use seglog::workload::Op;
+use seglog_suite::scenario::{replay_expecting, Outcome, Scenario};
+use seglog_suite::sweep::{named_workloads, sweep_selected, SweepOptions, Workload};
+use seglog_suite::workload::Op;
 
 /// Sweeps every named workload that runs `touches` against `variant`; returns the
 /// workloads with their violations.
@@ -62,7 +61,7 @@ fn sweep_variant(
     variant: &str,
     touches: fn(&Op) -> bool,
     every: u64,
-) -> Vec<(Workload, Vec<seglog::sweep::Violation>)> {
+) -> Vec<(Workload, Vec<seglog_suite::sweep::Violation>)> {
     let options = SweepOptions::default();
     named_workloads()
         .into_iter()
@@ -346,7 +345,7 @@ fn rebuilt_indexes_left_unsynced_under_the_current_point_are_caught_at(every: u6
 fn assert_first_replays(
     variant: &str,
     workload: &Workload,
-    violations: &[seglog::sweep::Violation],
+    violations: &[seglog_suite::sweep::Violation],
 ) {
     if let Some(first) = violations.first() {
         let scenario = Scenario::from_violation(workload, first);

@@ -4,12 +4,11 @@
 //! install, retention) in two workloads. By step: every sync fail point of the
 //! engine, its calls skipped everywhere (recoveries included), over every workload.
 //! An ablation that is neither caught nor redundant is a blind spot and fails here.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
-use seglog::sweep::ablation::{
+use seglog_suite::sweep::ablation::{
     ablate, ablate_step, is_protocol_sync, model_verdict, sync_steps, StepRow, Verdict,
 };
-use seglog::sweep::{named_workloads, SweepOptions};
+use seglog_suite::sweep::{named_workloads, SweepOptions};
 
 #[test]
 fn every_protocol_sync_is_caught_or_proven_redundant() {
@@ -90,7 +89,7 @@ fn every_sync_step_is_caught_or_proven_redundant() {
     // (32 images per point, 2 recovery crash images) before it counts as a blind
     // spot: `log::recovery::sync_scanned_dir` needs a single lost directory entry
     // among six pending ones, which the 9th to 16th images of a point hold.
-    let catchers = seglog::conformance::regressions::catchers();
+    let catchers = seglog_suite::conformance::regressions::catchers();
     let rows: Vec<StepRow> = steps
         .iter()
         .map(|step| {

@@ -10,7 +10,6 @@
 //! recovery; with the two-rename install (`--features test-variants`) some state of
 //! `compact` does (the teeth). Skipped only where `strace` is missing and
 //! `SEGLOG_REQUIRE_STRACE` is unset (`.ci/run` sets it).
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::process::Command;
 

@@ -16,11 +16,10 @@
 //! `InvalidArgument`, in the spec as in the engine, and the adapter maps it to
 //! `Rejected`; timestamp deltas use wrapping arithmetic, as Kafka's Java `long`s do,
 //! so `base + (ts - base)` gives back `ts` for every pair of valid timestamps.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
-use seglog::conformance::{run_case, Backend, Step};
-use seglog::workload::{Op, RecordSpec};
 use seglog::{Log, LogConfig, NewRecord};
+use seglog_suite::conformance::{run_case, Backend, Step};
+use seglog_suite::workload::{Op, RecordSpec};
 
 fn rec(ts: i64) -> RecordSpec {
     RecordSpec {

@@ -1,4 +1,3 @@
-#![cfg(feature = "suite")]
 //! Transactions in the engine (issue 14): transactional appends and markers, Kafka's
 //! `.txnindex`, the last stable offset, `fetch_with`/`read_with` at both isolation
 //! levels, and compaction's transaction rules, each checked against the spec

@@ -4,7 +4,7 @@
 //! cleaned as dirty again (ratio 1.0), `compact --if-dirty` cleaned and installed
 //! an unchanged copy every time, and the `LogManager` picked that log every round.
 //! The fix (spec first, `model/src/spec/txn_log.rs`; engine
-//! `src/compaction/cleaner.rs`): the pass moves the clean point to the first offset
+//! `engine/src/compaction/cleaner.rs`): the pass moves the clean point to the first offset
 //! it did not clean, `min(active base, last stable offset)`, never back, as Kafka's
 //! cleaner does; whether the rules apply is decided over the whole log.
 //!
@@ -14,7 +14,6 @@
 //! equal the spec's after every step; with an open transaction in a later segment
 //! the clean point stops at the last stable offset, that segment stays uncleanable
 //! until the transaction ends, and then it is cleaned once.
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 mod cli_support;
 

@@ -14,7 +14,6 @@
 //! (what retention removes) may be gone. `RecoveryMode::AcceptLoss` opens anyway,
 //! lists the lost ranges in the report and writes a fresh recovery point, so the
 //! next open is clean.
-#![cfg(feature = "suite")]
 
 mod cli_support;
 

@@ -1,7 +1,6 @@
 //! `seglog verify` as users run it: the JSON report's contract (one object per stage;
 //! the crash sweep's keys), exit codes, and that the suite fails against the seeds'
 //! two-rename swap (the "prove a design change" workflow).
-#![cfg(feature = "suite")] // the suite, its binary or seglog-model
 
 use std::process::Command;
 

@@ -15,7 +15,6 @@
 //! index is rebuilt from the `.log` in memory (lookups stay right, the log names
 //! the file in `Log::rebuilt_indexes`), and a damaged `.log` behind it is an error
 //! naming the `.log`.
-#![cfg(feature = "suite")]
 
 mod closed_log_support;
 

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use seglog::fs::sim::{CrashMode, SimFs};
 use seglog::fs::FileSystem;
-use seglog::scenario::Scenario;
-use seglog::sweep::{
+use seglog::Log;
+use seglog_suite::scenario::Scenario;
+use seglog_suite::sweep::{
     check_image, count_operations, duplicate, run_until_crash, Allowed, Violation, Workload,
 };
-use seglog::Log;
 
 use crate::common::{ops_json, CrashInput, CrashKind, FuzzOp, LOG_DIR};
 

@@ -13,8 +13,8 @@ use seglog::format::{ControlKind, RecordBatch};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::segment::index::SegmentIndex;
-use seglog::workload::{new_records, RecordView};
 use seglog::{CorruptKind, Error, Log};
+use seglog_suite::workload::{new_records, RecordView};
 
 use crate::common::{CheckpointFile, Damage, DirInput, IndexFiles, Leftover, Stranger, LOG_DIR};
 
@@ -228,17 +228,17 @@ pub fn build_dir(input: &DirInput) -> BuiltDir {
                 }
                 let path = logs[usize::from(*file) % logs.len()].clone();
                 let bytes = fs.read_all(&path).expect("read");
-                let ranges = seglog::damage::batch_ranges(&bytes);
+                let ranges = seglog_suite::damage::batch_ranges(&bytes);
                 if ranges.is_empty() {
                     continue;
                 }
                 let (start, _) = ranges[usize::from(*batch) % ranges.len()];
                 let (offset, len) = field.place();
-                let forged = seglog::damage::Change::Forge {
+                let forged = seglog_suite::damage::Change::Forge {
                     position: start + offset as u64,
                     len,
                     value: value.0,
-                    seal: seglog::damage::Seal::Batch,
+                    seal: seglog_suite::damage::Seal::Batch,
                 }
                 .apply(&bytes);
                 let Some(forged) = forged else {

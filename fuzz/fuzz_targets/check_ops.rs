@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use seglog::fs::sim::{CrashMode, SimFs};
 use seglog::fs::FileSystem;
-use seglog::workload::{engine, spec, Op, OpOutcome};
 use seglog::Log;
 use seglog_model::spec::SpecLog;
+use seglog_suite::workload::{engine, spec, Op, OpOutcome};
 
 use crate::common::{ops_json, OpsInput, Step, LOG_DIR};
 

@@ -5,14 +5,14 @@
 //! shapes instead of huge values: a few keys (so compaction has something to do),
 //! small timestamps (so retention and tombstone grace both trigger), small segment
 //! sizes (so rolls and grouping happen). Operations convert into the shared workload
-//! vocabulary [`seglog::workload::Op`]: the fuzz targets never re-implement what the
+//! vocabulary [`seglog_suite::workload::Op`]: the fuzz targets never re-implement what the
 //! engine or the spec does, they only drive both.
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use seglog::workload::{Op, RecordSpec};
+use seglog_suite::workload::{Op, RecordSpec};
 
 /// Where the targets keep the log inside the simulated file system (as the sweep does).
-pub const LOG_DIR: &str = seglog::sweep::LOG_DIR;
+pub const LOG_DIR: &str = seglog_suite::sweep::LOG_DIR;
 
 use seglog::LogConfig;
 
@@ -198,7 +198,7 @@ impl FuzzOp {
             FuzzOp::AppendControl { commit, ts } => Op::AppendControl {
                 commit: *commit,
                 ts: ts.0,
-                producer: seglog::workload::TXN_PRODUCER,
+                producer: seglog_suite::workload::TXN_PRODUCER,
             },
             FuzzOp::Roll => Op::Roll,
             FuzzOp::Flush => Op::Flush,
@@ -355,7 +355,7 @@ pub enum Damage {
     },
     /// A header field of one batch of a `.log` set to `value`, the batch's CRC-32C
     /// recomputed: a CRC-valid batch with impossible or extreme fields, which no
-    /// writer of ours produces and no checksum refuses (`seglog::damage::Change::Forge`).
+    /// writer of ours produces and no checksum refuses (`seglog_suite::damage::Change::Forge`).
     Forge {
         file: u8,
         batch: u8,

@@ -6,7 +6,7 @@
 //! run's count), the crash semantics (process crash, or one of the power-loss disk
 //! images `SimFs::crash_images` enumerates: torn unsynced appends, lost directory
 //! operations, lost rewrites) and optionally a second crash during recovery with its
-//! own semantics. It reuses the crash sweep (`seglog::sweep::{run_until_crash,
+//! own semantics. It reuses the crash sweep (`seglog_suite::sweep::{run_until_crash,
 //! check_image, States}`): the fuzzer explores crash points and images of workloads
 //! the named sweep workloads do not cover.
 //!

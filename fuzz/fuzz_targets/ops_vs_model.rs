@@ -5,8 +5,8 @@
 //! to 32 steps: append (1-4 records over 4 keys, tombstones, keyless), control batch,
 //! roll, flush, retain (time and/or size, invalid arguments included), compact (with
 //! tombstone grace and output grouping), read from any offset, and reopen after a
-//! process crash. Operations convert into the shared `seglog::workload::Op` and run
-//! through `seglog::workload::{engine, spec}::apply`: nothing is re-implemented here.
+//! process crash. Operations convert into the shared `seglog_suite::workload::Op` and run
+//! through `seglog_suite::workload::{engine, spec}::apply`: nothing is re-implemented here.
 //!
 //! Invariants checked (`check_ops::ops_vs_model`):
 //! - every operation has the same outcome on both sides (offsets assigned, segments

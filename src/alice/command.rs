@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use crate::log::LogConfig;
 use crate::workload::Op;
+use seglog::log::LogConfig;
 
 /// The command line arguments (after the binary) that apply `op` to the log at
 /// `dir`, `None` when the operation needs no command, or why the command line

@@ -9,9 +9,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::fs::sim::SimFs;
-use crate::fs::{FileSystem, StdFs};
 use crate::sweep::PARENT_DIR;
+use seglog::fs::sim::SimFs;
+use seglog::fs::{FileSystem, StdFs};
 
 use super::strace::SysCall;
 

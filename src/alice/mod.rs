@@ -37,12 +37,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::fs::sim::{CrashMode, SimFs};
-use crate::fs::{FileSystem, StdFs};
-use crate::log::Log;
 use crate::sweep::oracle::ImageFacts;
 use crate::sweep::{leftovers, Allowed, States, Workload, LOG_DIR};
 use crate::workload::engine;
+use seglog::fs::sim::{CrashMode, SimFs};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::log::Log;
 
 /// How hard to look, and with what.
 #[derive(Debug, Clone)]
@@ -241,7 +241,7 @@ fn judge(
 
 /// True when `log_dir`, or one of its install siblings, exists on the real disk.
 fn has_log(log_dir: &Path) -> bool {
-    let Ok(paths) = crate::install::InstallPaths::new(log_dir) else {
+    let Ok(paths) = seglog::install::InstallPaths::new(log_dir) else {
         return false;
     };
     let fs = StdFs::new();

@@ -1,7 +1,7 @@
 //! The yardstick of every throughput figure (`seglog bench`, `benches/`): the same
 //! bytes through plain buffered `std` IO, measured in the same run as the engine.
 //! Suite code: the engine never calls it. It gives the engine's writeback hint
-//! through the testing seam (`crate::testing::start_writeback`).
+//! through the testing seam (`seglog::testing::start_writeback`).
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -68,7 +68,7 @@ pub fn write_buffered_writeback(
         written += chunk.len() as u64;
         if writeback_bytes > 0 && written / writeback_bytes != hinted / writeback_bytes {
             // What BufWriter still holds (less than its 8 KiB) waits for the next.
-            crate::testing::start_writeback(out.get_ref())?;
+            seglog::testing::start_writeback(out.get_ref())?;
             hinted = written;
         }
     }
@@ -103,7 +103,7 @@ pub fn write_produced_writeback(
         out.write_all(&chunk)?;
         written += chunk.len() as u64;
         if writeback_bytes > 0 && written / writeback_bytes != hinted / writeback_bytes {
-            crate::testing::start_writeback(out.get_ref())?;
+            seglog::testing::start_writeback(out.get_ref())?;
             hinted = written;
         }
     }

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::fs::{FileSystem, StdFs, TraceCall, TraceFs};
-use crate::log::LogConfig;
-use crate::manager::{CleanupPolicy, LogManager, ManagerConfig, Partition, PartitionConfig};
-use crate::{ManualClock, NewRecord};
+use seglog::error::{Error, Result};
+use seglog::fs::{FileSystem, StdFs, TraceCall, TraceFs};
+use seglog::log::LogConfig;
+use seglog::manager::{CleanupPolicy, LogManager, ManagerConfig, Partition, PartitionConfig};
+use seglog::{ManualClock, NewRecord};
 
 /// Throughput target: appends during a cleaning >= 0.8x appends alone.
 pub const THROUGHPUT_TARGET: f64 = 0.8;
@@ -350,7 +350,7 @@ pub fn run(
                 let run = with_appender(&partition, batch_records, || {
                     cleaned = matches!(
                         manager.run_cleaner_once()?,
-                        Some(c) if matches!(c.outcome, crate::manager::CleanOutcome::Cleaned(_))
+                        Some(c) if matches!(c.outcome, seglog::manager::CleanOutcome::Cleaned(_))
                     );
                     Ok(())
                 })?;

@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::fs::StdFs;
-use crate::log::{Log, RecoveryReport};
+use seglog::error::{Error, Result};
+use seglog::fs::StdFs;
+use seglog::log::{Log, RecoveryReport};
 
 use super::open::open_config;
 

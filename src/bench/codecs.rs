@@ -28,14 +28,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::compaction::CompactOptions;
-use crate::error::{Error, Result};
-use crate::format::batch::RECORDS_OFFSET;
-use crate::format::batch_view::{BatchView, INFLATED_BYTES_MAX};
-use crate::format::{Compression, NewRecord, RecordBatch};
-use crate::fs::FileSystem;
-use crate::install::InstallPaths;
-use crate::log::{Log, LogConfig, ReadRecord};
+use seglog::compaction::CompactOptions;
+use seglog::error::{Error, Result};
+use seglog::format::batch::RECORDS_OFFSET;
+use seglog::format::batch_view::{BatchView, INFLATED_BYTES_MAX};
+use seglog::format::{Compression, NewRecord, RecordBatch};
+use seglog::fs::FileSystem;
+use seglog::install::InstallPaths;
+use seglog::log::{Log, LogConfig, ReadRecord};
 
 use super::{LogFixture, Stopwatch};
 
@@ -123,7 +123,7 @@ pub fn encode_compress_only(codec: Compression, fixture: &LogFixture) -> Result<
     let (mut plain, mut out) = (Vec::new(), Vec::new());
     for batch in &fixture.batches {
         plain.clear();
-        crate::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain)
+        seglog::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain)
             .ok_or_else(|| Error::InvalidArgument("the fixture's records are refused".into()))?;
         out.clear();
         codec.compress_into(&plain, &mut out);
@@ -318,7 +318,7 @@ pub fn encode_compress_write_writeback_fsync(
             return false;
         };
         plain.clear();
-        if crate::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).is_none() {
+        if seglog::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).is_none() {
             refused = true;
             return false;
         }
@@ -344,7 +344,7 @@ pub fn encode_compress_write_writeback_fsync(
 /// Beside decompression alone this is the ceiling of `read/<codec>`: the owned
 /// records' own cost (two reference counts and 112 bytes per record) is in it.
 pub fn owned_records_only(stored: &[u8]) -> Result<usize> {
-    let corrupt = |e: crate::format::FormatError| Error::InvalidArgument(format!("{e:?}"));
+    let corrupt = |e: seglog::format::FormatError| Error::InvalidArgument(format!("{e:?}"));
     let (mut count, mut at, mut taken) = (0usize, 0usize, 0usize);
     let mut records: Vec<ReadRecord> = Vec::new();
     while let Some(rest) = stored.get(at..).filter(|rest| !rest.is_empty()) {
@@ -384,10 +384,10 @@ pub fn owned_records_only(stored: &[u8]) -> Result<usize> {
 fn records_within(
     mut stored: &[u8],
     budget: usize,
-) -> std::result::Result<usize, crate::format::FormatError> {
+) -> std::result::Result<usize, seglog::format::FormatError> {
     let (mut records, mut taken) = (0usize, 0usize);
     while !stored.is_empty() && taken < budget {
-        let header = crate::format::batch::decode_header(stored)?;
+        let header = seglog::format::batch::decode_header(stored)?;
         records += usize::try_from(header.record_count).unwrap_or(0);
         taken += header.size;
         stored = stored.get(header.size..).unwrap_or_default();
@@ -421,7 +421,7 @@ pub fn payloads(log: &Log) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     let mut at = 0usize;
     while at < raw.len() {
-        let header = crate::format::batch::decode_header(&raw[at..])
+        let header = seglog::format::batch::decode_header(&raw[at..])
             .map_err(|e| Error::InvalidArgument(format!("{e:?}")))?;
         out.push(raw[at + RECORDS_OFFSET..at + header.size].to_vec());
         at += header.size;
@@ -481,7 +481,7 @@ impl HalfObsoleteLog {
             segment_bytes: SEGMENT_BYTES,
         };
         let start = Stopwatch::start();
-        let built = crate::compaction::build(fs, &self.dir, options)?
+        let built = seglog::compaction::build(fs, &self.dir, options)?
             .ok_or_else(|| Error::InvalidArgument("nothing to compact".into()))?;
         let took = start.stop();
         let tmp = InstallPaths::new(&self.dir)?.tmp;
@@ -510,7 +510,7 @@ mod tests {
         let mut plain = Vec::new();
         for (batch, want) in fixture.batches.iter().zip(encoded_records(&fixture)) {
             plain.clear();
-            crate::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).unwrap();
+            seglog::testing::encode_records_checked(batch, RECORDS_OFFSET, &mut plain).unwrap();
             assert_eq!(plain, want);
         }
         assert_eq!(encode_compress_only(Compression::Lz4, &fixture).unwrap(), 3);
@@ -557,7 +557,7 @@ mod tests {
         let payloads = log.closed_payloads().unwrap();
         assert_eq!(payloads.len(), 4);
         assert_eq!(recompress_only(Compression::Lz4, &payloads).unwrap(), 4);
-        let (_, kept) = log.build(&crate::fs::StdFs::new()).unwrap();
+        let (_, kept) = log.build(&seglog::fs::StdFs::new()).unwrap();
         // 4 x 50 own keys, plus the 50 hot keys of the last batch.
         assert_eq!(kept, 250);
         let fixture = LogFixture::new(300, 100);

@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::compaction::CompactOptions;
-use crate::error::{Error, Result};
-use crate::format::{filename, NewRecord, RecordBatch};
-use crate::fs::FileSystem;
-use crate::install::InstallPaths;
+use seglog::compaction::CompactOptions;
+use seglog::error::{Error, Result};
+use seglog::format::{filename, NewRecord, RecordBatch};
+use seglog::fs::FileSystem;
+use seglog::install::InstallPaths;
 
 /// Segment size of the fixture and of the compacted output.
 pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
@@ -89,13 +89,13 @@ impl CompactionFixture {
                 if aborted && chunk % 5 == 0 {
                     let producer = i64::try_from(round * keys + chunk).unwrap_or(i64::MAX);
                     let mut batch = RecordBatch::build(writer.next, &records);
-                    batch.attributes |= crate::format::batch::ATTR_TRANSACTIONAL;
+                    batch.attributes |= seglog::format::batch::ATTR_TRANSACTIONAL;
                     batch.producer_id = producer;
                     batch.producer_epoch = 0;
                     writer.write_batch(&batch)?;
                     let marker = RecordBatch::control(
                         writer.next,
-                        crate::format::ControlKind::Abort,
+                        seglog::format::ControlKind::Abort,
                         producer,
                         0,
                         0,
@@ -126,27 +126,27 @@ impl CompactionFixture {
     /// Install step 1 (offset map over every segment, rewrite of the closed region,
     /// copy of the active segment, fsync of every file) into `D.compact-tmp`, which
     /// is removed afterwards; its time and the build.
-    pub fn build(&self, fs: &dyn FileSystem) -> Result<(Duration, crate::compaction::Built)> {
-        self.build_with(fs, crate::compaction::CompactionPolicy::Seed)
+    pub fn build(&self, fs: &dyn FileSystem) -> Result<(Duration, seglog::compaction::Built)> {
+        self.build_with(fs, seglog::compaction::CompactionPolicy::Seed)
     }
 
     /// [`CompactionFixture::build`] under `policy` (one pass from scratch, unbounded).
     pub fn build_with(
         &self,
         fs: &dyn FileSystem,
-        policy: crate::compaction::CompactionPolicy,
-    ) -> Result<(Duration, crate::compaction::Built)> {
+        policy: seglog::compaction::CompactionPolicy,
+    ) -> Result<(Duration, seglog::compaction::Built)> {
         let options = CompactOptions {
             now: i64::MAX / 2,
             delete_retention_ms: 0,
             segment_bytes: SEGMENT_BYTES,
         };
-        let clean = crate::compaction::CleanOptions {
+        let clean = seglog::compaction::CleanOptions {
             policy,
-            ..crate::compaction::CleanOptions::default()
+            ..seglog::compaction::CleanOptions::default()
         };
         let start = super::Stopwatch::start();
-        let built = crate::compaction::build_with(fs, &self.dir, options, clean)?
+        let built = seglog::compaction::build_with(fs, &self.dir, options, clean)?
             .ok_or_else(|| Error::InvalidArgument("the fixture has nothing to compact".into()))?;
         let took = start.stop();
         let tmp = InstallPaths::new(&self.dir)?.tmp;
@@ -223,7 +223,7 @@ impl<'a> SegmentWriter<'a> {
 
 #[cfg(test)]
 mod tests {
-    use crate::fs::sim::SimFs;
+    use seglog::fs::sim::SimFs;
 
     use super::*;
 

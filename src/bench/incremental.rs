@@ -10,16 +10,16 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::compaction::pass::full as scan;
-use crate::compaction::pass::incremental::map_pass;
-use crate::compaction::{build, build_with, CleanOptions, CompactOptions, CompactionReport};
-use crate::error::{Error, Result};
-use crate::format::checkpoint::CLEAN_POINT_NAME;
-use crate::fs::{FileSystem, StdFs};
-use crate::install::InstallPaths;
-use crate::log::{Log, LogConfig};
-use crate::segment::files::list_segments;
-use crate::NewRecord;
+use seglog::compaction::pass::full as scan;
+use seglog::compaction::pass::incremental::map_pass;
+use seglog::compaction::{build, build_with, CleanOptions, CompactOptions, CompactionReport};
+use seglog::error::{Error, Result};
+use seglog::format::checkpoint::CLEAN_POINT_NAME;
+use seglog::fs::{FileSystem, StdFs};
+use seglog::install::InstallPaths;
+use seglog::log::{Log, LogConfig};
+use seglog::segment::files::list_segments;
+use seglog::NewRecord;
 
 /// Segment size of the fixture and of the output.
 pub const SEGMENT_BYTES: u64 = 16 * 1024 * 1024;
@@ -106,7 +106,7 @@ impl IncrementalFixture {
         let fs = StdFs::new();
         let mut bytes = 0;
         for base in list_segments(&fs, dir)? {
-            let path = crate::segment::files::segment_path(dir, base, ".log");
+            let path = seglog::segment::files::segment_path(dir, base, ".log");
             bytes += fs.len(&path).map_err(|e| Error::io(&path, e))?;
         }
         Ok(IncrementalFixture {

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 use super::compaction::CompactionFixture;
 use super::{compare, Comparison};
-use crate::compaction::CompactionPolicy;
-use crate::error::Result;
-use crate::fs::StdFs;
+use seglog::compaction::CompactionPolicy;
+use seglog::error::Result;
+use seglog::fs::StdFs;
 
 /// The target: kafka speed / seed speed.
 pub const KAFKA_POLICY_TARGET: f64 = 0.9;
@@ -84,7 +84,7 @@ pub fn run(keys: u64, iterations: usize, root: &Path) -> Result<(Vec<Comparison>
 }
 
 fn fs_remove(fs: &StdFs, dir: &Path) -> Result<()> {
-    use crate::fs::FileSystem;
+    use seglog::fs::FileSystem;
     fs.remove_dir_all(dir)
-        .map_err(|e| crate::error::Error::io(dir, e))
+        .map_err(|e| seglog::error::Error::io(dir, e))
 }

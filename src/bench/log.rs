@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::error::Result;
-use crate::format::{NewRecord, RecordBatch};
-use crate::log::{Log, LogConfig};
+use seglog::error::Result;
+use seglog::format::{NewRecord, RecordBatch};
+use seglog::log::{Log, LogConfig};
 
 /// Bytes per read call in every read loop (and per `BufReader` read).
 pub const READ_BYTES: usize = 1 << 20;
@@ -60,7 +60,7 @@ impl LogFixture {
     pub fn write_baseline(&self, path: &Path) -> Result<Duration> {
         let start = super::Stopwatch::start();
         crate::bench::baseline::write_buffered(path, &self.bytes, self.batch_bytes())
-            .map_err(|e| crate::error::Error::io(path, e))?;
+            .map_err(|e| seglog::error::Error::io(path, e))?;
         Ok(start.stop())
     }
 }
@@ -134,7 +134,7 @@ pub fn read_raw_bytes(log: &Log) -> Result<usize> {
         }
         let mut at = 0;
         while at < raw.len() {
-            let header = crate::format::batch::decode_header(&raw[at..])
+            let header = seglog::format::batch::decode_header(&raw[at..])
                 .map_err(|e| e.at(log.dir(), at as u64))?;
             from = header.last_offset() + 1;
             at += header.size;

@@ -21,7 +21,6 @@
 pub mod baseline;
 pub mod clean_append;
 pub mod cleanup;
-#[cfg(feature = "compression")]
 pub mod codecs;
 pub mod compaction;
 pub mod incremental;
@@ -35,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use seglog::error::{Error, Result};
 
 pub use self::log::{
     append_log, fetch_bytes, fetch_records, read_raw_bytes, read_records, Counts, LogFixture,

@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::format::recovery_point::CLEAN_SHUTDOWN_NAME;
-use crate::fs::{FileSystem, StdFs};
-use crate::log::{Log, LogConfig};
+use seglog::error::{Error, Result};
+use seglog::format::recovery_point::CLEAN_SHUTDOWN_NAME;
+use seglog::fs::{FileSystem, StdFs};
+use seglog::log::{Log, LogConfig};
 
 use super::LogFixture;
 

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::fs::{FileSystem, StdFs};
-use crate::log::{Log, LogConfig};
+use seglog::error::{Error, Result};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::log::{Log, LogConfig};
 
 use super::LogFixture;
 

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
-use crate::format::RecordBatch;
-use crate::log::{Log, LogConfig};
+use seglog::error::Result;
+use seglog::format::RecordBatch;
+use seglog::log::{Log, LogConfig};
 
 use super::{LogFixture, Stopwatch};
 
@@ -39,7 +39,7 @@ impl ProducedFixture {
 
 fn config() -> LogConfig {
     LogConfig {
-        max_batch_bytes: crate::format::batch::BATCH_BYTES_MAX as u64,
+        max_batch_bytes: seglog::format::batch::BATCH_BYTES_MAX as u64,
         ..LogConfig::default()
     }
 }
@@ -78,7 +78,7 @@ pub fn baseline_write_fsync(dir: &Path, fixture: &LogFixture) -> Result<Duration
     let path = dir.join("baseline.log");
     let start = Stopwatch::start();
     crate::bench::baseline::write_buffered(&path, &fixture.bytes, fixture.batch_bytes())
-        .map_err(|e| crate::error::Error::io(&path, e))?;
+        .map_err(|e| seglog::error::Error::io(&path, e))?;
     Ok(start.stop())
 }
 
@@ -95,7 +95,7 @@ pub fn baseline_write_writeback_fsync(dir: &Path, fixture: &LogFixture) -> Resul
         fixture.batch_bytes(),
         LogConfig::default().writeback_bytes,
     )
-    .map_err(|e| crate::error::Error::io(&path, e))?;
+    .map_err(|e| seglog::error::Error::io(&path, e))?;
     Ok(start.stop())
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::Outcome;
 use crate::alice::{self, AliceOptions};
-use crate::{Error, Result};
+use seglog::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct AliceArgs {

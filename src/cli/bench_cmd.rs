@@ -12,9 +12,9 @@ use super::Outcome;
 use crate::bench::baseline;
 use crate::bench::compaction::CompactionFixture;
 use crate::bench::{self, Comparison, Counts, LogFixture, READ_BYTES};
-use crate::fs::{FileSystem, StdFs};
-use crate::log::{Log, LogConfig};
-use crate::{Error, Result};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::log::{Log, LogConfig};
+use seglog::{Error, Result};
 
 /// Append and read targets of the engine-core issue (>= 0.8x the baseline).
 const LOG_TARGET: f64 = 0.8;
@@ -491,7 +491,7 @@ fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
         },
         || {
             fixture
-                .build_with(&fs, crate::compaction::CompactionPolicy::Kafka)
+                .build_with(&fs, seglog::compaction::CompactionPolicy::Kafka)
                 .map(|(took, _)| took)
         },
     )?;
@@ -500,7 +500,7 @@ fn compact_aborted(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
 }
 
 /// The codec-only floor: `codec` compressing every batch's encoded records.
-fn codec_alone(codec: crate::format::Compression, records: &[Vec<u8>]) -> Result<Duration> {
+fn codec_alone(codec: seglog::format::Compression, records: &[Vec<u8>]) -> Result<Duration> {
     bench::timed(records.len(), || {
         crate::bench::codecs::compress_only(codec, records)
     })
@@ -508,7 +508,7 @@ fn codec_alone(codec: crate::format::Compression, records: &[Vec<u8>]) -> Result
 
 fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     use crate::bench::codecs::{self as c, HalfObsoleteLog};
-    use crate::format::Compression;
+    use seglog::format::Compression;
     let mut results = Vec::new();
     eprintln!(
         "seglog bench: building the codec fixture ({} records)",

@@ -17,10 +17,10 @@
 use clap::Args;
 use serde_json::json;
 
-use crate::compaction::CompactionReport;
-use crate::error::{Error, Result};
 use crate::workload::engine::{self, Variant};
-use crate::{Log, LogConfig};
+use seglog::compaction::CompactionReport;
+use seglog::error::{Error, Result};
+use seglog::{Log, LogConfig};
 
 use super::log_cmds::LogArgs;
 use super::Outcome;
@@ -94,7 +94,7 @@ fn open_existing_with(
 
 /// `seglog retain`.
 pub fn retain(args: RetainArgs) -> Result<Outcome> {
-    crate::retention::check_arguments(args.retention_ms, args.retention_bytes)?;
+    seglog::retention::check_arguments(args.retention_ms, args.retention_bytes)?;
     let variant = Variant::parse(&args.variant).map_err(Error::InvalidArgument)?;
     let (mut log, recovery) = open_existing(&args.log)?;
     let deleted_segments = engine::retain(

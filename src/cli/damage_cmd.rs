@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::Outcome;
 use crate::damage::{self, DamageOptions};
-use crate::{Error, Result};
+use seglog::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct DamageArgs {

@@ -13,13 +13,13 @@ use clap::Args;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
-use crate::format::{Compression, TimestampType};
-use crate::fs::{FileSystem, StdFs};
-use crate::{Log, LogConfig, NewRecord, RecoveryMode, RecoveryReport, TailKind};
+use seglog::error::{Error, Result};
+use seglog::format::{Compression, TimestampType};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::{Log, LogConfig, NewRecord, RecoveryMode, RecoveryReport, TailKind};
 
 use super::Outcome;
-use crate::compaction::CompactionPolicy;
+use seglog::compaction::CompactionPolicy;
 
 /// Bytes asked for per read while dumping.
 const DUMP_READ_BYTES: usize = 1 << 20;
@@ -246,15 +246,15 @@ pub struct DumpArgs {
 pub enum IsolationArg {
     /// Every stored record, markers included.
     ReadUncommitted,
-    /// Committed records only (see [`crate::Isolation::ReadCommitted`]).
+    /// Committed records only (see [`seglog::Isolation::ReadCommitted`]).
     ReadCommitted,
 }
 
-impl From<IsolationArg> for crate::Isolation {
+impl From<IsolationArg> for seglog::Isolation {
     fn from(arg: IsolationArg) -> Self {
         match arg {
-            IsolationArg::ReadUncommitted => crate::Isolation::ReadUncommitted,
-            IsolationArg::ReadCommitted => crate::Isolation::ReadCommitted,
+            IsolationArg::ReadUncommitted => seglog::Isolation::ReadUncommitted,
+            IsolationArg::ReadCommitted => seglog::Isolation::ReadCommitted,
         }
     }
 }
@@ -298,8 +298,8 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
             .producer_id
             .expect("clap: --control requires --producer-id");
         let kind = match control {
-            ControlArg::Commit => crate::ControlKind::Commit,
-            ControlArg::Abort => crate::ControlKind::Abort,
+            ControlArg::Commit => seglog::ControlKind::Commit,
+            ControlArg::Abort => seglog::ControlKind::Abort,
         };
         let (mut log, recovery) = open_writable(&args.log.dir, args.log.config())?;
         let info = log.append_control(kind, producer_id, args.producer_epoch, args.timestamp)?;
@@ -321,7 +321,7 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
                     let batch = parse_batch(line, &what)?;
                     // Every line is checked as the log will check it before the log
                     // is opened: a bad line stores nothing (all or nothing).
-                    crate::log::check_records(&batch).map_err(|e| match e {
+                    seglog::log::check_records(&batch).map_err(|e| match e {
                         Error::InvalidArgument(why) => {
                             Error::InvalidArgument(format!("{what} of {}: {why}", path.display()))
                         }
@@ -339,7 +339,7 @@ pub fn append(args: AppendArgs) -> Result<Outcome> {
     for batch in &batches {
         infos.push(match args.producer_id {
             Some(id) => {
-                log.append_transactional(crate::Producer::new(id, args.producer_epoch), batch)?
+                log.append_transactional(seglog::Producer::new(id, args.producer_epoch), batch)?
             }
             None => log.append(batch)?,
         });
@@ -362,7 +362,7 @@ fn append_raw(log_args: &LogArgs, path: &std::path::Path) -> Result<Outcome> {
         .map_err(|e| Error::io(path, e))?;
     // Checked before the log is opened (as `append` parses its input first), so a
     // refused file leaves the directory as it was, clean-shutdown marker included.
-    let batches = crate::format::produce::check(&bytes, log_args.max_batch_bytes as usize)
+    let batches = seglog::format::produce::check(&bytes, log_args.max_batch_bytes as usize)
         .map_err(Error::from)?
         .len();
     let (mut log, recovery) = open_writable(&log_args.dir, log_args.config())?;
@@ -418,7 +418,7 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
         );
     }
     let mut from = args.from.unwrap_or_else(|| log.log_start_offset());
-    let isolation = crate::Isolation::from(args.isolation);
+    let isolation = seglog::Isolation::from(args.isolation);
     let mut records = Vec::new();
     loop {
         let batch = log.read_with(from, DUMP_READ_BYTES, isolation)?;
@@ -433,7 +433,7 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
         "records": records,
         "isolation": isolation,
     });
-    if isolation == crate::Isolation::ReadCommitted {
+    if isolation == seglog::Isolation::ReadCommitted {
         out["last_stable_offset"] = json!(log.last_stable_offset()?);
     }
     // Only `--recovery-mode accept-loss` gets here with lost segments: named.
@@ -457,7 +457,7 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
     Ok(Outcome::Ok(out))
 }
 
-fn record_json(record: &crate::ReadRecord) -> Value {
+fn record_json(record: &seglog::ReadRecord) -> Value {
     let mut object = Map::new();
     object.insert("offset".into(), json!(record.offset));
     put_bytes(&mut object, "key", record.key.as_deref());
@@ -489,7 +489,7 @@ fn put_bytes(object: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) 
 
 /// `seglog failpoints`.
 pub fn failpoints() -> Outcome {
-    Outcome::Ok(json!({ "failpoints": crate::fs::failpoint::ALL }))
+    Outcome::Ok(json!({ "failpoints": seglog::fs::failpoint::ALL }))
 }
 
 #[cfg(test)]
@@ -497,10 +497,10 @@ mod tests {
     use clap::Parser;
 
     use crate::cli::{Cli, Command};
-    use crate::fs::OPEN_FILES_MAX_DEFAULT;
+    use seglog::fs::OPEN_FILES_MAX_DEFAULT;
 
     /// The configuration `seglog <args>` opens its log with.
-    fn config_of(args: &[&str]) -> crate::LogConfig {
+    fn config_of(args: &[&str]) -> seglog::LogConfig {
         let cli = Cli::try_parse_from(args).unwrap();
         match cli.command {
             Command::Roll(log) | Command::Recover(log) => log.config(),

@@ -97,22 +97,22 @@ pub enum Command {
 
 /// The environment variable that turns the seam's trace on: the log commands
 /// (`append`, `roll`, `recover`, `retain`, `compact`) record every mutating
-/// [`FileSystem`](crate::fs::FileSystem) call they make on the real disk
-/// ([`TraceFs`](crate::fs::TraceFs) over [`StdFs`](crate::fs::StdFs)) and write
+/// [`FileSystem`](seglog::fs::FileSystem) call they make on the real disk
+/// ([`TraceFs`](seglog::fs::TraceFs) over [`StdFs`](seglog::fs::StdFs)) and write
 /// them to this file as a JSON array when the command ends (tests/seam_fidelity.rs
 /// holds the binary's system calls to it).
 pub const TRACE_FS_ENV: &str = "SEGLOG_TRACE_FS";
 
-static TRACE: std::sync::OnceLock<std::sync::Arc<crate::fs::TraceFs>> = std::sync::OnceLock::new();
+static TRACE: std::sync::OnceLock<std::sync::Arc<seglog::fs::TraceFs>> = std::sync::OnceLock::new();
 
 /// The file system the log commands use: the real disk, keeping at most
 /// `open_files_max` handles open (`--max-open-files`), traced when
 /// [`TRACE_FS_ENV`] is set.
-pub fn seam(open_files_max: usize) -> std::sync::Arc<dyn crate::fs::FileSystem> {
-    let disk = || crate::fs::StdFs::with_open_files_max(open_files_max);
+pub fn seam(open_files_max: usize) -> std::sync::Arc<dyn seglog::fs::FileSystem> {
+    let disk = || seglog::fs::StdFs::with_open_files_max(open_files_max);
     if std::env::var_os(TRACE_FS_ENV).is_some() {
         let traced = TRACE.get_or_init(|| {
-            std::sync::Arc::new(crate::fs::TraceFs::new(std::sync::Arc::new(disk())))
+            std::sync::Arc::new(seglog::fs::TraceFs::new(std::sync::Arc::new(disk())))
         });
         return traced.clone();
     }
@@ -121,13 +121,13 @@ pub fn seam(open_files_max: usize) -> std::sync::Arc<dyn crate::fs::FileSystem> 
 
 /// Writes the seam's trace to the file [`TRACE_FS_ENV`] names, if it is set.
 fn write_trace() {
-    use crate::fs::FileSystem;
+    use seglog::fs::FileSystem;
     let (Some(path), Some(traced)) = (std::env::var_os(TRACE_FS_ENV), TRACE.get()) else {
         return;
     };
     let text = serde_json::to_string(&traced.ops()).unwrap_or_default();
     let path = std::path::PathBuf::from(path);
-    if let Err(e) = crate::fs::StdFs::new().write_new(&path, text.as_bytes()) {
+    if let Err(e) = seglog::fs::StdFs::new().write_new(&path, text.as_bytes()) {
         eprintln!("seglog: cannot write the trace to {}: {e}", path.display());
     }
 }
@@ -137,16 +137,18 @@ fn write_trace() {
 /// created. A directory missing after a crash mid-install, with its temp dir,
 /// backup or manifest beside it, is a log (the open's install recovery finishes
 /// it).
-pub(crate) fn require_log(dir: &std::path::Path) -> crate::Result<()> {
-    use crate::fs::FileSystem;
-    let fs = crate::fs::StdFs::new();
-    let resolved = fs.canonicalize(dir).map_err(|e| crate::Error::io(dir, e))?;
-    let paths = crate::install::InstallPaths::new(&resolved)?;
+pub(crate) fn require_log(dir: &std::path::Path) -> seglog::Result<()> {
+    use seglog::fs::FileSystem;
+    let fs = seglog::fs::StdFs::new();
+    let resolved = fs
+        .canonicalize(dir)
+        .map_err(|e| seglog::Error::io(dir, e))?;
+    let paths = seglog::install::InstallPaths::new(&resolved)?;
     let any = [&paths.live, &paths.tmp, &paths.backup, &paths.manifest]
         .into_iter()
         .any(|p| fs.exists(p));
     if !any {
-        return Err(crate::Error::InvalidArgument(format!(
+        return Err(seglog::Error::InvalidArgument(format!(
             "no log at {}",
             dir.display()
         )));
@@ -155,7 +157,7 @@ pub(crate) fn require_log(dir: &std::path::Path) -> crate::Result<()> {
 }
 
 /// Runs one parsed command.
-pub fn dispatch(command: Command) -> crate::Result<Outcome> {
+pub fn dispatch(command: Command) -> seglog::Result<Outcome> {
     match command {
         Command::Append(args) => log_cmds::append(args),
         Command::Roll(args) => log_cmds::roll(args),

@@ -4,7 +4,7 @@ use seglog_model::check;
 use seglog_model::cli::ModelCommand;
 
 use super::Outcome;
-use crate::{Error, Result};
+use seglog::{Error, Result};
 
 /// Runs a model subcommand. `check` prints the report (exit 1 on a violation);
 /// `explore` serves the Explorer and does not return.

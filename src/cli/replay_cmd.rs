@@ -6,11 +6,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::Outcome;
-use crate::fs::StdFs;
 use crate::scenario::{self, load, scenario_paths};
 use crate::scenario::{inspect, ReplayResult, Scenario};
 use crate::verify::html::{page, PageFailure, PageStage};
-use crate::Result;
+use seglog::fs::StdFs;
+use seglog::Result;
 
 /// The page's section for one scenario: laid open, or why it could not be.
 pub(super) fn failure_page(
@@ -75,12 +75,12 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
     let mut page_rows = Vec::new();
     let mut page_failures = Vec::new();
     for path in &paths {
-        let scenario = load(&fs, path).map_err(crate::Error::InvalidArgument)?;
+        let scenario = load(&fs, path).map_err(seglog::Error::InvalidArgument)?;
         let started = std::time::Instant::now();
         if args.list_images {
             let variant = args.variant.as_deref().unwrap_or(&scenario.variant);
             let images = scenario::replay::crash_point_images(&scenario, variant, 256)
-                .map_err(crate::Error::InvalidArgument)?;
+                .map_err(seglog::Error::InvalidArgument)?;
             results.push(json!({ "file": path.display().to_string(), "images": images }));
             continue;
         }

@@ -16,9 +16,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::Outcome;
-use crate::error::{Error, Result};
 use crate::soak::workload::{self, StdoutSink, WorkOptions};
 use crate::soak::{self, SoakOptions};
+use seglog::error::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct SoakArgs {

@@ -6,15 +6,15 @@ use clap::Args;
 use serde_json::json;
 
 use super::Outcome;
-use crate::fs::sim::FaultKind;
-use crate::fs::StdFs;
 use crate::scenario::{files, Scenario};
 use crate::sweep::ablation::Verdict;
 use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
 use crate::sweep::{self, SweepOptions, Workload};
 use crate::verify::junit::{junit_xml, JunitCase};
 use crate::verify::Shard;
-use crate::{Error, Result};
+use seglog::fs::sim::FaultKind;
+use seglog::fs::StdFs;
+use seglog::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -168,7 +168,7 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
 
 /// Writes a report file (JUnit XML, HTML) at `path`, replacing an older one.
 pub(super) fn write_report(path: &std::path::Path, text: &str) -> Result<()> {
-    use crate::fs::FileSystem;
+    use seglog::fs::FileSystem;
     let fs = StdFs::new();
     fs.write_new(path, text.as_bytes())
         .map_err(|e| Error::io(path, e))?;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Outcome;
-use crate::fs::{FileSystem, StdFs};
 use crate::verify::{self, Budget, Progress, Shard, VerifyOptions};
-use crate::{Error, Result};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
@@ -80,7 +80,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "OUT")]
     pub html: Option<PathBuf>,
     /// Run the `mutants` stage at any budget (overnight runs it): cargo-mutants over
-    /// src/install, src/retention, src/compaction and src/fs with the quick suite's
+    /// engine/src/install, engine/src/retention, engine/src/compaction and engine/src/fs with the quick suite's
     /// tests; needs `cargo install --locked cargo-mutants`.
     #[arg(long)]
     pub mutants: bool,

@@ -9,9 +9,9 @@
 
 use seglog_model::spec::{Batch, Fetched, SpecLog};
 
-use crate::format::BatchView;
-use crate::log::{Fetch, Log};
-use crate::Error;
+use seglog::format::BatchView;
+use seglog::log::{Fetch, Log};
+use seglog::Error;
 
 /// A batch as a batch-level read returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

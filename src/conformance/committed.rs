@@ -20,10 +20,10 @@
 use seglog_model::spec::{aborted_hides, SpecLog};
 
 use super::batch_reads::BatchSummary;
-use crate::format::batch::ATTR_TRANSACTIONAL;
-use crate::log::{Isolation, Log};
 use crate::workload::RecordView;
-use crate::Error;
+use seglog::format::batch::ATTR_TRANSACTIONAL;
+use seglog::log::{Isolation, Log};
+use seglog::Error;
 
 /// The byte bounds compared from `from`: unbounded, one byte (one batch), a few
 /// batches, and one drawn (seeded by the position and the log's shape, so a

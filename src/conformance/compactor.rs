@@ -1,16 +1,16 @@
 //! [`Compactor::plan`]: the seed policy's reference compactor, the whole compaction
 //! as a pure function of decoded segments.
 //!
-//! The cleaner ([`crate::compaction::build`](mod@crate::compaction::build)) streams
+//! The cleaner ([`seglog::compaction::build`](mod@seglog::compaction::build)) streams
 //! the same decisions segment by segment without holding the log in memory; this
 //! form keeps everything, for tests and comparison with the reference spec. Both
-//! use the engine's seed rules ([`crate::compaction::rules::seed`]).
+//! use the engine's seed rules ([`seglog::compaction::rules::seed`]).
 
-use crate::format::RecordBatch;
+use seglog::format::RecordBatch;
 
-use crate::compaction::map::OffsetMap;
-use crate::compaction::options::CompactionReport;
-use crate::compaction::rules::seed::{compact_batch, Grouper, Horizon, Placement};
+use seglog::compaction::map::OffsetMap;
+use seglog::compaction::options::CompactionReport;
+use seglog::compaction::rules::seed::{compact_batch, Grouper, Horizon, Placement};
 
 /// One source segment: its base offset and decoded batches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +107,7 @@ impl Compactor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::NewRecord;
+    use seglog::format::NewRecord;
 
     fn rec(key: &str, value: Option<&str>, ts: i64) -> NewRecord {
         NewRecord::new(

@@ -5,12 +5,12 @@
 
 use seglog_model::spec::{Batch, Rec, SpecLog, SpecSegment};
 
-use crate::format::TimestampType;
+use seglog::format::TimestampType;
 
-use crate::format::RecordBatch;
-use crate::log::Log;
 use crate::workload::{engine, spec, RecordView};
-use crate::Error;
+use seglog::format::RecordBatch;
+use seglog::log::Log;
+use seglog::Error;
 
 use super::batch_reads::{check_fetch, check_read_raw};
 
@@ -148,7 +148,7 @@ pub fn compare(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
     Ok(compare_reads(log, spec_log)? + committed)
 }
 
-fn read_views(records: Vec<crate::ReadRecord>) -> Vec<RecordView> {
+fn read_views(records: Vec<seglog::ReadRecord>) -> Vec<RecordView> {
     records.into_iter().map(RecordView::from).collect()
 }
 
@@ -229,7 +229,7 @@ fn fetch_walk(
         }
         for record in fetch.records() {
             let record = record.map_err(|e| format!("fetch({at}, {max_bytes}) records: {e}"))?;
-            records.push(RecordView::from(crate::ReadRecord::from_ref(
+            records.push(RecordView::from(seglog::ReadRecord::from_ref(
                 fetch.bytes(),
                 record,
             )));

@@ -1,6 +1,6 @@
 //! Conformance with injected IO errors: seeded cases of the ordinary generator with
 //! [`Step::FailNext`] steps woven in before some operations, run on SimFs only (the
-//! real disk cannot fail on demand; `tests/fs_contract.rs` covers its errors).
+//! real disk cannot fail on demand; `engine/tests/fs_contract.rs` covers its errors).
 //!
 //! Invariants checked, on top of the ordinary conformance checks after every step:
 //! the operation that meets the injected error returns it (an `Ok` is a divergence),
@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::fs::sim::FaultKind;
 use crate::sweep::io_errors::panic_message;
 use crate::workload::Op;
+use seglog::fs::sim::FaultKind;
 
 use super::{
     case_seed, case_steps, run_case, shrink, Backend, CaseStats, ConformanceOptions, Divergence,

@@ -9,16 +9,16 @@
 //! `next_offset` = the last batch's `baseOffset + lastOffsetDelta + 1`, return
 //! those batches from a fetch inside their gap, and append after the gap. The step
 //! closes the log, appends the encoded batch to the active `.log` through the
-//! [`FileSystem`](crate::fs::FileSystem) (and syncs it, so the write is durable),
+//! [`FileSystem`](seglog::fs::FileSystem) (and syncs it, so the write is durable),
 //! and reopens; the spec takes the same batch through `SpecLog::append_foreign`.
 
 use serde::Serialize;
 
 use seglog_model::spec::{Batch, Rec, SpecLog};
 
-use crate::format::{filename, RecordBatch};
-use crate::log::Log;
 use crate::workload::{new_records, RecordSpec};
+use seglog::format::{filename, RecordBatch};
+use seglog::log::Log;
 
 /// The batch another writer wrote: `records` at consecutive offsets from the log's
 /// `next_offset + gap`, of which only those with `kept` set are still stored.

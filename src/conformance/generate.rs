@@ -72,7 +72,7 @@ enum Draw {
         delete_retention_ms: i64,
         keys: Option<u64>,
         min_compaction_lag_ms: i64,
-        policy: crate::compaction::CompactionPolicy,
+        policy: seglog::compaction::CompactionPolicy,
         /// Kafka's `producer.id.expiration.ms`: its default (a day: producers stay
         /// active) or within the clock's steps (they expire).
         producer_id_expiration_ms: i64,
@@ -182,7 +182,7 @@ fn draw() -> impl Strategy<Value = Draw> {
             prop_oneof![9 => Just(None), 1 => Just(Some(i64::MIN)), 1 => Just(Some(-1i64)), 1 => Just(Some(i64::MAX))],
         )
             .prop_map(|(delete_retention_ms, segment_bytes, now_edge)| Draw::Compact { delete_retention_ms, segment_bytes, now_edge }),
-        3 => (prop_oneof![12 => 0i64..200, 1 => Just(i64::MAX - 1), 1 => Just(i64::MAX)], prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(crate::compaction::CompactionPolicy::Seed), 2 => Just(crate::compaction::CompactionPolicy::Kafka)], prop_oneof![1 => Just(crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT), 1 => 1i64..300])
+        3 => (prop_oneof![12 => 0i64..200, 1 => Just(i64::MAX - 1), 1 => Just(i64::MAX)], prop_oneof![3 => (1u64..5).prop_map(Some), 1 => Just(None)], prop_oneof![3 => Just(0i64), 1 => 1i64..60], prop_oneof![1 => Just(seglog::compaction::CompactionPolicy::Seed), 2 => Just(seglog::compaction::CompactionPolicy::Kafka)], prop_oneof![1 => Just(seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT), 1 => 1i64..300])
             .prop_map(|(delete_retention_ms, keys, min_compaction_lag_ms, policy, producer_id_expiration_ms)| Draw::Clean { delete_retention_ms, keys, min_compaction_lag_ms, policy, producer_id_expiration_ms }),
         2 => prop_oneof![12 => -1i64..40, 1 => Just(i64::MIN), 1 => Just(i64::MAX)].prop_map(|from| Draw::Read { from }),
         3 => (1i64..150).prop_map(Draw::Clock),
@@ -263,8 +263,8 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
     match draw {
         Draw::Append(records, codec, log_append_time) => Step::Op(Op::Append {
             records: records.into_iter().map(|r| record_spec(r, now)).collect(),
-            codec: crate::format::Compression::from_id(i16::from(codec))
-                .filter(|c| *c != crate::format::Compression::None),
+            codec: seglog::format::Compression::from_id(i16::from(codec))
+                .filter(|c| *c != seglog::format::Compression::None),
             log_append_time: log_append_time.then_some(now.max(0)),
         }),
         Draw::AppendRaw(batches) => Step::Op(Op::AppendRaw {
@@ -272,8 +272,8 @@ fn resolve(draw: Draw, clock: &mut i64, shadow: &SpecLog) -> Step {
                 .into_iter()
                 .map(|(records, codec, defect)| crate::workload::RawBatchSpec {
                     records: records.into_iter().map(|r| record_spec(r, now)).collect(),
-                    codec: crate::format::Compression::from_id(i16::from(codec))
-                        .filter(|c| *c != crate::format::Compression::None),
+                    codec: seglog::format::Compression::from_id(i16::from(codec))
+                        .filter(|c| *c != seglog::format::Compression::None),
                     defect,
                 })
                 .collect(),

@@ -18,16 +18,16 @@ use std::sync::Arc;
 
 use seglog_model::spec::SpecLog;
 
-use crate::clock::{Clock, ManualClock};
-use crate::compaction::CompactionPolicy;
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::log::LogConfig;
-use crate::manager::{
-    CleanOutcome, CleanupPolicy, LogManager, ManagerConfig, Partition, PartitionConfig,
-};
 use crate::soak::workload::Rng;
 use crate::workload::{spec, Op, OpOutcome, RecordSpec};
+use seglog::clock::{Clock, ManualClock};
+use seglog::compaction::CompactionPolicy;
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::log::LogConfig;
+use seglog::manager::{
+    CleanOutcome, CleanupPolicy, LogManager, ManagerConfig, Partition, PartitionConfig,
+};
 
 use super::compare::compare;
 
@@ -65,7 +65,7 @@ fn partition_config(rng: &mut Rng) -> PartitionConfig {
             1 + rng.below(60) as i64
         },
         producer_id_expiration_ms: if rng.chance(50) {
-            crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT
+            seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT
         } else {
             1 + rng.below(300) as i64
         },

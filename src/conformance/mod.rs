@@ -34,7 +34,7 @@
 //! steps greedily. [`Divergence::to_scenario`] turns a failure into a crash-scenario
 //! file that `seglog replay` runs.
 //!
-//! [`SimFs`]: crate::fs::sim::SimFs
+//! [`SimFs`]: seglog::fs::sim::SimFs
 
 mod batch_reads;
 mod committed;
@@ -53,9 +53,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::fs::sim::FaultKind;
-use crate::log::LogConfig;
 use crate::workload::Op;
+use seglog::fs::sim::FaultKind;
+use seglog::log::LogConfig;
 
 pub use foreign::ForeignBatch;
 pub use generate::{case_steps, steps_strategy};
@@ -76,7 +76,7 @@ pub fn case_config() -> LogConfig {
 pub fn case_config_for(steps: &[Step]) -> LogConfig {
     let mut config = case_config();
     if is_log_append_time(steps) {
-        config.timestamp_type = crate::format::TimestampType::LogAppendTime;
+        config.timestamp_type = seglog::format::TimestampType::LogAppendTime;
     }
     config
 }

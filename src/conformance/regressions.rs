@@ -3,8 +3,8 @@
 //! `tests/` runs each, and the sync ablation runs them too with a step removed, so a
 //! sync that only such a case needs is judged `caught`, not `unmodelled`.
 
-use crate::fs::sim::FaultKind;
 use crate::workload::{Op, RecordSpec};
+use seglog::fs::sim::FaultKind;
 
 use super::Step;
 
@@ -61,8 +61,8 @@ pub fn open_syncs_found_bytes() -> Regression {
                 segment_bytes: None,
                 dedupe_buffer_bytes: Some(24),
                 min_compaction_lag_ms: 52,
-                policy: crate::compaction::CompactionPolicy::Seed,
-                producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+                policy: seglog::compaction::CompactionPolicy::Seed,
+                producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
             }),
             Step::Op(Op::Roll),
             Step::CrashReopen {

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use seglog_model::invariants::{check_step, Grace, StepKind};
 use seglog_model::spec::SpecLog;
 
-use crate::clock::{Clock, ManualClock};
-use crate::fs::sim::{CrashImage, CrashMode, LostItem, SimFs};
-use crate::fs::{FileSystem, StdFs};
-use crate::log::{Log, LogConfig};
 use crate::sweep::oracle::ImageFacts;
 use crate::sweep::LOG_DIR;
 use crate::workload::engine::{self, Variant};
 use crate::workload::{spec, Op, OpOutcome};
+use seglog::clock::{Clock, ManualClock};
+use seglog::fs::sim::{CrashImage, CrashMode, LostItem, SimFs};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::log::{Log, LogConfig};
 
 mod io_error;
 
@@ -90,7 +90,7 @@ impl Engine {
             None => Arc::new(StdFs::new()),
         };
         match Log::open_with(fs, &self.dir, self.config.clone()) {
-            Err(crate::error::Error::Locked { .. }) => Ok(()),
+            Err(seglog::error::Error::Locked { .. }) => Ok(()),
             Ok(_) => Err("a second writable open of the log succeeded while it is open: the writer lock held nothing".to_string()),
             Err(e) => Err(format!("a second writable open failed with {e}, not with the writer lock's refusal")),
         }
@@ -103,7 +103,7 @@ impl Engine {
 
     /// The stamp a LogAppendTime log gives an append now (`None`: CreateTime).
     fn log_append_time(&self) -> Option<i64> {
-        (self.config.timestamp_type == crate::format::TimestampType::LogAppendTime)
+        (self.config.timestamp_type == seglog::format::TimestampType::LogAppendTime)
             .then(|| self.clock.now_ms())
     }
 
@@ -202,7 +202,7 @@ fn step_kind(op: &Op) -> StepKind {
         Op::Clean {
             now,
             delete_retention_ms,
-            policy: crate::compaction::CompactionPolicy::Kafka,
+            policy: seglog::compaction::CompactionPolicy::Kafka,
             ..
         } => StepKind::KafkaClean(Grace {
             now: *now,

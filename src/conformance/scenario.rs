@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::fs::sim::SimFs;
 use crate::scenario::{CrashSpec, Expectation, Outcome, Scenario, ScenarioConfig, Semantics};
 use crate::sweep::{self, Workload};
+use seglog::fs::sim::SimFs;
 
 use super::runner::crash_images;
 use super::{case_config, Divergence, Step};

@@ -4,10 +4,10 @@ use seglog_model::spec::{SpecLog, SpecRecordInput};
 
 use super::compare::{compare, engine_spec, structure_diff};
 use super::*;
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::log::Log;
 use crate::workload::RecordSpec;
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::log::Log;
 
 fn append(key: &str, value: Option<&str>, ts: i64) -> Step {
     Step::Op(Op::Append {
@@ -99,7 +99,7 @@ fn generated_cases_draw_committed_and_aborted_transactions() {
             }
             let policy = match &op {
                 Op::Clean { policy, .. } => Some(usize::from(
-                    *policy == crate::compaction::CompactionPolicy::Kafka,
+                    *policy == seglog::compaction::CompactionPolicy::Kafka,
                 )),
                 Op::Compact { .. } => Some(0),
                 _ => None,
@@ -234,7 +234,7 @@ fn compare_catches_an_engine_that_differs_from_the_spec() {
         value: Some(b"v".to_vec()),
         timestamp: ts,
     };
-    log.append(&[crate::NewRecord::new(
+    log.append(&[seglog::NewRecord::new(
         Some(b"k".to_vec()),
         Some(b"v".to_vec()),
         5,
@@ -367,7 +367,7 @@ fn the_allowed_range_starts_at_the_last_durability_point() {
 
 fn raw(
     records: &[(&str, i64)],
-    codec: Option<crate::format::Compression>,
+    codec: Option<seglog::format::Compression>,
 ) -> crate::workload::RawBatchSpec {
     crate::workload::RawBatchSpec {
         records: records
@@ -411,7 +411,7 @@ fn log_append_time_case_stamps_raw_plain_and_transactional_appends() {
         }),
         Step::Op(Op::Close),
         produce(vec![
-            raw(&[("h", 10)], Some(crate::format::Compression::Gzip)),
+            raw(&[("h", 10)], Some(seglog::format::Compression::Gzip)),
             raw(&[("e", 11), ("f", 12)], None),
         ]),
         Step::Op(Op::Roll),

@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{CorruptKind, Error};
-use crate::format::filename;
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::install::InstallCase;
-use crate::log::{LogConfig, RecoveryReport};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::LogView;
+use seglog::error::{CorruptKind, Error};
+use seglog::format::filename;
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::install::InstallCase;
+use seglog::log::{LogConfig, RecoveryReport};
 
 use super::kind::{install_paths, is_log, is_trust, FileKind, Role};
 use super::plan::{batch_ranges, ordering_holds, Damage};
@@ -94,8 +94,8 @@ pub(super) fn check_failed_open(
 /// is all a failed open may change. Their own errors are the open's to report.
 pub(super) fn protocol_recovered(image: SimFs) -> SimFs {
     let live = Path::new(LOG_DIR);
-    let _ =
-        crate::install::recover(&image, live).and_then(|_| crate::retention::recover(&image, live));
+    let _ = seglog::install::recover(&image, live)
+        .and_then(|_| seglog::retention::recover(&image, live));
     image
 }
 

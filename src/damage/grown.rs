@@ -30,16 +30,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::compaction::{CleanOptions, CompactionPolicy};
-use crate::error::{CorruptKind, Error};
-use crate::format::batch::decode_header;
-use crate::format::{checkpoint, filename, index, key_summary, recovery_point, txn_index};
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::log::{Log, LogConfig, RecoveryReport};
-use crate::panics::panic_message;
 use crate::sweep::{self, Workload, LOG_DIR};
 use crate::workload::{engine, LogView};
+use seglog::compaction::{CleanOptions, CompactionPolicy};
+use seglog::error::{CorruptKind, Error};
+use seglog::format::batch::decode_header;
+use seglog::format::{checkpoint, filename, index, key_summary, recovery_point, txn_index};
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::log::{Log, LogConfig, RecoveryReport};
+use seglog::panics::panic_message;
 
 use super::case::Outcome;
 use super::kind::{self, FileKind};
@@ -101,7 +101,7 @@ pub fn bytes_max(path: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> Option<u64>
     }
     if name == recovery_point::RECOVERY_POINT_NAME {
         let bases: Vec<i64> = bases.iter().map(|(base, _)| *base).collect();
-        let summaries = crate::log::trust::recovery_point_summaries_max(&bases);
+        let summaries = seglog::log::trust::recovery_point_summaries_max(&bases);
         return Some(recovery_point::file_bytes_max(summaries));
     }
     if name == recovery_point::CLEAN_SHUTDOWN_NAME {
@@ -112,11 +112,11 @@ pub fn bytes_max(path: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> Option<u64>
     let log = bases.get(position)?.1;
     let batches = batch_ranges(log).len() as u64;
     match suffix {
-        filename::INDEX_SUFFIX => Some(crate::segment::validate::index_bytes_max(
+        filename::INDEX_SUFFIX => Some(seglog::segment::validate::index_bytes_max(
             batches,
             index::OFFSET_ENTRY_BYTES,
         )),
-        filename::TIME_INDEX_SUFFIX => Some(crate::segment::validate::index_bytes_max(
+        filename::TIME_INDEX_SUFFIX => Some(seglog::segment::validate::index_bytes_max(
             batches,
             index::TIME_ENTRY_BYTES,
         )),
@@ -130,7 +130,7 @@ pub fn bytes_max(path: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> Option<u64>
             Some(span.saturating_mul(txn_index::ENTRY_BYTES as u64))
         }
         filename::KEYS_SUFFIX => Some(key_summary::bytes_max(
-            log.len() / crate::format::batch_view::RECORD_BYTES_MIN + 1,
+            log.len() / seglog::format::batch_view::RECORD_BYTES_MIN + 1,
         )),
         _ => None,
     }
@@ -294,7 +294,7 @@ fn judge_open(
 
 /// A grown file the open reads is named in its report: a checkpoint as ignored,
 /// an index as rebuilt. A closed segment's index the recovery point vouches for is
-/// read at the first lookup inside its segment (`crate::segment::vouched`): one is
+/// read at the first lookup inside its segment (`seglog::segment::vouched`): one is
 /// made here (a read from a record of the segment past its base offset, if it has
 /// one; else no lookup ever needs the file), and the log must name the file among
 /// its [`Log::rebuilt_indexes`]. (A `.txnindex` and a key summary are read later.)

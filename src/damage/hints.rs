@@ -1,5 +1,5 @@
 //! Every hint an open ignores is in its report. The recovery point and the
-//! clean-shutdown marker are hints (`crate::log::trust`): an open may ignore one,
+//! clean-shutdown marker are hints (`seglog::log::trust`): an open may ignore one,
 //! but never in silence. A successful open whose content came from `dir` is held
 //! to this:
 //! * a hint file there that does not decode is named in `ignored_checkpoints`;
@@ -13,10 +13,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::format::filename;
-use crate::format::recovery_point::{self, SummaryKind};
-use crate::log::RecoveryReport;
 use crate::workload::LogView;
+use seglog::format::filename;
+use seglog::format::recovery_point::{self, SummaryKind};
+use seglog::log::RecoveryReport;
 
 /// Checks `report` against the hint files of `dir` in `before` (the image the open
 /// ran on) and the log it served (`view`). `Err` names the silent ignore.

@@ -23,16 +23,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::compaction::{CleanOptions, CompactionPolicy};
-use crate::error::{CorruptKind, Error};
-use crate::format::{checkpoint, filename};
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::install::InstallCase;
-use crate::log::{Log, LogConfig, RecoveryMode, RecoveryReport, TailKind};
-use crate::panics::panic_message;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::{engine, LogView};
+use seglog::compaction::{CleanOptions, CompactionPolicy};
+use seglog::error::{CorruptKind, Error};
+use seglog::format::{checkpoint, filename};
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::install::InstallCase;
+use seglog::log::{Log, LogConfig, RecoveryMode, RecoveryReport, TailKind};
+use seglog::panics::panic_message;
 
 use super::case::{
     blind_holds, changes, check_error, check_failed_open, dir_of, is_prefix, origin, Case, Outcome,
@@ -101,7 +101,7 @@ pub fn judge(case: &Case<'_>) -> Result<Outcome, String> {
 }
 
 /// Runs a cleaning, turning a panic (on the calling thread or re-raised from one
-/// of the cleaner's scoped threads by [`crate::panics::join_scoped`]) into a
+/// of the cleaner's scoped threads by [`seglog::panics::join_scoped`]) into a
 /// violation that carries the panic's message.
 fn catch_cleaning<T>(policy: CompactionPolicy, clean: impl FnOnce() -> T) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(clean))
@@ -801,7 +801,7 @@ fn check_tail_kind(case: &Case<'_>, report: &RecoveryReport, view: &LogView) -> 
             let range = start as usize..end as usize;
             start >= at
                 && case.damaged.get(range.clone()) == case.original.get(range.clone())
-                && crate::format::batch::decode_header(&case.original[range])
+                && seglog::format::batch::decode_header(&case.original[range])
                     .is_ok_and(|h| h.record_count > 0 && h.last_offset() >= view.next_offset)
         })
         .count() as u64;
@@ -845,7 +845,7 @@ fn check_fails_again(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::panics::join_scoped;
+    use seglog::panics::join_scoped;
 
     /// A cleaner thread's panic reaches the violation with its own message, not
     /// the join's.

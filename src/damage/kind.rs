@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::format::{checkpoint, filename};
-use crate::install::InstallPaths;
 use crate::sweep::LOG_DIR;
+use seglog::format::{checkpoint, filename};
+use seglog::install::InstallPaths;
 
 /// Which directory a file lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub fn classify(path: &Path, image: &BTreeMap<PathBuf, Vec<u8>>) -> (Role, FileK
         Role::Parent if path == paths.manifest_tmp => FileKind::ManifestTmp,
         Role::Parent => FileKind::Other,
         Role::Temp if is_log => FileKind::TempLog,
-        Role::Temp if crate::install::validate::is_derived(&name) => FileKind::TempDerived,
+        Role::Temp if seglog::install::validate::is_derived(&name) => FileKind::TempDerived,
         Role::Temp => FileKind::TempOther,
         Role::Backup if is_log => FileKind::BackupLog,
         Role::Backup => FileKind::BackupOther,
@@ -114,7 +114,7 @@ pub fn classify(path: &Path, image: &BTreeMap<PathBuf, Vec<u8>>) -> (Role, FileK
             Some((_, filename::KEYS_SUFFIX)) => FileKind::KeySummary,
             _ if name == checkpoint::CHECKPOINT_NAME => FileKind::Checkpoint,
             _ if name == checkpoint::CHECKPOINT_TMP_NAME => FileKind::CheckpointTmp,
-            _ if crate::format::recovery_point::NAMES.contains(&name.as_str()) => {
+            _ if seglog::format::recovery_point::NAMES.contains(&name.as_str()) => {
                 FileKind::TrustCheckpoint
             }
             _ => FileKind::Other,
@@ -145,7 +145,7 @@ pub fn is_log(path: &Path) -> bool {
 pub fn is_trust(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| crate::format::recovery_point::NAMES.contains(&n))
+        .is_some_and(|n| seglog::format::recovery_point::NAMES.contains(&n))
 }
 
 pub fn is_index(path: &Path) -> bool {

@@ -2,7 +2,7 @@
 //! asynchronous deletion leave when a broker stops mid-way, placed beside the real
 //! segments of each point's image, and every open kind held to the rules the
 //! engine states for them as Kafka's `LogLoader` judges them
-//! (`crate::log::leftovers`):
+//! (`seglog::log::leftovers`):
 //! * `NNN.log.swap`, a copy beside the segment's `.log` or its only copy (the
 //!   `.log` renamed): every open refuses with `Ambiguous` naming the swap file and
 //!   changes nothing beyond the protocol recoveries;
@@ -13,15 +13,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::Error;
-use crate::format::filename;
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::log::leftovers::Leftover;
-use crate::log::LogConfig;
-use crate::segment::files::{list_segments, segment_path};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
+use seglog::error::Error;
+use seglog::format::filename;
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::log::leftovers::Leftover;
+use seglog::log::LogConfig;
+use seglog::segment::files::{list_segments, segment_path};
 
 use super::case::Outcome;
 use super::opens::Opening;

@@ -46,8 +46,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::format::filename;
 use crate::sweep::{named_workloads, Workload};
+use seglog::format::filename;
 
 pub use case::Outcome;
 pub use kind::FileKind;
@@ -297,7 +297,7 @@ fn caught<T>(judge: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(judge)).unwrap_or_else(|panic| {
         Err(format!(
             "panicked: {}",
-            crate::panics::panic_message(&*panic)
+            seglog::panics::panic_message(&*panic)
         ))
     })
 }

@@ -12,12 +12,12 @@
 
 use std::sync::Arc;
 
-use crate::error::Error;
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::log::{Log, LogConfig, RecoveryReport};
 use crate::sweep::LOG_DIR;
 use crate::workload::{engine, LogView};
+use seglog::error::Error;
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::log::{Log, LogConfig, RecoveryReport};
 
 use super::case::Case;
 
@@ -43,7 +43,7 @@ impl Opening {
         self,
         fs: Arc<dyn FileSystem>,
         config: &LogConfig,
-    ) -> crate::Result<(Log, RecoveryReport)> {
+    ) -> seglog::Result<(Log, RecoveryReport)> {
         match self {
             Opening::Writable => Log::open_with(fs, LOG_DIR, config.clone()),
             Opening::Checked => Log::open_checked(fs, LOG_DIR, config.clone()),

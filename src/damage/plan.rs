@@ -21,7 +21,7 @@
 //! and checkpoint carry a CRC-32C over every byte before it, so no damage to them is
 //! blind. Indexes are derived data: any damage must be rebuilt (or fail closed).
 
-use crate::format::batch::{
+use seglog::format::batch::{
     ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET,
     LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET,
     PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET, RECORDS_OFFSET,
@@ -119,7 +119,7 @@ impl Change {
                 let (start, end) = (usize::try_from(start).ok()?, usize::try_from(end).ok()?);
                 let byte = out.get_mut(usize::try_from(position).ok()?)?;
                 *byte ^= 1 << bit;
-                let crc = crate::format::crc::crc32c(out.get(start + ATTRIBUTES_OFFSET..end)?);
+                let crc = seglog::format::crc::crc32c(out.get(start + ATTRIBUTES_OFFSET..end)?);
                 out.get_mut(start + CRC_OFFSET..start + CRC_OFFSET + 4)?
                     .copy_from_slice(&crc.to_be_bytes());
             }
@@ -142,13 +142,13 @@ impl Change {
                         let (start, end) =
                             (usize::try_from(start).ok()?, usize::try_from(end).ok()?);
                         let crc =
-                            crate::format::crc::crc32c(out.get(start + ATTRIBUTES_OFFSET..end)?);
+                            seglog::format::crc::crc32c(out.get(start + ATTRIBUTES_OFFSET..end)?);
                         out.get_mut(start + CRC_OFFSET..start + CRC_OFFSET + 4)?
                             .copy_from_slice(&crc.to_be_bytes());
                     }
                     Seal::File => {
                         let body = out.len().checked_sub(4)?;
-                        let crc = crate::format::crc::crc32c(out.get(..body)?);
+                        let crc = seglog::format::crc::crc32c(out.get(..body)?);
                         out.get_mut(body..)?.copy_from_slice(&crc.to_be_bytes());
                     }
                 }
@@ -456,7 +456,7 @@ fn field_at(bytes: &[u8], at: usize, len: usize) -> Option<i64> {
 }
 
 fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
-    use crate::format::crc::crc32c;
+    use seglog::format::crc::crc32c;
     let Some(body) = bytes.len().checked_sub(4) else {
         return Vec::new();
     };
@@ -481,7 +481,7 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
             )
         })
     };
-    use crate::format::{checkpoint, manifest, recovery_point};
+    use seglog::format::{checkpoint, manifest, recovery_point};
     match magic {
         // The start-offset checkpoint and the clean point: one offset at 6.
         m if m == checkpoint::MAGIC || m == checkpoint::CLEAN_POINT_MAGIC => {
@@ -597,7 +597,7 @@ const KEY_SUMMARY_HASHES_MAX: usize = 4;
 /// `tombstone_ts_min` (an expired tombstone looks within its grace). Only the
 /// summary's own CRC refuses them. Empty for bytes that are not a valid summary.
 pub fn key_summary_damages(bytes: &[u8]) -> Vec<Damage> {
-    use crate::format::key_summary::{self, HASHES_OFFSET, NO_TOMBSTONE, TOMBSTONE_TS_MIN_OFFSET};
+    use seglog::format::key_summary::{self, HASHES_OFFSET, NO_TOMBSTONE, TOMBSTONE_TS_MIN_OFFSET};
     let Some(summary) = key_summary::decode(bytes) else {
         return Vec::new();
     };
@@ -667,7 +667,7 @@ pub fn generic_damages(bytes: &[u8]) -> Vec<Damage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{NewRecord, RecordBatch};
+    use seglog::format::{NewRecord, RecordBatch};
 
     fn two_batches() -> Vec<u8> {
         let mut bytes = Vec::new();
@@ -728,7 +728,7 @@ mod tests {
     /// `SUMMARY_FIELDS` are the encoder's.
     #[test]
     fn summary_forgeries_move_the_named_field_by_one() {
-        use crate::format::recovery_point::{self, SegmentSummary, SummaryFile, SummaryKind};
+        use seglog::format::recovery_point::{self, SegmentSummary, SummaryFile, SummaryKind};
         let summary = |base: i64| SegmentSummary {
             base_offset: base,
             bytes: 100 + base as u64,
@@ -775,9 +775,9 @@ mod tests {
             let decoded = match recovery_point::decode(kind, &damaged) {
                 Ok(decoded) => decoded,
                 // Refused for its value (a negative base offset), never for its CRC.
-                Err(crate::format::FormatError::Corrupt { kind, .. }) => {
+                Err(seglog::format::FormatError::Corrupt { kind, .. }) => {
                     assert!(
-                        !matches!(kind, crate::error::CorruptKind::ChecksumMismatch { .. }),
+                        !matches!(kind, seglog::error::CorruptKind::ChecksumMismatch { .. }),
                         "{}: {kind:?}",
                         damage.label
                     );
@@ -811,7 +811,7 @@ mod tests {
 
     #[test]
     fn compressed_batches_get_resealed_payload_damages() {
-        use crate::format::Compression;
+        use seglog::format::Compression;
         let record = NewRecord::new(Some(b"k".to_vec()), Some(b"v".repeat(50)), 5);
         for codec in Compression::ALL {
             let bytes = RecordBatch::build(0, &[record.clone(), record.clone()])
@@ -830,12 +830,12 @@ mod tests {
             for damage in resealed {
                 let damaged = damage.change.apply(&bytes).unwrap();
                 // The CRC still holds: only the payload checks can object ...
-                assert!(crate::format::batch_view::check_batch_crc(&damaged).is_ok());
+                assert!(seglog::format::batch_view::check_batch_crc(&damaged).is_ok());
                 // ... and they do, unless the codec cannot (blind).
-                let decoded = crate::format::batch::decode(&damaged);
+                let decoded = seglog::format::batch::decode(&damaged);
                 if !damage.blind {
                     assert!(
-                        matches!(decoded, Err(crate::format::FormatError::Corrupt { .. })),
+                        matches!(decoded, Err(seglog::format::FormatError::Corrupt { .. })),
                         "{codec} {}: {decoded:?}",
                         damage.label
                     );
@@ -846,7 +846,7 @@ mod tests {
 
     #[test]
     fn forged_damages_keep_every_checksum_valid() {
-        use crate::format::{checkpoint, manifest};
+        use seglog::format::{checkpoint, manifest};
         // A `.log`: the batch CRC still holds after each forgery.
         let bytes = two_batches();
         let forged = forged_damages(&bytes, true);
@@ -856,7 +856,7 @@ mod tests {
             for (start, end) in batch_ranges(&damaged) {
                 let batch = &damaged[start as usize..end as usize];
                 assert!(
-                    crate::format::batch_view::check_batch_crc(batch).is_ok(),
+                    seglog::format::batch_view::check_batch_crc(batch).is_ok(),
                     "{}",
                     damage.label
                 );
@@ -869,8 +869,8 @@ mod tests {
             let damaged = damage.change.apply(&start).unwrap();
             match checkpoint::decode(&damaged) {
                 Ok(value) => assert!(value == PAST_THE_END || value == i64::MAX),
-                Err(crate::format::FormatError::Corrupt { kind, .. }) => assert!(
-                    !matches!(kind, crate::error::CorruptKind::ChecksumMismatch { .. }),
+                Err(seglog::format::FormatError::Corrupt { kind, .. }) => assert!(
+                    !matches!(kind, seglog::error::CorruptKind::ChecksumMismatch { .. }),
                     "{}: {kind:?}",
                     damage.label
                 ),
@@ -891,11 +891,11 @@ mod tests {
         assert_eq!(forged.len(), 5, "{forged:?}");
         for damage in forged {
             let damaged = damage.change.apply(&encoded).unwrap();
-            if let Err(crate::format::FormatError::Corrupt { kind, .. }) =
+            if let Err(seglog::format::FormatError::Corrupt { kind, .. }) =
                 manifest::Manifest::decode(&damaged)
             {
                 assert!(
-                    !matches!(kind, crate::error::CorruptKind::ChecksumMismatch { .. }),
+                    !matches!(kind, seglog::error::CorruptKind::ChecksumMismatch { .. }),
                     "{}",
                     damage.label
                 );
@@ -924,7 +924,7 @@ mod tests {
     /// first and the last among them), or the tombstone bound to a later time.
     #[test]
     fn key_summary_damages_make_the_summary_lie_in_one_field() {
-        use crate::format::key_summary::{self, KeySummary, NO_TOMBSTONE};
+        use seglog::format::key_summary::{self, KeySummary, NO_TOMBSTONE};
         let summary = KeySummary {
             base_offset: 4,
             segment_bytes: 500,
@@ -940,7 +940,7 @@ mod tests {
             let damaged = damage.change.apply(&bytes).expect("a change");
             assert_eq!(key_summary::decode(&damaged), None, "{}", damage.label);
             let mut resealed = damaged[..damaged.len() - 4].to_vec();
-            let crc = crate::format::crc::crc32c(&resealed);
+            let crc = seglog::format::crc::crc32c(&resealed);
             resealed.extend_from_slice(&crc.to_be_bytes());
             let lie = key_summary::decode(&resealed).expect("a valid summary");
             let changed: Vec<usize> = (0..summary.key_hashes.len())

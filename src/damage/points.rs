@@ -6,13 +6,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::format::{checkpoint, filename};
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::log::Log;
 use crate::sweep::{self, Allowed, Workload, LOG_DIR, PARENT_DIR};
 use crate::workload::engine;
 use crate::workload::LogView;
+use seglog::format::{checkpoint, filename};
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::log::Log;
 
 /// The name of the end point.
 pub const END: &str = "end";
@@ -61,7 +61,7 @@ fn shape(fs: &SimFs) -> Vec<String> {
         .filter(|(_, suffix)| *suffix == filename::LOG_SUFFIX)
         .map(|(base, _)| base)
         .collect();
-    if crate::retention::recovery::wholly_below(fs, live, &bases).is_ok_and(|b| !b.is_empty()) {
+    if seglog::retention::recovery::wholly_below(fs, live, &bases).is_ok_and(|b| !b.is_empty()) {
         out.push("segments below the checkpoint".into());
     }
     out

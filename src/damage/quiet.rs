@@ -16,12 +16,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::fs::sim::SimFs;
-use crate::fs::trace::{TraceCall, TraceFs};
-use crate::fs::FileSystem;
-use crate::log::{Log, LogConfig};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
+use seglog::fs::sim::SimFs;
+use seglog::fs::trace::{TraceCall, TraceFs};
+use seglog::fs::FileSystem;
+use seglog::log::{Log, LogConfig};
 
 use super::case::Outcome;
 use super::points::Point;

@@ -16,15 +16,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::{CorruptKind, Error};
-use crate::format::filename;
-use crate::format::recovery_point::{self, SegmentSummary, SummaryKind};
-use crate::fs::sim::SimFs;
-use crate::fs::FileSystem;
-use crate::log::LogConfig;
-use crate::segment::files::{list_segments, segment_path};
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
+use seglog::error::{CorruptKind, Error};
+use seglog::format::filename;
+use seglog::format::recovery_point::{self, SegmentSummary, SummaryKind};
+use seglog::fs::sim::SimFs;
+use seglog::fs::FileSystem;
+use seglog::log::LogConfig;
+use seglog::segment::files::{list_segments, segment_path};
 
 use super::case::Outcome;
 use super::opens::Opening;
@@ -168,7 +168,7 @@ fn start_inside(image: &SimFs, base: i64) -> Option<i64> {
     let headers: Vec<_> = batch_ranges(&bytes)
         .into_iter()
         .filter_map(|(start, end)| {
-            crate::format::batch::decode_header(&bytes[start as usize..end as usize]).ok()
+            seglog::format::batch::decode_header(&bytes[start as usize..end as usize]).ok()
         })
         .collect();
     let (first, last) = (headers.first()?, headers.last()?);
@@ -177,7 +177,7 @@ fn start_inside(image: &SimFs, base: i64) -> Option<i64> {
     } else {
         last.last_offset()
     };
-    let durable = crate::retention::executor::read_checkpoint(image, live)
+    let durable = seglog::retention::executor::read_checkpoint(image, live)
         .ok()
         .flatten()
         .unwrap_or(i64::MIN);
@@ -206,8 +206,8 @@ fn apply(image: &SimFs, case: &VanishCase) -> std::io::Result<SimFs> {
         }
     }
     if let Some(start) = case.start {
-        let path = live.join(crate::format::checkpoint::CHECKPOINT_NAME);
-        fs.write_new(&path, &crate::format::checkpoint::encode(start))?;
+        let path = live.join(seglog::format::checkpoint::CHECKPOINT_NAME);
+        fs.write_new(&path, &seglog::format::checkpoint::encode(start))?;
     }
     for name in case.keep.removed() {
         let path = live.join(name);
@@ -245,7 +245,7 @@ fn revealed(fs: &SimFs, case: &VanishCase) -> bool {
         .filter(|b| !fs.is_dir(&segment_path(live, **b, filename::LOG_SUFFIX)))
         .take_while(|b| **b < file.point)
         .all(|b| summaries.contains_key(b));
-    let start = crate::retention::executor::read_checkpoint(fs, live)
+    let start = seglog::retention::executor::read_checkpoint(fs, live)
         .ok()
         .flatten();
     let counted = start.is_none_or(|start| summary.next_offset > start);

@@ -8,11 +8,11 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::format::batch::{decode_header, PARTITION_LEADER_EPOCH_OFFSET};
-use crate::format::{filename, Header};
-use crate::fs::StdFs;
-use crate::segment::reader::BatchReader;
-use crate::{Log, LogConfig, NewRecord};
+use seglog::format::batch::{decode_header, PARTITION_LEADER_EPOCH_OFFSET};
+use seglog::format::{filename, Header};
+use seglog::fs::StdFs;
+use seglog::segment::reader::BatchReader;
+use seglog::{Log, LogConfig, NewRecord};
 
 use super::harness::Harness;
 
@@ -278,7 +278,7 @@ fn path_str(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn open(dir: &Path) -> Result<(Log, crate::RecoveryReport), String> {
+fn open(dir: &Path) -> Result<(Log, seglog::RecoveryReport), String> {
     Log::open(dir, config()).map_err(|e| format!("seglog open of {}: {e}", dir.display()))
 }
 

@@ -31,10 +31,10 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::compaction::CompactionPolicy;
-use crate::format::{ControlKind, Header};
 use crate::soak::workload::Rng;
-use crate::{Log, LogConfig, NewRecord, Producer};
+use seglog::compaction::CompactionPolicy;
+use seglog::format::{ControlKind, Header};
+use seglog::{Log, LogConfig, NewRecord, Producer};
 
 use super::cases::{compare, KafkaRecord, INDEX_INTERVAL_BYTES, SEGMENT_BYTES};
 use super::harness::Harness;
@@ -203,7 +203,7 @@ fn append_json(append: &Append) -> serde_json::Value {
     }
 }
 
-fn append_to(log: &mut Log, append: &Append) -> crate::Result<()> {
+fn append_to(log: &mut Log, append: &Append) -> seglog::Result<()> {
     match append {
         Append::Plain(batch) => log.append(batch).map(drop),
         Append::Txn { producer, records } => log.append_transactional(*producer, records).map(drop),
@@ -295,14 +295,14 @@ fn batch_headers(dir: &Path) -> Result<Vec<BatchHeader>, String> {
     bases.sort_unstable();
     let mut out = Vec::new();
     for segment in bases {
-        let path = dir.join(crate::format::filename::build(
+        let path = dir.join(seglog::format::filename::build(
             segment,
-            crate::format::filename::LOG_SUFFIX,
+            seglog::format::filename::LOG_SUFFIX,
         ));
         let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
         let mut at = 0;
         while at < bytes.len() {
-            let (b, size) = crate::format::BatchView::decode(&bytes[at..])
+            let (b, size) = seglog::format::BatchView::decode(&bytes[at..])
                 .map_err(|e| format!("{} at byte {at}: {e:?}", path.display()))?;
             out.push(BatchHeader {
                 segment,

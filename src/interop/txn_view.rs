@@ -15,8 +15,8 @@
 
 use serde::Deserialize;
 
-use crate::format::batch::{ATTR_DELETE_HORIZON, ATTR_TRANSACTIONAL};
-use crate::{Isolation, Log};
+use seglog::format::batch::{ATTR_DELETE_HORIZON, ATTR_TRANSACTIONAL};
+use seglog::{Isolation, Log};
 
 /// One record's batch facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -53,7 +53,7 @@ pub struct KafkaTxnView {
 
 /// seglog's transaction view of `log`.
 pub fn seglog_txn_view(log: &Log) -> Result<KafkaTxnView, String> {
-    let err = |e: crate::Error| e.to_string();
+    let err = |e: seglog::Error| e.to_string();
     // Batch facts by offset range, from the stored batches.
     let mut batches: Vec<(i64, i64, i64, bool, bool, Option<i64>)> = Vec::new();
     let mut at = log.log_start_offset();

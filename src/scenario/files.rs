@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fs::FileSystem;
-use crate::{Error, Result};
+use seglog::fs::FileSystem;
+use seglog::{Error, Result};
 
 use super::Scenario;
 
@@ -12,7 +12,9 @@ pub fn scenario_paths(fs: &dyn FileSystem, inputs: &[PathBuf]) -> Result<Vec<Pat
     let mut out = Vec::new();
     for input in inputs {
         if fs.is_dir(input) {
-            let names = fs.list_dir(input).map_err(|e| crate::Error::io(input, e))?;
+            let names = fs
+                .list_dir(input)
+                .map_err(|e| seglog::Error::io(input, e))?;
             out.extend(
                 names
                     .into_iter()

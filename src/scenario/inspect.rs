@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::fs::sim::{LostItem, SimFs};
-use crate::fs::{FileSystem, TraceFs};
-use crate::log::Log;
 use crate::sweep::{self, duplicate, LOG_DIR};
 use crate::workload::engine::{self, Variant};
 use crate::workload::LogView;
+use seglog::fs::sim::{LostItem, SimFs};
+use seglog::fs::{FileSystem, TraceFs};
+use seglog::log::Log;
 
 use super::format::{Outcome, Scenario, Semantics};
 use super::replay::{expected_view, power_loss_image, replay, resolve_crash_point, ReplayResult};
@@ -94,7 +94,7 @@ fn tree(fs: &SimFs) -> Vec<TreeEntry> {
 
 /// The traced calls up to and including the one the crash failed (a crashed log's
 /// later attempts are not part of the run).
-fn until_crash(mut ops: Vec<crate::fs::TracedOp>, crashed: bool) -> Vec<crate::fs::TracedOp> {
+fn until_crash(mut ops: Vec<seglog::fs::TracedOp>, crashed: bool) -> Vec<seglog::fs::TracedOp> {
     if crashed {
         if let Some(first) = ops.iter().position(|op| op.error.is_some()) {
             ops.truncate(first + 1);

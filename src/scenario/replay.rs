@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::fs::failpoint::Recorder;
-use crate::fs::sim::{LostItem, SimFs};
-use crate::fs::FileSystem;
-use crate::log::{Log, LogConfig};
 use crate::sweep::{self, duplicate, Violation, Workload, LOG_DIR};
 use crate::workload::{LogView, RecordView};
+use seglog::fs::failpoint::Recorder;
+use seglog::fs::sim::{LostItem, SimFs};
+use seglog::fs::FileSystem;
+use seglog::log::{Log, LogConfig};
 
 use super::format::{CrashSpec, Expectation, ExpectedRecord, Outcome, Scenario, Semantics};
 
@@ -103,7 +103,7 @@ pub(super) fn resolve_crash_point(crash: &CrashSpec, workload: &Workload) -> Res
         return Ok(k);
     }
     let name = crash.failpoint.as_deref().unwrap_or_default();
-    if !crate::fs::failpoint::ALL.contains(&name) {
+    if !seglog::fs::failpoint::ALL.contains(&name) {
         return Err(format!(
             "unknown fail point {name:?} (see `seglog failpoints`)"
         ));
@@ -215,7 +215,7 @@ pub fn crash_point_images(
     fs.set_crash_before(k);
     sweep::run_until_crash(&workload, &fs)?;
     Ok(fs
-        .crash_images(crate::fs::sim::CrashMode::PowerLoss, limit)
+        .crash_images(seglog::fs::sim::CrashMode::PowerLoss, limit)
         .into_iter()
         .map(|image| image.lost.iter().map(ToString::to_string).collect())
         .collect())

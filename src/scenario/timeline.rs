@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::fs::sim::LostItem;
-use crate::fs::{TraceCall, TracedOp};
+use seglog::fs::sim::LostItem;
+use seglog::fs::{TraceCall, TracedOp};
 
 /// What became of one operation at the crash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -18,10 +18,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::fs::{FileSystem, StdFs};
-use crate::manager::LogManager;
-use crate::{Clock, SystemClock};
+use seglog::error::{Error, Result};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::manager::LogManager;
+use seglog::{Clock, SystemClock};
 
 use ledger::{digest, Found, PartitionLedger, Written};
 use report::{Checks, Latency, SoakReport};

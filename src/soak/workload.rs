@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::fs::{FileSystem, StdFs};
-use crate::log::LogConfig;
-use crate::manager::{CleanupPolicy, LogManager, ManagerConfig, Partition, PartitionConfig};
-use crate::{Clock, NewRecord, SystemClock};
+use seglog::error::{Error, Result};
+use seglog::fs::{FileSystem, StdFs};
+use seglog::log::LogConfig;
+use seglog::manager::{CleanupPolicy, LogManager, ManagerConfig, Partition, PartitionConfig};
+use seglog::{Clock, NewRecord, SystemClock};
 
 use super::ledger::{digest, Written};
 
@@ -501,7 +501,7 @@ fn broken_cleaner(
                 log.clean_snapshot(now, delete_retention_ms, None, knobs)
             })?;
             let Some(snapshot) = snapshot else { continue };
-            let build = crate::testing::variants::stale_tail_copy(snapshot).build()?;
+            let build = seglog::testing::variants::stale_tail_copy(snapshot).build()?;
             // Appends go on here; the broken swap drops them.
             std::thread::sleep(Duration::from_millis(20));
             // This cleaner takes no cleaning state: a retention that ran meanwhile

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::fs::failpoint::Recorder;
-use crate::fs::sim::{SimFs, SyncCall};
+use seglog::fs::failpoint::Recorder;
+use seglog::fs::sim::{SimFs, SyncCall};
 
 use super::{run_to_end, sweep_with, SweepOptions, Workload};
 
@@ -192,7 +192,7 @@ pub struct StepRow {
 /// Every sync step of the engine: the fail points right before a `sync_file` or
 /// `sync_dir` call.
 pub fn sync_steps() -> Vec<&'static str> {
-    crate::fs::failpoint::ALL
+    seglog::fs::failpoint::ALL
         .iter()
         .copied()
         .filter(|name| {
@@ -212,7 +212,7 @@ fn by_pending_work<'w>(failpoint: &'static str, workloads: &'w [Workload]) -> Ve
         .iter()
         .enumerate()
         .map(|(i, workload)| {
-            let ablation = crate::fs::failpoint::Ablation::of(failpoint);
+            let ablation = seglog::fs::failpoint::Ablation::of(failpoint);
             // A run that fails without the sync is for the sweep to report.
             let _ = run_to_end(workload, &Arc::new(SimFs::new()));
             (ablation.pending_skipped(), i, workload)
@@ -255,7 +255,7 @@ pub fn ablate_step(
         detail: String::new(),
     };
     for workload in by_pending_work(failpoint, workloads) {
-        let ablation = crate::fs::failpoint::Ablation::of(failpoint);
+        let ablation = seglog::fs::failpoint::Ablation::of(failpoint);
         let report = sweep_with(workload, options, &|_| {}, |_, _| {});
         row.pending_skipped += ablation.pending_skipped();
         drop(ablation);
@@ -268,7 +268,7 @@ pub fn ablate_step(
         }
     }
     for catcher in catchers {
-        let ablation = crate::fs::failpoint::Ablation::of(failpoint);
+        let ablation = seglog::fs::failpoint::Ablation::of(failpoint);
         let outcome = (catcher.run)();
         row.pending_skipped += ablation.pending_skipped();
         drop(ablation);

@@ -15,8 +15,8 @@
 
 use seglog_model::spec::SpecLog;
 
-use crate::fs::FileSystem;
 use crate::workload::{spec, LogView, Op, OpOutcome};
+use seglog::fs::FileSystem;
 
 use super::oracle::ImageFacts;
 use super::Workload;

@@ -33,12 +33,12 @@ use serde::Serialize;
 
 use seglog_model::spec::SpecLog;
 
-use crate::error::Error;
-use crate::fs::sim::{Call, CrashMode, FaultKind, SimFs};
-use crate::fs::FileSystem;
-use crate::log::Log;
 use crate::workload::engine::{self, Variant};
 use crate::workload::{new_records, spec, LogView, Op, OpOutcome, RecordSpec};
+use seglog::error::Error;
+use seglog::fs::sim::{Call, CrashMode, FaultKind, SimFs};
+use seglog::fs::FileSystem;
+use seglog::log::Log;
 
 use super::{count_operations, leftovers, Workload, LOG_DIR};
 
@@ -306,7 +306,7 @@ impl<'a> Point<'a> {
         self.fs.fired_faults().len()
     }
 
-    fn open(&self) -> crate::Result<Log> {
+    fn open(&self) -> seglog::Result<Log> {
         let fs: Arc<dyn FileSystem> = self.fs.clone();
         Log::open_with(fs, LOG_DIR, self.workload.config.clone()).map(|(log, _)| log)
     }
@@ -635,7 +635,7 @@ pub fn check_poisoned(log: &mut Log) -> Result<(), String> {
         value: Some("v".into()),
         ts: 0,
     }]);
-    let calls: [(&str, crate::Result<()>); 5] = [
+    let calls: [(&str, seglog::Result<()>); 5] = [
         ("append", log.append(&record).map(drop)),
         ("roll", log.roll().map(drop)),
         ("flush", log.flush()),

@@ -31,12 +31,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::fs::failpoint::{self, Recorder};
-use crate::fs::sim::{CrashImage, CrashMode, SimFs};
-use crate::fs::FileSystem;
-use crate::log::Log;
 use crate::workload::engine::{self, Variant};
 use crate::workload::LogView;
+use seglog::fs::failpoint::{self, Recorder};
+use seglog::fs::sim::{CrashImage, CrashMode, SimFs};
+use seglog::fs::FileSystem;
+use seglog::log::Log;
 
 pub use allowed::{Allowed, States};
 pub use workloads::{named_workloads, Workload};
@@ -232,14 +232,14 @@ fn run_counted(workload: &Workload, setup: &dyn Fn(&SimFs)) -> Result<Counted, S
 }
 
 /// True if `lost` holds the rename that makes a recovery point current.
-fn lost_point_rename(lost: &[crate::fs::sim::LostItem]) -> bool {
+fn lost_point_rename(lost: &[seglog::fs::sim::LostItem]) -> bool {
     let rename = format!(
         "rename {} -> {}",
-        crate::format::recovery_point::RECOVERY_POINT_TMP_NAME,
-        crate::format::recovery_point::RECOVERY_POINT_NAME
+        seglog::format::recovery_point::RECOVERY_POINT_TMP_NAME,
+        seglog::format::recovery_point::RECOVERY_POINT_NAME
     );
     lost.iter()
-        .any(|item| matches!(item, crate::fs::sim::LostItem::DirOp { op, .. } if *op == rename))
+        .any(|item| matches!(item, seglog::fs::sim::LostItem::DirOp { op, .. } if *op == rename))
 }
 
 /// Transactions (workloads with `Op::AppendTxn`): no `.txnindex` survives recovery
@@ -247,7 +247,7 @@ fn lost_point_rename(lost: &[crate::fs::sim::LostItem]) -> bool {
 /// call) builds and, where a crash tore or lost one, rewrites every `.txnindex`;
 /// after it, each holds exactly the entries a second pass expects.
 fn check_txn_indexes(workload: &Workload, log: &Log, fs: &SimFs) -> Result<(), String> {
-    use crate::format::filename::{self, TXN_INDEX_SUFFIX};
+    use seglog::format::filename::{self, TXN_INDEX_SUFFIX};
     if !workload
         .ops
         .iter()
@@ -288,7 +288,7 @@ fn read_only_refuses_a_pending_install(
     workload: &Workload,
     fs: &Arc<SimFs>,
 ) -> Result<bool, String> {
-    let pending = crate::install::InstallPaths::new(Path::new(LOG_DIR))
+    let pending = seglog::install::InstallPaths::new(Path::new(LOG_DIR))
         .map_err(|e| e.to_string())?
         .pending(&**fs);
     if pending.is_empty() {
@@ -301,7 +301,7 @@ fn read_only_refuses_a_pending_install(
         workload.config.clone(),
     );
     match opened {
-        Err(crate::Error::Ambiguous { dirs, .. }) if dirs == pending => {}
+        Err(seglog::Error::Ambiguous { dirs, .. }) if dirs == pending => {}
         Err(e) => {
             return Err(format!(
                 "a read-only open with an install pending ({pending:?}) failed otherwise: {e}"
@@ -326,7 +326,7 @@ pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let lock_name = format!("{log_name}{}", crate::log::lock::LOCK_SUFFIX);
+    let lock_name = format!("{log_name}{}", seglog::log::lock::LOCK_SUFFIX);
     if let Ok(names) = fs.list_dir(Path::new(PARENT_DIR)) {
         out.extend(
             names
@@ -378,7 +378,7 @@ pub fn check_image_with(
     // and otherwise reports the tail a writable open cuts (before the log's first
     // segment exists there is nothing to inspect; the writable open creates it).
     let inspected = if read_only_refuses_a_pending_install(workload, &fs)?
-        || crate::segment::files::list_segments(&*fs, Path::new(LOG_DIR))
+        || seglog::segment::files::list_segments(&*fs, Path::new(LOG_DIR))
             .map_or(true, |bases| bases.is_empty())
     {
         None
@@ -390,7 +390,7 @@ pub fn check_image_with(
     let (log, report) = Log::open_with(dyn_fs.clone(), LOG_DIR, workload.config.clone())
         .map_err(|e| format!("recovery failed: {e}"))?;
     if let Some(inspected) = inspected {
-        let cut = |r: &crate::log::RecoveryReport| {
+        let cut = |r: &seglog::log::RecoveryReport| {
             (r.truncated_segment, r.truncated_bytes, r.truncated_batches)
         };
         if cut(&inspected) != cut(&report) {
@@ -425,8 +425,8 @@ pub fn check_image_with(
     // closed segment, so only the active one is read.
     let committed = matches!(
         report.install.case,
-        crate::install::InstallCase::CommittedLiveIsNew
-            | crate::install::InstallCase::CommittedRollForward
+        seglog::install::InstallCase::CommittedLiveIsNew
+            | seglog::install::InstallCase::CommittedRollForward
     );
     if committed && report.trusted_segments + 1 != report.segments {
         return Err(format!(
@@ -490,7 +490,7 @@ pub fn check_append_after_recovery(
     let dyn_fs: Arc<dyn FileSystem> = fs.clone();
     let (mut log, _) = Log::open_with(dyn_fs, LOG_DIR, workload.config.clone())
         .map_err(|e| format!("recovery failed: {e}"))?;
-    let probe = crate::format::NewRecord::new(
+    let probe = seglog::format::NewRecord::new(
         Some(b"recovery-probe".to_vec()),
         Some(b"flushed".to_vec()),
         0,

@@ -25,10 +25,10 @@ use std::path::Path;
 
 use seglog_model::spec::SpecLog;
 
-use crate::format::manifest::Manifest;
-use crate::format::{checkpoint, filename};
-use crate::fs::FileSystem;
-use crate::install::InstallPaths;
+use seglog::format::manifest::Manifest;
+use seglog::format::{checkpoint, filename};
+use seglog::fs::FileSystem;
+use seglog::install::InstallPaths;
 
 use super::LOG_DIR;
 
@@ -148,9 +148,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::fs::sim::SimFs;
-    use crate::log::{Log, LogConfig};
-    use crate::NewRecord;
+    use seglog::fs::sim::SimFs;
+    use seglog::log::{Log, LogConfig};
+    use seglog::NewRecord;
 
     fn log_with_two_segments(fs: &Arc<SimFs>) -> SpecLog {
         let dyn_fs: Arc<dyn FileSystem> = fs.clone();

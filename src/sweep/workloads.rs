@@ -1,8 +1,8 @@
 //! The named workloads of the crash sweep.
 
-use crate::format::Compression;
-use crate::log::LogConfig;
 use crate::workload::{Defect, Op, RawBatchSpec, RecordSpec};
+use seglog::format::Compression;
+use seglog::log::LogConfig;
 
 /// A named sequence of operations on one log.
 #[derive(Debug, Clone)]
@@ -91,8 +91,8 @@ fn clean(now: i64, keys: u64) -> Op {
         segment_bytes: None,
         dedupe_buffer_bytes: Some(keys * 24),
         min_compaction_lag_ms: 0,
-        policy: crate::compaction::CompactionPolicy::Seed,
-        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        policy: seglog::compaction::CompactionPolicy::Seed,
+        producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
@@ -104,15 +104,15 @@ fn kafka_clean(now: i64) -> Op {
         segment_bytes: None,
         dedupe_buffer_bytes: None,
         min_compaction_lag_ms: 0,
-        policy: crate::compaction::CompactionPolicy::Kafka,
-        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        policy: seglog::compaction::CompactionPolicy::Kafka,
+        producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
 /// Transactions over the same keys, then two cleanings by `policy`: a committed
 /// transaction, an aborted one that rewrites its keys, plain appends, and one left
 /// open across the first cleaning (committed before the second).
-fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
+fn txn_clean_ops(policy: seglog::compaction::CompactionPolicy) -> Vec<Op> {
     let clean_expiring = |now, producer_id_expiration_ms| Op::Clean {
         now,
         delete_retention_ms: 500,
@@ -122,7 +122,7 @@ fn txn_clean_ops(policy: crate::compaction::CompactionPolicy) -> Vec<Op> {
         policy,
         producer_id_expiration_ms,
     };
-    let clean = |now| clean_expiring(now, crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT);
+    let clean = |now| clean_expiring(now, seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT);
     vec![
         txn(&[(Some("a"), Some("1"), 1), (Some("b"), Some("1"), 2)]),
         Op::AppendControl {
@@ -170,8 +170,8 @@ fn carry_clean(now: i64, segment_bytes: Option<u64>) -> Op {
         segment_bytes,
         dedupe_buffer_bytes: Some(1000 * 24),
         min_compaction_lag_ms: 0,
-        policy: crate::compaction::CompactionPolicy::Seed,
-        producer_id_expiration_ms: crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        policy: seglog::compaction::CompactionPolicy::Seed,
+        producer_id_expiration_ms: seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     }
 }
 
@@ -289,7 +289,7 @@ pub fn named_workloads() -> Vec<Workload> {
             name: "kafka-policy".into(),
             description: "two cleanings under the kafka policy: the first drops keyless records and stamps a tombstone's batch with its delete horizon (the active segment superseding nothing), the second, past the horizon, drops it".into(),
             config: LogConfig {
-                compaction_policy: crate::compaction::CompactionPolicy::Kafka,
+                compaction_policy: seglog::compaction::CompactionPolicy::Kafka,
                 ..config()
             },
             variant: "manifest".into(),
@@ -508,7 +508,7 @@ pub fn named_workloads() -> Vec<Workload> {
                 ..LogConfig::default()
             },
             variant: "manifest".into(),
-            ops: txn_clean_ops(crate::compaction::CompactionPolicy::Seed),
+            ops: txn_clean_ops(seglog::compaction::CompactionPolicy::Seed),
         },
         Workload {
             name: "txn-kafka-clean".into(),
@@ -516,11 +516,11 @@ pub fn named_workloads() -> Vec<Workload> {
             config: LogConfig {
                 segment_bytes: 300,
                 index_interval_bytes: 64,
-                compaction_policy: crate::compaction::CompactionPolicy::Kafka,
+                compaction_policy: seglog::compaction::CompactionPolicy::Kafka,
                 ..LogConfig::default()
             },
             variant: "manifest".into(),
-            ops: txn_clean_ops(crate::compaction::CompactionPolicy::Kafka),
+            ops: txn_clean_ops(seglog::compaction::CompactionPolicy::Kafka),
         },
         Workload {
             name: "drop-indexes".into(),

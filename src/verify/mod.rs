@@ -265,7 +265,10 @@ pub fn run(options: &VerifyOptions, progress: &mut Progress) -> VerifyReport {
             stages::kafka_interop(options, progress),
             stages::schedules(options, progress),
         ];
-        (crate::panics::join_scoped(model, "the model stage"), others)
+        (
+            seglog::panics::join_scoped(model, "the model stage"),
+            others,
+        )
     });
     let mut ordered = vec![model];
     ordered.append(&mut others);

@@ -14,14 +14,14 @@ use std::process::Command;
 
 /// The engine's sources mutated (cargo-mutants `--file` globs).
 pub const MUTATED: [&str; 8] = [
-    "src/format/**",
-    "src/segment/**",
-    "src/log/**",
-    "src/compaction/**",
-    "src/install/**",
-    "src/retention/**",
-    "src/manager/**",
-    "src/fs/std_fs.rs",
+    "engine/src/format/**",
+    "engine/src/segment/**",
+    "engine/src/log/**",
+    "engine/src/compaction/**",
+    "engine/src/install/**",
+    "engine/src/retention/**",
+    "engine/src/manager/**",
+    "engine/src/fs/std_fs.rs",
 ];
 
 /// The cargo profile each mutant is built in.
@@ -51,6 +51,9 @@ pub fn command_args(output: &Path, shard: Option<&str>) -> Vec<String> {
         args.push("--file".into());
         args.push(glob.into());
     }
+    // The engine's files are one package, the quick gate another's test: every
+    // mutant runs the targets across the workspace.
+    args.push("--test-workspace=true".into());
     args.push("--output".into());
     args.push(output.display().to_string());
     // The targets on every cargo call, so each mutant's build step builds only
@@ -189,11 +192,11 @@ mod tests {
 
     #[test]
     fn parses_a_mutant_list() {
-        let text = "src/fs/std_fs.rs:80:9: replace StdFs::sync_file -> io::Result<()> with Ok(())\n\n  src/install/mod.rs:10:5: delete !\n";
+        let text = "engine/src/fs/std_fs.rs:80:9: replace StdFs::sync_file -> io::Result<()> with Ok(())\n\n  engine/src/install/mod.rs:10:5: delete !\n";
         let parsed = parse_list(text);
         assert_eq!(parsed.len(), 2);
-        assert!(parsed[0].starts_with("src/fs/std_fs.rs:80:9"));
-        assert_eq!(parsed[1], "src/install/mod.rs:10:5: delete !");
+        assert!(parsed[0].starts_with("engine/src/fs/std_fs.rs:80:9"));
+        assert_eq!(parsed[1], "engine/src/install/mod.rs:10:5: delete !");
         assert!(parse_list("").is_empty());
     }
 }

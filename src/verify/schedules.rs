@@ -1,16 +1,34 @@
 //! The `schedules` stage (standard and overnight budgets): the shuttle tests
-//! (tests/shuttle_partition.rs, tests/shuttle_linearizability.rs) with more
-//! schedules than `cargo test` runs. They need `--cfg shuttle` (src/sync.rs swaps
+//! (engine/tests/shuttle_partition.rs, tests/shuttle_linearizability.rs) with more
+//! schedules than `cargo test` runs. They need `--cfg shuttle` (engine/src/sync.rs swaps
 //! to shuttle's primitives), so the stage runs `cargo test` in the checkout with
 //! `RUSTFLAGS="--cfg shuttle"` in its own target dir `target/shuttle`, the
 //! schedules per scheduler in `SEGLOG_SHUTTLE_ITERATIONS`, and reads libtest's
 //! lines. Without a checkout or without cargo the stage is skipped, with the reason.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The shuttle test targets the stage runs.
 pub const TARGETS: [&str; 2] = ["shuttle_partition", "shuttle_linearizability"];
+
+/// The package whose test `target` is, and that test's file in the checkout: the
+/// engine's (`engine/tests/`) or the suite's (`tests/`).
+fn home(target: &str) -> (&'static str, PathBuf) {
+    if target == "shuttle_partition" {
+        (
+            "seglog",
+            Path::new("engine")
+                .join("tests")
+                .join(format!("{target}.rs")),
+        )
+    } else {
+        (
+            "seglog-suite",
+            Path::new("tests").join(format!("{target}.rs")),
+        )
+    }
+}
 
 /// The environment variable that overrides the `cargo` program (tests point it at
 /// a stand-in).
@@ -58,9 +76,10 @@ impl SchedulesReport {
 pub fn command_args(target: &str) -> Vec<String> {
     [
         "test",
-        "--no-default-features",
+        "-p",
+        home(target).0,
         "--features",
-        "test-variants,suite",
+        "test-variants",
         "--test",
         target,
     ]
@@ -109,9 +128,7 @@ pub fn run(root: &Path, iterations: u64) -> SchedulesReport {
             .join(" && "),
         ..SchedulesReport::default()
     };
-    let missing = TARGETS
-        .into_iter()
-        .any(|t| !root.join("tests").join(format!("{t}.rs")).is_file());
+    let missing = TARGETS.into_iter().any(|t| !root.join(home(t).1).is_file());
     if !root.join("Cargo.toml").is_file() || missing {
         report.skipped = Some(format!(
             "no seglog checkout at {} (the shuttle tests build from source)",
@@ -201,7 +218,8 @@ test result: FAILED. 1 passed; 1 failed\n";
         for target in TARGETS {
             let args = command_args(target);
             assert_eq!(args[args.len() - 2..], ["--test", target]);
-            assert!(args.contains(&"test-variants,suite".to_string()));
+            assert!(args.contains(&"test-variants".to_string()));
+            assert_eq!(args[1..3], ["-p", home(target).0]);
         }
     }
 
@@ -214,9 +232,10 @@ test result: FAILED. 1 passed; 1 failed\n";
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("checkout");
         std::fs::create_dir_all(root.join("tests")).unwrap();
+        std::fs::create_dir_all(root.join("engine").join("tests")).unwrap();
         std::fs::write(root.join("Cargo.toml"), "").unwrap();
         for t in TARGETS {
-            std::fs::write(root.join("tests").join(format!("{t}.rs")), "").unwrap();
+            std::fs::write(root.join(home(t).1), "").unwrap();
         }
         let script = dir.path().join("cargo");
         std::fs::write(

@@ -11,10 +11,10 @@ use std::cell::RefCell;
 use crate::conformance::faults::run_random_faults_selected;
 use crate::conformance::{self, ConformanceOptions};
 use crate::damage::{self, DamageOptions};
-use crate::fs::{FileSystem, StdFs};
 use crate::scenario::{self, files, load, scenario_paths, Scenario};
 use crate::sweep::io_errors::{sweep_errors, IoErrorOptions};
 use crate::sweep::{self, SweepOptions};
+use seglog::fs::{FileSystem, StdFs};
 
 use super::{Progress, Shard, StageReport, VerifyOptions};
 
@@ -399,7 +399,7 @@ pub fn io_errors(options: &VerifyOptions, progress: &mut Progress) -> StageRepor
     let seconds = started.elapsed().as_secs_f64();
     let first = reports.iter().find_map(|r| r.violations.first());
     let full_disk = by_kind
-        .get(crate::fs::sim::FaultKind::DiskFull.name())
+        .get(seglog::fs::sim::FaultKind::DiskFull.name())
         .copied()
         .unwrap_or(0);
     let refused_on_full: u64 = reports.iter().map(|r| r.full_disk_refused).sum();

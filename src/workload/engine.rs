@@ -1,9 +1,9 @@
 //! Applying workload operations to the real engine.
 
-use crate::format::ControlKind;
-use crate::log::Log;
 use crate::workload::{new_records, LogView, Op, OpOutcome, RecordView, SegmentView};
-use crate::{Error, Result};
+use seglog::format::ControlKind;
+use seglog::log::Log;
+use seglog::{Error, Result};
 
 /// The protocol the engine runs: ours, or (test builds with the `test-variants`
 /// feature only) a deliberately broken form, to prove the checks have teeth.
@@ -12,11 +12,11 @@ pub enum Variant {
     #[default]
     Manifest,
     #[cfg(feature = "test-variants")]
-    Install(crate::testing::variants::InstallVariant),
+    Install(seglog::testing::variants::InstallVariant),
     #[cfg(feature = "test-variants")]
-    Retention(crate::testing::variants::RetentionOrder),
+    Retention(seglog::testing::variants::RetentionOrder),
     #[cfg(feature = "test-variants")]
-    Roll(crate::testing::variants::RollVariant),
+    Roll(seglog::testing::variants::RollVariant),
     /// The new clean point made durable in the live directory before the install
     /// commits (model (c)'s `clean-point-first`).
     #[cfg(feature = "test-variants")]
@@ -32,7 +32,7 @@ pub enum Variant {
     SyncScannedOnlyForNewPoint,
     /// A concurrent cleaning's broken swap (`stale-tail-copy`, `unlocked-swap`).
     #[cfg(feature = "test-variants")]
-    Clean(crate::testing::variants::CleanVariant),
+    Clean(seglog::testing::variants::CleanVariant),
 }
 
 /// Every variant name, ours first.
@@ -58,8 +58,8 @@ impl Variant {
     pub fn parse(name: &str) -> std::result::Result<Variant, String> {
         #[cfg(feature = "test-variants")]
         {
-            use crate::testing::variants::InstallVariant;
-            use crate::testing::variants::RetentionOrder;
+            use seglog::testing::variants::InstallVariant;
+            use seglog::testing::variants::RetentionOrder;
             match name {
                 "manifest" => Ok(Variant::Manifest),
                 "two-rename" => Ok(Variant::Install(InstallVariant::TwoRename)),
@@ -70,22 +70,22 @@ impl Variant {
                 "no-temp-entry-sync" => Ok(Variant::Install(InstallVariant::NoTempEntrySync)),
                 "delete-first" => Ok(Variant::Retention(RetentionOrder::DeleteFirst)),
                 "recovery-point-before-flush" => Ok(Variant::Roll(
-                    crate::testing::variants::RollVariant::RecoveryPointBeforeFlush,
+                    seglog::testing::variants::RollVariant::RecoveryPointBeforeFlush,
                 )),
                 "clean-point-first" => Ok(Variant::CleanPointFirst),
                 "point-on-reopen" => Ok(Variant::PointOnReopen),
                 "sync-scanned-only-for-new-point" => Ok(Variant::SyncScannedOnlyForNewPoint),
                 "stale-tail-copy" => Ok(Variant::Clean(
-                    crate::testing::variants::CleanVariant::StaleTailCopy,
+                    seglog::testing::variants::CleanVariant::StaleTailCopy,
                 )),
                 "unlocked-swap" => Ok(Variant::Clean(
-                    crate::testing::variants::CleanVariant::UnlockedSwap,
+                    seglog::testing::variants::CleanVariant::UnlockedSwap,
                 )),
                 "unbounded-map" => Ok(Variant::Clean(
-                    crate::testing::variants::CleanVariant::UnboundedMap,
+                    seglog::testing::variants::CleanVariant::UnboundedMap,
                 )),
                 "unflushed-swap" => Ok(Variant::Clean(
-                    crate::testing::variants::CleanVariant::UnflushedSwap,
+                    seglog::testing::variants::CleanVariant::UnflushedSwap,
                 )),
                 other => Err(format!(
                     "unknown variant {other:?}; known: {}",
@@ -128,13 +128,13 @@ pub fn retain(
                 return Ok(Vec::new());
             }
             log.flush()?;
-            let result = crate::testing::variants::delete_prefix_with(
+            let result = seglog::testing::variants::delete_prefix_with(
                 log.fs().as_ref(),
                 log.dir(),
                 &plan.delete,
                 order,
             );
-            Ok(crate::testing::variants::reopen_after(log, result)?.deleted_segments)
+            Ok(seglog::testing::variants::reopen_after(log, result)?.deleted_segments)
         }
         _ => Ok(log
             .retain(now, retention_ms, retention_bytes)?
@@ -150,12 +150,12 @@ pub fn compact(
     delete_retention_ms: i64,
     segment_bytes: Option<u64>,
     variant: Variant,
-) -> Result<crate::compaction::CompactionReport> {
+) -> Result<seglog::compaction::CompactionReport> {
     match variant {
         #[cfg(feature = "test-variants")]
         Variant::Install(install_variant) => {
             let knobs = log.config().clean_options();
-            let Some(options) = crate::testing::variants::clean_prepare(
+            let Some(options) = seglog::testing::variants::clean_prepare(
                 log,
                 now,
                 delete_retention_ms,
@@ -163,21 +163,21 @@ pub fn compact(
                 knobs,
             )?
             else {
-                return Ok(crate::compaction::CompactionReport::default());
+                return Ok(seglog::compaction::CompactionReport::default());
             };
-            let result = crate::testing::variants::compact_dir_with(
+            let result = seglog::testing::variants::compact_dir_with(
                 log.fs().as_ref(),
                 log.dir(),
                 options,
                 install_variant,
             )
             .map(Option::unwrap_or_default);
-            crate::testing::variants::reopen_after(log, result)
+            seglog::testing::variants::reopen_after(log, result)
         }
         #[cfg(feature = "test-variants")]
         Variant::CleanPointFirst => {
             let knobs = log.config().clean_options();
-            crate::testing::variants::clean_with_clean_point_first(
+            seglog::testing::variants::clean_with_clean_point_first(
                 log,
                 now,
                 delete_retention_ms,
@@ -188,7 +188,7 @@ pub fn compact(
         #[cfg(feature = "test-variants")]
         Variant::PointOnReopen => {
             let knobs = log.config().clean_options();
-            crate::testing::variants::clean_with_point_on_reopen(
+            seglog::testing::variants::clean_with_point_on_reopen(
                 log,
                 now,
                 delete_retention_ms,
@@ -205,12 +205,12 @@ fn clean(
     now: i64,
     delete_retention_ms: i64,
     segment_bytes: Option<u64>,
-    knobs: crate::compaction::CleanOptions,
+    knobs: seglog::compaction::CleanOptions,
     variant: Variant,
-) -> Result<crate::compaction::CompactionReport> {
+) -> Result<seglog::compaction::CompactionReport> {
     #[cfg(feature = "test-variants")]
     if let Variant::CleanPointFirst = variant {
-        return crate::testing::variants::clean_with_clean_point_first(
+        return seglog::testing::variants::clean_with_clean_point_first(
             log,
             now,
             delete_retention_ms,
@@ -220,7 +220,7 @@ fn clean(
     }
     #[cfg(feature = "test-variants")]
     if let Variant::PointOnReopen = variant {
-        return crate::testing::variants::clean_with_point_on_reopen(
+        return seglog::testing::variants::clean_with_point_on_reopen(
             log,
             now,
             delete_retention_ms,
@@ -260,31 +260,31 @@ pub fn clean_with_appends(
     roll: bool,
     appends_at: Option<u64>,
     variant: Variant,
-) -> Result<(crate::compaction::CompactionReport, bool)> {
+) -> Result<(seglog::compaction::CompactionReport, bool)> {
     let knobs = log.config().clean_options();
     let snapshot = log.clean_snapshot(now, delete_retention_ms, None, knobs)?;
     #[cfg(feature = "test-variants")]
     let snapshot = match variant {
-        Variant::Clean(crate::testing::variants::CleanVariant::StaleTailCopy) => {
-            snapshot.map(crate::testing::variants::stale_tail_copy)
+        Variant::Clean(seglog::testing::variants::CleanVariant::StaleTailCopy) => {
+            snapshot.map(seglog::testing::variants::stale_tail_copy)
         }
-        Variant::Clean(crate::testing::variants::CleanVariant::UnboundedMap) => {
-            snapshot.map(crate::testing::variants::unbounded_map)
+        Variant::Clean(seglog::testing::variants::CleanVariant::UnboundedMap) => {
+            snapshot.map(seglog::testing::variants::unbounded_map)
         }
-        Variant::Clean(crate::testing::variants::CleanVariant::UnflushedSwap) => {
-            snapshot.map(crate::testing::variants::unflushed_swap)
+        Variant::Clean(seglog::testing::variants::CleanVariant::UnflushedSwap) => {
+            snapshot.map(seglog::testing::variants::unflushed_swap)
         }
         _ => snapshot,
     };
     let Some(snapshot) = snapshot else {
         clean_appends(log, records, roll, now)?;
         log.flush()?;
-        return Ok((crate::compaction::CompactionReport::default(), false));
+        return Ok((seglog::compaction::CompactionReport::default(), false));
     };
     // The broken `unlocked-swap` runs the appends inside its swap.
     #[cfg(feature = "test-variants")]
     let appends_at = match variant {
-        Variant::Clean(crate::testing::variants::CleanVariant::UnlockedSwap) => None,
+        Variant::Clean(seglog::testing::variants::CleanVariant::UnlockedSwap) => None,
         _ => appends_at,
     };
     let (build, appended, during) = match appends_at {
@@ -294,7 +294,7 @@ pub fn clean_with_appends(
             let (build, appended, during) = crate::workload::interleave::interleave(
                 &fs,
                 at,
-                |gate| crate::testing::build_through(snapshot, gate),
+                |gate| seglog::testing::build_through(snapshot, gate),
                 || clean_appends(log, records, roll, now),
             );
             (build, Some(appended), during)
@@ -306,13 +306,13 @@ pub fn clean_with_appends(
         Err(e) => {
             // As `Log::clean`: poisoned; the next open's recovery removes the
             // half-built dir.
-            crate::testing::poison(log);
+            seglog::testing::poison(log);
             return Err(e);
         }
     };
     #[cfg(feature = "test-variants")]
-    if let Variant::Clean(crate::testing::variants::CleanVariant::UnlockedSwap) = variant {
-        return crate::testing::variants::clean_swap_unlocked(log, build, |log| {
+    if let Variant::Clean(seglog::testing::variants::CleanVariant::UnlockedSwap) = variant {
+        return seglog::testing::variants::clean_swap_unlocked(log, build, |log| {
             clean_appends(log, records, roll, now)?;
             log.flush()
         })
@@ -327,7 +327,7 @@ pub fn clean_with_appends(
     if let Some(trash) = swapped.trash {
         let fs = std::sync::Arc::clone(log.fs());
         if let Err(e) = trash.remove(fs.as_ref()) {
-            crate::testing::poison(log);
+            seglog::testing::poison(log);
             return Err(e);
         }
     }
@@ -340,7 +340,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
     #[cfg(feature = "test-variants")]
     if let Variant::Roll(roll) = variant {
         // Set before every operation: a restart replaces the handle.
-        crate::testing::variants::set_roll_variant(log, roll);
+        seglog::testing::variants::set_roll_variant(log, roll);
     }
     let outcome = match op {
         Op::Append {
@@ -383,7 +383,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
         }
         Op::AppendTxn { records, producer } => {
             match log
-                .append_transactional(crate::Producer::new(*producer, 0), &new_records(records))
+                .append_transactional(seglog::Producer::new(*producer, 0), &new_records(records))
             {
                 Ok(info) => OpOutcome::Appended {
                     base_offset: info.base_offset,
@@ -465,7 +465,7 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
             policy,
             producer_id_expiration_ms,
         } => {
-            let knobs = crate::compaction::CleanOptions {
+            let knobs = seglog::compaction::CleanOptions {
                 dedupe_buffer_bytes: *dedupe_buffer_bytes,
                 min_compaction_lag_ms: *min_compaction_lag_ms,
                 policy: *policy,
@@ -521,9 +521,9 @@ pub fn apply_with(log: &mut Log, op: &Op, variant: Variant) -> Result<OpOutcome>
 fn while_closed<T>(
     log: &mut Log,
     offline: impl FnOnce(
-        std::sync::Arc<dyn crate::fs::FileSystem>,
+        std::sync::Arc<dyn seglog::fs::FileSystem>,
         &std::path::Path,
-        crate::log::LogConfig,
+        seglog::log::LogConfig,
     ) -> Result<(Log, T)>,
 ) -> Result<T> {
     let fs = std::sync::Arc::clone(log.fs());
@@ -532,7 +532,7 @@ fn while_closed<T>(
     let clock = std::sync::Arc::clone(log.clock());
     log.close_in_place()?;
     let (mut reopened, value) =
-        offline(fs, &dir, config).inspect_err(|_| crate::testing::poison(log))?;
+        offline(fs, &dir, config).inspect_err(|_| seglog::testing::poison(log))?;
     reopened.set_clock(clock);
     *log = reopened;
     Ok(value)
@@ -541,7 +541,7 @@ fn while_closed<T>(
 /// [`Op::DropIndexes`]: a clean close, the operator's `rm` of every closed segment's
 /// index files (no fsync: an operator does not sync a directory), and an open on
 /// the same file system.
-fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryReport> {
+fn drop_indexes(log: &mut Log, variant: Variant) -> Result<seglog::log::RecoveryReport> {
     let closed: Vec<i64> = log
         .segments()
         .iter()
@@ -550,7 +550,7 @@ fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryR
         .collect();
     while_closed(log, |fs, dir, config| {
         for base_offset in closed {
-            let paths = crate::segment::SegmentPaths::new(dir, base_offset);
+            let paths = seglog::segment::SegmentPaths::new(dir, base_offset);
             for path in [&paths.index, &paths.time_index] {
                 fs.remove_file(path).map_err(|e| Error::io(path, e))?;
             }
@@ -559,7 +559,7 @@ fn drop_indexes(log: &mut Log, variant: Variant) -> Result<crate::log::RecoveryR
         match variant {
             #[cfg(feature = "test-variants")]
             Variant::SyncScannedOnlyForNewPoint => {
-                crate::testing::variants::with_settle_only_for_new_point(open)
+                seglog::testing::variants::with_settle_only_for_new_point(open)
             }
             _ => open(),
         }
@@ -574,26 +574,26 @@ fn compact_closed(
     now: i64,
     delete_retention_ms: i64,
     segment_bytes: Option<u64>,
-) -> Result<crate::compaction::CompactionReport> {
+) -> Result<seglog::compaction::CompactionReport> {
     if delete_retention_ms < 0 {
         return Err(Error::InvalidArgument(
             "delete_retention_ms must be >= 0".into(),
         ));
     }
-    let options = crate::compaction::CompactOptions {
+    let options = seglog::compaction::CompactOptions {
         now,
         delete_retention_ms,
         segment_bytes: segment_bytes.unwrap_or(log.config().segment_bytes),
     };
     while_closed(log, |fs, dir, config| {
-        let report = crate::compaction::compact_dir(fs.as_ref(), dir, options)?;
+        let report = seglog::compaction::compact_dir(fs.as_ref(), dir, options)?;
         let (reopened, _) = Log::open_with(fs, dir, config)?;
         Ok((reopened, report.unwrap_or_default()))
     })
 }
 
-impl From<crate::log::ReadRecord> for RecordView {
-    fn from(r: crate::log::ReadRecord) -> RecordView {
+impl From<seglog::log::ReadRecord> for RecordView {
+    fn from(r: seglog::log::ReadRecord) -> RecordView {
         RecordView {
             offset: r.offset,
             key: r.key.map(|k| k.to_vec()),
@@ -631,7 +631,7 @@ pub fn view(log: &Log) -> Result<LogView> {
 }
 
 /// The outcome of a compaction that ran: its report's counts.
-fn compacted(r: &crate::compaction::CompactionReport) -> OpOutcome {
+fn compacted(r: &seglog::compaction::CompactionReport) -> OpOutcome {
     OpOutcome::Compacted {
         records_before: r.records_before,
         records_after: r.records_after,

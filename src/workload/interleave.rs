@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use crate::fs::FileSystem;
+use seglog::fs::FileSystem;
 
 /// A [`FileSystem`] that forwards every call to `inner`, and before the `at`-th
 /// call (0-based, reads included: a build reads its segments before it writes)
@@ -77,7 +77,7 @@ impl GateFs {
 }
 
 impl FileSystem for GateFs {
-    fn try_lock(&self, path: &Path) -> io::Result<crate::fs::FileLock> {
+    fn try_lock(&self, path: &Path) -> io::Result<seglog::fs::FileLock> {
         self.inner.try_lock(path)
     }
 
@@ -233,7 +233,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::sim::SimFs;
+    use seglog::fs::sim::SimFs;
     use std::path::PathBuf;
 
     /// The appender's call lands exactly before the build's call `at`, for every `at`,

@@ -33,7 +33,7 @@ pub enum Op {
     Append {
         records: Vec<RecordSpec>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        codec: Option<crate::format::Compression>,
+        codec: Option<seglog::format::Compression>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         log_append_time: Option<i64>,
     },
@@ -107,7 +107,7 @@ pub enum Op {
         min_compaction_lag_ms: i64,
         /// The rules of the pass (absent: `seed`).
         #[serde(default, skip_serializing_if = "is_seed")]
-        policy: crate::compaction::CompactionPolicy,
+        policy: seglog::compaction::CompactionPolicy,
         /// Kafka's `producer.id.expiration.ms` (absent: one day, its default).
         #[serde(
             default = "default_producer_id_expiration_ms",
@@ -326,11 +326,11 @@ pub enum OpOutcome {
 }
 
 /// Converts workload records into the engine's append input.
-pub fn new_records(records: &[RecordSpec]) -> Vec<crate::format::NewRecord> {
+pub fn new_records(records: &[RecordSpec]) -> Vec<seglog::format::NewRecord> {
     records
         .iter()
         .map(|r| {
-            crate::format::NewRecord::new(
+            seglog::format::NewRecord::new(
                 r.key.as_ref().map(|k| k.as_bytes().to_vec()),
                 r.value.as_ref().map(|v| v.as_bytes().to_vec()),
                 r.ts,
@@ -339,8 +339,8 @@ pub fn new_records(records: &[RecordSpec]) -> Vec<crate::format::NewRecord> {
         .collect()
 }
 
-fn is_seed(policy: &crate::compaction::CompactionPolicy) -> bool {
-    *policy == crate::compaction::CompactionPolicy::Seed
+fn is_seed(policy: &seglog::compaction::CompactionPolicy) -> bool {
+    *policy == seglog::compaction::CompactionPolicy::Seed
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -348,7 +348,7 @@ fn is_zero_u64(n: &u64) -> bool {
 }
 
 fn default_producer_id_expiration_ms() -> i64 {
-    crate::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT
+    seglog::compaction::PRODUCER_ID_EXPIRATION_MS_DEFAULT
 }
 
 fn is_default_producer_id_expiration_ms(ms: &i64) -> bool {

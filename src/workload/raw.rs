@@ -7,12 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::format::batch::{
+use seglog::format::batch::{
     ATTRIBUTES_OFFSET, ATTR_CONTROL, BASE_OFFSET_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET,
     MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
     RECORD_COUNT_OFFSET,
 };
-use crate::format::{Compression, RecordBatch};
+use seglog::format::{Compression, RecordBatch};
 
 use super::{new_records, RecordSpec};
 
@@ -88,7 +88,7 @@ impl RawBatchSpec {
 }
 
 fn fix_crc(bytes: &mut [u8]) {
-    let crc = crate::format::crc::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
+    let crc = seglog::format::crc::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
     bytes[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
@@ -98,7 +98,7 @@ pub fn encode(batch: &RawBatchSpec) -> Vec<u8> {
     let codec = batch.codec.unwrap_or_default();
     let mut built = if records.is_empty() {
         // What a producer never sends, but a scenario may ask for: no records.
-        let mut empty = RecordBatch::build(0, &[crate::format::NewRecord::new(None, None, 0)]);
+        let mut empty = RecordBatch::build(0, &[seglog::format::NewRecord::new(None, None, 0)]);
         empty.records.clear();
         empty
     } else {
@@ -199,7 +199,7 @@ mod tests {
         for n in [1, 3] {
             for defect in Defect::ALL {
                 let bytes = encode(&batch(n, Some(defect)));
-                let checked = crate::format::produce::check(&bytes, 1 << 20);
+                let checked = seglog::format::produce::check(&bytes, 1 << 20);
                 assert_eq!(checked.is_err(), defect.rejects(), "{defect:?} n={n}");
             }
             let fine = encode(&batch(n, None));
@@ -207,8 +207,8 @@ mod tests {
                 fine,
                 RecordBatch::build(0, &new_records(&batch(n, None).records)).encode()
             );
-            assert!(crate::format::produce::check(&fine, 1 << 20).is_ok());
+            assert!(seglog::format::produce::check(&fine, 1 << 20).is_ok());
         }
-        assert!(crate::format::produce::check(&encode(&batch(0, None)), 1 << 20).is_err());
+        assert!(seglog::format::produce::check(&encode(&batch(0, None)), 1 << 20).is_err());
     }
 }

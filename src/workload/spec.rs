@@ -8,7 +8,7 @@ use crate::workload::{LogView, Op, OpOutcome, RecordView, SegmentView};
 /// (`seglog_model::spec::size::install_codec`); idempotent.
 pub fn install_codec() {
     fn codec_bytes(codec: u8, records: &[u8]) -> u64 {
-        let codec = crate::format::Compression::from_id(i16::from(codec))
+        let codec = seglog::format::Compression::from_id(i16::from(codec))
             .expect("the spec holds Kafka's codec ids");
         codec.compress(records).len() as u64
     }
@@ -151,8 +151,8 @@ pub fn apply_stamped(spec: &mut SpecLog, op: &Op, log_stamp: Option<i64>) -> OpO
                 dedupe_buffer_bytes: *dedupe_buffer_bytes,
                 min_compaction_lag_ms: *min_compaction_lag_ms,
                 policy: match policy {
-                    crate::compaction::CompactionPolicy::Seed => CompactionPolicy::Seed,
-                    crate::compaction::CompactionPolicy::Kafka => CompactionPolicy::Kafka,
+                    seglog::compaction::CompactionPolicy::Seed => CompactionPolicy::Seed,
+                    seglog::compaction::CompactionPolicy::Kafka => CompactionPolicy::Kafka,
                 },
                 producer_id_expiration_ms: *producer_id_expiration_ms,
             };

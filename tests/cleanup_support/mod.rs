@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use seglog::format::{filename, NewRecord, RecordBatch};
 use seglog::fs::{FileSystem, StdFs};
-use seglog::{workload, Log};
+use seglog::Log;
 use seglog_model::spec::SpecLog;
+use seglog_suite::workload;
 
 /// A record for tests: `k`/`v` of `None` mean a null key/value.
 pub fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> NewRecord {

@@ -7,8 +7,8 @@
 //!   layer table of docs/design.md, "Layers", and every top-level module has a row.
 //! - Inside any module, no circle runs among its child modules, each taken with
 //!   everything under it (a module's own file and its parts may use each other).
-//! - The modules of `src/compaction` form no cycle, the rule sets in
-//!   `src/compaction/rules` and the planner (`plan.rs`) do no IO: their non-test
+//! - The modules of `engine/src/compaction` form no cycle, the rule sets in
+//!   `engine/src/compaction/rules` and the planner (`plan.rs`) do no IO: their non-test
 //!   code names no `FileSystem`, nothing of `std::fs`, `std::io`, `std::path`,
 //!   `std::net`, `std::process` or `crate::fs`, and of compaction's own modules only
 //!   the pure ones ([`PURE`]).
@@ -30,17 +30,20 @@ use cycles::{find_cycle, on_cycles};
 use reader::{module_of, resolve, rust_files, use_paths, Names};
 use workspace::{Crate, Layers};
 
+/// The engine's source directory.
+const ENGINE_SRC: &str = "engine/src";
+
 /// The directory whose child modules must form no cycle.
-const LAYERED: &str = "src/compaction";
+const LAYERED: &str = "engine/src/compaction";
 
 /// The directory whose files must do no IO.
-const RULES: &str = "src/compaction/rules";
+const RULES: &str = "engine/src/compaction/rules";
 
-/// The modules of `src/compaction` the rules may use: no IO in any of them.
+/// The modules of `engine/src/compaction` the rules may use: no IO in any of them.
 const PURE: &[&str] = &["rules", "bitmap", "map", "view", "plan", "walker"];
 
 /// The planner: pure like the rules it consults.
-const PLANNER: &str = "src/compaction/plan.rs";
+const PLANNER: &str = "engine/src/compaction/plan.rs";
 
 /// Paths that reach IO.
 const IO_PREFIXES: &[&[&str]] = &[
@@ -128,8 +131,8 @@ fn module_edges(src: &Path, layered: &[String]) -> BTreeMap<String, BTreeSet<Str
 
 fn layered_module() -> Vec<String> {
     LAYERED
-        .strip_prefix("src/")
-        .expect("under src/")
+        .strip_prefix("engine/src/")
+        .expect("under engine/src/")
         .split('/')
         .map(str::to_owned)
         .collect()
@@ -137,7 +140,7 @@ fn layered_module() -> Vec<String> {
 
 /// Where the non-test code of the files under `dir` reaches IO: `(file, path)` for
 /// each path naming `FileSystem`, starting with an [`IO_PREFIXES`] entry, or
-/// naming a module of `src/compaction` outside [`PURE`].
+/// naming a module of `engine/src/compaction` outside [`PURE`].
 fn io_reaches(src: &Path, dir: &Path) -> Vec<(String, String)> {
     let mut files = Vec::new();
     rust_files(dir, &mut files);
@@ -201,7 +204,7 @@ fn the_rules_do_no_io() {
     let mut files = Vec::new();
     rust_files(&dir, &mut files);
     assert!(files.len() >= 5, "{RULES} holds {} files", files.len());
-    assert_no_io(RULES, &io_reaches(&root.join("src"), &dir));
+    assert_no_io(RULES, &io_reaches(&root.join(ENGINE_SRC), &dir));
 }
 
 #[test]
@@ -209,7 +212,7 @@ fn the_planner_does_no_io() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     assert_no_io(
         PLANNER,
-        &io_reaches_in(&root.join("src"), vec![root.join(PLANNER)]),
+        &io_reaches_in(&root.join(ENGINE_SRC), vec![root.join(PLANNER)]),
     );
 }
 
@@ -242,7 +245,7 @@ fn the_io_check_sees_each_form() {
 
 #[test]
 fn compaction_has_no_import_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(ENGINE_SRC);
     let edges = module_edges(&src, &layered_module());
     assert!(
         edges.len() > 10,

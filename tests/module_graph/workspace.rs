@@ -49,7 +49,7 @@ fn shown(module: &[String]) -> String {
 }
 
 impl Crate {
-    /// The library crate rooted at `src/lib.rs` (binary roots, `main.rs` and
+    /// The library crate rooted at `engine/src/lib.rs` (binary roots, `main.rs` and
     /// `bin/`, sit above it and reach it only through its public names).
     pub fn load(name: &str, src: &Path) -> Crate {
         let mut paths = Vec::new();
@@ -445,7 +445,8 @@ pub fn upward(krate: &Crate, layers: &Layers) -> Vec<(String, String, String)> {
 /// Where the source of each checked crate is.
 pub fn crates(root: &Path) -> Vec<(String, PathBuf)> {
     vec![
-        ("seglog".to_owned(), root.join("src")),
+        ("seglog".to_owned(), root.join("engine").join("src")),
+        ("seglog-suite".to_owned(), root.join("src")),
         ("seglog-model".to_owned(), root.join("model").join("src")),
     ]
 }

@@ -56,7 +56,7 @@ pub fn latest_closed_tombstones(log: &SpecLog) -> Vec<&Rec> {
 
 /// The one rule of a tombstone's (and a marker's) age: `now - timestamp`, exact
 /// (i128: no overflow, no saturation), past `delete_retention_ms`. The engine's
-/// `Horizon::expired` (`src/compaction/rules/seed.rs`) is the same.
+/// `Horizon::expired` (`engine/src/compaction/rules/seed.rs`) is the same.
 pub fn past_grace(timestamp: i64, now: i64, delete_retention_ms: i64) -> bool {
     i128::from(now) - i128::from(timestamp) > i128::from(delete_retention_ms)
 }

@@ -1,5 +1,5 @@
 //! The `kafka` policy's transaction rules (docs/design.md section 1, "The kafka
-//! policy and transactions"; engine `src/compaction/kafka_txn.rs`), plugged into
+//! policy and transactions"; engine `engine/src/compaction/kafka_txn.rs`), plugged into
 //! the pass of `spec::kafka` at four points. Rules 1 to 3 apply when the log holds
 //! a transactional data batch (a log whose only transactional batches are markers
 //! takes the plain kafka pass); rule 4 in every kafka pass. They follow Kafka 4.4's

@@ -1,5 +1,5 @@
 //! Byte sizes of Kafka v2 record batches, computed arithmetically (docs/design.md
-//! section 1, "Batch size"). These sizes must equal what the engine's `src/format`
+//! section 1, "Batch size"). These sizes must equal what the engine's `engine/src/format`
 //! writes, which the tests below pin on hand-computed cases.
 //!
 //! A compressed batch is the 61-byte header plus its codec's stream of the

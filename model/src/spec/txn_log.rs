@@ -1,7 +1,7 @@
 //! The transaction rules of [`super::txn`] applied to a [`SpecLog`]: its batches
 //! as [`TxnBatch`]es, `read_committed`, and the `seed` policy's pass over a log
 //! holding transactional data (docs/design.md section 1, "Transactions"; engine
-//! `src/compaction/rules/txn.rs`).
+//! `engine/src/compaction/rules/txn.rs`).
 //!
 //! Which pass a `seed` cleaning takes is the engine's decision: the transaction
 //! rules when the log (every segment, the active one included) holds a

@@ -9,10 +9,10 @@
 
 use seglog_model::spec::SpecLog;
 
-use crate::error::Error;
-use crate::fs::sim::FaultKind;
 use crate::sweep::io_errors::{check_poisoned, states_after_error_stamped};
 use crate::workload::Op;
+use seglog::error::Error;
+use seglog::fs::sim::FaultKind;
 
 use super::super::compare::{compare, engine_spec, structure_diff};
 use super::{Durable, Engine};

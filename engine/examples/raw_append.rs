@@ -1,5 +1,5 @@
 //! Raw append beside the structured one: producer-encoded batches stored as they
-//! came (`cargo run --no-default-features --example raw_append`).
+//! came (`cargo run --example raw_append --package seglog`).
 
 use seglog::{BatchRule, Error, Log, LogConfig, NewRecord, RecordBatch};
 

@@ -11,7 +11,7 @@
 //! states) fails under a fixed seed.
 //!
 //! Run: `RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test
-//! --features test-variants --test shuttle_partition` (the cfg swaps `src/sync.rs`
+//! --features test-variants --test shuttle_partition` (the cfg swaps `engine/src/sync.rs`
 //! to shuttle's primitives; a separate target dir keeps the normal build's cache).
 //! `SEGLOG_SHUTTLE_ITERATIONS` sets the schedules per scheduler (default 1000).
 #![cfg(shuttle)]
