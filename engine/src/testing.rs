@@ -14,7 +14,7 @@
 //!   bench's encode-only rows;
 //! - [`start_writeback`]: the writeback hint the engine gives after a large write,
 //!   so that the benches' plain-`std` yardstick can give the same one;
-//! - with the feature `test-variants`, [`variants`]: the broken protocols the
+//! - with the feature `test-variants`, `variants`: the broken protocols the
 //!   suite's "teeth" checks run, and reopen-after-failure.
 
 use std::fs::File;

@@ -3,7 +3,7 @@
 //! list, clean point, `map_end = next_offset`), a build from it that needs no
 //! `&mut Log` ([`CleanSnapshot::build`]: the closed segments are immutable while
 //! retention is excluded, and the map reads the active segment only up to the
-//! snapshot), and a swap under the lock again ([`Log::clean_swap`]) that links the
+//! snapshot), and a swap under the lock again ([`Log::clean_swap`](crate::log::Log::clean_swap)) that links the
 //! tail and commits. `Log::clean` is the three with nothing in between.
 
 use std::path::PathBuf;
