@@ -66,3 +66,20 @@ pub fn on_cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String>
         .cloned()
         .collect()
 }
+
+/// Each module on a cycle of `edges`, with the modules on cycles it names:
+/// `module -> a, b`, for a failure message.
+pub fn cycle_listing(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let members = on_cycles(edges);
+    members
+        .iter()
+        .map(|m| {
+            let inside: Vec<&str> = edges[m]
+                .iter()
+                .filter(|t| members.contains(*t))
+                .map(String::as_str)
+                .collect();
+            format!("{m} -> {}", inside.join(", "))
+        })
+        .collect()
+}

@@ -26,7 +26,7 @@ mod cycles;
 mod reader;
 mod workspace;
 
-use cycles::{find_cycle, on_cycles};
+use cycles::{cycle_listing, find_cycle, on_cycles};
 use reader::{module_of, resolve, rust_files, use_paths, Names};
 use workspace::{Crate, Layers};
 
@@ -253,23 +253,12 @@ fn compaction_has_no_import_cycle() {
         edges.len()
     );
     if let Some(cycle) = find_cycle(&edges) {
-        let members = on_cycles(&edges);
-        let listing: Vec<String> = members
-            .iter()
-            .map(|m| {
-                let inside: Vec<&str> = edges[m]
-                    .iter()
-                    .filter(|t| members.contains(*t))
-                    .map(String::as_str)
-                    .collect();
-                format!("  {m} -> {}", inside.join(", "))
-            })
-            .collect();
+        let listing = cycle_listing(&edges);
         panic!(
-            "{LAYERED} has an import cycle: {}\n{} modules are on cycles:\n{}",
+            "{LAYERED} has an import cycle: {}\n{} modules are on cycles:\n  {}",
             cycle.join(" -> "),
-            members.len(),
-            listing.join("\n")
+            listing.len(),
+            listing.join("\n  ")
         );
     }
 }

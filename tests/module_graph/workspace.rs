@@ -214,21 +214,8 @@ pub fn sibling_cycles(edges: &Edges) -> Vec<(String, Vec<String>)> {
     levels
         .into_iter()
         .filter_map(|(parent, level)| {
-            crate::cycles::find_cycle(&level).map(|_| {
-                let on = crate::cycles::on_cycles(&level);
-                let listed = on
-                    .iter()
-                    .map(|m| {
-                        let inside: Vec<&str> = level[m]
-                            .iter()
-                            .filter(|t| on.contains(*t))
-                            .map(String::as_str)
-                            .collect();
-                        format!("{m} -> {}", inside.join(", "))
-                    })
-                    .collect();
-                (shown(&parent), listed)
-            })
+            crate::cycles::find_cycle(&level)
+                .map(|_| (shown(&parent), crate::cycles::cycle_listing(&level)))
         })
         .collect()
 }
