@@ -13,7 +13,8 @@
 //!    tree; before the first call, after each one, the power-loss images `SimFs`
 //!    enumerates are the crash states: every prefix of the trace, with the losses
 //!    of unsynced work a power loss allows (torn appends, unsynced directory
-//!    operations dropped in any dependency-closed subset: docs/design.md section 7).
+//!    operations dropped in any dependency-closed subset: docs/verification.md,
+//!    "The simulated file system and its persistence model").
 //!    It is the persistence model of the sweep, so the two differ in their input
 //!    only. Identical images of one command are judged once;
 //! 4. each state is laid out in a fresh real directory, `seglog recover` (the real

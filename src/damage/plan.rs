@@ -571,7 +571,7 @@ fn forged_sealed(bytes: &[u8]) -> Vec<Damage> {
 /// (records, batches, its next offset inside the gap before the next segment, its
 /// largest timestamp) is trusted as summarized, and its index checksums are checked
 /// at the first lookup: a lie there is blind at open, excused where the log
-/// still serves every record at its offset (`judge`), and found by the first read
+/// still serves every record at its offset (`judge`), and reported by the first read
 /// that meets it.
 const SUMMARY_FIELDS: [(&str, usize, u8, bool); 11] = [
     ("base_offset", 0, 8, false),

@@ -8,6 +8,24 @@
 //! closed or dropped. A second writer is refused with [`Error::Locked`], having
 //! changed nothing. The kernel releases the lock of a killed process, so a stale
 //! `D.lock` file never blocks anyone; the file stays empty.
+//!
+//! # Design
+//!
+//! Every writable open (`Log::open*`, every CLI command but `dump`, the `LogManager`)
+//! takes an exclusive, non-blocking `flock` on `D.lock` beside the log directory, before
+//! recovery reads or changes anything, and holds it until `close` or drop (`SimFs` keeps a
+//! table of held paths outside the counted calls; a crash image holds no lock). It is
+//! beside `D`, not inside it, because the install swaps `D` for a new directory: a lock
+//! file inside would move to the backup while the first process still writes; beside it,
+//! one lock covers `D`, its temp, backup, trash and manifest (on the resolved directory,
+//! so a symlink and its target name one lock). A second writer gets
+//! `Error::Locked { dir, lock_file, holder_pid }` (the pid from `/proc/locks`; exit 2 from
+//! the CLI) and has changed nothing; read-only opens take no lock. A new log whose parent
+//! is missing gets its whole path created first, each new ancestor synced in its parent,
+//! as recovery's phase 1 does. Dropping the lock calls `flock(LOCK_UN)` before the close,
+//! because a `fork` on another thread shares the open file description until its child
+//! `exec`s. The kernel releases a killed process's lock, so a stale `D.lock` never blocks
+//! an open; the file stays empty.
 
 use std::io;
 use std::path::{Path, PathBuf};

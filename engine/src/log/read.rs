@@ -1,4 +1,53 @@
 //! Reads: records from an offset, the offset for a timestamp, a segment's batches.
+//!
+//! ## The read path (`engine/src/log/read.rs`, `engine/src/log/fetch.rs`, `engine/src/segment/view.rs`)
+//! Every read goes through a `SegmentView`: the segment's `.log` bytes as one shared,
+//! immutable `bytes::Bytes` from `FileSystem::map` (`StdFs` maps the file read-only, so
+//! reading copies nothing out of the page cache; `SimFs` and `StdFs::without_mmap()` read
+//! it). The log keeps the views of the 64 segments read last (no resource grows with the
+//! number of segments) and never maps a segment no batch of which can fit the read's
+//! budget; the active segment's view is made again only when a read needs bytes appended
+//! since. Retention and compaction replace whole files without reopening the log, and a
+//! view keeps the old file's bytes alive until dropped. A segment truncated *by another
+//! process* while mapped faults (SIGBUS) instead of returning an error; the engine never
+//! truncates a file it has mapped.
+//!
+//! The descriptors behind those views and every other call are `StdFs`'s handle cache
+//! (`engine/src/fs/handles.rs`): at most a budget of open files (`StdFs::with_open_files_max`,
+//! 256 for `StdFs::new`), the least recently used closed to make room, so a log of any
+//! number of segments runs within a fixed number of descriptors and a closed file costs an
+//! `open` when next used. A handle with writes not yet synced is never closed to make room
+//! (closing the last descriptor of a file with unsynced pages can lose the write-back
+//! error its `fsync` would report), so the budget is exceeded only by the files being
+//! written at once. An open that finds the process or the system out of descriptors
+//! (`EMFILE`, `ENFILE`) closes the cached handles it may and tries once more, so a process
+//! limit below the budget costs reopens, not failures. Closing a handle invalidates
+//! nothing a reader holds: a view owns its mapping, which the kernel keeps after the
+//! descriptor it was made from is closed, and mappings do not count against the
+//! descriptor limit. Outside the cache a writable log holds one descriptor, its writer
+//! lock's (section 6e); a directory fsync, a listing and a file creation close theirs at
+//! once. `tests/open_files.rs` runs every log command on a 400-segment log under a limit of
+//! 64 descriptors and compares it with an unlimited run.
+//!
+//! The budget is a log's setting, `LogConfig::max_open_files` (at least 1, default
+//! `OPEN_FILES_MAX_DEFAULT`, 256): `Log::open` builds its `StdFs` with it, and every log
+//! command takes it as `--max-open-files N` (`seglog dump L --max-open-files 8` reads a log
+//! of any size within 8 cached descriptors). A log opened through a file system it is given
+//! (`Log::open_with`) lives within that file system's budget instead. A `LogManager` opens
+//! every partition through the one file system it is given, so its budget is manager-wide:
+//! between calls the manager holds at most the budget, one writer lock per partition and
+//! each active segment's unsynced files (`.log`, `.index`, `.timeindex`), whatever the
+//! number of partitions and segments; `tests/manager_open_files.rs` counts `/proc/self/fd`
+//! through appends, reads, a cleaning round and a retention round on 40 partitions and
+//! holds it to that bound.
+//!
+//! Three reads over one walk (the sparse index gives the start; every returned batch's
+//! CRC-32C is checked): `Log::fetch` (Kafka's fetch: whole batches of **one** segment as a
+//! slice of the view, no copy; `Fetch::records()` decodes them in place as borrowed
+//! `RecordRef`s), `Log::read_raw` (the same batches across segments, copied out) and
+//! `Log::read` (`ReadRecord`s whose key and value are `Bytes` slices of the view).
+//! CRC-32C has one seam, `format::crc` (the `crc-fast` crate; a proptest holds it to the
+//! `crc32c` crate). The figures of every read path are in docs/performance.md.
 
 use bytes::Bytes;
 

@@ -10,6 +10,35 @@
 //! Tests drive the background work through [`LogManager::run_cleaner_once`] and
 //! [`LogManager::run_retention_once`] with a [`crate::ManualClock`]; the threads
 //! ([`LogManager::start`]) call the same functions.
+//!
+//! # Design
+//!
+//! **Layout.** A `LogManager` holds one root directory with one partition log per
+//! `<topic>-<partition>` directory (Kafka's layout); each partition's `PartitionConfig`
+//! (`LogConfig`, `cleanup_policy`, retention and tombstone settings) comes from the
+//! caller, like a broker's topic metadata: no config file on disk.
+//!
+//! **Handles and locks.** A `Partition` is an `Arc` (cloneable, `Send + Sync`) around an
+//! `RwLock<Log>`. Appends, flushes and rolls take the write lock (the *append lock*);
+//! reads take the read lock. A read lock rather than an `Arc` snapshot of the segment
+//! list, because a read already returns owned bytes (`Bytes` of the segment, alive after
+//! an unlink), reads are short, and the cleaner holds the write lock only for its bounded
+//! snapshot and swap; a snapshot would copy the segment list per append for no gain. A
+//! reader never sees a swap half done, and bytes it holds stay valid after one.
+//!
+//! **Background work.** `cleaner_threads` cleaner threads clean the compacting, idle
+//! partition with the highest dirty ratio that `should_clean` accepts
+//! (`manager::cleaner::choose`, pure; a partition held back by an open transaction is
+//! passed over, and so is a partition whose own options cannot clean it, reported once as `CleanOutcome::Uncleanable` and listed by `uncleanable_partitions`, as Kafka's uncleanable partitions); one retention thread runs every
+//! `retention_check_interval_ms` (tests call the same rounds under a `ManualClock`).
+//!
+//! **Cleaning states** (`manager::state`, Kafka's `LogCleanerManager`): `Idle`,
+//! `InProgress`, `Paused(n)`, `Aborted`, one table under one mutex. A cleaner starts only
+//! from `Idle`; retention pauses the partition for its deletion and skips one that is
+//! being cleaned (never a cleaner and retention at once: KAFKA-7322's race);
+//! `delete_partition` aborts a cleaning that has not swapped yet. `LogManager::close`
+//! stops the threads, then closes every log cleanly. The swap also refuses when the
+//! closed segments changed since the snapshot: a second line of defence.
 
 pub mod cleaner;
 pub mod partition;

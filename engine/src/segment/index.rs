@@ -19,6 +19,23 @@
 //! append and recovery share this one implementation. A file that is valid by
 //! Kafka's rules (`super::validate`) is kept instead, and its entries replace the
 //! computed ones here ([`SegmentIndex::adopt`]).
+//!
+//! ## When entries are written (Kafka's `LogSegment.append`, `engine/src/segment/index.rs`)
+//! For each batch, in file order: remember `(maxTimestamp, lastOffset)` when it raises the
+//! segment's max timestamp; when the bytes since the last entry exceed
+//! `index_interval_bytes`, append the offset entry `(lastOffset - base, position)` and
+//! `maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)` to the time index (only a
+//! timestamp above the last entry's), and reset the count; add the batch's size. A roll and
+//! a close add one final `maybeAppend` (Kafka's `onBecomeInactiveSegment`). So the first
+//! batch of a segment is never indexed, a closed segment's time index ends with its max
+//! timestamp, and, since an open restarts the count at 0 as Kafka's does, seglog and Kafka
+//! index the same batches after a restart.
+//!
+//! Both indexes live in memory (one entry per `index_interval_bytes`); new entries are
+//! appended to the files in bulk, before every fsync of the segment and whenever 64 KiB
+//! are pending. `read(from)` starts at the last offset entry <= `from`;
+//! `offset_for_timestamp(ts)` skips segments whose max timestamp is < `ts`, starts at the
+//! last time entry <= `ts` and scans batch headers to the first batch reaching `ts`.
 
 use crate::format::batch::NO_TIMESTAMP;
 use crate::format::index::{OffsetEntry, TimeEntry};

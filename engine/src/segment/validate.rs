@@ -35,6 +35,45 @@
 //! A file that breaks a rule and is all zeros from the first bad entry on is
 //! `untrimmed`: Kafka preallocates the active segment's indexes and trims them on
 //! close, so a Kafka process that died leaves them so.
+//!
+//! ## Index validation (`engine/src/segment/validate.rs`, `engine/src/log/index_check.rs`)
+//! More than one index file is right for the same `.log`: Kafka up to 4.0 indexed a
+//! follower's append of several batches once; close and recovery add a final time entry
+//! the append path does not; the byte count restarts at 0 after a restart; another writer
+//! may have used another `index.interval.bytes`. So recovery does not compare an index
+//! with its own rebuild byte for byte (which would rewrite Kafka's valid indexes,
+//! `tests/kafka_index_validation.rs`): it keeps any index valid by these rules, which are
+//! what makes every lookup right, and rewrites only an invalid one:
+//!
+//! | file | rule (report `rule`) |
+//! |---|---|
+//! | both | whole entries only (`partial_entry`, reason `short`) |
+//! | `.index` | offsets and positions strictly increasing (`not_increasing`); each position is the start of a valid batch (`not_at_batch`; `beyond_log` at or past the valid bytes); each offset is the last offset of a batch from the entry's batch up to the next entry's batch (`wrong_offset`), so every batch before the position ends below the offset |
+//! | `.timeindex` | timestamps strictly increasing, >= 0, offsets non-decreasing (`not_increasing`); each offset is the last offset of a valid batch (`not_at_batch`; `beyond_log` past the last one); that batch's max timestamp is the entry's and every earlier batch's is smaller (`wrong_timestamp`): the entry is `(maxTimestampSoFar, offsetOfMaxTimestampSoFar)` at some point, so a lookup starting there misses no batch reaching the timestamp |
+//! | both | a file that breaks a rule and is all zeros from the bad entry on is `untrimmed`: a preallocated index Kafka did not trim (it died before close) |
+//!
+//! These are stricter than Kafka's own `sanityCheck`, which would accept a preallocated
+//! index full of zeros. Each rewritten file is reported in `rebuilt_indexes` (`reason`
+//! `missing`, `short` or `inconsistent`, the `rule`, and the offending entry), each valid
+//! file kept although a rebuild would differ in `kept_indexes`; a kept index's entries
+//! replace the computed ones in memory, so lookups follow the file on disk.
+//!
+//! **Durability.** After any crash and reopen `next_offset` is >= what it was at the last
+//! `flush()`. Read-only inspection (`Log::open_read_only`, `seglog dump`) runs phases 2-4
+//! only and reports what a writable open would change. It trusts what a writable open
+//! trusts (section 3b), so after a clean close it reads no closed segment's data; damage
+//! in a segment it did not read is a structured error at the first read of it.
+//! `Log::open_read_only_checked` (`seglog dump --check`) reads every batch first.
+//!
+//! **IO errors and poisoning.** After an IO error in append, roll, flush, retain or
+//! compact the log is poisoned: every later writing call returns `Error::Poisoned`, doing
+//! no IO, until it is reopened and recovery finishes or undoes what the directory holds.
+//! A failed fsync of the active `.log` also cuts the file back to its last successfully
+//! synced length (`log::write::sync_active_log`): Linux marks pages whose writeback failed
+//! clean, so no later fsync writes them ("fsyncgate"), and nothing cut was reported
+//! durable. An open fsyncs the bytes it finds unsynced (phase 7b) before anything builds
+//! on them (known limit: another process's failed fsync it did not cut cannot be undone),
+//! and an open of a log holding no data syncs the directory and every ancestor.
 
 #[cfg(feature = "serde")]
 use serde::Serialize;

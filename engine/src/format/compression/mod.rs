@@ -25,6 +25,39 @@
 //!
 //! Every decode is bounded: a stream that would inflate beyond the caller's
 //! `limit_bytes` stops there with [`CodecError::TooLarge`], before allocating more.
+//!
+//! ## Compressed batches (`engine/src/format/compression/`)
+//! Bits 0-2 of `attributes` name the codec; the records are then one stream of it, framed
+//! as Kafka's classes frame it (the compressed *bytes* may differ, the framing and every
+//! decoded record do not):
+//!
+//! | codec | id | Kafka writes | seglog writes | where bytes may differ |
+//! |---|---|---|---|---|
+//! | gzip | 1 | `GZIPOutputStream` (8 KiB buffer) in a 16 KiB `BufferedOutputStream`, level 6 (`compression.gzip.level` -1) | `flate2` at level 6; header `1f 8b 08 00 00000000 00 ff` (mtime 0, XFL 0, OS 255: Java 17's) | the deflate blocks (zlib vs miniz_oxide) |
+//! | snappy | 2 | xerial `SnappyOutputStream`: magic `82 'SNAPPY' 00`, version 1, compatible version 1, blocks of 32 KiB input each as `i32 BE length` + raw snappy | the same framing and block size; raw blocks by `snap` | each block's snappy encoding |
+//! | lz4 | 3 | `Lz4BlockOutputStream`: magic `04 22 4d 18`, FLG `0x60`, BD `0x40` (64 KiB), HC, blocks (`u32 LE`, high bit = stored when incompressible), end mark 0, no checksums, no content size | `lz4_flex`'s frame encoder with exactly those options | each block's LZ4 encoding (Kafka: lz4-java's fast compressor) |
+//! | zstd | 4 | `ZstdOutputStreamNoFinalizer` level 3 in a 16 KiB `BufferedOutputStream`: one frame, no content size, no checksum | `zstd` (libzstd 1.5.7) streaming encoder, level 3: one frame, no content size, no checksum | block boundaries and encoding (zstd-jni's libzstd version, buffer sizes) |
+//!
+//! Decoding accepts what Kafka's readers accept: several gzip members, a snappy stream
+//! without the xerial header, LZ4 frames with checksums or a content size (dependent
+//! blocks refused, as Kafka does; the LZ4 reader is seglog's own, `compression/lz4.rs`,
+//! so that it requires the end mark), any zstd frame. `engine/tests/kafka_codecs.rs` holds every
+//! codec to an independent implementation both ways.
+//!
+//! Checks (`BatchView::inflate`, `records_in`): a compressed batch passes every batch's
+//! header and CRC checks, then its payload must decompress within `INFLATED_BYTES_MAX`
+//! (64 MiB; a stream that would inflate further stops there, `DecompressedTooLarge`) to
+//! exactly `recordCount` records, each checked. A CRC-valid compressed batch whose
+//! payload fails is bad data a writer produced, not a torn write: recovery returns the
+//! error even for the active segment and truncates nothing
+//! (`is_compressed_payload_error`); a compressed batch cut by a crash fails its CRC and is
+//! a torn tail like any other.
+//!
+//! `fetch` and `read_raw` hand out compressed batches as stored; `Fetch::records()` and
+//! `read` decompress each batch once and borrow or slice its records. Indexes use header
+//! fields only. Compaction copies a fully kept compressed batch as stored and splices a
+//! partly kept one, recompressed with its own codec (`compaction/compressed.rs`), byte for
+//! byte what `RecordBatch::retain` and encoding give.
 
 use std::fmt;
 use std::str::FromStr;

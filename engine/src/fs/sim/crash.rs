@@ -24,8 +24,9 @@ pub enum CrashMode {
     /// The process dies; the kernel keeps everything completed. One image, which
     /// keeps the written/durable distinction (a later power loss can still bite).
     Process,
-    /// The machine loses power: only durable state is certain (section 7 of
-    /// docs/design.md says exactly what else may survive).
+    /// The machine loses power: only durable state is certain (docs/verification.md,
+    /// "The simulated file system and its persistence model", says exactly what
+    /// else may survive).
     PowerLoss,
 }
 

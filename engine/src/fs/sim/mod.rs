@@ -5,7 +5,8 @@
 //! [`FileSystem::sync_dir`]. [`SimFs::crash_images`] lists the disk states a crash
 //! may leave (each a fresh `SimFs` the engine can open), each with the exact
 //! [`LostItem`]s it lost; [`SimFs::crash_image_with`] rebuilds one image from that
-//! list. The persistence model is section 7 of `docs/design.md`.
+//! list. The persistence model is docs/verification.md,
+//! "The simulated file system and its persistence model".
 //!
 //! Fault injection counts *mutating* calls (create_dir_all, create_file, append,
 //! set_len, sync_file, sync_dir, rename, hard_link, remove_file, remove_dir_all),

@@ -1,4 +1,5 @@
-//! Tests of the SimFs persistence model, one per rule of docs/design.md section 7.
+//! Tests of the SimFs persistence model, one per rule of docs/verification.md,
+//! "The simulated file system and its persistence model".
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::ErrorKind;
