@@ -35,8 +35,11 @@ pub fn poison(log: &mut Log) {
 /// [`CleanSnapshot::build`] with every file-system call of the build made through
 /// `fs` (the same files behind a wrapper); the swap uses the log's own file system
 /// again.
-pub fn build_through(snapshot: CleanSnapshot, fs: Arc<dyn FileSystem>) -> Result<CleanBuild> {
-    snapshot.build_through(fs)
+pub fn build_through(mut snapshot: CleanSnapshot, fs: Arc<dyn FileSystem>) -> Result<CleanBuild> {
+    let own = std::mem::replace(&mut snapshot.fs, fs);
+    let mut built = snapshot.build()?;
+    built.snapshot.fs = own;
+    Ok(built)
 }
 
 /// Appends `records` to `out` as an append encodes them (deltas from the first's

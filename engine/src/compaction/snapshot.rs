@@ -133,19 +133,6 @@ impl CleanSnapshot {
     }
 }
 
-impl CleanSnapshot {
-    /// [`CleanSnapshot::build`] with every file-system call of the build made
-    /// through `fs` (the same files behind a wrapper: the sweep's deterministic
-    /// interleaving gate); the swap uses the log's own file system again.
-    #[cfg(feature = "testing")]
-    pub(crate) fn build_through(mut self, fs: Arc<dyn FileSystem>) -> Result<CleanBuild> {
-        let own = std::mem::replace(&mut self.fs, fs);
-        let mut built = self.build()?;
-        built.snapshot.fs = own;
-        Ok(built)
-    }
-}
-
 impl CleanBuild {
     /// The snapshot this was built from.
     pub fn snapshot(&self) -> &CleanSnapshot {
