@@ -38,7 +38,7 @@ use seglog::compaction::{build, build_with, CleanOptions, CompactOptions, Horizo
 use seglog::format::checkpoint::CLEAN_POINT_NAME;
 use seglog::fs::{FileSystem, StdFs};
 use seglog::install::InstallPaths;
-use seglog::segment::files::list_segments;
+use seglog::segment::list_segments;
 use seglog::{Log, LogConfig, NewRecord};
 
 const SEGMENT_BYTES: u64 = 16 * 1024 * 1024;

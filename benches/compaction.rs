@@ -116,7 +116,7 @@ fn bench(c: &mut Criterion) {
     let baseline = median(&mut baseline_runs);
     let report = report.unwrap();
     // Where the time goes: the map pass alone (median of 5).
-    let bases = seglog::segment::files::list_segments(&fs, &fixture.dir).unwrap();
+    let bases = seglog::segment::list_segments(&fs, &fixture.dir).unwrap();
     let mut map_runs = Vec::new();
     let mut bitmaps = (0, 0);
     for _ in 0..5 {

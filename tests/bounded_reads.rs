@@ -228,7 +228,7 @@ fn a_grown_index_is_rebuilt_unread() {
         );
         assert_eq!(
             report.rebuilt_indexes[0].rule,
-            seglog::segment::validate::IndexRule::TooLarge
+            seglog::segment::IndexRule::TooLarge
         );
         assert!(std::fs::metadata(&path).unwrap().len() < 1024);
         assert_eq!(log.read(0, usize::MAX).unwrap().len(), 3);

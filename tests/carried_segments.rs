@@ -275,7 +275,7 @@ fn scattered_log(sim: &Arc<SimFs>, strip: bool) -> Log {
         ..KNOBS
     };
     log.clean(10, 1000, Some(1), stopping).unwrap();
-    let bases = seglog::segment::files::list_segments(sim.as_ref(), Path::new(DIR)).unwrap();
+    let bases = seglog::segment::list_segments(sim.as_ref(), Path::new(DIR)).unwrap();
     let clean_point = log.clean_point().unwrap();
     assert!(
         bases[4] < clean_point && clean_point < bases[5],
@@ -304,7 +304,7 @@ fn scattered_log(sim: &Arc<SimFs>, strip: bool) -> Log {
 /// Whether the incremental pass over `sim`'s log leaves the clean section's
 /// lookups to the rewrite.
 fn lookups_left_to_the_rewrite(sim: &Arc<SimFs>, log: &Log, now: i64) -> bool {
-    let bases = seglog::segment::files::list_segments(sim.as_ref(), Path::new(DIR)).unwrap();
+    let bases = seglog::segment::list_segments(sim.as_ref(), Path::new(DIR)).unwrap();
     let horizon = seglog::compaction::Horizon {
         now,
         delete_retention_ms: 1000,

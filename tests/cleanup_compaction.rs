@@ -332,7 +332,7 @@ fn files_the_log_does_not_own_move_with_it_and_directories_are_refused() {
         ],
     );
     fs.write_new(&dir.join("notes.txt"), b"keep me").unwrap();
-    seglog::retention::executor::write_checkpoint(&fs, &dir, 0).unwrap();
+    seglog::retention::write_checkpoint(&fs, &dir, 0).unwrap();
     let options = CompactOptions {
         now: 0,
         delete_retention_ms: 0,
@@ -341,7 +341,7 @@ fn files_the_log_does_not_own_move_with_it_and_directories_are_refused() {
     compact_dir(&fs, &dir, options).unwrap().unwrap();
     assert_eq!(fs.read_all(&dir.join("notes.txt")).unwrap(), b"keep me");
     assert_eq!(
-        seglog::retention::executor::read_checkpoint(&fs, &dir).unwrap(),
+        seglog::retention::read_checkpoint(&fs, &dir).unwrap(),
         Some(0)
     );
     std::fs::create_dir(dir.join("subdir")).unwrap();

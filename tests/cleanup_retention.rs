@@ -57,10 +57,7 @@ fn seed_example_deletes_the_expired_prefix() {
     let outcome = retain(&fs, &dir).unwrap();
     assert_eq!(outcome.deleted_segments, vec![0, 1, 3]);
     assert_eq!(outcome.log_start_offset, 4);
-    assert_eq!(
-        retention::executor::read_checkpoint(&fs, &dir).unwrap(),
-        Some(4)
-    );
+    assert_eq!(retention::read_checkpoint(&fs, &dir).unwrap(), Some(4));
     let after = dump(&fs, &dir);
     assert_eq!(after.log_start_offset, 4);
     assert_eq!(after.next_offset, 5);
@@ -134,7 +131,7 @@ fn crash_at_every_call_then_recover_leaves_old_or_new() {
             })
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
-        if let Some(start) = retention::executor::read_checkpoint(&fs, &dir).unwrap() {
+        if let Some(start) = retention::read_checkpoint(&fs, &dir).unwrap() {
             assert_eq!(
                 after.log_start_offset, start,
                 "checkpoint durable => prefix gone"
@@ -150,7 +147,7 @@ fn recovery_removes_segments_wholly_below_the_checkpoint() {
     let (_root, dir) = temp_log();
     let bases = workload(&fs, &dir);
     add_indexes(&fs, &dir, &bases);
-    retention::executor::write_checkpoint(&fs, &dir, 3).unwrap();
+    retention::write_checkpoint(&fs, &dir, 3).unwrap();
     // An orphan index (left to the log's own recovery phase) and a stale temp checkpoint.
     fs.write_new(&dir.join(filename::build(99, filename::INDEX_SUFFIX)), b"")
         .unwrap();
@@ -173,12 +170,12 @@ fn checkpoint_inside_a_segment_keeps_that_segment() {
     let (_root, dir) = temp_log();
     workload(&fs, &dir);
     // Offset 2 lies inside segment 1 (offsets 1..=2): segment 1 holds it and stays.
-    retention::executor::write_checkpoint(&fs, &dir, 2).unwrap();
+    retention::write_checkpoint(&fs, &dir, 2).unwrap();
     let report = retention::recover(&fs, &dir).unwrap();
     assert_eq!(report.removed_segments, vec![0]);
     // Past the log's end: no retention wrote it, so it is corrupt and nothing goes
     // (tests/checkpoint_meaning.rs).
-    retention::executor::write_checkpoint(&fs, &dir, 1_000).unwrap();
+    retention::write_checkpoint(&fs, &dir, 1_000).unwrap();
     let err = retention::recover(&fs, &dir).unwrap_err();
     assert!(
         matches!(

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use seglog::log::RebuildReason;
-use seglog::segment::validate::IndexRule;
+use seglog::segment::IndexRule;
 use seglog::{Log, LogConfig, NewRecord, RecordBatch};
 
 #[allow(

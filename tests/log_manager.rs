@@ -314,7 +314,7 @@ fn deleting_a_partition_aborts_its_cleaning_before_the_commit_point() {
     while states.get("d-0") != CleaningState::Aborted {
         std::thread::yield_now();
     }
-    let outcome = seglog::manager::cleaner::clean_partition(&p, states, 100).unwrap();
+    let outcome = seglog::manager::clean_partition(&p, states, 100).unwrap();
     assert_eq!(outcome, CleanOutcome::Aborted);
     let paths = InstallPaths::new(Path::new("/data/d-0")).unwrap();
     assert!(!fs.exists(&paths.tmp) && !fs.exists(&paths.manifest));

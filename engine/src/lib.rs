@@ -78,6 +78,7 @@
 //!   tests, a part of the testing seam. Never enable it in a real build.
 
 #![warn(missing_docs)]
+#![warn(unnameable_types)]
 
 pub mod clock;
 pub mod compaction;

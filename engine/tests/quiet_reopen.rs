@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use seglog::format::recovery_point::CLEAN_SHUTDOWN_NAME;
 use seglog::fs::sim::{CrashMode, SimFs};
-use seglog::fs::trace::{TraceCall, TraceFs};
 use seglog::fs::FileSystem;
+use seglog::fs::{TraceCall, TraceFs};
 use seglog::{Log, LogConfig, NewRecord};
 
 const DIR: &str = "/data/orders-0";

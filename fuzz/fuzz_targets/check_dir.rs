@@ -12,7 +12,7 @@ use seglog::format::{checkpoint, filename};
 use seglog::format::{ControlKind, RecordBatch};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
-use seglog::segment::index::SegmentIndex;
+use seglog::segment::SegmentIndex;
 use seglog::{CorruptKind, Error, Log};
 use seglog_suite::workload::{new_records, RecordView};
 

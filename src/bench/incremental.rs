@@ -18,7 +18,7 @@ use seglog::format::checkpoint::CLEAN_POINT_NAME;
 use seglog::fs::{FileSystem, StdFs};
 use seglog::install::InstallPaths;
 use seglog::log::{Log, LogConfig};
-use seglog::segment::files::list_segments;
+use seglog::segment::list_segments;
 use seglog::NewRecord;
 
 /// Segment size of the fixture and of the output.
@@ -106,7 +106,7 @@ impl IncrementalFixture {
         let fs = StdFs::new();
         let mut bytes = 0;
         for base in list_segments(&fs, dir)? {
-            let path = seglog::segment::files::segment_path(dir, base, ".log");
+            let path = seglog::segment::segment_path(dir, base, ".log");
             bytes += fs.len(&path).map_err(|e| Error::io(&path, e))?;
         }
         Ok(IncrementalFixture {

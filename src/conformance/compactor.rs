@@ -1,7 +1,7 @@
 //! [`Compactor::plan`]: the seed policy's reference compactor, the whole compaction
 //! as a pure function of decoded segments.
 //!
-//! The cleaner ([`seglog::compaction::build`](mod@seglog::compaction::build)) streams
+//! The cleaner ([`seglog::compaction::build`](fn@seglog::compaction::build)) streams
 //! the same decisions segment by segment without holding the log in memory; this
 //! form keeps everything, for tests and comparison with the reference spec. Both
 //! use the engine's seed rules ([`seglog::compaction::rules::seed`]).
@@ -9,8 +9,8 @@
 use seglog::format::RecordBatch;
 
 use seglog::compaction::map::OffsetMap;
-use seglog::compaction::options::CompactionReport;
 use seglog::compaction::rules::seed::{compact_batch, Grouper, Horizon, Placement};
+use seglog::compaction::CompactionReport;
 
 /// One source segment: its base offset and decoded batches.
 #[derive(Debug, Clone, PartialEq, Eq)]

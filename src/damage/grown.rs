@@ -101,7 +101,7 @@ pub fn bytes_max(path: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> Option<u64>
     }
     if name == recovery_point::RECOVERY_POINT_NAME {
         let bases: Vec<i64> = bases.iter().map(|(base, _)| *base).collect();
-        let summaries = seglog::log::trust::recovery_point_summaries_max(&bases);
+        let summaries = seglog::log::recovery_point_summaries_max(&bases);
         return Some(recovery_point::file_bytes_max(summaries));
     }
     if name == recovery_point::CLEAN_SHUTDOWN_NAME {
@@ -112,11 +112,11 @@ pub fn bytes_max(path: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> Option<u64>
     let log = bases.get(position)?.1;
     let batches = batch_ranges(log).len() as u64;
     match suffix {
-        filename::INDEX_SUFFIX => Some(seglog::segment::validate::index_bytes_max(
+        filename::INDEX_SUFFIX => Some(seglog::segment::index_bytes_max(
             batches,
             index::OFFSET_ENTRY_BYTES,
         )),
-        filename::TIME_INDEX_SUFFIX => Some(seglog::segment::validate::index_bytes_max(
+        filename::TIME_INDEX_SUFFIX => Some(seglog::segment::index_bytes_max(
             batches,
             index::TIME_ENTRY_BYTES,
         )),

@@ -97,7 +97,7 @@ pub fn classify(path: &Path, image: &BTreeMap<PathBuf, Vec<u8>>) -> (Role, FileK
         Role::Parent if path == paths.manifest_tmp => FileKind::ManifestTmp,
         Role::Parent => FileKind::Other,
         Role::Temp if is_log => FileKind::TempLog,
-        Role::Temp if seglog::install::validate::is_derived(&name) => FileKind::TempDerived,
+        Role::Temp if seglog::install::is_derived(&name) => FileKind::TempDerived,
         Role::Temp => FileKind::TempOther,
         Role::Backup if is_log => FileKind::BackupLog,
         Role::Backup => FileKind::BackupOther,

@@ -19,9 +19,9 @@ use seglog::error::Error;
 use seglog::format::filename;
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
-use seglog::log::leftovers::Leftover;
+use seglog::log::Leftover;
 use seglog::log::LogConfig;
-use seglog::segment::files::{list_segments, segment_path};
+use seglog::segment::{list_segments, segment_path};
 
 use super::case::Outcome;
 use super::opens::Opening;

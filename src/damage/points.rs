@@ -61,7 +61,7 @@ fn shape(fs: &SimFs) -> Vec<String> {
         .filter(|(_, suffix)| *suffix == filename::LOG_SUFFIX)
         .map(|(base, _)| base)
         .collect();
-    if seglog::retention::recovery::wholly_below(fs, live, &bases).is_ok_and(|b| !b.is_empty()) {
+    if seglog::retention::wholly_below(fs, live, &bases).is_ok_and(|b| !b.is_empty()) {
         out.push("segments below the checkpoint".into());
     }
     out

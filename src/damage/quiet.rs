@@ -19,8 +19,8 @@ use std::sync::Arc;
 use crate::sweep::{self, LOG_DIR};
 use crate::workload::engine;
 use seglog::fs::sim::SimFs;
-use seglog::fs::trace::{TraceCall, TraceFs};
 use seglog::fs::FileSystem;
+use seglog::fs::{TraceCall, TraceFs};
 use seglog::log::{Log, LogConfig};
 
 use super::case::Outcome;

@@ -24,7 +24,7 @@ use seglog::format::recovery_point::{self, SegmentSummary, SummaryKind};
 use seglog::fs::sim::SimFs;
 use seglog::fs::FileSystem;
 use seglog::log::LogConfig;
-use seglog::segment::files::{list_segments, segment_path};
+use seglog::segment::{list_segments, segment_path};
 
 use super::case::Outcome;
 use super::opens::Opening;
@@ -177,7 +177,7 @@ fn start_inside(image: &SimFs, base: i64) -> Option<i64> {
     } else {
         last.last_offset()
     };
-    let durable = seglog::retention::executor::read_checkpoint(image, live)
+    let durable = seglog::retention::read_checkpoint(image, live)
         .ok()
         .flatten()
         .unwrap_or(i64::MIN);
@@ -245,9 +245,7 @@ fn revealed(fs: &SimFs, case: &VanishCase) -> bool {
         .filter(|b| !fs.is_dir(&segment_path(live, **b, filename::LOG_SUFFIX)))
         .take_while(|b| **b < file.point)
         .all(|b| summaries.contains_key(b));
-    let start = seglog::retention::executor::read_checkpoint(fs, live)
-        .ok()
-        .flatten();
+    let start = seglog::retention::read_checkpoint(fs, live).ok().flatten();
     let counted = start.is_none_or(|start| summary.next_offset > start);
     let lost = match case.vanish {
         Vanish::Cut(len) => len < summary.bytes,

@@ -11,7 +11,7 @@ use serde_json::json;
 use seglog::format::batch::{decode_header, PARTITION_LEADER_EPOCH_OFFSET};
 use seglog::format::{filename, Header};
 use seglog::fs::StdFs;
-use seglog::segment::reader::BatchReader;
+use seglog::segment::BatchReader;
 use seglog::{Log, LogConfig, NewRecord};
 
 use super::harness::Harness;

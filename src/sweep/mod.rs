@@ -326,7 +326,7 @@ pub fn leftovers(fs: &dyn FileSystem) -> Vec<String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let lock_name = format!("{log_name}{}", seglog::log::lock::LOCK_SUFFIX);
+    let lock_name = format!("{log_name}{}", seglog::log::LOCK_SUFFIX);
     if let Ok(names) = fs.list_dir(Path::new(PARENT_DIR)) {
         out.extend(
             names
@@ -378,7 +378,7 @@ pub fn check_image_with(
     // and otherwise reports the tail a writable open cuts (before the log's first
     // segment exists there is nothing to inspect; the writable open creates it).
     let inspected = if read_only_refuses_a_pending_install(workload, &fs)?
-        || seglog::segment::files::list_segments(&*fs, Path::new(LOG_DIR))
+        || seglog::segment::list_segments(&*fs, Path::new(LOG_DIR))
             .map_or(true, |bases| bases.is_empty())
     {
         None

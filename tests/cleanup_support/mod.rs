@@ -149,7 +149,7 @@ pub fn siblings(dir: &Path) -> Vec<String> {
     // The writer lock's file stays beside the log (empty, as Kafka's `.lock`): it
     // is not an install leftover.
     let is_lock_file = |name: &str, n: &str| {
-        n.strip_prefix(name) == Some(seglog::log::lock::LOCK_SUFFIX)
+        n.strip_prefix(name) == Some(seglog::log::LOCK_SUFFIX)
             && std::fs::metadata(dir.parent().unwrap().join(n)).is_ok_and(|m| m.len() == 0)
     };
     let name = dir.file_name().unwrap().to_str().unwrap().to_string();

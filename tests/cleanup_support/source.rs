@@ -10,7 +10,7 @@ use seglog::format::{batch, filename, RecordBatch};
 use seglog::fs::FileSystem;
 use seglog::{Error, Result};
 
-pub use seglog::segment::files::{list_segments, segment_path, SegmentMeta};
+pub use seglog::segment::{list_segments, segment_path, SegmentMeta};
 
 /// Decodes every batch of the `.log` file at `path`, checking what the segment
 /// layer checks: first base >= segment base, each base after the previous last offset.

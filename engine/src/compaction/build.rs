@@ -81,7 +81,7 @@ pub(crate) fn build_from(
 /// Test builds only: [`build_indexed`] as it was before issue 11's "no reopen after
 /// cleanup", the broken variant `point-on-reopen` of model (b): the temp dir gets
 /// the `.log` files but neither index files nor a recovery point.
-#[cfg(any(test, feature = "test-variants"))]
+#[cfg(feature = "test-variants")]
 pub fn build_bare(
     fs: &dyn FileSystem,
     dir: &Path,

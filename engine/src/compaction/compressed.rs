@@ -23,27 +23,29 @@ use super::rules::seed::Horizon;
 use super::view;
 
 /// A compressed batch's decompressed records, and the checked batch they belong to.
-/// `R` holds the records: their own vector ([`inflate`]) or a prefix of an arena
-/// the caller reuses from batch to batch ([`inflate_in`]).
-pub struct Inflated<'a, R: AsRef<[u8]> = Vec<u8>> {
+/// `R` holds the records: a prefix of an arena the caller reuses from batch to
+/// batch ([`inflate_in`]).
+pub struct Inflated<'a, R: AsRef<[u8]>> {
     /// The batch, checked.
     pub views: crate::format::BatchView<'a>,
     /// Its records, decompressed.
     pub records: R,
 }
 
-/// Checks the batch `batch` of `path` and decompresses its records (every check of
-/// [`crate::format::BatchView::inflate`]; errors name the batch's position).
-pub fn inflate<'a>(path: &Path, batch: &view::BatchView<'a>) -> Result<Inflated<'a>> {
+/// The records of [`inflate_in`] in a vector of their own: the oracle of its tests.
+#[cfg(all(test, feature = "compression"))]
+fn inflate<'a>(path: &Path, batch: &view::BatchView<'a>) -> Result<Inflated<'a, Vec<u8>>> {
     let at = |e: crate::format::FormatError| e.at(path, batch.position);
     let (views, _) = crate::format::BatchView::decode_crc_checked(batch.bytes).map_err(at)?;
     let records = views.inflate().map_err(at)?.unwrap_or_default();
     Ok(Inflated { views, records })
 }
 
-/// [`inflate`] into `arena`, a buffer the caller keeps from batch to batch (for
+/// Checks the batch `batch` of `path` and decompresses its records (every check of
+/// [`crate::format::BatchView::inflate`]; errors name the batch's position) into
+/// `arena`, a buffer the caller keeps from batch to batch (for
 /// lz4 no allocation, zeroing or copy once it has grown:
-/// [`crate::format::BatchView::inflate_reusing`]): the same records and errors.
+/// [`crate::format::BatchView::inflate_reusing`]).
 pub fn inflate_in<'a, 'b>(
     path: &Path,
     batch: &view::BatchView<'a>,

@@ -141,6 +141,7 @@ fn push(
 /// [`walk`]'s transaction facts: `None` when no data batch is transactional (then
 /// the plain seed rules apply: markers are kept, as the seed spec keeps control
 /// batches). Returns the facts and how many batches the closed segments hold.
+#[cfg(test)]
 pub fn gather(
     fs: &dyn FileSystem,
     dir: &Path,

@@ -1,4 +1,4 @@
-//! Key-based compaction as one flow ([`build`](mod@build)): the section, a pass per policy
+//! Key-based compaction as one flow (`build`): the section, a pass per policy
 //! ([`pass`]) over the one reader, the one map ([`map`]), the one planner and the
 //! pure rule sets ([`rules`]: keep/drop per record and batch, grouping,
 //! transactions, markers, empty batches), the one writer, and the finish that
@@ -124,31 +124,31 @@
 //! | drive | `build`, `snapshot` | the one flow of a build, concurrent cleaning's snapshot and its build (the `Log` methods that call them are `log/compact.rs`, `log/clean.rs`) |
 //! | reference (unit tests only) | `reference/kafka`, `reference/producers` | the decoded reference compactor of the `kafka` policy and the producers' walk, that the passes that run are held to; the seed policy's reference compactor is the suite's (`src/conformance/compactor.rs`) |
 
-pub mod bitmap;
-pub mod build;
-pub mod carry;
-pub mod cleanable;
-pub mod compressed;
+pub(crate) mod bitmap;
+pub(crate) mod build;
+pub(crate) mod carry;
+pub(crate) mod cleanable;
+pub(crate) mod compressed;
 mod files;
 pub(crate) mod finish;
 mod handover;
-pub mod headers;
+pub(crate) mod headers;
 pub mod map;
-pub mod options;
-pub mod output;
+pub(crate) mod options;
+pub(crate) mod output;
 pub mod pass;
 mod plan;
 mod read;
 #[cfg(test)]
 mod reference;
 mod reseal;
-pub mod rewrite;
+pub(crate) mod rewrite;
 pub mod rules;
 mod runs;
-pub mod section;
-pub mod snapshot;
-pub mod source;
-pub mod view;
+pub(crate) mod section;
+pub(crate) mod snapshot;
+pub(crate) mod source;
+pub(crate) mod view;
 mod walker;
 mod writer;
 
@@ -157,7 +157,10 @@ use std::path::Path;
 use crate::error::Result;
 use crate::fs::FileSystem;
 
+pub use bitmap::Bitmap;
 pub use build::{build, build_indexed, build_with};
+pub use carry::{ReadKeys, SourceKeys};
+pub use cleanable::Cleanable;
 pub use options::{
     Built, CleanOptions, CompactOptions, CompactionPolicy, CompactionReport,
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
@@ -166,6 +169,7 @@ pub use rules::seed::{Decision, Horizon};
 #[cfg(any(test, feature = "test-variants"))]
 pub use snapshot::CleanVariant;
 pub use snapshot::{CleanBuild, CleanSnapshot, Swapped};
+pub use view::RecordView;
 
 /// Compacts the log directory `dir` and installs the result (steps 1 to 6).
 /// `None` when there is no closed segment. The directory's segment files must be

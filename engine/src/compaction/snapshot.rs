@@ -111,7 +111,7 @@ impl CleanSnapshot {
 
     /// Install step 1 from the snapshot, without the log: the compacted closed
     /// segments into `D.compact-tmp`. On an error the temp dir may be half built:
-    /// [`CleanBuild`] is not returned, and the next open (or [`abort_dir`]) removes it.
+    /// [`CleanBuild`] is not returned, and the next open (or `abort_dir`) removes it.
     pub fn build(self) -> Result<CleanBuild> {
         let from = BuildFrom {
             bases: Some(&self.bases),

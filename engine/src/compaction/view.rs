@@ -6,9 +6,7 @@
 use std::path::Path;
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::batch::{
-    self, BatchHeader, ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, RECORDS_OFFSET,
-};
+use crate::format::batch::{self, BatchHeader, ATTRIBUTES_OFFSET, CRC_OFFSET, RECORDS_OFFSET};
 
 /// One batch of a segment, checked up to its CRC.
 #[derive(Debug, Clone, Copy)]
@@ -17,8 +15,6 @@ pub struct BatchView<'a> {
     pub bytes: &'a [u8],
     /// The batch's fixed header fields.
     pub header: BatchHeader,
-    /// Timestamp of the batch's first record.
-    pub base_timestamp: i64,
     /// Byte position of the batch in its segment.
     pub position: u64,
 }
@@ -47,16 +43,6 @@ impl BatchView<'_> {
     /// A compressed batch: its records are read through [`super::compressed`].
     pub fn is_compressed(&self) -> bool {
         self.header.attributes & batch::ATTR_COMPRESSION_MASK != 0
-    }
-
-    /// The timestamp a record with `timestamp_delta` reads as (LogAppendTime: the
-    /// batch's max timestamp).
-    pub fn timestamp_of(&self, timestamp_delta: i64) -> i64 {
-        crate::format::TimestampType::of_attributes(self.header.attributes).record_timestamp(
-            self.base_timestamp,
-            timestamp_delta,
-            self.header.max_timestamp,
-        )
     }
 
     /// The batch's last offset (kept even if its last record was compacted away).
@@ -141,7 +127,6 @@ fn split<'a>(
         out.push(BatchView {
             bytes: whole,
             header,
-            base_timestamp: i64::from_be_bytes(array(whole, BASE_TIMESTAMP_OFFSET)),
             position: position as u64,
         });
         position += header.size;

@@ -16,7 +16,7 @@ pub mod sim;
 mod std_fs;
 #[cfg(feature = "testing")]
 pub(crate) use std_fs::start_writeback;
-pub mod trace;
+pub(crate) mod trace;
 
 use std::fmt::Debug;
 use std::io;

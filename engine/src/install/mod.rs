@@ -12,16 +12,16 @@
 //! 7. remove `D.compact-trash` (no lock needed: a trash is never authoritative).
 //!
 //! A concurrent cleaning ([`swap`]) runs, under the log's append lock, step a
-//! ([`tail`]: hard-link the tail segments into the temp dir, sync it) and completes
+//! (`tail`: hard-link the tail segments into the temp dir, sync it) and completes
 //! the manifest with them before step 2, then steps 2-6; step 7 runs after the
 //! lock is released.
 //!
 //! [`recovery::recover`] decides, on open, what a crash at any point left behind.
 //! The table and the crash window each step closes are in docs/design.md section 6.
 
-pub mod recovery;
-pub mod tail;
-pub mod validate;
+pub(crate) mod recovery;
+pub(crate) mod tail;
+pub(crate) mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +33,7 @@ use crate::fs::failpoint as fp;
 use crate::fs::FileSystem;
 
 pub use recovery::{recover, InstallCase, InstallRecovery};
+pub use validate::is_derived;
 
 /// The names next to a live log directory `D`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,9 @@
 use std::path::Path;
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::format::manifest::{Manifest, ManifestFile};
+use crate::format::manifest::Manifest;
+#[cfg(test)]
+use crate::format::manifest::ManifestFile;
 use crate::fs::FileSystem;
 
 /// Files an open rebuilds or ignores when they are damaged, so validation leaves
@@ -38,6 +40,7 @@ fn compared_names(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
 }
 
 /// The manifest entries of every file in `dir` but the derived ones, sorted by name.
+#[cfg(test)]
 pub fn fingerprint(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<ManifestFile>> {
     let names = compared_names(fs, dir)?;
     let mut files = Vec::with_capacity(names.len());

@@ -125,7 +125,7 @@ impl Log {
     }
 
     /// One cleaning pass with explicit knobs (see [`Log::compact`]): snapshot,
-    /// build and swap ([`crate::compaction::snapshot`]) with nothing in between, then the
+    /// build and swap (`crate::compaction::snapshot`) with nothing in between, then the
     /// trash removed.
     pub fn clean(
         &mut self,

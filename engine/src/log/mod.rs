@@ -1,8 +1,8 @@
 //! [`Log`]: one partition's ordered segments, with append, roll, flush and read.
 //!
-//! * [`recovery`]: the phases run by [`Log::open_with`].
-//! * [`report`]: the [`RecoveryReport`].
-//! * [`lock`]: the writer lock every writable open takes first.
+//! * `recovery`: the phases run by [`Log::open_with`].
+//! * `report`: the [`RecoveryReport`].
+//! * `lock`: the writer lock every writable open takes first.
 //! * `encode`: a data batch encoded straight from the caller's records.
 //! * `write`: append, control batches, roll, flush, close.
 //! * `raw`: producer-encoded batches appended as they came ([`Log::append_batches`]).
@@ -15,19 +15,19 @@
 mod clean;
 mod compact;
 pub(crate) mod encode;
-pub mod evidence;
+pub(crate) mod evidence;
 mod fetch;
 mod index_check;
-pub mod leftovers;
-pub mod lock;
+pub(crate) mod leftovers;
+pub(crate) mod lock;
 mod raw;
 mod read;
-pub mod recovery;
-pub mod recovery_mode;
-pub mod report;
+pub(crate) mod recovery;
+pub(crate) mod recovery_mode;
+pub(crate) mod report;
 mod retain;
-pub mod trust;
-pub mod txn;
+pub(crate) mod trust;
+pub(crate) mod txn;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -44,9 +44,12 @@ use crate::fs::{FileSystem, StdFs, OPEN_FILES_MAX_DEFAULT};
 use crate::segment::{Segment, SegmentInfo};
 
 pub use fetch::{Fetch, FetchRecords};
+pub use leftovers::Leftover;
+pub use lock::LOCK_SUFFIX;
 pub use read::RecordRef;
 pub use recovery_mode::{RecoveryMode, TailKind, TailTruncation};
 pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
+pub use trust::recovery_point_summaries_max;
 pub use txn::{Isolation, Producer, TxnIndexRebuild};
 pub use write::check_records;
 

@@ -76,7 +76,7 @@ pub struct TailTruncation {
 }
 
 impl TailTruncation {
-    /// Classifies a tail from what [`crate::segment::salvage::valid_after`] found.
+    /// Classifies a tail from what `crate::segment::salvage::valid_after` found.
     pub fn new(mode: RecoveryMode, valid_after: ValidAfter) -> Self {
         let kind = if valid_after.is_torn_tail() {
             TailKind::TornTail

@@ -2,10 +2,10 @@
 //! `<topic>-<partition>` directories), each with its own [`PartitionConfig`], with
 //! background cleaner and retention threads (docs/design.md "Concurrency").
 //!
-//! * [`partition`]: the shared [`Partition`] handle and its configuration;
-//! * [`state`]: per-partition cleaning states (Kafka's `LogCleanerManager`);
-//! * [`cleaner`]: the choice of the dirtiest partition and one cleaning;
-//! * [`retention`]: one retention pass over the partitions.
+//! * `partition`: the shared [`Partition`] handle and its configuration;
+//! * `state`: per-partition cleaning states (Kafka's `LogCleanerManager`);
+//! * `cleaner`: the choice of the dirtiest partition and one cleaning;
+//! * `retention`: one retention pass over the partitions.
 //!
 //! Tests drive the background work through [`LogManager::run_cleaner_once`] and
 //! [`LogManager::run_retention_once`] with a [`crate::ManualClock`]; the threads
@@ -40,10 +40,10 @@
 //! stops the threads, then closes every log cleanly. The swap also refuses when the
 //! closed segments changed since the snapshot: a second line of defence.
 
-pub mod cleaner;
-pub mod partition;
-pub mod retention;
-pub mod state;
+pub(crate) mod cleaner;
+pub(crate) mod partition;
+pub(crate) mod retention;
+pub(crate) mod state;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ use crate::fs::FileSystem;
 use crate::log::Log;
 use crate::sync::{lock, thread, Condvar, Mutex, RwLock};
 
-pub use cleaner::{choose, Candidate, CleanOutcome};
+pub use cleaner::{choose, clean_partition, Candidate, CleanOutcome};
 pub use partition::{CleanupPolicy, Partition, PartitionConfig};
 pub use retention::Retained;
 pub use state::{CleaningState, CleaningStates};

@@ -1,13 +1,13 @@
 //! Retention: which prefix of closed segments may go (a pure [`plan`]), and the
-//! crash-safe deletion of that prefix ([`executor`]) with its recovery ([`recovery`]).
+//! crash-safe deletion of that prefix (`executor`) with its recovery (`recovery`).
 //!
 //! Rules (docs/design.md section 1): only a continuous prefix of *closed* segments is
 //! ever selected; time first (`max_timestamp < now - retention_ms`, stop at the first
 //! segment that is not expired), then size (while the bytes of all unselected segments,
 //! the active one included, exceed `retention_bytes`, select the next closed segment).
 
-pub mod executor;
-pub mod recovery;
+pub(crate) mod executor;
+pub(crate) mod recovery;
 
 #[cfg(feature = "serde")]
 use serde::Serialize;
@@ -18,7 +18,8 @@ use crate::segment::files::SegmentMeta;
 pub use executor::{delete_prefix, DeleteOutcome};
 #[cfg(any(test, feature = "test-variants"))]
 pub use executor::{delete_prefix_with, RetentionOrder};
-pub use recovery::{recover, RetentionRecovery};
+pub use executor::{read_checkpoint, write_checkpoint};
+pub use recovery::{recover, wholly_below, RetentionRecovery};
 
 /// Why a segment was selected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

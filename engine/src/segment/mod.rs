@@ -1,14 +1,14 @@
 //! One segment: a `.log` file of record batches and its two sparse indexes.
 //!
-//! * [`files`]: a directory's segment files by name: listing, paths, metadata.
-//! * [`index`]: Kafka's rule for index entries, and lookups.
-//! * [`reader`]: a buffered, bounds-checked walk over the batches of a `.log`.
-//! * [`view`]: a segment's bytes as one shared buffer (a read-only mapping), walked
+//! * `files`: a directory's segment files by name: listing, paths, metadata.
+//! * `index`: Kafka's rule for index entries, and lookups.
+//! * `reader`: a buffered, bounds-checked walk over the batches of a `.log`.
+//! * `view`: a segment's bytes as one shared buffer (a read-only mapping), walked
 //!   batch by batch; what reads hand out slices of.
-//! * [`scan`]: the full validation of a `.log` on open (every batch decoded).
-//! * [`salvage`]: the CRC-valid batches after an invalid tail's first byte.
-//! * [`validate`]: Kafka's rules for a valid `.index` / `.timeindex`.
-//! * [`vouched`]: the indexes of a segment opened from its summary, read at the
+//! * `scan`: the full validation of a `.log` on open (every batch decoded).
+//! * `salvage`: the CRC-valid batches after an invalid tail's first byte.
+//! * `validate`: Kafka's rules for a valid `.index` / `.timeindex`.
+//! * `vouched`: the indexes of a segment opened from its summary, read at the
 //!   first lookup that needs them.
 //! * `close`: Kafka's close-time treatment of the active segment.
 
@@ -16,15 +16,15 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 mod close;
-pub mod files;
-pub mod index;
-pub mod reader;
-pub mod salvage;
-pub mod scan;
-pub mod tail;
-pub mod validate;
-pub mod view;
-pub mod vouched;
+pub(crate) mod files;
+pub(crate) mod index;
+pub(crate) mod reader;
+pub(crate) mod salvage;
+pub(crate) mod scan;
+pub(crate) mod tail;
+pub(crate) mod validate;
+pub(crate) mod view;
+pub(crate) mod vouched;
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +36,11 @@ use crate::format::filename;
 use crate::format::index::{encode_offset_entries, encode_time_entries};
 use crate::format::recovery_point::SegmentSummary;
 
+pub use files::{list_segments, segment_path, SegmentMeta};
 pub use index::{IndexAppend, SegmentIndex};
+pub use reader::BatchReader;
+pub use salvage::ValidAfter;
+pub use validate::{index_bytes_max, IndexRule, KAFKA_INDEX_BYTES};
 pub use vouched::IndexCell;
 
 /// The public view of a segment (`Log::segments`).
@@ -190,7 +194,7 @@ impl Segment {
     }
 
     /// A closed segment opened from its summary alone: its index files are read at
-    /// the first lookup ([`vouched`]). `upper`: the next segment's base offset.
+    /// the first lookup (`vouched`). `upper`: the next segment's base offset.
     pub fn vouched(
         dir: &Path,
         summary: &SegmentSummary,
@@ -202,13 +206,13 @@ impl Segment {
     }
 
     /// Its indexes, read from its files at the first call if a summary vouched for
-    /// them ([`vouched`]).
+    /// them (`vouched`).
     pub fn index(&self, fs: &dyn crate::fs::FileSystem) -> crate::error::Result<&SegmentIndex> {
         self.index.get(fs, &self.paths)
     }
 
     /// A segment opened from its summary and its index files' entries, without
-    /// reading its `.log` (read and checked by [`vouched::read`]).
+    /// reading its `.log` (read and checked by `vouched::read`).
     pub fn restore(dir: &Path, summary: &SegmentSummary, index: SegmentIndex) -> Self {
         Self::summarized(dir, summary, IndexCell::loaded(index))
     }

@@ -54,11 +54,6 @@ impl<'a> SegmentView<'a> {
         self.bytes.len()
     }
 
-    /// True if the file is empty.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
     /// The whole batch at `position` and its header (length bounds and magic
     /// checked, not the CRC). Errors name the file and the batch's position.
     pub fn batch_at(&self, position: usize) -> Result<(BatchHeader, &[u8])> {

@@ -97,7 +97,7 @@ fn bounds_follow_the_formats() {
     );
     assert_eq!(
         bound(&filename::build(0, filename::INDEX_SUFFIX)),
-        Some(seglog::segment::validate::KAFKA_INDEX_BYTES)
+        Some(seglog::segment::KAFKA_INDEX_BYTES)
     );
     assert_eq!(
         bound(&filename::build(0, filename::TXN_INDEX_SUFFIX)),

@@ -5,7 +5,7 @@
 //! Closed segments are read through [`FileSystem::map`] and the mappings are kept
 //! for the rewrite pass, which therefore reads the very bytes checked here (closed
 //! segments are immutable: nobody appends to or truncates them) and trusts their
-//! CRC ([`crate::compaction::view::batches_verified`]). With [`crate::fs::StdFs`] a mapping is
+//! CRC (`crate::compaction::view::batches_verified`). With [`crate::fs::StdFs`] a mapping is
 //! page cache, not heap; a file system whose `map` reads the file (the trait's
 //! default, [`crate::fs::sim::SimFs`]) holds the closed region in memory until the
 //! rewrite pass drops each segment.
@@ -78,7 +78,7 @@ pub fn scan_with(
 }
 
 /// [`scan_with`] over the closed segments' bytes `closed` as the caller mapped
-/// them ([`map_segments`]).
+/// them (`map_segments`).
 pub fn scan_mapped(
     fs: &dyn FileSystem,
     dir: &Path,

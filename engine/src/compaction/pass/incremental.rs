@@ -12,7 +12,7 @@
 //! Reads: every dirty batch once (checked, parsed, hashed, inserted), and the clean
 //! section's batches once (checked, parsed, hashed, looked up), the latter being the
 //! part of the rewrite that a full scan's bitmap would have saved. A pass that
-//! writes no key summary ([`SummaryPlan::Skip`]: every clean segment touched, so
+//! writes no key summary (`SummaryPlan::Skip`: every clean segment touched, so
 //! every one is rewritten) leaves those lookups to the rewrite
 //! ([`DirtyScan::lookups`]), which reads the clean section anyway: once in all.
 
@@ -64,9 +64,9 @@ struct Source<'a> {
 /// The incremental map pass over `dir` (`bases` ascending, the last one active) from
 /// `clean_point` (a batch boundary in `[log start, active base]`), at `horizon.now`.
 /// A clean segment whose key summary shows that no mapped key and no expired
-/// tombstone can touch it ([`carry::verdict`]) is not read at all: the rewrite
+/// tombstone can touch it (`carry::verdict`) is not read at all: the rewrite
 /// keeps it whole (and may hard-link it). The output gets key summaries as
-/// [`SummaryPlan`] says.
+/// `SummaryPlan` says.
 pub fn scan_dirty(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -80,7 +80,7 @@ pub fn scan_dirty(
 }
 
 /// [`scan_dirty`] over the closed segments' bytes `closed` as the caller mapped
-/// them ([`map_segments`]), reading only the first `active_len` bytes of the
+/// them (`map_segments`), reading only the first `active_len` bytes of the
 /// active segment (a cleaner's snapshot: the map covers offsets below the
 /// snapshot's `map_end`).
 #[expect(
