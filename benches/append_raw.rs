@@ -1,4 +1,4 @@
-//! Raw append (issue 16): 300,000 records (16-byte keys, 100-byte values, batches
+//! Raw append: 300,000 records (16-byte keys, 100-byte values, batches
 //! of 100, about 40 MB) appended three ways, each timed from the first append to
 //! the end of the fsync that makes it durable, beside the same bytes written with
 //! `BufWriter<File>` + fsync (`seglog_suite::bench::baseline`, one `write_all` per batch):

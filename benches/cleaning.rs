@@ -1,5 +1,5 @@
 //! The cleaner's incremental and multi-pass numbers, each beside its baseline in the
-//! same run (issue 11).
+//! same run.
 //!
 //! **Incremental** (`SEGLOG_BENCH_KEYS`, default 1,000,000 distinct 16-byte keys with
 //! 100-byte values, ~130 MB, in 16 MiB segments): the log is compacted once (the

@@ -1,4 +1,4 @@
-//! Carried segments (issue 11, "beyond Kafka"): an incremental cleaning pass
+//! Carried segments ("beyond Kafka"): an incremental cleaning pass
 //! hard-links a clean segment that no key of its map and no expired tombstone can
 //! touch, instead of rewriting it; the result is exactly what rewriting gives.
 //!

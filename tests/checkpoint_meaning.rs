@@ -343,8 +343,8 @@ fn a_recovery_point_naming_a_missing_middle_segment_is_ignored() {
 /// A checkpoint that outlived every segment (all files removed by hand) still says
 /// which offsets were handed out: the first open creates the active segment at the
 /// checkpointed start, never at 0, so a later open agrees with the checkpoint and no
-/// offset is handed out twice. (Found by the `open_dir` fuzz target: the first open
-/// created segment 0 under a start of 3, and the second open refused the log.)
+/// offset is handed out twice. (The `open_dir` fuzz target's case: a first open that
+/// creates segment 0 under a start of 3 makes the second open refuse the log.)
 #[test]
 fn a_checkpoint_without_segments_starts_the_log_at_its_offset() {
     let fs: Arc<dyn FileSystem> = Arc::new(SimFs::new());

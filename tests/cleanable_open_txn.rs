@@ -1,4 +1,4 @@
-//! Issue 43: an open transaction bounds the cleanable section.
+//! An open transaction bounds the cleanable section.
 //!
 //! Invariants checked: under both policies, a log whose only closed segment holds
 //! the last stable offset has nothing cleanable (`Log::cleanable` says ratio 0,

@@ -1,4 +1,4 @@
-//! Regression (issue 12, breakage 1): compressed batches were rejected.
+//! Regression: compressed batches are read, not rejected.
 //!
 //! What failed: a partition directory holding one gzip batch (as Kafka's producers
 //! write most production data: gzip, snappy, lz4, zstd) was "unsupported": open,

@@ -1,4 +1,4 @@
-//! Cleaning while appends go on (issue 13, docs/design.md section 6 "Concurrent
+//! Cleaning while appends go on (docs/design.md section 6 "Concurrent
 //! cleaning"): snapshot, build without the log, swap under the log's lock.
 //!
 //! Invariants checked: records appended (and segments rolled) between the build and

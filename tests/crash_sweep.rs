@@ -83,11 +83,11 @@ fn sweep_every_named_workload(every: u64, min_images: u64) {
     );
 }
 
-/// Found by the `crash_recovery` fuzzer: the sweep counted a *rejected* compaction or
-/// retention (bad arguments) as a durability point, but the engine rejects before it
-/// flushes anything, so an earlier unflushed append may still be torn away. The checker
-/// reported that allowed state as a violation. Rejected operations are no durability
-/// points now.
+/// A `crash_recovery` fuzzer case: the engine rejects a compaction or retention with
+/// bad arguments before it flushes anything, so an earlier unflushed append may still
+/// be torn away; a sweep that counted the *rejected* operation as a durability point
+/// would report that allowed state as a violation. Rejected operations are no
+/// durability points.
 #[test]
 fn a_rejected_operation_is_no_durability_point() {
     use seglog_suite::sweep::{sweep, SweepOptions, Workload};

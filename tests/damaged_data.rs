@@ -86,7 +86,7 @@ fn every_file_kind_is_damaged_often_enough() {
     let minimum: BTreeMap<&str, u64> = [
         ("closed_log", 3_200),
         ("active_log", 1_100),
-        // 77 (was 119) since issue 12: after a reopen the byte count since the last
+        // 77: after a reopen the byte count since the last
         // offset entry restarts at 0, as in Kafka, so the workloads that reopen hold
         // fewer offset entries; the close-time entry adds time entries (725 -> 767).
         ("offset_index", 70),
@@ -95,11 +95,11 @@ fn every_file_kind_is_damaged_often_enough() {
         ("checkpoint_tmp", 20),
         ("temp_log", 1_500),
         ("temp_other", 40),
-        // Since issue 11 (no reopen after cleanup) the temp dir holds each new
+        // With no reopen after cleanup, the temp dir holds each new
         // segment's index files and a recovery point (1,344 damages here).
         ("temp_derived", 1_000),
         ("backup_log", 650),
-        // 168 (was 182) since issue 12, for the same reason (indexes in the backup).
+        // 168, for the same reason (indexes in the backup).
         ("backup_other", 150),
         ("manifest", 160),
         ("manifest_tmp", 20),

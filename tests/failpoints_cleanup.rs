@@ -28,7 +28,7 @@ enum Op {
     Retain,
     Compact,
     /// A compaction after an incremental pass wrote key summaries and a dirty key
-    /// touched one segment: the untouched ones are hard-linked (issue 11).
+    /// touched one segment: the untouched ones are hard-linked.
     Carry,
 }
 

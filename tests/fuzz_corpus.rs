@@ -266,8 +266,8 @@ fn dir_seeds() -> BTreeMap<String, Vec<u8>> {
                     )
             }),
             // A removed last segment leaves an intact checkpoint past the end of
-            // what remains (found by fuzzing: the oracle blamed the engine for
-            // naming the checkpoint).
+            // what remains (a fuzzing case: the oracle must not blame the engine
+            // for naming the checkpoint).
             ("checkpoint-past-removed-segment", &|i| {
                 matches!(i.damage.0.as_slice(), [Damage::Remove { .. }])
                     && matches!(i.checkpoint, Some(CheckpointFile::At(_)))
@@ -280,8 +280,8 @@ fn dir_seeds() -> BTreeMap<String, Vec<u8>> {
                     )
             }),
             // A checkpoint with no segment beside it: the first segment is created
-            // at the checkpointed start, and a second open agrees (found by
-            // fuzzing: it was created at 0 and the second open refused the log).
+            // at the checkpointed start, and a second open agrees (a fuzzing
+            // case: created at 0, it makes the second open refuse the log).
             ("checkpoint-without-segments", &|i| {
                 i.segments.0.is_empty()
                     && i.damage.0.is_empty()

@@ -4,7 +4,7 @@
 //! overflowed (a panic in a debug build, a wrapped negative offset and then an
 //! assertion in `Segment::on_batch` in a release build), so `dump`, `recover`,
 //! `retain`, `compact` and `append` exited 101 and the log could not be opened to
-//! repair it. Every number read from disk is combined with checked arithmetic now:
+//! repair it. Every number read from disk is combined with checked arithmetic:
 //! the impossible batch is `Corrupt` naming file and position in a closed segment,
 //! and the active segment's invalid tail (truncated by a writable open) otherwise.
 
@@ -100,8 +100,8 @@ fn overflowing_last_offset_in_the_active_segment_is_its_invalid_tail() {
 /// the open reads none of its bytes) whose first batch declares a negative
 /// `lastOffsetDelta`, its CRC resealed. The read walk skipped it by its header
 /// (a "last offset" of -1 is below every offset read) and served the log without
-/// its records, with no error (found by the damage stage's forged class). Every
-/// header is now refused where it is decoded: the read fails naming the field.
+/// its records, with no error (a case of the damage stage's forged class). Every
+/// such header is refused where it is decoded: the read fails naming the field.
 #[test]
 fn a_forged_negative_delta_in_a_trusted_segment_fails_the_read() {
     use seglog::format::batch::{LAST_OFFSET_DELTA_OFFSET, RECORD_COUNT_OFFSET};

@@ -27,11 +27,11 @@ fn every_error_point_of_every_third_named_workload_is_reached_and_recovers() {
 #[ignore = "nightly tier (.ci/nightly): every named workload, debug build"]
 fn every_error_point_of_every_named_workload_is_reached_and_recovers() {
     let (_, calls, points, images) = sweep_named_workloads(1);
-    // Measured 2026-11-30: 484 calls, 1059 error points, 6000+ images at 8 per check
-    // (492 and 1075 before the sync ablation cut three redundant syncs); 483 and 1056
-    // since issue 12: the net of the close-time time index entry (an index write at
-    // close) and the index byte count restarting at 0 on reopen, as in Kafka (fewer
-    // offset entries, so fewer index writes, in the workloads that reopen).
+    // The workload makes about 484 calls, 1059 error points, 6000+ images at 8 per
+    // check; the floors 483 and 1056 allow for the close-time time index entry (an
+    // index write at close) and the index byte count restarting at 0 on reopen, as
+    // in Kafka (fewer offset entries, so fewer index writes, in the workloads that
+    // reopen).
     assert!(calls >= 483, "{calls} calls");
     assert!(points >= 1056, "{points} error points");
     assert!(images >= 5_000, "{images} images");
@@ -111,8 +111,8 @@ fn sweep_named_workloads(every: usize) -> (usize, u64, u64, u64) {
 /// A disk that stays full under the transactions workload. A reopened log builds
 /// its transaction state at the first transactional append, rewriting a
 /// `.txnindex`; refused for want of space, that error left the log unpoisoned
-/// (an append that failed, on a log that still took writes). Found by the full
-/// disk's points; the state pass now poisons a writing log on an IO error.
+/// (an append that failed, on a log that still took writes). The full disk's
+/// points reach it; the state pass poisons a writing log on an IO error.
 #[test]
 fn a_full_disk_under_transactions_poisons_and_loses_nothing() {
     let workload = named_workloads()

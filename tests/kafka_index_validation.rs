@@ -1,4 +1,4 @@
-//! Regression (issue 12, breakage 4): recovery rewrote valid Kafka indexes.
+//! Regression: recovery keeps valid Kafka indexes instead of rewriting them.
 //!
 //! `seglog recover` on a cleanly closed Kafka directory reported the active
 //! `.timeindex` as inconsistent and rewrote it, because recovery compared each index

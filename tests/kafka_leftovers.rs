@@ -1,4 +1,4 @@
-//! Kafka's leftovers in a log directory (issue 41). A directory Kafka's cleaner left
+//! Kafka's leftovers in a log directory. A directory Kafka's cleaner left
 //! mid-swap (a segment's data only in `NNN.log.swap`, its `.log` already deleted)
 //! was opened as if the range had never existed: the `.swap` was listed under
 //! `unknown_files` and every command carried on; `.cleaned` and `.deleted` files

@@ -1,4 +1,4 @@
-//! Linearizability of real-engine histories (issue 13): an appender, a cleaner
+//! Linearizability of real-engine histories: an appender, a cleaner
 //! (snapshot, build, swap), a retention round and a reader run at once on one
 //! `LogManager` partition with real threads; every invocation and return is
 //! recorded, and stateright's `LinearizabilityTester` looks for a total order of

@@ -1,5 +1,4 @@
-//! Regression (issue 12, breakage 2): LogAppendTime was ignored, and compaction
-//! rewrote it.
+//! Regression: LogAppendTime is honoured, and compaction keeps it.
 //!
 //! What failed: for a batch whose timestamp type is LogAppendTime (attribute bit
 //! 3), Kafka reads every record's timestamp as the batch's `maxTimestamp` (the

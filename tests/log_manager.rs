@@ -1,4 +1,4 @@
-//! `LogManager` (issue 13): partitions by name, the cleaner's choice, the cleaning
+//! `LogManager`: partitions by name, the cleaner's choice, the cleaning
 //! states shared with retention, pause/resume/abort, close.
 //!
 //! Invariants checked: the dirtiest cleanable partition is cleaned first (the
@@ -141,14 +141,14 @@ fn compacted_by(policy: seglog::compaction::CompactionPolicy) -> PartitionConfig
     }
 }
 
-/// The transactional producer of the issue 43 cases.
+/// The transactional producer of the open-transaction cases.
 const PRODUCER: seglog::Producer = seglog::Producer {
     id: 7,
     epoch: 0,
     base_sequence: -1,
 };
 
-/// Issue 43: a partition whose only closed segment holds an open transaction has
+/// A partition whose only closed segment holds an open transaction has
 /// nothing cleanable (a pass would change nothing): under both policies the
 /// cleaner cleans the other partitions, dirtiest first, and never picks it.
 #[test]
@@ -203,8 +203,9 @@ fn a_partition_held_by_an_open_transaction_is_never_chosen() {
     }
 }
 
-/// Issue 43: a `seed` pass put the clean point of a log holding transactional data
-/// back at the log start, so the cleaner chose that partition again every round.
+/// A regression case: a `seed` pass that puts the clean point of a log holding
+/// transactional data back at the log start makes the cleaner choose that
+/// partition again every round.
 /// A partition with a committed transaction in its closed segment and an open one
 /// in its active segment is cleaned once beside a plain one; then neither is chosen
 /// until new data makes the plain one dirty, and the transactional one is not
@@ -340,8 +341,8 @@ fn appends_from_another_thread_survive_concurrent_cleanings() {
     let p = manager.create("c", 0, config).unwrap();
     // Cleanings finished so far. Halfway through, the appender waits for the first
     // one, so a cleaning always overlaps the appends, however the threads are
-    // scheduled (on a loaded machine the appender used to finish all 1,500 appends
-    // before the cleaner's first turn, and the test failed).
+    // scheduled (without the wait, a busy scheduler can let the appender finish all
+    // 1,500 appends before the cleaner's first turn).
     let cleanings = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let appender = {
         let p = p.clone();

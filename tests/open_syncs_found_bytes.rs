@@ -1,4 +1,4 @@
-//! Found by the I/O-error conformance (`seglog verify`, seed 4782200037612593770),
+//! An I/O-error conformance case (`seglog verify`, seed 4782200037612593770),
 //! shrunk to seven steps: bytes an open finds unsynced in the active segment (here:
 //! appended by this process before an append failed and poisoned the log) must be
 //! made durable by the open. Otherwise a later failed fsync dooms their pages

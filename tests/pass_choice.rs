@@ -1,4 +1,4 @@
-//! Issue 43: the seed pass's choice between the full scan and the incremental pass.
+//! The seed pass's choice between the full scan and the incremental pass.
 //!
 //! Invariants checked: the choice depends only on the options that change the
 //! seed pass (`dedupe_buffer_bytes`, `min_compaction_lag_ms`):

@@ -1,8 +1,8 @@
 //! `read_with(from, .., ReadCommitted)` past the log end was `Ok(empty)` while
 //! `read` (and Kafka's `Log.read` at any isolation level) is `OffsetOutOfRange`:
 //! the committed read returned early when `from` was at or past the last stable
-//! offset, before any range check. Found by conformance once it drew transactional
-//! batches and compared `read_committed` from every position (case: one
+//! offset, before any range check. A conformance case, drawing transactional
+//! batches and comparing `read_committed` from every position (case: one
 //! `append_txn`, then `read_committed(2)` on a log ending at offset 1). Invariant:
 //! both isolation levels accept the same range `[log_start_offset, next_offset]`.
 //! Fix: `Log::read_with` checks the range first (`engine/src/log/txn.rs`).

@@ -1,4 +1,4 @@
-//! The recovery mode of the active segment's invalid tail (issue #30). One flipped
+//! The recovery mode of the active segment's invalid tail. One flipped
 //! bit in the first of three flushed batches made the next `seglog append` cut all
 //! three, hand out offset 0 again and exit 0 without a word. The default mode
 //! still truncates (a crash may leave valid-looking batches after garbage), but

@@ -1,4 +1,4 @@
-//! `seglog soak` (issue 13): a short soak without and with `--kill`, its JSON
+//! `seglog soak`: a short soak without and with `--kill`, its JSON
 //! report, and its teeth: the broken cleaning swap `stale-tail-copy` in the
 //! workers must make it fail. No assertion on timing or throughput.
 

@@ -24,23 +24,23 @@
 //!   directory before the install commits. A crash in between recovers the old
 //!   segments under the new clean point; only the clean point in the compared state
 //!   (the exact oracle's `clean_point`) tells it from the old log.
-//! * `point-on-reopen` (model (b), issue 11): the compacted directory is installed
+//! * `point-on-reopen` (model (b)): the compacted directory is installed
 //!   without its index files and recovery point and the log reopens after the
 //!   install. A crash between the commit point and that reopen leaves new content
 //!   whose open must scan every segment.
 //!
-//! * `sync-scanned-only-for-new-point` (model (e), issue 10): the open after an
+//! * `sync-scanned-only-for-new-point` (model (e)): the open after an
 //!   operator deleted closed segments' index files rebuilds them but, since the
 //!   current recovery point already vouches for those segments, neither fsyncs them
 //!   nor rewrites the point. The violations come after that open (a power loss takes
 //!   the rebuilt index and the next open must rescan a trusted segment).
 //!
-//! * `stale-tail-copy` (issue 13): a concurrent cleaning copies the active segment
+//! * `stale-tail-copy`: a concurrent cleaning copies the active segment
 //!   at its snapshot instead of linking the tail at the swap: the appends made
 //!   during the build are lost;
-//! * `unlocked-swap` (issue 13): appends and a roll run between the tail's links and
+//! * `unlocked-swap`: appends and a roll run between the tail's links and
 //!   the renames: the segment rolled in the old directory goes with the trash.
-//! * `unflushed-swap` (issue 42): the swap writes a recovery point naming the tail's
+//! * `unflushed-swap`: the swap writes a recovery point naming the tail's
 //!   bytes without flushing the appends made since the snapshot.
 //!
 //! For each, the sweep over the named workloads must report at least one violation,
@@ -252,7 +252,7 @@ fn appends_not_held_during_the_swap_are_caught_at(every: u64) {
     assert_caught_from_first_concurrent_clean("unlocked-swap", every);
 }
 
-/// `unflushed-swap` (issue 42): the swap's recovery point names the tail's bytes
+/// `unflushed-swap`: the swap's recovery point names the tail's bytes
 /// before the appends made since the snapshot are flushed; a power loss keeps the
 /// point and loses the bytes it vouches for.
 #[test]

@@ -1,4 +1,4 @@
-//! Regression (found by the conformance test, `tests/conformance.rs`): timestamps at
+//! Regression (a conformance test case, `tests/conformance.rs`): timestamps at
 //! the edges of the valid range.
 //!
 //! What failed: (1) an append with a timestamp below -1 (proptest shrank it to one
@@ -109,7 +109,7 @@ fn timestamps_spanning_more_than_i64_max_round_trip() {
     }
 }
 
-/// Issue 43: a tombstone's age is `now - timestamp` exactly (no saturation), in the
+/// A tombstone's age is `now - timestamp` exactly (no saturation), in the
 /// engine as in the spec, at the edges of i64: `now` at `i64::MAX` or `i64::MIN`,
 /// `now` smaller than the retention, a timestamp of -1, a retention of `i64::MAX`.
 #[test]

@@ -1,4 +1,4 @@
-//! Transactions in the engine (issue 14): transactional appends and markers, Kafka's
+//! Transactions in the engine: transactional appends and markers, Kafka's
 //! `.txnindex`, the last stable offset, `fetch_with`/`read_with` at both isolation
 //! levels, and compaction's transaction rules, each checked against the spec
 //! (`seglog_model::spec::txn`) on the same history.

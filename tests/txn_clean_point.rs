@@ -1,4 +1,4 @@
-//! Issue 43 (the clean point): a `seed` pass over a log holding transactional data
+//! The clean point: a `seed` pass over a log holding transactional data
 //! put the clean point back at the log start, so the log never stopped being
 //! dirty: `Log::cleanable` (and the spec's `cleanable`) reported the section just
 //! cleaned as dirty again (ratio 1.0), `compact --if-dirty` cleaned and installed

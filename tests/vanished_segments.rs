@@ -1,4 +1,4 @@
-//! Data that vanished is never silent (issue 41). A closed segment removed from the
+//! Data that vanished is never silent. A closed segment removed from the
 //! middle or the front, cut exactly at a batch boundary, emptied, or replaced by a
 //! directory lost acknowledged, flushed records, and every open went on without a
 //! word: the recovery point's summaries said exactly what existed, but the open took

@@ -1,13 +1,13 @@
-//! Regression (issue 12, breakage 3): the active segment was closed without Kafka's
-//! close-time time index entry.
+//! Regression: the active segment is closed with Kafka's close-time time index
+//! entry.
 //!
 //! Kafka closes a partition's active segment with `onBecomeInactiveSegment`
 //! (`UnifiedLog.prepareActiveSegmentForClose` in a broker's clean shutdown): the
 //! time index gets a final `(maxTimestampSoFar, offsetOfMaxTimestampSoFar)` entry and
-//! the index files are trimmed. seglog added that entry only on roll, so Kafka,
-//! loading a directory seglog had closed as cleanly shut down, read the active
-//! segment's max timestamp from its time index as -1: `ListOffsets(MAX_TIMESTAMP)`
-//! answered wrongly and time retention deleted a segment holding a fresh record.
+//! the index files are trimmed. With that entry only on roll, Kafka, loading a
+//! directory seglog closed as cleanly shut down, reads the active segment's max
+//! timestamp from its time index as -1: `ListOffsets(MAX_TIMESTAMP)` answers
+//! wrongly and time retention deletes a segment holding a fresh record.
 //!
 //! Invariant: after `Log::close`, every segment's `.timeindex` ends with the
 //! segment's max timestamp (when it has one) at the last offset of the batch that

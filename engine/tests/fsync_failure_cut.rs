@@ -1,7 +1,7 @@
 //! Regression (fsyncgate): a failed fsync of the active `.log` must not leave the
 //! pages it failed to write in the file.
 //!
-//! Found by the I/O-error sweep (`src/sweep/io_errors.rs`) once SimFs modelled
+//! An I/O-error sweep case (`src/sweep/io_errors.rs`), with SimFs modelling
 //! Linux's behaviour: the pages whose writeback failed are marked clean, so they
 //! still read back (after a reopen too), but no later fsync writes them. The log
 //! was poisoned and reopened, recovery read the batch from those pages, appends

@@ -2,7 +2,7 @@
 //! Compressed batches against an independent decoder and encoder: the
 //! `kafka-protocol` crate's gzip, xerial snappy, LZ4 frame and zstd (its LZ4 is the
 //! C liblz4's frame API, so the lz4 check crosses implementations as well as
-//! crates). Not Kafka's Java classes (issue 12's interop stage does that); the
+//! crates). Not Kafka's Java classes (the interop stage does that); the
 //! same framing, read by another reader.
 //!
 //! Invariants: every batch seglog writes with a codec decodes with `kafka-protocol`

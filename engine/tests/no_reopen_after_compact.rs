@@ -1,7 +1,7 @@
-//! `compact` adopts the segments it installed instead of reopening the log (issue 11,
-//! "no reopen after cleanup"). The reopen scanned and CRC-checked every segment of
-//! the new directory, because the build wrote only `.log` files: no index file and
-//! no recovery point. The build now writes each new segment's `.index` and
+//! `compact` adopts the segments it installed instead of reopening the log ("no
+//! reopen after cleanup"). A reopen would scan and CRC-check every segment of the
+//! new directory if the build wrote only `.log` files: no index file and no
+//! recovery point. The build writes each new segment's `.index` and
 //! `.timeindex` and a recovery point into the temp dir, all listed in the manifest
 //! (model (b), property `installed_content_trusted`; variant `point-on-reopen`
 //! refuted).

@@ -1,6 +1,6 @@
 //! Regression: a failed first open left the log's directory path unsynced for good.
 //!
-//! Found by the I/O-error sweep (`src/sweep/io_errors.rs`, workload `seed-retention`,
+//! An I/O-error sweep case (`src/sweep/io_errors.rs`, workload `seed-retention`,
 //! `EIO` at file-system call 1). The first `Log::open` of `/data/log` creates `/data`
 //! and `/data/log`, then syncs `/` to make the `data` entry durable; that sync failed,
 //! so the open returned the error. The retried open found the directories present,

@@ -1,4 +1,4 @@
-//! `Log::append_batches` (issue 16): producer-encoded batches appended as a broker
+//! `Log::append_batches`: producer-encoded batches appended as a broker
 //! appends a produce request.
 //!
 //! Invariants checked: a producer's batches (encoded by `RecordBatch::encode`, byte

@@ -1,8 +1,8 @@
 //! A trusted closed segment (vouched for by the recovery point, not scanned at
 //! open) whose batch base offset was damaged (outside the CRC) so that its offsets
 //! overlap the batch before: `read` reports it as corruption naming the file, as
-//! `fetch` does, instead of serving overlapping offsets. Found by the damaged-data
-//! stage on the `concurrent-clean` workload (a compacted segment whose first batch
+//! `fetch` does, instead of serving overlapping offsets. A damaged-data stage
+//! case on the `concurrent-clean` workload (a compacted segment whose first batch
 //! lost its first records).
 
 use std::path::Path;
@@ -106,8 +106,8 @@ fn clean_after_moving_a_batch(segment: usize, base: u8, last: i64) {
             policy,
             ..Default::default()
         };
-        // Before the fix: a panic (the log's segment invariant after the install,
-        // an index's relative offset, or the swap's manifest check).
+        // An error, not a panic (the log's segment invariant after the install, an
+        // index's relative offset, or the swap's manifest check).
         let error = log.clean(20, 1000, None, knobs).unwrap_err();
         assert!(
             matches!(

@@ -1,4 +1,4 @@
-//! Appends while the cleaner compacts the same partition (issue 13), beside
+//! Appends while the cleaner compacts the same partition, beside
 //! appends alone in the same run:
 //! * throughput: records appended per second during one cleaning (snapshot, build,
 //!   swap, trash) of a closed region of `keys` keys written twice, vs appends alone

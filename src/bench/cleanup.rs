@@ -1,7 +1,7 @@
 //! Retention and compaction of an open log, which update the log from what they
-//! deleted or installed (issue 11, "no reopen after cleanup"), beside the same
-//! operation followed by the full-scan open every `retain` and `compact` ended with
-//! before (`Log::open_checked`: every segment read and checked), on the same log in
+//! deleted or installed ("no reopen after cleanup"), beside the same operation
+//! followed by a full-scan open (`Log::open_checked`: every segment read and
+//! checked), on the same log in
 //! the same run. `seglog bench --only cleanup`.
 
 use std::path::Path;

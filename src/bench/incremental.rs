@@ -1,5 +1,5 @@
 //! Incremental compaction with 10% of the log dirty against compacting the same log
-//! from scratch, in the same run (issue 11's last number): `seglog bench --only
+//! from scratch, in the same run: `seglog bench --only
 //! incremental`. The fixture is a log of `keys` distinct keys (16-byte keys,
 //! 100-byte values, 16 MiB segments) cleaned once by an incremental pass (so every
 //! segment has its key summary), then 10% of the keys written again: the first

@@ -1,6 +1,6 @@
 //! `seglog bench --only compact-kafka`: install step 1 of the compaction fixture
 //! under the `kafka` policy against the same under the `seed` policy, alternating
-//! in one run (issue 14: within 10%, a ratio >= 0.9), on the full fixture (whole
+//! in one run (the target: within 10%, a ratio >= 0.9), on the full fixture (whole
 //! batches kept or dropped) and on its partial variant (every first-round batch
 //! partly kept). Each run's process CPU time (user + system, all threads) is taken
 //! beside its wall time: the `seed` pass scans on two threads, the `kafka` pass on one.

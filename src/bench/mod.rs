@@ -7,7 +7,7 @@
 //!   codec's own work.
 //! * [`open`]: the open after a clean close and after a crash vs a full-scan open.
 //! * [`cleanup`]: `compact` and `retain` of an open log vs the same followed by a
-//!   full-scan open (the reopen they ended with before issue 11).
+//!   full-scan open (what a reopen after them would cost).
 //! * [`raw`]: producer batches appended as they came vs `BufWriter`.
 //! * [`clean_append`]: appends while the cleaner compacts the same partition vs
 //!   appends alone, and their latency vs the swap's fsync floor.

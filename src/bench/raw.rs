@@ -1,4 +1,4 @@
-//! Raw append (issue 16): the log fixture's batches as a producer encodes them
+//! Raw append: the log fixture's batches as a producer encodes them
 //! (base offset 0), appended with [`Log::append_batches`], one produce request per
 //! batch: `seglog bench --only append-raw`.
 

@@ -35,7 +35,7 @@ const CLEAN_OPEN_TARGET: f64 = 100.0;
 /// A read-only open and read at the end of a log ten times larger (same segment
 /// size) costs at most 1.5x (as a speed-up: 1/1.5).
 const READ_ONLY_SCALE_TARGET: f64 = 1.0 / 1.5;
-/// Issue 11, 10% dirty: the incremental map pass <= 0.15x a full map pass, and the
+/// 10% dirty: the incremental map pass <= 0.15x a full map pass, and the
 /// incremental build <= 0.6x a build from scratch (as speed-ups: 1/0.15, 1/0.6).
 const INCREMENTAL_MAP_TARGET: f64 = 1.0 / 0.15;
 const INCREMENTAL_BUILD_TARGET: f64 = 1.0 / 0.6;
@@ -72,11 +72,11 @@ pub enum Suite {
     /// scattered dirt (every segment touched); `--compact-keys` keys; opt-in.
     Incremental,
     /// Install step 1 of a compaction of the compaction fixture with 20% of its
-    /// records in aborted transactions vs copying the same files (issue 14, >= 0.5x),
+    /// records in aborted transactions vs copying the same files (target >= 0.5x),
     /// under the `seed` policy, then the `kafka` policy; opt-in.
     CompactAborted,
     /// Appends during one cleaning of the same partition (`--compact-keys` keys
-    /// written twice) vs appends alone for as long (issue 13, >= 0.8x), and the p99
+    /// written twice) vs appends alone for as long (target >= 0.8x), and the p99
     /// of the appends that overlapped a cleaning vs the swap's fsync floor + 2 ms;
     /// `--iterations` fresh partitions; opt-in.
     CleanAppend,
@@ -908,8 +908,8 @@ fn open_files(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Com
 }
 
 /// `compact` and `retain` on the open fixture (one open log; every run cleans it
-/// again) vs the same operation plus a full-scan open of the directory, what the
-/// reopen after it cost before issue 11. Then the open after dropping the log (a
+/// again) vs the same operation plus a full-scan open of the directory, what a
+/// reopen after it would cost. Then the open after dropping the log (a
 /// crash) right after a compaction: what it scanned (only the active segment).
 fn cleanup(
     args: &BenchArgs,

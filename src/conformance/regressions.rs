@@ -33,7 +33,7 @@ fn append(records: Vec<RecordSpec>) -> Step {
     })
 }
 
-/// Found by the I/O-error conformance (seed 4782200037612593770), shrunk to seven
+/// An I/O-error conformance case (seed 4782200037612593770), shrunk to seven
 /// steps: bytes an open finds unsynced in the active segment (appended by this
 /// process before an append failed and poisoned the log) must be made durable by
 /// the open (`log::recovery::sync_active`). Otherwise a later failed fsync dooms

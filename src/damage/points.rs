@@ -1,7 +1,7 @@
 //! The disk images the damage stage starts from: each workload's end state, and the
 //! first crash point of every distinct protocol state (temp dir, manifest, backup,
 //! checkpoint temp file, segments left below the checkpoint) the workload passes
-//! through, found by crashing before every file-system operation as the sweep does.
+//! through, reached by crashing before every file-system operation as the sweep does.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The cleaner differential (issue 14): random seeded workloads written once by
+//! The cleaner differential: random seeded workloads written once by
 //! Kafka (`UnifiedLog.appendAsLeader`) and once by seglog, cleaned round after
 //! round by Kafka 4.4's own `Cleaner.doClean` (the harness's `clean` command) and
 //! by seglog's `kafka` policy (`Log::compact` under `compaction_policy = kafka`,

@@ -28,7 +28,7 @@
 //!   transactional workloads also the same markers, last stable offset, aborted
 //!   transactions (`.txnindex`) and read_committed offsets ([`txn_view`]).
 //!
-//! Every case is required (the codecs and LogAppendTime since issue 12's merge); a
+//! Every case is required (the codecs and LogAppendTime included); a
 //! case left out of [`REQUIRED_CASES`] would be reported `pending`, not `passed`.
 
 pub mod cases;

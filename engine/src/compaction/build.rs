@@ -78,8 +78,8 @@ pub(crate) fn build_from(
     build_inner(fs, dir, options, clean, index_interval_bytes, true, from)
 }
 
-/// Test builds only: [`build_indexed`] as it was before issue 11's "no reopen after
-/// cleanup", the broken variant `point-on-reopen` of model (b): the temp dir gets
+/// Test builds only: [`build_indexed`] without "no reopen after cleanup", the
+/// broken variant `point-on-reopen` of model (b): the temp dir gets
 /// the `.log` files but neither index files nor a recovery point.
 #[cfg(feature = "test-variants")]
 pub fn build_bare(

@@ -1,4 +1,4 @@
-//! Carried segments (issue 11, "beyond Kafka"): a clean segment that no key of the
+//! Carried segments ("beyond Kafka"): a clean segment that no key of the
 //! pass's map and no expired tombstone can touch is kept whole, and when it forms
 //! an output segment on its own it is hard-linked into the temp dir instead of
 //! rewritten (docs/design.md section 6, "Carried segments"; model (b), variants

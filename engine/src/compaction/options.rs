@@ -47,7 +47,7 @@ pub struct CompactionReport {
     pub mapped_end_offset: i64,
     /// Closed segments carried unchanged: no key of the map and no expired
     /// tombstone could touch them, so they were hard-linked into the new directory
-    /// instead of rewritten (issue 11; 0 for a full compaction).
+    /// instead of rewritten (0 for a full compaction).
     pub segments_carried: u64,
     /// Their bytes: what the pass neither read for its map nor wrote.
     pub bytes_carried: u64,

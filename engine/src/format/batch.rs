@@ -361,8 +361,8 @@ pub fn decode(buf: &[u8]) -> Result<(RecordBatch, usize), FormatError> {
     };
     // No `encoded_len() == size` here: like Kafka, the decoder accepts varints
     // written longer than they need to be, which the encoder never writes, so a
-    // valid batch may re-encode shorter (found by the decode_batch fuzzer once it
-    // resealed its inputs' CRCs: a debug-build panic on a CRC-valid batch).
+    // valid batch may re-encode shorter (a CRC-valid batch with such varints, as
+    // the decode_batch fuzzer forges them, must not panic a debug build).
     Ok((batch, size))
 }
 
@@ -600,9 +600,10 @@ mod fuzz_regressions {
     use super::*;
     use crate::error::CorruptKind;
 
-    /// Found by the `decode_batch` fuzzer: a CRC-valid batch whose `lastOffsetDelta`
-    /// and `recordCount` are 0x19191919 made `decode` reserve 37 GB and abort. A count
-    /// the batch's length cannot hold is now `RecordCount` corruption.
+    /// A regression case from the `decode_batch` fuzzer: a CRC-valid batch whose
+    /// `lastOffsetDelta` and `recordCount` are 0x19191919 must not make `decode`
+    /// reserve 37 GB and abort. A count the batch's length cannot hold is
+    /// `RecordCount` corruption.
     #[test]
     fn huge_record_count_is_corrupt_not_an_allocation() {
         let b64 = "AAAAAAAAACoAAABC/////wLjI8ORAAAZGRkZGRkZGRkZGRkZGRkZGRlvyWgSGRkZGRkZGRkZGRkZGRkZGRkZGRkZGRkAAAACAAAAAAAAAAphAQA=";

@@ -110,8 +110,8 @@ impl<'a> BatchView<'a> {
             });
         }
         // Every record takes at least RECORD_BYTES_MIN bytes, so a count the batch's
-        // length cannot hold is corrupt before anything is allocated for it (found by
-        // the decode_batch fuzzer: a CRC-valid batch declaring 421 million records).
+        // length cannot hold is corrupt before anything is allocated for it (the
+        // decode_batch fuzzer's case: a CRC-valid batch declaring 421 million records).
         // Compressed records are held to the same rule once inflated.
         let records_bytes = if codec == 0 {
             header.size.saturating_sub(RECORDS_OFFSET)

@@ -1,4 +1,4 @@
-//! A clean segment's key summary: `<base>.keys` beside its `.log` (issue 11's
+//! A clean segment's key summary: `<base>.keys` beside its `.log` (for the
 //! carried segments, docs/design.md section 6, "Carried segments").
 //!
 //! ```text

@@ -204,9 +204,9 @@ fn resolve(path: &Path, symlinks: u32) -> io::Result<PathBuf> {
 /// A held `flock`, unlocked explicitly when dropped. Closing the descriptor alone
 /// is not enough: a `fork` on another thread between our `open` and its child's
 /// `exec` shares the open file description (and so the lock) until the `exec`
-/// closes it, and a reopen right after our close was refused `Locked` with no
-/// holder to name (found by `tests/log_failpoints.rs`, whose threads spawn the
-/// binary). `LOCK_UN` releases the description's lock whoever else refers to it.
+/// closes it, and a reopen right after our close is refused `Locked` with no
+/// holder to name (`tests/log_failpoints.rs`, whose threads spawn the binary, hits
+/// this). `LOCK_UN` releases the description's lock whoever else refers to it.
 struct HeldLock(File);
 
 impl Drop for HeldLock {

@@ -245,8 +245,8 @@ impl Log {
 }
 
 impl Log {
-    /// Test builds only: model (b)'s broken `point-on-reopen`, the protocol before
-    /// issue 11's "no reopen after cleanup": the temp dir carries neither index files
+    /// Test builds only: model (b)'s broken `point-on-reopen`, the protocol
+    /// without "no reopen after cleanup": the temp dir carries neither index files
     /// nor a recovery point, and the log reopens after the install (a full scan that
     /// writes the recovery point). A crash between the commit point and that reopen
     /// leaves new content that no recovery point vouches for.

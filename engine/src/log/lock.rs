@@ -73,8 +73,8 @@ pub struct Acquired {
 /// directory's own entry left to phase 9, which `created_dir` asks for). Creating
 /// only the parent would leave a crash state that no later open can repair: a
 /// parent whose entry was never synced, under which the next open creates the log
-/// directory afresh and so never syncs the path above it (found by the crash
-/// sweep). The directory is created before the lock is held: two writers racing on
+/// directory afresh and so never syncs the path above it (a crash sweep case).
+/// The directory is created before the lock is held: two writers racing on
 /// a new path both create the same empty directories, and only one gets the lock.
 pub fn acquire(fs: &dyn FileSystem, dir: &Path) -> Result<Acquired> {
     let path = lock_path(dir)?;

@@ -246,7 +246,7 @@ fn summarize(segments: &[Segment], report: &mut RecoveryReport) {
 /// Creates `dir` and its missing ancestors. Every directory this creates must be
 /// durable in its parent, up to the first ancestor that already existed: otherwise
 /// a power loss can take the whole log path away after a flush "made everything
-/// durable" (found by the crash sweep). `dir`'s own entry is synced only if
+/// durable" (a crash sweep case). `dir`'s own entry is synced only if
 /// `sync_own_entry`.
 pub(crate) fn create_dirs(fs: &dyn FileSystem, dir: &Path, sync_own_entry: bool) -> Result<()> {
     let mut created = Vec::new();
@@ -721,7 +721,7 @@ pub fn recovery_rebuild_indexes(
 /// them as durable from here on (`Log::synced_log_bytes`), so they must be. Without
 /// this a later failed fsync dooms their pages (fsyncgate), its cut-back spares them
 /// as "synced", and the next roll's recovery point vouches for bytes a power loss
-/// turns into zeros (found by the I/O-error conformance;
+/// turns into zeros (an I/O-error conformance case:
 /// `tests/open_syncs_found_bytes.rs`).
 pub fn recovery_sync_active(fs: &dyn FileSystem, scans: &[ScanOutcome]) -> Result<()> {
     let Some(active) = scans.last().filter(|scan| !scan.trusted) else {
@@ -778,13 +778,13 @@ pub fn recovery_sync_dir(fs: &dyn FileSystem, dir: &Path, report: &RecoveryRepor
 /// directories and the first segment and before syncing them; this open finds them
 /// and cannot tell, so it makes the directory and every ancestor's entry durable.
 /// Without it a power loss could take the whole log path away after a later flush
-/// reported everything durable (found by the I/O-error sweep: `sync_dir` of `/`
+/// reported everything durable (an I/O-error sweep case: `sync_dir` of `/`
 /// failing in the first open, then a retried open, appends and a flush).
 ///
 /// A relative `dir` ends at the working directory, synced as `.` once (its own
 /// ancestors are outside the log's path). `Path::new(".").parent()` is `Some("")`:
-/// mapping that back to `.` looped forever on every open of an empty log by a
-/// relative path (found by `.ci/run`'s soak; `tests::a_relative_path_ends_at_the_working_directory`).
+/// mapping that back to `.` would loop forever on every open of an empty log by a
+/// relative path (`tests::a_relative_path_ends_at_the_working_directory`).
 pub fn recovery_sync_path(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     let mut path = Some(dir);
     while let Some(here) = path {

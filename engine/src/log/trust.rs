@@ -368,7 +368,7 @@ pub fn settle(
     // index depends on where the writer's entry interval started: an open after a
     // clean close restarts it, as Kafka's does, and a rebuild counts from the
     // segment's start), so a point that vouched for a rescanned segment is
-    // rewritten with their checksums (found by the sweep's `drop-indexes`).
+    // rewritten with their checksums (the sweep's `drop-indexes` workload).
     let rescanned = !closed.is_empty() && closed.iter().any(|s| scanned.contains(&s.base_offset));
     if segments.len() > 1 && (!current || rescanned) {
         write(

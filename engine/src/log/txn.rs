@@ -381,9 +381,9 @@ impl Log {
 
     /// [`Log::ensure_txn_state`] for a write: an IO error of its `.txnindex`
     /// rewrites poisons the log, as every IO error of a write does (docs/design.md
-    /// section 3), though the append has not started (found by the I/O-error
-    /// sweep's full disk: the state built lazily after a reopen, its rewrite
-    /// refused for want of space).
+    /// section 3), though the append has not started (the I/O-error sweep's full
+    /// disk reaches it: the state built lazily after a reopen, its rewrite refused
+    /// for want of space).
     pub(super) fn ensure_txn_state_writing(&mut self) -> Result<()> {
         let built = self.ensure_txn_state();
         if let Err(Error::Io { .. }) = built {
@@ -475,7 +475,7 @@ impl Log {
             return self.read(from, max_bytes);
         }
         // Kafka checks the range before the isolation bound: past the log end is
-        // out of range at any level (found by conformance, `read_committed`).
+        // out of range at any level (conformance checks it, `read_committed`).
         self.check_read_from(from)?;
         let lso = self.last_stable_offset()?;
         let mut at = from;

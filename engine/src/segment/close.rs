@@ -13,7 +13,7 @@
 //! are trimmed by construction; an untrimmed Kafka file found on open is rebuilt
 //! (`super::validate`, rule `untrimmed`). Without step 1 Kafka, loading a cleanly
 //! shut down directory, reads the active segment's max timestamp from its time
-//! index as -1 (issue 12, breakage 3).
+//! index as -1.
 
 use super::Segment;
 

@@ -121,7 +121,7 @@ pub enum Variant {
     /// Txn: ours (`spec::txn`: aborted data never shadows committed data, a marker
     /// stays while its transaction's data does).
     TxnRules,
-    /// Txn: aborted records are compacted like committed ones (issue 14's bug).
+    /// Txn: aborted records are compacted like committed ones.
     AbortedLikeCommitted,
     /// Txn: markers are removed at their horizon even while their data remains.
     MarkersIgnoreData,
@@ -675,7 +675,7 @@ const SYNC_STEPS: &[(&str, ModelKind, u8)] = &[
     ("compaction::build::sync_file", ModelKind::Install, 1),
     // The clean point is one more file of the temp dir (model (c) checks why).
     ("compaction::build::sync_clean_point", ModelKind::Install, 1),
-    // So is the new directory's recovery point (issue 11: no reopen after cleanup).
+    // So is the new directory's recovery point (no reopen after cleanup).
     (
         "compaction::build::sync_recovery_point",
         ModelKind::Install,

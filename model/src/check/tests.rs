@@ -189,7 +189,7 @@ fn every_sync_step_of_the_ablation_judge_is_a_sync() {
         .unwrap()
         .is_err());
     assert!(super::sync_verdict("log::recovery::remove_orphan").is_none());
-    // Issue 13's swap links the tail into the temp dir and syncs it again: that
+    // The concurrent cleaning's swap links the tail into the temp dir and syncs it again: that
     // sync is needed, and it makes the build's own temp-dir sync redundant.
     assert!(super::sync_verdict("install::tail::sync_tmp")
         .unwrap()

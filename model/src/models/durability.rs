@@ -198,8 +198,8 @@ pub enum DurabilityVariant {
     /// Flush as Kafka does it (index files and directory fsynced too).
     FlushLikeKafka,
     /// When the current recovery point vouches for every closed segment, open
-    /// neither fsyncs the index files it rebuilt nor rewrites the point (the engine
-    /// before issue 10's `drop-indexes` workload): after an operator dropped index
+    /// neither fsyncs the index files it rebuilt nor rewrites the point (what the
+    /// sweep's `drop-indexes` workload refutes): after an operator dropped index
     /// files, a power loss after the open leaves a trusted segment to rescan.
     SyncScannedOnlyForNewPoint,
     /// The marker an open kept stays while appends and a roll go on under it (no

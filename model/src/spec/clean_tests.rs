@@ -299,7 +299,7 @@ proptest! {
     }
 }
 
-/// Issue 43's log: a@0, an open transaction's b@1, a@2 in one closed segment, c@3
+/// A log with an open transaction in its closed segment: a@0, an open transaction's b@1, a@2 in one closed segment, c@3
 /// in the active one. The last stable offset (1) lies in the closed segment.
 fn open_txn_log() -> SpecLog {
     let mut log = SpecLog::new(1 << 20);

@@ -1,4 +1,4 @@
-//! Model (f): concurrent cleaning (issue 13). An appender, cleaner threads, retention
+//! Model (f): concurrent cleaning. An appender, cleaner threads, retention
 //! and a reader on one partition, whose steps interleave, with a crash anywhere
 //! (process crash or power loss: unsynced directory operations and unsynced file data
 //! lost independently, as in models (b) and (d)) followed by recovery.

@@ -224,7 +224,7 @@ impl Model for InstallModel {
                             .is_some_and(|o| s.fs.data.get(o).is_some_and(Data::durable)))
             }),
             Property::<Self>::always("installed_content_trusted", |_, s| {
-                // Issue 11: new content recovered (after any crash) opens without a
+                // No reopen after cleanup: new content recovered (after any crash) opens without a
                 // scan: the recovery point came with it through the commit point.
                 !matches!(s.phase, Phase::Recovered(_))
                     || s.fs.content(Name::Live) != Some(Content::New)

@@ -17,7 +17,7 @@ pub enum InstallOp {
     BuildTempUncarried,
     /// Hard-link the carried segment into the temp dir: a new unsynced entry of it.
     LinkCarried,
-    /// A cleaning's swap, step a (issue 13): hard-link the tail (the live active
+    /// A cleaning's swap, step a: hard-link the tail (the live active
     /// segment, appended to during the build) into the temp dir, under the append
     /// lock: a new unsynced entry of it, whose data is the live inode's (flushed).
     LinkTail,
@@ -25,7 +25,7 @@ pub enum InstallOp {
     /// loses it): the broken `carry-by-rename`.
     MoveCarried,
     /// [`InstallOp::BuildTemp`] without the index files and the recovery point (the
-    /// protocol before issue 11's "no reopen after cleanup"): the open after the
+    /// protocol without "no reopen after cleanup"): the open after the
     /// install scans every segment and writes the recovery point itself.
     BuildTempBare,
     /// The open after the install writes a recovery point into `D` (its own crash

@@ -62,7 +62,7 @@ fn remove_each(fs: &FsState, names: &[Name], plan: &mut Vec<RecoveryOp>) {
 /// The decision table. Every plan starts with a parent-directory sync: after a process
 /// crash, the crashed process's last directory operations may still be unsynced, and
 /// acting on them before they are durable lets a later power loss bring back a state
-/// that was never seen (found by this model: the `no-recovery-sync` variant).
+/// that was never seen (this model's `no-recovery-sync` variant).
 pub fn decide(fs: &FsState) -> Decision {
     let mut decision = decide_unsynced(fs);
     if let Decision::Recover { plan, .. } = &mut decision {

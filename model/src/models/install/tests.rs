@@ -13,7 +13,7 @@ fn manifest_protocol_is_crash_safe() {
         .join();
     checker.assert_properties();
     // Pinned: a change means the explored space changed; review before updating.
-    // 320 -> 322: the swap's tail link and its temp-dir sync (issue 13).
+    // 322 includes the swap's tail link and its temp-dir sync.
     assert_eq!(checker.unique_state_count(), 322);
 }
 
@@ -68,8 +68,8 @@ fn a_durable_manifest_must_name_a_durable_temp_dir() {
 
 #[test]
 fn new_content_without_its_recovery_point_is_refuted() {
-    // The protocol before issue 11's "no reopen after cleanup": the temp dir held no
-    // recovery point and the open after the install wrote one. A crash between the
+    // The protocol without "no reopen after cleanup": the temp dir holds no
+    // recovery point and the open after the install writes one. A crash between the
     // commit point and that write rolls forward to new content nothing vouches for:
     // the next open scans every segment.
     let checker = InstallModel::new(InstallVariant::PointOnReopen)
@@ -104,7 +104,7 @@ fn counterexample(variant: InstallVariant, property: &'static str) -> Vec<Instal
 
 #[test]
 fn carried_segment_by_rename_is_refuted() {
-    // Issue 11's carried segments: renaming one out of `D` (no copy) leaves the old
+    // Carried segments: renaming one out of `D` (no copy) leaves the old
     // content without it; a process crash before the commit point recovers a log
     // with a hole.
     let actions = counterexample(InstallVariant::CarryByRename, "live_is_old_or_new");

@@ -294,7 +294,7 @@ public final class Main {
             out.put("log_start_offset", log.logStartOffset());
             out.put("log_end_offset", log.logEndOffset());
             // Loaded as cleanly shut down, a segment's max timestamp comes from its time
-            // index: it must be the max of its batches (issue 12, breakage 3).
+            // index: it must be the max of its batches.
             for (LogSegment segment : log.logSegments()) {
                 long want = batchesBySegment.get(segment.baseOffset()).stream().mapToLong(b -> b[3]).max()
                     .orElse(RecordBatch.NO_TIMESTAMP);
