@@ -18,7 +18,14 @@
 //! * every row docs/performance.md's table names is a `seglog bench` row of the code
 //!   (`src/cli/bench_cmd.rs`, `src/bench/`), and every row the code has is in it;
 //! * docs/design.md's reading guide names every model `seglog model check` has, each
-//!   once, each by a letter of its own.
+//!   once, each by a letter of its own;
+//! * every README guarantee names the checks that hold it, and every check a
+//!   document names as `file::name` exists (a test, invariant or stage function, or a
+//!   property's string); the invariants and properties of design.md's tables exist;
+//! * a count of models, workloads, variants, fail points, sync steps, scenarios,
+//!   fuzz targets, bench rows or stages in a document is the code's number;
+//! * docs/design.md is at most 1,000 lines and opens with its layer table;
+//! * every engine directory has a file map: its module's docs name each child module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -628,6 +635,396 @@ fn the_reading_guide_names_every_model_once_by_one_letter() {
         named_set,
         model_names(),
         "docs/design.md's reading guide and `seglog model check --model` disagree"
+    );
+}
+
+/// A named check, `file::name`: a repository path to a Rust file and a name it
+/// defines (`None` for any other span).
+fn named_check(span: &str) -> Option<(&str, &str)> {
+    let (path, name) = span.split_once("::")?;
+    let path_ok = path.ends_with(".rs")
+        && PATH_ROOTS.iter().any(|r| path.starts_with(r))
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+    let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (path_ok && name_ok).then_some((path, name))
+}
+
+/// Whether `source` defines `name`: a function (a test, an invariant, a stage), or
+/// a string literal of it (a stateright property, a row name).
+fn defines(source: &str, name: &str) -> bool {
+    let whole = |at: usize, len: usize| {
+        !source[at + len..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let fn_at = |needle: &str| {
+        source
+            .match_indices(needle)
+            .any(|(at, _)| whole(at, needle.len()))
+    };
+    fn_at(&format!("fn {name}")) || source.contains(&format!("\"{name}\""))
+}
+
+/// The named checks of a document that do not exist, as `doc:line: file::name`.
+fn missing_checks(doc: &str, text: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (line, span) in code_units(text) {
+        let Some((path, name)) = named_check(span.trim()) else {
+            continue;
+        };
+        let source = std::fs::read_to_string(root().join(path)).unwrap_or_default();
+        if !defines(&source, name) {
+            missing.push(format!("{doc}:{line}: {path}::{name}"));
+        }
+    }
+    missing
+}
+
+/// Every guarantee names the checks that hold it, and each exists: a `file::name`
+/// span in a document is a file that defines the name. The invariants and the
+/// crash-safety properties of docs/design.md's tables are functions of
+/// `model/src/invariants/` and properties of the models their rows name.
+#[test]
+fn every_check_a_document_names_exists() {
+    let mut missing = Vec::new();
+    for (doc, text) in documents() {
+        missing.extend(missing_checks(&doc.display().to_string(), &text));
+    }
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let guarantees = readme
+        .split("## Guarantees")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README.md has its Guarantees");
+    for bullet in guarantees.split("\n- ").skip(1) {
+        if !bullet.contains("Held by") {
+            missing.push(format!(
+                "README.md: a guarantee names no check: {:.60}",
+                bullet
+            ));
+        }
+    }
+    let design = std::fs::read_to_string(root().join("docs/design.md")).expect("design.md");
+    let invariants: String = ["mod.rs", "txn.rs"]
+        .iter()
+        .map(|f| std::fs::read_to_string(root().join("model/src/invariants").join(f)))
+        .collect::<Result<_, _>>()
+        .expect("model/src/invariants/ is readable");
+    let table_rows = |heading: &str| -> Vec<Vec<String>> {
+        design
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("docs/design.md has the table `{heading}`"))
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.split('|')
+                    .map(|c| c.trim().trim_matches('`').to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    for row in table_rows("| invariant | meaning | checked by |") {
+        if !defines(&invariants, &row[1]) {
+            missing.push(format!(
+                "docs/design.md: invariant {} in no model/src/invariants/ file",
+                row[1]
+            ));
+        }
+    }
+    for row in table_rows("| property | model | meaning |") {
+        for model in row[2].split(',').map(str::trim) {
+            let dir = root().join("model/src/models");
+            let source = std::fs::read_to_string(dir.join(format!("{model}.rs")))
+                .or_else(|_| std::fs::read_to_string(dir.join(model).join("mod.rs")))
+                .unwrap_or_default();
+            if !defines(&source, &row[1]) {
+                missing.push(format!(
+                    "docs/design.md: property {} not in model {model}",
+                    row[1]
+                ));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "documents name checks that do not exist:\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+/// The nouns whose counts come from the code.
+const COUNTED: &[&str] = &[
+    "models",
+    "workloads",
+    "named workloads",
+    "variants",
+    "variant tests",
+    "fail points",
+    "sync steps",
+    "scenarios",
+    "fuzz targets",
+    "bench rows",
+    "stages",
+];
+
+/// Documents that record one measured run (their counts are that run's, with its
+/// command), not the code's.
+const MEASURED: &[&str] = &["docs/mutation-sample.md"];
+
+const NUMBER_WORDS: &[&str] = &[
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+];
+
+/// The counts a text states of a counted noun: `(line, noun, number)`, the number
+/// in digits or as an English word.
+fn stated_counts(text: &str) -> Vec<(usize, String, usize)> {
+    let mut found = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let words: Vec<&str> = line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (i, word) in words.iter().enumerate() {
+            let lower = word.to_ascii_lowercase();
+            let Some(n) = lower
+                .parse::<usize>()
+                .ok()
+                .or_else(|| NUMBER_WORDS.iter().position(|w| *w == lower))
+            else {
+                continue;
+            };
+            let after = |k: usize| words.get(i + 1..i + 1 + k).map(|w| w.join(" "));
+            let noun = [2, 1]
+                .iter()
+                .filter_map(|&k| after(k))
+                .find(|phrase| COUNTED.contains(&phrase.as_str()));
+            if let Some(noun) = noun {
+                found.push((number + 1, noun, n));
+            }
+        }
+    }
+    found
+}
+
+/// Each count a document may state, with the code's own number: `(document, noun,
+/// count)`.
+fn code_counts() -> Vec<(&'static str, &'static str, usize)> {
+    let teeth = std::fs::read_to_string(root().join("tests/sweep_teeth.rs")).expect("sweep_teeth");
+    let every_variant = teeth
+        .split("fn every_variant_is_caught_at_every_crash_point() {")
+        .nth(1)
+        .and_then(|body| body.split("\n}").next())
+        .expect("tests/sweep_teeth.rs has every_variant_is_caught_at_every_crash_point");
+    let variant_tests = every_variant.matches("_at(1);").count();
+    vec![
+        ("README.md", "models", model_names().len()),
+        ("docs/ci.md", "variant tests", variant_tests),
+    ]
+}
+
+/// A document states a count of models, workloads, variants, fail points, sync
+/// steps, scenarios, fuzz targets, bench rows or stages only where the code has the
+/// same number: each such count is one of [`code_counts`] and equal to it.
+#[test]
+fn every_count_a_document_states_is_the_codes() {
+    let counts = code_counts();
+    let mut wrong = Vec::new();
+    let mut seen = BTreeSet::new();
+    let extra = [
+        "crash-scenarios/README.md",
+        "fuzz/README.md",
+        "model/README.md",
+        "engine/README.md",
+    ];
+    let mut docs = documents();
+    for path in extra {
+        let text = std::fs::read_to_string(root().join(path)).expect("a README");
+        docs.push((PathBuf::from(path), text));
+    }
+    for (doc, text) in docs {
+        let doc = doc.display().to_string();
+        if MEASURED.contains(&doc.as_str()) {
+            continue;
+        }
+        for (line, noun, stated) in stated_counts(&text) {
+            match counts.iter().find(|(d, n, _)| *d == doc && *n == noun) {
+                Some((_, _, code)) => {
+                    seen.insert((doc.clone(), noun.clone()));
+                    if *code != stated {
+                        wrong.push(format!(
+                            "{doc}:{line}: {stated} {noun}, the code has {code}"
+                        ));
+                    }
+                }
+                None => wrong.push(format!(
+                    "{doc}:{line}: {stated} {noun}, a count no check compares with the code \
+                     (add it to code_counts, or say it without the number)"
+                )),
+            }
+        }
+    }
+    for (doc, noun, _) in &counts {
+        if !seen.contains(&(doc.to_string(), noun.to_string())) {
+            wrong.push(format!(
+                "{doc}: states no count of {noun} any more (drop it from code_counts)"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "counts in the documents:\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+#[test]
+fn the_count_scanner_sees_what_it_must() {
+    let text = "checks eight models.\nthe 12 variant tests, 3 named workloads\n32 steps, 9 mutants";
+    assert_eq!(
+        stated_counts(text),
+        [
+            (1, "models".to_string(), 8),
+            (2, "variant tests".to_string(), 12),
+            (2, "named workloads".to_string(), 3),
+        ]
+    );
+}
+
+/// docs/design.md's bound: a map a newcomer reads, not everything known.
+const DESIGN_LINES_MAX: usize = 1_000;
+
+/// docs/design.md is a map first: at most [`DESIGN_LINES_MAX`] lines, and its first
+/// section is the layer table the workspace import check reads
+/// (`tests/module_graph/`), so the picture and the check are one source.
+#[test]
+fn design_md_is_a_map_first_and_within_its_bound() {
+    let text = std::fs::read_to_string(root().join("docs/design.md")).expect("design.md");
+    let lines = text.lines().count();
+    assert!(
+        lines <= DESIGN_LINES_MAX,
+        "docs/design.md has {lines} lines, more than {DESIGN_LINES_MAX}: move detail to the \
+         module docs it describes or to docs/verification.md"
+    );
+    let first = text.lines().find(|l| l.starts_with("## "));
+    assert_eq!(
+        first,
+        Some("## Layers"),
+        "docs/design.md's first section is its layers"
+    );
+}
+
+/// The child modules a module file declares (`mod x;`, any visibility), but its
+/// tests.
+fn child_modules(source: &str) -> Vec<String> {
+    source
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix("pub(crate) mod ")
+                .or_else(|| line.strip_prefix("pub(super) mod "))
+                .or_else(|| line.strip_prefix("pub mod "))
+                .or_else(|| line.strip_prefix("mod "))?;
+            let name = rest.strip_suffix(';')?;
+            (name != "tests").then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// Whether a module's docs (`//!`) name its child `name`: `` `name` ``,
+/// `` [`name`] ``, `` `name/` ``, `` `name.rs` `` or `` `name::...` ``.
+fn docs_name(docs: &str, name: &str) -> bool {
+    ["`", "/", ".rs", "::", "]"]
+        .iter()
+        .any(|end| docs.contains(&format!("`{name}{end}")))
+}
+
+/// Every engine directory has a file map: the docs of its module file (`mod.rs`,
+/// or `x.rs` beside `x/`) name each of its child modules.
+#[test]
+fn every_engine_directory_has_a_file_map() {
+    let src = root().join("engine/src");
+    let mut dirs = vec![src.clone()];
+    let mut missing = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("engine/src is readable") {
+            let path = entry.expect("an entry").path();
+            if !path.is_dir() {
+                continue;
+            }
+            dirs.push(path.clone());
+            let module = if path.join("mod.rs").exists() {
+                path.join("mod.rs")
+            } else {
+                path.with_extension("rs")
+            };
+            let source = std::fs::read_to_string(&module).unwrap_or_default();
+            let docs: String = source
+                .lines()
+                .filter(|l| l.starts_with("//!"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for child in child_modules(&source) {
+                if !docs_name(&docs, &child) {
+                    let shown = module
+                        .strip_prefix(root())
+                        .unwrap_or(&module)
+                        .display()
+                        .to_string();
+                    missing.push(format!("{shown}: `{child}`"));
+                }
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "module docs without a line for each of their files (the directory's file map):\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+#[test]
+fn the_check_scanner_sees_what_it_must() {
+    assert_eq!(
+        named_check("tests/crash_sweep.rs::a_rejected_operation_is_no_durability_point"),
+        Some((
+            "tests/crash_sweep.rs",
+            "a_rejected_operation_is_no_durability_point"
+        ))
+    );
+    assert_eq!(named_check("seglog::log::Log"), None);
+    assert_eq!(named_check("engine/src/log/mod.rs"), None);
+    let source = "fn kept() {}\nfn kept_longer() {}\nProperty::always(\"no_hole\", f)";
+    assert!(defines(source, "kept") && defines(source, "no_hole"));
+    assert!(!defines(source, "kep") && !defines(source, "renamed"));
+    let doc = "Held by `tests/crash_sweep.rs::a_renamed_test`.\n";
+    assert_eq!(
+        missing_checks("doc.md", doc),
+        ["doc.md:1: tests/crash_sweep.rs::a_renamed_test"]
     );
 }
 

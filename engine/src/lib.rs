@@ -58,7 +58,11 @@
 //!   and inject IO errors, for testing what an embedding does after a crash
 //!   ([`Log::open_with`] takes either).
 //! * [`format`](mod@format), [`segment`], [`retention`], [`compaction`], [`install`]: the byte
-//!   layouts and the protocols underneath, public for tools and tests.
+//!   layouts and the protocols underneath, public for tools and tests: each module
+//!   re-exports what tools need of its files, which stay private.
+//!
+//! The surface is listed line by line in `engine/public-api/` of the repository,
+//! and a change to it changes the listing in the same commit.
 //!
 //! ## Cargo features
 //!

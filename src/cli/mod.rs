@@ -66,7 +66,7 @@ pub enum Command {
     Compact(cleanup_cmds::CompactArgs),
     /// List every fail point name.
     Failpoints,
-    /// Check the stateright models (log, install, retention) or explore them in a browser.
+    /// Check the stateright models of the protocols, or explore one in a browser (`seglog model check --help` lists them).
     #[command(subcommand)]
     Model(seglog_model::cli::ModelCommand),
     /// Replay crash scenarios (crash-scenarios/*.toml) on the simulated file system; exit 1 on a failure.

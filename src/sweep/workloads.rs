@@ -344,7 +344,7 @@ pub fn named_workloads() -> Vec<Workload> {
         },
         Workload {
             name: "carried-segments".into(),
-            description: "incremental passes that hard-link clean segments no dirty key touches (issue 11): the first writes key summaries, the second carries two segments and rewrites one a dirty key touches and one whose tombstone expired, retention drops a carried segment with its summary, a last pass groups carried sources into one rewritten file".into(),
+            description: "incremental passes that hard-link clean segments no dirty key touches (carried segments): the first writes key summaries, the second carries two segments and rewrites one a dirty key touches and one whose tombstone expired, retention drops a carried segment with its summary, a last pass groups carried sources into one rewritten file".into(),
             config: config(),
             variant: "manifest".into(),
             ops: vec![
@@ -370,7 +370,7 @@ pub fn named_workloads() -> Vec<Workload> {
         },
         Workload {
             name: "concurrent-clean".into(),
-            description: "cleanings run as a concurrent cleaner runs them (issue 13): snapshot and build, then appends to the active segment, a roll and more appends, then the swap that hard-links the tail under the append lock, renames the backup to the trash and removes it after; a second pass cleans what the first left dirty".into(),
+            description: "cleanings run as a concurrent cleaner runs them: snapshot and build, then appends to the active segment, a roll and more appends, then the swap that hard-links the tail under the append lock, renames the backup to the trash and removes it after; a second pass cleans what the first left dirty".into(),
             config: config(),
             variant: "manifest".into(),
             ops: vec![

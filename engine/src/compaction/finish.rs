@@ -149,7 +149,7 @@ pub(super) fn finish_build(fs: &dyn FileSystem, dir: &Path, tail: Tail<'_>) -> R
         });
     }
     // Files the log does not own (and the retention checkpoint) move with the log,
-    // unchanged; index files are not copied (the next open rebuilds them).
+    // unchanged; index files are not copied: the build writes them (below).
     for name in carried_files(fs, dir)? {
         let bytes = fs
             .read_all(&dir.join(&name))
@@ -328,9 +328,10 @@ pub(super) fn carried_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<Strin
                 dir.display()
             )));
         }
-        // The recovery point and the marker describe the old segments; the new
-        // directory starts without them (its first open scans it and writes a fresh
-        // recovery point). The clean point is written anew by the pass, never copied.
+        // The recovery point and the marker describe the old segments, so neither is
+        // copied: the build writes a recovery point of its own segments (or the
+        // swap does, for a snapshot's build), and the new directory has no marker.
+        // The clean point is written anew by the pass, never copied.
         let describes_old = crate::format::recovery_point::NAMES.contains(&name.as_str())
             || name == checkpoint::CLEAN_POINT_NAME;
         if filename::parse(&name).is_none() && !describes_old {

@@ -12,6 +12,11 @@
 //! * [`manifest`]: the install manifest, the commit point of a compaction.
 //! * [`recovery_point`]: the recovery point and the clean-shutdown marker, each a
 //!   list of segment summaries.
+//! * `batch_header`: the fixed 61-byte header of a batch, its field offsets and flags
+//!   (re-exported by [`batch`]).
+//! * [`index`]: the `.index` and `.timeindex` entries, byte for byte as Kafka's.
+//! * [`txn_index`]: Kafka's aborted-transaction index (`.txnindex`).
+//! * [`key_summary`]: a clean segment's key summary (`.keys`), for carried segments.
 //!
 //! ## seglog's own files (`engine/src/format/checkpoint.rs`, `engine/src/format/recovery_point.rs`, `engine/src/format/manifest.rs`, `engine/src/format/key_summary.rs`)
 //!

@@ -15,6 +15,9 @@
 //! base sequence, then every record (decompressed for a compressed batch):
 //! well-formed, offset delta equal to its index, timestamp >= -1, and no bytes
 //! after the last one.
+//!
+//! `walk`: that short record walk, which checks the records without building a
+//! record view.
 
 use crate::error::BatchRule;
 

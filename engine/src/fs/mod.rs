@@ -9,6 +9,13 @@
 //! * *durable*: survives a power loss. File data becomes durable with
 //!   [`FileSystem::sync_file`]; a directory entry (create, rename, remove) becomes
 //!   durable with [`FileSystem::sync_dir`] on the directory that holds it.
+//!
+//! * `std_fs`: [`StdFs`], the real disk, with cached file handles (`handles`: at
+//!   most a budget of them open, the least recently used closed first).
+//! * [`sim`]: [`sim::SimFs`], an in-memory file system that knows what a crash may
+//!   take away, with injected I/O errors.
+//! * `trace`: [`TraceFs`], any file system with a record of every change it made.
+//! * [`failpoint`]: every fail point of the engine, by name.
 
 pub mod failpoint;
 mod handles;

@@ -16,6 +16,9 @@
 //! the manifest with them before step 2, then steps 2-6; step 7 runs after the
 //! lock is released.
 //!
+//! `validate` holds a directory to its manifest (exactly the listed files, sizes and
+//! CRC-32Cs) and names the derived files it leaves out ([`is_derived`]).
+//!
 //! [`recovery::recover`] decides, on open, what a crash at any point left behind.
 //! The table and the crash window each step closes are in docs/design.md section 6.
 

@@ -7,6 +7,16 @@
 //! * `write`: append, control batches, roll, flush, close.
 //! * `raw`: producer-encoded batches appended as they came ([`Log::append_batches`]).
 //! * `read`: read, offset for timestamp, a segment's batches.
+//! * `fetch`: [`Fetch`], a segment's whole batches from an offset, without a copy.
+//! * `txn`: transactional appends, the producer state and the `.txnindex`.
+//! * `trust`: what an open may trust unread (the recovery point, the marker).
+//! * `evidence`: lost data held against what a recovery point says exists.
+//! * `index_check`: recovery's judgment of each segment's indexes by Kafka's rules.
+//! * `leftovers`: Kafka's leftovers (`.deleted`, `.cleaned`, `.swap`) in a directory.
+//! * `recovery_mode`: [`RecoveryMode`], what an open does with an invalid tail.
+//! * `retain`, `compact`, `clean`: retention, compaction and cleaning of an open log,
+//!   calling the services of [`crate::retention`], [`crate::compaction`] and
+//!   [`crate::install`].
 //!
 //! Semantics: docs/design.md section 1. Durability: [`Log::flush`] and
 //! [`Log::roll`] fsync; nothing else does, and dropping a `Log` does not flush

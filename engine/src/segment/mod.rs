@@ -11,6 +11,8 @@
 //! * `vouched`: the indexes of a segment opened from its summary, read at the
 //!   first lookup that needs them.
 //! * `close`: Kafka's close-time treatment of the active segment.
+//! * `tail`: the end of a trusted active segment, read from its data (the batch
+//!   headers past its offset index's last entry), as Kafka's loader reads it.
 
 // Every number a segment holds comes from disk: no unchecked arithmetic.
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]

@@ -12,6 +12,12 @@
 //! A batch enters the map whole or not at all ([`Map::fits`]): a batch whose new
 //! keys do not fit stops the map there, and one that does not fit an empty map is
 //! an error (the budget is too small for the log).
+//!
+//! * [`offset_map`]: the unbounded table, sorted once.
+//! * [`table`]: the bounded table of `dedupe_buffer_bytes / 24` slots.
+//! * [`superseded`]: the superseded positions a map build leaves, for the rewrite.
+//! * [`filter`]: a filter of the dirty section's keys by their stable hashes, which
+//!   decides which clean segments a pass may carry unread.
 
 pub mod filter;
 pub mod offset_map;

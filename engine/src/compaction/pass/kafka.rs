@@ -36,11 +36,14 @@
 //! the first uncleanable offset is held at the segment of the last stable offset;
 //! a data batch of an aborted transaction is mapped hollow (no key, the map's last
 //! offset moves past it) and dropped where cleaned; the output's `.txnindex` files
-//! are `kafka_txn::entries`. Markers follow `kafka_txn::marker_outcome` in every
+//! are `headers::entries`. Markers follow `rules::markers::marker_outcome` in every
 //! pass (`clean_marker`: copied, stamped by the `rebuild` above, or dropped).
 //!
 //! The result is the reference pass's (`kafka::build`, test builds) byte for byte:
 //! the tests below compare the two on random logs, transactional ones among them.
+//!
+//! `clean`: step 3, each batch of a cleaned source segment planned by the one
+//! planner under the kafka rules and written.
 
 use std::path::Path;
 

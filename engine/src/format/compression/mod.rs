@@ -16,7 +16,10 @@
 //! implementation chooses other matches), never the framing: docs/design.md
 //! section 2 says where.
 //!
-//! The codecs are the cargo feature `compression` (on with `suite`). Without it
+//! One file per framing: `gzip`, `snappy` (xerial's stream framing), `lz4`
+//! (Kafka's `Lz4BlockOutputStream` frame); zstd's frame is the crate's own.
+//!
+//! The codecs are the cargo feature `compression` (off by default). Without it
 //! [`Compression`] still names every codec (attributes, configuration), but only
 //! [`Compression::None`] encodes or decodes: [`Compression::decompress`] of any other
 //! codec is [`CodecError::Unsupported`] (a read, a scan or a compaction meeting such

@@ -30,6 +30,14 @@
 //! assert!(images.iter().any(|image| !image.fs.exists(Path::new("/log/a"))));
 //! assert!(images.iter().any(|image| image.fs.exists(Path::new("/log/a"))));
 //! ```
+//!
+//! * `tree`: the inodes, the current and the durable namespace, and the directory
+//!   operations not yet durable; `state`: the [`FileSystem`] calls on it, with
+//!   Linux's errors.
+//! * `crash`: the disk states a power loss may leave, and what each lost.
+//! * `fault`: injected I/O errors and what a failing call leaves.
+//! * `descriptors`, `reads`: the descriptors the real disk would hold, and the bytes
+//!   read from a chosen file.
 
 mod crash;
 mod descriptors;
