@@ -223,8 +223,26 @@ pub enum ControlArg {
 
 #[derive(Debug, Args)]
 pub struct DumpArgs {
+    /// The partition log directory.
+    pub dir: PathBuf,
+    /// Bytes between the entries of an index this read builds in memory for a
+    /// segment whose index files it cannot use.
+    #[arg(long, default_value_t = LogConfig::default().index_interval_bytes)]
+    pub index_interval_bytes: u64,
+    /// What the read-only open does with closed segments its recovery point
+    /// summarizes that are missing, shorter or not files: every mode but
+    /// accept-loss refuses (exit 2); accept-loss reads on and names them in
+    /// "lost". A read-only open never refuses on an invalid tail: it warns and
+    /// shows the valid records.
+    #[arg(long, default_value_t = RecoveryMode::TornTail, value_name = "torn-tail|strict|accept-loss")]
+    pub recovery_mode: RecoveryMode,
+    /// The most files the read keeps open at once (at least 1).
+    #[arg(long, default_value_t = LogConfig::default().max_open_files)]
+    pub max_open_files: usize,
+    /// The writable commands' flags, accepted and left out of the help: a dump
+    /// writes nothing, so they change nothing, and it says so on stderr.
     #[command(flatten)]
-    pub log: LogArgs,
+    pub writes_only: WriteOnlyArgs,
     /// First offset to print (default: the log start offset).
     #[arg(long, allow_negative_numbers = true)]
     pub from: Option<i64>,
@@ -238,6 +256,52 @@ pub struct DumpArgs {
     /// is an error at the first read of it).
     #[arg(long)]
     pub check: bool,
+}
+
+/// Flags of the commands that write, which a read-only command accepts (scripts
+/// pass one set of flags to every command) but does not use.
+#[derive(Debug, Args)]
+pub struct WriteOnlyArgs {
+    #[arg(long, hide = true)]
+    segment_bytes: Option<u64>,
+    #[arg(long, hide = true)]
+    compression: Option<Compression>,
+    #[arg(long, hide = true)]
+    timestamp_type: Option<TimestampType>,
+    #[arg(long, hide = true)]
+    max_batch_bytes: Option<u64>,
+    #[arg(long, hide = true)]
+    policy: Option<CompactionPolicy>,
+    #[arg(long, hide = true)]
+    writeback_bytes: Option<u64>,
+}
+
+impl DumpArgs {
+    pub(crate) fn config(&self) -> LogConfig {
+        LogConfig {
+            index_interval_bytes: self.index_interval_bytes,
+            recovery_mode: self.recovery_mode,
+            max_open_files: self.max_open_files,
+            ..LogConfig::default()
+        }
+    }
+}
+
+impl WriteOnlyArgs {
+    /// The flags given, as the command line spells them.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--segment-bytes", self.segment_bytes.is_some()),
+            ("--compression", self.compression.is_some()),
+            ("--timestamp-type", self.timestamp_type.is_some()),
+            ("--max-batch-bytes", self.max_batch_bytes.is_some()),
+            ("--policy", self.policy.is_some()),
+            ("--writeback-bytes", self.writeback_bytes.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
 }
 
 /// `--isolation`.
@@ -408,9 +472,12 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
     } else {
         Log::open_read_only
     };
-    let config = args.log.config();
+    for flag in args.writes_only.given() {
+        eprintln!("seglog: warning: {flag} changes nothing for dump, which only reads");
+    }
+    let config = args.config();
     let fs = StdFs::with_open_files_max(config.max_open_files);
-    let (log, report) = open(Arc::new(fs), &args.log.dir, config)?;
+    let (log, report) = open(Arc::new(fs), &args.dir, config)?;
     if let Some(reason) = &report.truncated_reason {
         eprintln!(
             "seglog: warning: {} bytes at the end of the last segment are not valid and are not shown ({reason}); `seglog recover` truncates them",
@@ -504,12 +571,53 @@ mod tests {
         let cli = Cli::try_parse_from(args).unwrap();
         match cli.command {
             Command::Roll(log) | Command::Recover(log) => log.config(),
-            Command::Dump(dump) => dump.log.config(),
+            Command::Dump(dump) => dump.config(),
             Command::Append(append) => append.log.config(),
             Command::Retain(retain) => retain.log.config(),
             Command::Compact(compact) => compact.log.config(),
             other => panic!("not a log command: {other:?}"),
         }
+    }
+
+    /// `dump` lists only the flags it uses, and takes the writable commands' flags
+    /// without using them, naming each one given (its stderr warning).
+    #[test]
+    fn dump_lists_only_its_flags_and_names_the_write_flags_it_takes() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let help = cli
+            .find_subcommand_mut("dump")
+            .expect("dump")
+            .render_long_help()
+            .to_string();
+        for unused in [
+            "--segment-bytes",
+            "--compression",
+            "--policy",
+            "--writeback-bytes",
+        ] {
+            assert!(!help.contains(unused), "dump's help lists {unused}");
+        }
+        for used in ["--from", "--recovery-mode", "--max-open-files", "--check"] {
+            assert!(help.contains(used), "dump's help lacks {used}");
+        }
+        let args = [
+            "seglog",
+            "dump",
+            "d",
+            "--segment-bytes",
+            "9",
+            "--policy",
+            "kafka",
+        ];
+        let Command::Dump(dump) = Cli::try_parse_from(args).unwrap().command else {
+            panic!("not dump");
+        };
+        assert_eq!(dump.writes_only.given(), ["--segment-bytes", "--policy"]);
+        assert_eq!(
+            dump.config().segment_bytes,
+            seglog::LogConfig::default().segment_bytes
+        );
     }
 
     #[test]
