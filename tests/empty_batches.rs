@@ -1,6 +1,6 @@
 //! Empty batches (a header, record count 0), as Kafka's cleaner leaves them
 //! (`BatchRetention.RETAIN_EMPTY`: a producer's last batch whose records all went,
-//! docs/design.md section 1, "The kafka policy and transactions").
+//! docs/design.md section 1, "The `kafka` compaction policy").
 //!
 //! Invariant: an empty batch is a valid batch, never a torn tail: opening keeps it
 //! (clean or with the indexes rebuilt), `next_offset` is past its last offset, a

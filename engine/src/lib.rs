@@ -64,6 +64,17 @@
 //! The surface is listed line by line in `engine/public-api/` of the repository,
 //! and a change to it changes the listing in the same commit.
 //!
+//! ## The public surface
+//!
+//! The public surface is curated: the embedder's types at the crate root (`Log`,
+//! `LogConfig`, `NewRecord`, `Error`, ...); public modules for tools, with the files of
+//! each private and what tools need re-exported by the module
+//! (`segment::list_segments`); whole only where tools compose the parts (`format`,
+//! `fs::sim`, `compaction::{map, pass, rules}`). The lint `unnameable_types` keeps out
+//! a public signature naming a private type.
+//! `engine/public-api/{default,all-features}.txt` list the surface (the lines of `cargo
+//! public-api -ss`); `tests/public_api.rs` fails on a change they do not carry.
+//!
 //! ## Cargo features
 //!
 //! * `compression`: Kafka's four batch codecs (gzip, snappy, lz4, zstd). Off by

@@ -10,7 +10,7 @@
 //!   `writeback_bytes = 0`;
 //! * a hint that fails changes nothing: no append, flush or roll fails, the log is
 //!   not poisoned, and every record reads back after a reopen (a write-back error
-//!   is the next fsync's to report; docs/design.md section 3).
+//!   is the next fsync's to report; docs/design.md section 1).
 
 use std::io;
 use std::path::{Path, PathBuf};

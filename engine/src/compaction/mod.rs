@@ -2,8 +2,8 @@
 //! ([`pass`]) over the one reader, the one map ([`map`]), the one planner and the
 //! pure rule sets ([`rules`]: keep/drop per record and batch, grouping,
 //! transactions, markers, empty batches), the one writer, and the finish that
-//! leaves the new directory for [`crate::install`]. The modules import each other in one direction (docs/design.md
-//! section 6 has the layers; `tests/module_graph/` holds them to it); the decoded
+//! leaves the new directory for [`crate::install`]. The modules import each other in one direction (the table
+//! "The compaction modules" below has the layers; `tests/module_graph/` holds them to it); the decoded
 //! reference compactors of the unit tests (`reference`) are what the passes that
 //! run are held to.
 //!
@@ -38,7 +38,7 @@
 //! are), byte for byte what decoding, `RecordBatch::retain` and encoding give. Closed
 //! segments are mapped (`FileSystem::map`) and never modified, so the rewrite pass
 //! does not recompute their CRCs. A build maps each closed segment once
-//! (`source::map_segments`): the check that its batches end below the next base, the
+//! (`segment::files::map_segments`): the check that its batches end below the next base, the
 //! header walk, the map pass and the rewrite all read that one mapping, so no page is
 //! faulted in twice and a file system whose `map` reads the file reads it once.
 //!

@@ -2,6 +2,15 @@
 //! time as [`RecordView`]s that borrow the batch's bytes (no allocation per record).
 //! [`super::batch::decode`] is this plus owned copies, so both apply exactly the
 //! same checks.
+//!
+//! Every number read from disk is untrusted: offsets, deltas and lengths are combined
+//! with checked arithmetic (`engine/src/segment` and `format::{batch_view, checkpoint,
+//! index}` deny `clippy::arithmetic_side_effects`), a header whose `baseOffset +
+//! lastOffsetDelta + 1` is not an `i64` is `Corrupt` (`OffsetOverflow`), and an append
+//! whose offsets would pass `i64::MAX` is `InvalidArgument`. The checks live in one
+//! place, `engine/src/format/batch_view.rs`: `BatchView::decode` checks a batch in
+//! place and its `records()` iterator checks each record as it decodes it into a
+//! borrowed `RecordView`.
 
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 

@@ -18,6 +18,32 @@
 //!
 //! `walk`: that short record walk, which checks the records without building a
 //! record view.
+//!
+//! # The rules
+//!
+//! Each rule with the `BatchRule` a batch that breaks it gets (`engine/src/error.rs`) and
+//! Kafka's exception for it:
+//!
+//! | # | rule | `BatchRule` | Kafka's exception |
+//! |---|---|---|---|
+//! | 0 | the request holds at least one byte | `NoBatches` | |
+//! | 1 | 12 bytes of log overhead, `batchLength` in `[49, 64 MiB]`, magic 2 (0 and 1 are `Unsupported`) | `Format` / `Unsupported` | `CorruptRecordException` / `UnsupportedVersion` |
+//! | 2 | size (overhead included) <= `LogConfig::max_batch_bytes` (Kafka's `max.message.bytes`, default 1048588) | `TooLarge` | `RecordTooLargeException` |
+//! | 3 | the declared bytes are there, CRC-32C matches, codec id 0-4 | `Format` | `CorruptRecordException` |
+//! | 4 | control bit clear | `ControlBatch` | "Clients are not allowed to write control records" |
+//! | 5 | `recordCount > 0` and `== lastOffsetDelta + 1` | `RecordCount` | `InvalidRecordException` |
+//! | 6 | a producer id (`>= 0`) comes with a base sequence (`>= 0`) | `Sequence` | `InvalidRecordException` |
+//! | 7 | every record (decompressed first for a compressed batch, within 64 MiB; a codec this build lacks is `Unsupported`) well-formed, offset deltas strictly increasing, no bytes after the last | `Format` | `CorruptRecordException` |
+//! | 8 | record `i` has offset delta `i` | `OffsetDelta` | `InvalidRecordException` |
+//! | 9 | every timestamp (`baseTimestamp + delta`) >= -1 | `Timestamp` | (the engine's rule for every append) |
+//!
+//! Rules 7-9 are checked by a short walk first (`format::produce::walk::accepts`); what
+//! it does not accept goes through the full walk, which names the rule, and a
+//! differential proptest holds the two to the same answers. Not checked (no state for
+//! them here): producer sequence numbers, Kafka's timestamp-skew limits. Then, per
+//! batch, in place (`format::produce::assign`): `baseOffset` = the next offset,
+//! `partitionLeaderEpoch` = -1, and `maxTimestamp` as the timestamp type says (the CRC
+//! recomputed only if a byte changed); the producer's codec is kept.
 
 use crate::error::BatchRule;
 

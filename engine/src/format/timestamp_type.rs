@@ -5,6 +5,13 @@
 //! appended it; every record's timestamp *is* the batch's `maxTimestamp`, whatever
 //! its delta says (Kafka's `DefaultRecordBatch` iterator), so the time index,
 //! retention and compaction's tombstone horizon see that one time.
+//!
+//! Bit 3 of `attributes`: 0 CreateTime, 1 LogAppendTime. Under LogAppendTime every
+//! record reads as the batch's `maxTimestamp` (`BatchView::timestamp_of`,
+//! `RecordBatch::timestamp_of`); the stored deltas are not interpreted. Since the time
+//! index, segment max timestamps and time retention already use `maxTimestamp`, they
+//! see the append time; compaction's tombstone horizon uses the read timestamp; a
+//! partly kept batch keeps `maxTimestamp`.
 
 use std::fmt;
 use std::str::FromStr;

@@ -201,7 +201,7 @@ impl Trash {
     }
 }
 
-/// A concurrent cleaning's swap (docs/design.md section 6, steps a-e), run under the
+/// A concurrent cleaning's swap (docs/design.md section 6, steps a to 6), run under the
 /// log's append lock: hard-links the tail segments (`tail_bases`, every segment at
 /// or past the snapshot's active base) into the built temp dir, completes
 /// `manifest` with their `.log` files and `next_offset`, and runs steps 2-6. The

@@ -49,7 +49,7 @@ impl Log {
         }))
     }
 
-    /// The swap (call under the log's lock; steps a-e of docs/design.md section 6):
+    /// The swap (call under the log's lock; steps a to 6 of docs/design.md section 6):
     /// flushes the tail, links it into the built temp dir, commits and renames, and
     /// adopts the built segments below the tail (no reopen). The returned trash is
     /// removed by the caller after releasing the lock. If the log's closed region

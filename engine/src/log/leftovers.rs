@@ -12,6 +12,14 @@
 //!   Kafka's loader completes the swap; seglog does not rewrite Kafka's segments, so
 //!   every open refuses with the file named and changes nothing.
 //!
+//! As Kafka's `LogLoader` judges them, before anything is modified:
+//! `NNN.<suffix>.deleted` and `.cleaned` are removed by a writable open (phase 5b) and
+//! listed in `removed_files`; a `.swap` (a swap cut short, maybe the only copy of its
+//! data) is refused by every open (`Error::Ambiguous` naming it): seglog does not
+//! complete Kafka's swaps. Any other entry the log does not own is listed in
+//! `unknown_files` by every open and left alone (a compaction copies it, and the
+//! `compact` JSON's `"recovery"` names it).
+//!
 //! [`classify`] and [`plan`] are pure; the recovery phases do the IO.
 
 use std::path::Path;

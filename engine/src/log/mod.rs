@@ -137,7 +137,7 @@ pub struct LogConfig {
     /// ([`crate::fs::FileSystem::start_writeback`],
     /// RocksDB's `bytes_per_sync`), so the disk writes while the appender goes on
     /// and a flush waits for the tail only. A hint: nothing becomes durable before
-    /// [`Log::flush`]. 0 turns it off. Default 1 MiB (docs/design.md section 3).
+    /// [`Log::flush`]. 0 turns it off. Default 1 MiB (docs/design.md section 1).
     #[cfg_attr(feature = "serde", serde(default = "default_writeback_bytes"))]
     pub writeback_bytes: u64,
     /// What a writable open does with an invalid tail of the active segment:
@@ -178,7 +178,7 @@ fn default_max_batch_bytes() -> u64 {
 
 /// The default [`LogConfig::writeback_bytes`]: 1 MiB. Measured on the codec
 /// benchmark's lz4 append (20 MB written, then flushed): 256 KiB and 4 MiB both
-/// made the durable append slower than 1 MiB (docs/design.md section 3).
+/// made the durable append slower than 1 MiB (docs/design.md section 1).
 pub const WRITEBACK_BYTES_DEFAULT: u64 = 1 << 20;
 
 fn default_writeback_bytes() -> u64 {

@@ -1,6 +1,13 @@
 //! [`RecoveryMode`]: what an open does with an invalid tail of the active segment
 //! (raft-engine's `RecoveryMode`, RocksDB's WAL recovery modes), and
 //! [`TailTruncation`], what the report says about one.
+//!
+//! What the command line reports (docs/design.md section 3, "Recovery modes"):
+//! The writable commands take `--recovery-mode` and add a `"recovery"` object to their
+//! JSON whenever the open found or changed anything: the truncation's fields, `mode`,
+//! `lost`, `ignored_checkpoints`, `rescanned`, `rebuilt_indexes`, `removed_files` and
+//! `unknown_files`. `seglog dump` adds `lost` when it is not empty; `accept-loss` warns
+//! on stderr, one line per lost segment.
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};

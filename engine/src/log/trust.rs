@@ -9,6 +9,54 @@
 //! CRC-valid recovery point that describes this directory is evidence, though: a
 //! summarized segment that is gone is lost data (`super::evidence`), refused unless
 //! the recovery mode accepts the loss.
+//!
+//! # What an open trusts, and how
+//!
+//! Phase 3 of the open (`recovery_scan`; docs/design.md section 3b has the orders and
+//! the properties).
+//!
+//! A closed segment below the recovery point, or the last segment named by the marker,
+//! is *trusted* when its `.log` length equals the summary and its index files match the
+//! summary; it is built from the summary without reading its `.log` (else scanned,
+//! `report.rescanned`). For the active segment the index files are read and held to the
+//! summary's counts and checksums at the open. For a closed one the open only asks both
+//! files' lengths (a `stat` each: a missing or cut file sends the segment to the scan,
+//! which rewrites it); reading, checksumming and decoding them waits for the first read
+//! or time lookup that starts inside that segment (`segment::vouched`; a read that
+//! starts at a segment's base offset needs no index). An open after a clean close
+//! therefore reads no closed segment's file and holds no descriptor on one, whatever
+//! the segment count (`tests/vouched_indexes.rs`). If the lookup finds the files wrong
+//! (damaged or replaced since the roll that summarized them, which no crash does: the
+//! roll fsyncs them before the point names them), the segment's `.log` is scanned then,
+//! damage there is an error naming the file and position, and the index is rebuilt from
+//! it in memory and named by `Log::rebuilt_indexes` (`seglog dump` warns and lists it
+//! under `indexes_rebuilt`). The files stay as they are until a checked open (`seglog
+//! recover`) rewrites them: they are derived, and the point's checksums keep every
+//! later open from trusting them. The active segment is held to one more fact, its end:
+//! the batch headers from its offset index's last entry to the summary's length must
+//! chain to exactly that length and end at the summary's next offset (`segment::tail`,
+//! Kafka's `LogSegment.readNextOffset`; one header per batch, never a record). A seal
+//! says the marker is whole, not that its numbers describe this file: a forged or
+//! foreign marker, or a batch whose base offset (outside the CRC) moved, makes the two
+//! disagree, and the marker is ignored for the segment and reported with both offsets,
+//! the segment scanned as after a crash. A summary whose fields contradict each other
+//! (`SegmentSummary::check`: an empty `.log` with records, more batches than headers
+//! fit, more records than offsets) or whose largest timestamp is not where the time
+//! index ends (a roll and a close end it there) describes no segment and is ignored for
+//! it the same way. The next offset the log hands out comes from the batches. A closed
+//! `.log` missing, shorter than its summary or not a regular file is lost data
+//! (docs/design.md section 3c); a longer one is scanned and the point reported ignored for it
+//! (`report.ignored_checkpoints`). Files are read only up to the length their summaries
+//! allow. A file that fails to decode is ignored and reported: neither file is needed
+//! for correctness.
+//!
+//! A plain read-only open (`seglog dump`) trusts as a writable open does: it takes no
+//! lock and needs no write permission (`StdFs` opens a file it may not write, another
+//! user's log or one on a read-only mount, for reading; `tests/read_only_files.rs`),
+//! and a writer beside it may remove the marker or replace the recovery point between
+//! its reads; a summary the files no longer match is ignored for its segment and the
+//! segment scanned (`tests/read_only_beside_writer.rs` stops the open at every
+//! file-system call).
 
 use std::collections::BTreeMap;
 use std::path::Path;

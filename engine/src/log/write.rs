@@ -1,4 +1,14 @@
 //! Append, roll, flush and close. Any IO error here poisons the log.
+//!
+//! The write-back hint (docs/design.md section 1):
+//! Write-back hint (`LogConfig::writeback_bytes`, default 1 MiB, 0 for off; CLI
+//! `--writeback-bytes`): each time an append takes the active `.log` past another
+//! multiple of it, the log starts that file's write-back
+//! (`FileSystem::start_writeback`: `sync_file_range(SYNC_FILE_RANGE_WRITE)`, RocksDB's
+//! `bytes_per_sync`), so `flush` waits for the tail only. It makes nothing durable and
+//! orders nothing, so model (e), SimFs and the sweeps are unchanged; its error is
+//! reported by the next fsync, which cuts the segment back and poisons the log
+//! (`engine/tests/writeback.rs`).
 
 use crate::error::{Error, Result};
 use crate::format::batch::{BATCH_BYTES_MAX, NO_TIMESTAMP};

@@ -4,7 +4,8 @@
 //! 1. re-check that the requested bases are exactly the first closed segments;
 //! 2. write `log-start-offset.checkpoint.tmp`, sync it, rename it over the
 //!    checkpoint, sync the directory: the new `log_start_offset` is durable;
-//! 3. remove the segments' files oldest first, then sync the directory.
+//! 3. remove the segments' files oldest first, indexes first; no directory sync
+//!    after them (none is needed: see `delete_prefix_remove`).
 //!
 //! A crash or power loss after step 2 may leave any subset of the prefix's files
 //! (directory removals are not ordered until synced); recovery removes every segment

@@ -14,6 +14,11 @@
 //! (`super::validate`, rule `untrimmed`). Without step 1 Kafka, loading a cleanly
 //! shut down directory, reads the active segment's max timestamp from its time
 //! index as -1.
+//!
+//! `Log::close` gives the active segment this final entry before its fsyncs, as a
+//! broker's clean shutdown does (`engine/tests/clean_close.rs`), so seglog and Kafka 4.4
+//! leave identical files for the same appends, closes and reopens (the `kafka_interop`
+//! stage; docs/design.md section 3, "Clean close").
 
 use super::Segment;
 

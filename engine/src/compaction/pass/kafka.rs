@@ -1,5 +1,7 @@
 //! The `kafka` policy's cleaning pass as it runs (docs/design.md section 1, "The
-//! kafka pass"): the rules of [`crate::compaction::rules::kafka`] applied to the batches in place.
+//! `kafka` compaction policy"): the rules of [`crate::compaction::rules::kafka`] applied to
+//! the batches in place, byte for byte what the reference `kafka::build` (tests only)
+//! gives; the interop stage's cleaner differential holds it to Kafka 4.4's own `Cleaner`.
 //!
 //! 1. Read and 2. map, one walk of every record ([`super::kafka_map`]): every
 //!    closed segment is split into CRC-checked batches, then a second thread checks
