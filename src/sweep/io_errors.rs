@@ -8,7 +8,7 @@
 //! * the operation whose call failed returns an error: never `Ok` after a failed
 //!   call (an engine that swallows a failed fsync reports durable what is not);
 //! * after an error in append, roll, flush, retain or compact the log is poisoned
-//!   (docs/design.md section 3): every later append, roll, flush, retain and
+//!   (docs/design.md sections 1 and 5): every later append, roll, flush, retain and
 //!   compact returns `Error::Poisoned` until it is reopened;
 //! * reopening recovers: `Log::open` succeeds, the log equals the spec state before
 //!   the failed operation, after it (it may have taken effect), or any state back
