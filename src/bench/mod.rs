@@ -11,6 +11,8 @@
 //! * [`raw`]: producer batches appended as they came vs `BufWriter`.
 //! * [`clean_append`]: appends while the cleaner compacts the same partition vs
 //!   appends alone, and their latency vs the swap's fsync floor.
+//! * [`compare`]: two builds' benches, round by round, judged row by row
+//!   (`seglog bench --compare`).
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
 //! baseline, variant, ...) after one untimed run of each, so that the drift of a
@@ -23,6 +25,7 @@ pub mod clean_append;
 pub mod cleanup;
 pub mod codecs;
 pub mod compaction;
+pub mod compare;
 pub mod incremental;
 pub mod kafka_policy;
 pub mod log;

@@ -110,6 +110,18 @@ pub struct BenchArgs {
     /// Directory to work in (default: a new temporary directory); must not exist.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Compare this build with OTHER_BINARY (another build of `seglog`): both
+    /// benches run alternately with these flags, each on a fresh fixture, for
+    /// `--rounds` rounds; prints each row's median ratio (this / other time), its
+    /// spread and a verdict; exit 3 when a row is slower (docs/performance.md).
+    #[arg(long, value_name = "OTHER_BINARY")]
+    pub compare: Option<PathBuf>,
+    /// Rounds of `--compare` (each build's bench once a round).
+    #[arg(long, default_value_t = 5, requires = "compare")]
+    pub rounds: usize,
+    /// With `--compare`: also write the comparison as JSON to this file.
+    #[arg(long, value_name = "FILE", requires = "compare")]
+    pub json: Option<PathBuf>,
 }
 
 pub fn bench(args: BenchArgs) -> Result<Outcome> {

@@ -1,7 +1,8 @@
 //! The `seglog` command line: a thin layer over the library.
 //!
 //! Every command prints one JSON object on stdout (`--pretty` to indent it).
-//! Exit codes: 0 ok, 1 a check failed, 2 bad usage or an error (one line on stderr).
+//! Exit codes: 0 ok, 1 a check failed, 2 bad usage or an error (one line on stderr),
+//! 3 `bench --compare` found a row slower than the other build's.
 //!
 //! To add commands: put their clap `Args` and their `run` functions in a file of
 //! their own (like [`log_cmds`]), add a variant to [`Command`] and a line to
@@ -9,6 +10,7 @@
 
 pub mod alice_cmd;
 pub mod bench_cmd;
+pub mod bench_compare_cmd;
 pub mod cleanup_cmds;
 pub mod damage_cmd;
 pub mod log_cmds;
@@ -29,11 +31,16 @@ pub enum Outcome {
     CheckFailed(serde_json::Value),
     /// The command printed its own report (`verify`): exit 0 if it passed, else 1.
     Printed { passed: bool },
+    /// The command printed its own report (`bench --compare`) and a row is slower
+    /// than the other build's: exit [`EXIT_SLOWER`].
+    PrintedSlower,
 }
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_CHECK_FAILED: i32 = 1;
 pub const EXIT_ERROR: i32 = 2;
+/// `bench --compare`: a row of this build is slower than the other build's.
+pub const EXIT_SLOWER: i32 = 3;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -170,7 +177,10 @@ pub fn dispatch(command: Command) -> seglog::Result<Outcome> {
         Command::Replay(args) => replay_cmd::replay(args),
         Command::Sweep(args) => sweep_cmd::sweep(args),
         Command::Verify(args) => verify_cmd::verify(args),
-        Command::Bench(args) => bench_cmd::bench(args),
+        Command::Bench(args) => match args.compare.clone() {
+            Some(other) => bench_compare_cmd::compare(&args, &other),
+            None => bench_cmd::bench(args),
+        },
         Command::Damage(args) => damage_cmd::damage(args),
         Command::Alice(args) => alice_cmd::alice(args),
         Command::Soak(args) => soak_cmd::soak(args),
@@ -204,6 +214,7 @@ where
         Ok(Outcome::Printed { passed }) => {
             return if passed { EXIT_OK } else { EXIT_CHECK_FAILED };
         }
+        Ok(Outcome::PrintedSlower) => return EXIT_SLOWER,
         Err(e) => {
             eprintln!("seglog: {e}");
             return EXIT_ERROR;
