@@ -441,7 +441,7 @@ impl<'a, R: DecodedRecord<'a>> RecordViews<'a, R> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn step(&mut self) -> Option<Result<R, FormatError>> {
         if self.misuse {
             return Some(Err(FormatError::Unsupported(
