@@ -32,9 +32,6 @@ const CODEC_READ_TARGET: f64 = 0.7;
 const CODEC_COMPACT_TARGET: f64 = 0.6;
 /// Open of a cleanly closed log vs a full-scan open (the cleaner-at-scale issue).
 const CLEAN_OPEN_TARGET: f64 = 100.0;
-/// A read-only open and read at the end of a log ten times larger (same segment
-/// size) costs at most 1.5x (as a speed-up: 1/1.5).
-const READ_ONLY_SCALE_TARGET: f64 = 1.0 / 1.5;
 /// 10% dirty: the incremental map pass <= 0.15x a full map pass, and the
 /// incremental build <= 0.6x a build from scratch (as speed-ups: 1/0.15, 1/0.6).
 const INCREMENTAL_MAP_TARGET: f64 = 1.0 / 0.15;
@@ -852,14 +849,17 @@ fn open(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Compa
         Ok(took)
     };
     for (name, baseline, target, checked_baseline) in [
+        // In process, a figure without a target: the measure of how an open
+        // scales with the log is the command, `seglog dump DIR --from <next>`, on
+        // logs of 300 MB and 30 MB (docs/performance.md).
         (
             "open/read_only_dump_tail",
             "open/baseline_read_only_dump_tail_tenth_log",
-            Some(READ_ONLY_SCALE_TARGET),
+            None,
             false,
         ),
         (
-            "open/read_only_dump_tail",
+            "open/read_only_dump_tail_vs_checked",
             "open/baseline_read_only_checked_dump_tail",
             None,
             true,
