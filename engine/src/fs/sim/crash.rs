@@ -30,6 +30,60 @@ pub enum CrashMode {
     PowerLoss,
 }
 
+/// Which directory operations a power loss may take away (docs/verification.md,
+/// "The simulated file system and its persistence model"). File data is the same
+/// under both: what `sync_file` did not make durable may be cut.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum Persistence {
+    /// Any set of the pending (unsynced) directory operations may be lost, short of
+    /// breaking a dependency (a later operation on the same entry needs the
+    /// earlier one): what POSIX promises, and more pessimistic than ext4 or xfs.
+    #[default]
+    AnySubset,
+    /// Directory operations persist in the order they were issued: a power loss
+    /// keeps a prefix of them, and a `sync_dir` that makes one durable makes every
+    /// earlier one durable too (a journal committed in order, as ext4's
+    /// `data=ordered` and xfs's log behave).
+    OrderedMetadata,
+}
+
+impl Persistence {
+    /// Both models, the default first.
+    pub const ALL: [Persistence; 2] = [Persistence::AnySubset, Persistence::OrderedMetadata];
+
+    /// The name a command line or a scenario file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Persistence::AnySubset => "any-subset",
+            Persistence::OrderedMetadata => "ordered-metadata",
+        }
+    }
+}
+
+impl fmt::Display for Persistence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Persistence {
+    type Err = io::Error;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Persistence::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("not a persistence model: {name:?} (any-subset, ordered-metadata)"),
+                )
+            })
+    }
+}
+
 /// One thing a power loss took away. Prints as one line and parses back
 /// ([`FromStr`]), so a crash scenario file can name an exact image.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -210,6 +264,9 @@ impl State {
     /// The image specs for a power loss, deterministic, deduplicated, in priority
     /// order (the images every sweep must see come first).
     pub(super) fn power_loss_specs(&self, now: &Now) -> Vec<Spec> {
+        if self.persistence == Persistence::OrderedMetadata {
+            return self.ordered_specs(now);
+        }
         let files = self.unsynced_files(now);
         let all_ops: BTreeSet<u64> = self.pending.iter().map(|op| op.seq).collect();
         let durable_files: BTreeMap<Ino, Choice> = files
@@ -250,6 +307,72 @@ impl State {
         let mut seen = BTreeSet::new();
         specs.retain(|spec| seen.insert(spec.clone()));
         specs
+    }
+
+    /// The image specs under [`Persistence::OrderedMetadata`]: every kept prefix of
+    /// the pending directory operations (longest first), each with every file's
+    /// written content; then, with none lost, each file's torn cuts; then the
+    /// files at their durable content with every operation kept and with none.
+    fn ordered_specs(&self, now: &Now) -> Vec<Spec> {
+        let files = self.unsynced_files(now);
+        let seqs: Vec<u64> = self.pending.iter().map(|op| op.seq).collect();
+        let suffix = |kept: usize| -> BTreeSet<u64> { seqs[kept..].iter().copied().collect() };
+        let durable_files: BTreeMap<Ino, Choice> = files
+            .iter()
+            .map(|(_, ino, file)| (*ino, durable_choice(file)))
+            .collect();
+        let mut specs = vec![
+            Spec::default(),
+            Spec {
+                lost_ops: suffix(0),
+                files: durable_files.clone(),
+            },
+        ];
+        for (_, ino, file) in &files {
+            for choice in cuts(file) {
+                specs.push(Spec {
+                    lost_ops: BTreeSet::new(),
+                    files: BTreeMap::from([(*ino, choice)]),
+                });
+            }
+        }
+        for kept in (0..seqs.len()).rev() {
+            specs.push(Spec {
+                lost_ops: suffix(kept),
+                files: BTreeMap::new(),
+            });
+        }
+        specs.push(Spec {
+            lost_ops: BTreeSet::new(),
+            files: durable_files,
+        });
+        let mut seen = BTreeSet::new();
+        specs.retain(|spec| seen.insert(spec.clone()));
+        specs
+    }
+
+    /// Whether `lost` is a set of pending operations this state's persistence
+    /// model can lose: closed under dependencies, and under
+    /// [`Persistence::OrderedMetadata`] a suffix of the pending operations.
+    pub(super) fn may_lose(&self, lost: &BTreeSet<u64>) -> Result<(), &'static str> {
+        if self.close_lost(lost.clone()) != *lost {
+            return Err("a kept directory op depends on a lost one (same directory entry)");
+        }
+        if self.persistence == Persistence::OrderedMetadata {
+            let first_lost = self.pending.iter().position(|op| lost.contains(&op.seq));
+            if let Some(first) = first_lost {
+                if self.pending[first..]
+                    .iter()
+                    .any(|op| !lost.contains(&op.seq))
+                {
+                    return Err(
+                        "under ordered-metadata persistence a power loss keeps a prefix of the \
+                         directory ops, but a later op is kept after a lost one",
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Pending op seqs grouped by the directory they were issued in.
@@ -368,6 +491,7 @@ impl State {
             next_ino: self.next_ino,
             pending: Vec::new(),
             next_seq: self.next_seq,
+            persistence: self.persistence,
         };
         let mut stack = vec![ROOT];
         while let Some(ino) = stack.pop() {

@@ -55,7 +55,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use crash::{CrashMode, LostItem};
+pub use crash::{CrashMode, LostItem, Persistence};
 pub use descriptors::DescriptorCount;
 pub use fault::{Call, FaultKind, FiredFault, EIO, EMFILE, ENOSPC};
 pub use reads::ReadCount;
@@ -303,11 +303,23 @@ impl SimFs {
         self.lock().control.fired.clone()
     }
 
+    /// Sets which directory operations a power loss may take ([`Persistence`]); the
+    /// crash images inherit it, so a recovery's own crash images follow the same
+    /// model.
+    pub fn set_persistence(&self, persistence: Persistence) {
+        self.lock().state.persistence = persistence;
+    }
+
+    /// The persistence model of this file system.
+    pub fn persistence(&self) -> Persistence {
+        self.lock().state.persistence
+    }
+
     /// The disk images a crash of `mode` may leave, at most `limit`, in a fixed
     /// order for a given state. For [`CrashMode::PowerLoss`] the first image is
     /// "everything completed" and the second "only durable"; then, for each file
-    /// with unsynced data, its torn cuts; then the directory-op subsets; then the
-    /// two mixed corners. For [`CrashMode::Process`] there is one image.
+    /// with unsynced data, its torn cuts; then the directory-op subsets (under
+    /// [`Persistence::OrderedMetadata`], the kept prefixes); then the mixed corners. For [`CrashMode::Process`] there is one image.
     pub fn crash_images(&self, mode: CrashMode, limit: usize) -> Vec<CrashImage> {
         let inner = self.lock();
         let state = &inner.state;
@@ -340,13 +352,10 @@ impl SimFs {
     pub fn crash_image_with(&self, lost: &[LostItem]) -> io::Result<SimFs> {
         let inner = self.lock();
         let spec = inner.state.spec_of(lost)?;
-        let closed = inner.state.close_lost(spec.lost_ops.clone());
-        if closed != spec.lost_ops {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a kept directory op depends on a lost one (same directory entry)",
-            ));
-        }
+        inner
+            .state
+            .may_lose(&spec.lost_ops)
+            .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
         Ok(SimFs::from_state(
             inner.state.image(&inner.state.now(), &spec),
         ))

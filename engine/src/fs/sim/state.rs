@@ -18,6 +18,8 @@ pub(super) struct State {
     /// Directory operations not yet durable, in issue order.
     pub pending: Vec<PendingOp>,
     pub next_seq: u64,
+    /// Which pending operations a power loss may take.
+    pub persistence: super::crash::Persistence,
 }
 
 impl Default for State {
@@ -29,6 +31,7 @@ impl Default for State {
             next_ino: ROOT + 1,
             pending: Vec::new(),
             next_seq: 0,
+            persistence: super::crash::Persistence::default(),
         }
     }
 }
@@ -309,6 +312,12 @@ impl State {
             .iter()
             .map(|op| op.unsynced_dirs.is_empty())
             .collect();
+        // In order: committing an operation commits every one issued before it.
+        if self.persistence == super::crash::Persistence::OrderedMetadata {
+            if let Some(last) = commit.iter().rposition(|&c| c) {
+                commit[..last].iter_mut().for_each(|c| *c = true);
+            }
+        }
         for j in (0..self.pending.len()).rev() {
             if commit[j] {
                 let later = &self.pending[j];

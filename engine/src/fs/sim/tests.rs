@@ -1010,3 +1010,83 @@ fn the_descriptor_count_keeps_the_budget_beside_locks_and_unsynced_files() {
     fs.rename(&files[1], p("/d/g")).unwrap();
     assert_eq!(fs.descriptors().unwrap().open, 0);
 }
+
+/// Two durable directories, `/a` and `/b`, and a synced file created in each, `/a/x`
+/// first: the two creates are the only pending operations.
+fn creates_in_two_dirs(persistence: Persistence) -> SimFs {
+    let fs = SimFs::new();
+    fs.set_persistence(persistence);
+    fs.create_dir_all(p("/a")).unwrap();
+    fs.create_dir_all(p("/b")).unwrap();
+    fs.sync_dir(p("/")).unwrap();
+    for path in ["/a/x", "/b/y"] {
+        fs.write_new(p(path), b"1").unwrap();
+        fs.sync_file(p(path)).unwrap();
+    }
+    assert_eq!(fs.pending_dir_ops(), 2);
+    fs
+}
+
+#[test]
+fn any_subset_may_keep_a_later_directory_op_and_lose_an_earlier_one() {
+    let fs = creates_in_two_dirs(Persistence::AnySubset);
+    let found = trees(&fs);
+    assert!(found.contains(&tree(&[("/b/y", b"1")])), "{found:?}");
+    assert_eq!(
+        found.len(),
+        4,
+        "each create kept or lost on its own: {found:?}"
+    );
+}
+
+#[test]
+fn ordered_metadata_keeps_a_prefix_of_the_directory_ops() {
+    let fs = creates_in_two_dirs(Persistence::OrderedMetadata);
+    let found = trees(&fs);
+    let expected: BTreeSet<Tree> = [
+        tree(&[]),
+        tree(&[("/a/x", b"1")]),
+        tree(&[("/a/x", b"1"), ("/b/y", b"1")]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(found, expected);
+    for image in power_loss(&fs) {
+        assert_eq!(image.fs.persistence(), Persistence::OrderedMetadata);
+    }
+    // The image that keeps the later create and loses the earlier one is refused.
+    let any = creates_in_two_dirs(Persistence::AnySubset);
+    let later_only = power_loss(&any)
+        .into_iter()
+        .find(|i| i.fs.snapshot() == tree(&[("/b/y", b"1")]))
+        .expect("any-subset has it");
+    let refused = fs.crash_image_with(&later_only.lost).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn ordered_metadata_makes_earlier_ops_durable_with_a_later_dir_sync() {
+    let ordered = creates_in_two_dirs(Persistence::OrderedMetadata);
+    ordered.sync_dir(p("/b")).unwrap();
+    assert_eq!(ordered.pending_dir_ops(), 0);
+    assert_eq!(
+        trees(&ordered),
+        [tree(&[("/a/x", b"1"), ("/b/y", b"1")])]
+            .into_iter()
+            .collect()
+    );
+    let any = creates_in_two_dirs(Persistence::AnySubset);
+    any.sync_dir(p("/b")).unwrap();
+    assert_eq!(any.pending_dir_ops(), 1, "only /b's create is durable");
+}
+
+#[test]
+fn persistence_names_round_trip() {
+    for persistence in Persistence::ALL {
+        assert_eq!(
+            persistence.name().parse::<Persistence>().unwrap(),
+            persistence
+        );
+    }
+    assert!("ext4".parse::<Persistence>().is_err());
+}
