@@ -79,6 +79,7 @@ fn every_sync_step_is_caught_or_proven_redundant() {
     let options = SweepOptions {
         images_per_point: 8,
         recovery_crash_images: 1,
+        ..SweepOptions::default()
     };
     let steps = sync_steps();
     assert!(

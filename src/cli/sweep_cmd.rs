@@ -13,6 +13,7 @@ use crate::sweep::{self, SweepOptions, Workload};
 use crate::verify::junit::{junit_xml, JunitCase};
 use crate::verify::Shard;
 use seglog::fs::sim::FaultKind;
+use seglog::fs::sim::Persistence;
 use seglog::fs::StdFs;
 use seglog::{Error, Result};
 
@@ -67,6 +68,12 @@ pub struct SweepArgs {
     /// in `shard_units` (`"WORKLOAD k"`).
     #[arg(long, value_name = "K/N", conflicts_with_all = ["errors", "ablate", "ablate_steps"])]
     pub shard: Option<Shard>,
+    /// Which directory operations a power loss may take: any-subset (any unsynced
+    /// one, short of a dependency: what POSIX allows) or ordered-metadata (a prefix
+    /// of them in issue order, as a journaled file system such as ext4 or xfs keeps
+    /// them). File data needs its fsync under both.
+    #[arg(long, default_value_t = Persistence::AnySubset, value_name = "any-subset|ordered-metadata")]
+    pub persistence: Persistence,
     /// Also write the result as JUnit XML here: one test case per workload.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["ablate", "ablate_steps"])]
     pub junit: Option<PathBuf>,
@@ -80,6 +87,7 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
     let options = SweepOptions {
         images_per_point: args.images_per_point,
         recovery_crash_images: args.recovery_crash_images,
+        persistence: args.persistence,
     };
     let workloads = selected_workloads(&args.workloads)?;
     if args.ablate {
@@ -148,6 +156,7 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
     }
     let mut value = json!({
         "workloads": reports.len(),
+        "persistence": args.persistence.name(),
         "crash_points": reports.iter().map(|r| r.crash_points).sum::<u64>(),
         "disk_images": reports.iter().map(|r| r.disk_images).sum::<u64>(),
         "violations": violations,
@@ -378,6 +387,7 @@ fn ablate_steps(
     // selected gave it work, which says more about the workloads than the step.
     let bad = count(Verdict::Uncaught) + count(Verdict::Unmodelled);
     let value = json!({
+        "persistence": options.persistence.name(),
         "steps": rows.len(),
         "caught": count(Verdict::Caught),
         "redundant": count(Verdict::Redundant),

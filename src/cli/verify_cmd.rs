@@ -37,6 +37,11 @@ pub struct VerifyArgs {
     /// Override: images per crash point whose recovery is crashed again.
     #[arg(long)]
     pub recovery_crash_images: Option<usize>,
+    /// The crash sweep's persistence model: any-subset (the default: any unsynced
+    /// directory operation may be lost) or ordered-metadata (a prefix of them, in
+    /// issue order, as a journaled file system keeps them).
+    #[arg(long, value_name = "any-subset|ordered-metadata")]
+    pub persistence: Option<seglog::fs::sim::Persistence>,
     /// Override: seconds per fuzz target (0 skips fuzzing).
     #[arg(long)]
     pub fuzz_seconds: Option<u64>,
@@ -124,6 +129,9 @@ impl VerifyArgs {
         }
         if let Some(n) = self.recovery_crash_images {
             options.recovery_crash_images = n;
+        }
+        if let Some(persistence) = self.persistence {
+            options.persistence = persistence;
         }
         if let Some(n) = self.fuzz_seconds {
             options.fuzz_seconds = n;

@@ -34,7 +34,7 @@ use serde::Serialize;
 use crate::workload::engine::{self, Variant};
 use crate::workload::LogView;
 use seglog::fs::failpoint::{self, Recorder};
-use seglog::fs::sim::{CrashImage, CrashMode, SimFs};
+use seglog::fs::sim::{CrashImage, CrashMode, Persistence, SimFs};
 use seglog::fs::FileSystem;
 use seglog::log::Log;
 
@@ -54,6 +54,9 @@ pub struct SweepOptions {
     /// Also crash during recovery of the first `recovery_crash_images` images of each
     /// point, at every recovery operation, and recover again.
     pub recovery_crash_images: usize,
+    /// Which directory operations a power loss may take (every image, recovery's
+    /// own crash images included).
+    pub persistence: Persistence,
 }
 
 impl Default for SweepOptions {
@@ -63,6 +66,7 @@ impl Default for SweepOptions {
             // The "everything completed" and the "only durable" image of each point:
             // the second is where recovery has work to do (truncation, index rebuilds).
             recovery_crash_images: 2,
+            persistence: Persistence::AnySubset,
         }
     }
 }
@@ -633,6 +637,10 @@ fn sweep_selected_dyn(
         disk_images: 0,
         violations: Vec::new(),
         seconds: 0.0,
+    };
+    let setup = &|fs: &SimFs| {
+        fs.set_persistence(options.persistence);
+        setup(fs);
     };
     let states = Allowed::states(workload);
     let counted = match run_counted(workload, setup) {

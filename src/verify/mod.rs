@@ -52,6 +52,9 @@ pub struct VerifyOptions {
     pub seed: u64,
     pub images_per_point: usize,
     pub recovery_crash_images: usize,
+    /// The crash sweep's persistence model (which directory operations a power
+    /// loss may take).
+    pub persistence: seglog::fs::sim::Persistence,
     pub scenarios_dir: PathBuf,
     /// Seconds per fuzz target; 0 skips the fuzz stage.
     pub fuzz_seconds: u64,
@@ -116,6 +119,7 @@ impl VerifyOptions {
             seed: 0x5e6_106,
             images_per_point: images,
             recovery_crash_images: recovery,
+            persistence: seglog::fs::sim::Persistence::AnySubset,
             scenarios_dir: PathBuf::from("crash-scenarios"),
             fuzz_seconds: fuzz,
             emit_scenario_dir: PathBuf::from("target/seglog-counterexamples"),

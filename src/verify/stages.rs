@@ -262,6 +262,7 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
     let sweep_options = SweepOptions {
         images_per_point: options.images_per_point,
         recovery_crash_images: options.recovery_crash_images,
+        persistence: options.persistence,
     };
     let count = workloads.len() as u64;
     progress.start("crash_sweep", count);
