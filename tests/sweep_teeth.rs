@@ -348,7 +348,7 @@ fn assert_first_replays(
     violations: &[seglog_suite::sweep::Violation],
 ) {
     if let Some(first) = violations.first() {
-        let scenario = Scenario::from_violation(workload, first);
+        let scenario = Scenario::from_violation(workload, first, Default::default());
         let reparsed = Scenario::parse(&scenario.to_toml()).expect("scenario round-trips");
         let replayed = replay_expecting(&reparsed, variant, Outcome::Violation);
         assert!(

@@ -85,7 +85,7 @@ pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
         panic!(
             "{v}\n{}\n--- crash scenario (save under crash-scenarios/, check with `seglog replay`):\n{}",
             scenario(),
-            Scenario::from_violation(&workload, &v).to_toml()
+            Scenario::from_violation(&workload, &v, Default::default()).to_toml()
         );
     }
     let mut outcome = CrashOutcome {
@@ -131,7 +131,7 @@ pub fn crash_recovery(input: &CrashInput) -> CrashOutcome {
                      {nested_semantics}, lost = {nested_lost:?}\n--- crash scenario \
                      (save under crash-scenarios/, check with `seglog replay`):\n{}",
                     scenario(),
-                    Scenario::from_violation(&workload, &v).to_toml()
+                    Scenario::from_violation(&workload, &v, Default::default()).to_toml()
                 );
             }
             outcome.recovery_crashed = true;

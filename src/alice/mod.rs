@@ -54,6 +54,8 @@ pub struct AliceOptions {
     pub strace: PathBuf,
     /// Power-loss images per crash point (the first ones of `SimFs`'s fixed order).
     pub images_per_point: usize,
+    /// Which directory operations a power loss may take.
+    pub persistence: seglog::fs::sim::Persistence,
     /// Where the traced runs and the laid-out crash states live (a tmpfs keeps the
     /// binary's fsyncs cheap; what recovery does is the same on any file system).
     pub scratch: PathBuf,
@@ -286,6 +288,7 @@ pub fn run_workload(workload: &Workload, options: &AliceOptions) -> Result<Workl
             continue;
         };
         let before = image::read_tree(&root).map_err(|e| e.to_string())?;
+        before.set_persistence(options.persistence);
         let log_existed = StdFs::new().exists(&log_dir);
         let calls = traced(options, &root, &args)?;
         report.commands += 1;

@@ -23,6 +23,11 @@ pub struct AliceArgs {
     /// Power-loss disk images per crash point (each a prefix of the trace).
     #[arg(long, default_value_t = 32)]
     pub images_per_point: usize,
+    /// Which directory operations a power loss may take: any-subset (any unsynced
+    /// one) or ordered-metadata (a prefix of them in issue order, as a journaled
+    /// file system keeps them).
+    #[arg(long, default_value_t = seglog::fs::sim::Persistence::AnySubset, value_name = "any-subset|ordered-metadata")]
+    pub persistence: seglog::fs::sim::Persistence,
     /// The `seglog` binary to trace and recover with (default: this one).
     #[arg(long)]
     pub binary: Option<PathBuf>,
@@ -52,6 +57,7 @@ pub fn alice(args: AliceArgs) -> Result<Outcome> {
         binary,
         strace: args.strace,
         images_per_point: args.images_per_point,
+        persistence: args.persistence,
         scratch: args.scratch.unwrap_or_else(alice::default_scratch),
     };
     let mut workloads = super::sweep_cmd::selected_workloads(&args.workloads)?;
@@ -86,6 +92,7 @@ pub fn alice(args: AliceArgs) -> Result<Outcome> {
     let value = json!({
         "workloads": reports.len(),
         "variant": args.variant,
+        "persistence": options.persistence.name(),
         "commands": reports.iter().map(|r| r.commands).sum::<u64>(),
         "syscalls": reports.iter().map(|r| r.syscalls).sum::<u64>(),
         "crash_points": reports.iter().map(|r| r.crash_points).sum::<u64>(),

@@ -124,7 +124,7 @@ pub fn sweep(args: SweepArgs) -> Result<Outcome> {
                 let path = files::save(
                     &StdFs::new(),
                     dir,
-                    &Scenario::from_violation(&workload, first),
+                    &Scenario::from_violation(&workload, first, options.persistence),
                 )?;
                 eprintln!("  replay with: seglog replay {}", path.display());
                 emitted.push(path.display().to_string());

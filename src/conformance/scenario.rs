@@ -106,6 +106,7 @@ fn crash_spec(workload: &Workload, image: u32) -> Option<CrashSpec> {
         } else {
             Semantics::PowerLoss
         },
+        persistence: fs.persistence(),
         lost: chosen.lost.iter().map(ToString::to_string).collect(),
         recovery_crash_before_op: None,
         recovery_lost: Vec::new(),

@@ -36,6 +36,7 @@
 //! two-rename = "violation"
 //! ```
 
+use seglog::fs::sim::Persistence;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,10 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crash: Option<CrashSpec>,
     pub expect: Expectation,
+}
+
+fn is_any_subset(persistence: &Persistence) -> bool {
+    *persistence == Persistence::AnySubset
 }
 
 fn default_variant() -> String {
@@ -94,6 +99,11 @@ pub struct CrashSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_fs_op: Option<u64>,
     pub semantics: Semantics,
+    /// Which directory operations a power loss may take (`any-subset`, the default,
+    /// or `ordered-metadata`): the persistence model the workload runs under, and
+    /// that `lost` must fit.
+    #[serde(default, skip_serializing_if = "is_any_subset")]
+    pub persistence: Persistence,
     /// Power loss: exactly what was lost (as `SimFs` describes lost items).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<String>,

@@ -56,8 +56,13 @@ impl Scenario {
         }
     }
 
-    /// The scenario that reproduces a crash-sweep violation.
-    pub fn from_violation(workload: &Workload, violation: &Violation) -> Scenario {
+    /// The scenario that reproduces a crash-sweep violation found under
+    /// `persistence`.
+    pub fn from_violation(
+        workload: &Workload,
+        violation: &Violation,
+        persistence: seglog::fs::sim::Persistence,
+    ) -> Scenario {
         Scenario {
             name: format!(
                 "{}-{}-crash-before-op-{}",
@@ -82,6 +87,7 @@ impl Scenario {
                 } else {
                     Semantics::Process
                 },
+                persistence,
                 lost: violation.lost.clone(),
                 recovery_crash_before_op: violation.recovery_crash_before_op,
                 recovery_lost: violation.recovery_lost.clone(),
@@ -166,6 +172,7 @@ fn crash_image(
 ) -> Result<(CrashImages, Option<usize>, u64), String> {
     let k = resolve_crash_point(crash, workload)?;
     let fs = Arc::new(SimFs::new());
+    fs.set_persistence(crash.persistence);
     fs.set_crash_before(k);
     let interrupted = match sweep::run_until_crash(workload, &fs)? {
         Some(interrupted) => interrupted,
@@ -212,6 +219,7 @@ pub fn crash_point_images(
     let workload = scenario.workload(variant);
     let k = resolve_crash_point(crash, &workload)?;
     let fs = Arc::new(SimFs::new());
+    fs.set_persistence(crash.persistence);
     fs.set_crash_before(k);
     sweep::run_until_crash(&workload, &fs)?;
     Ok(fs

@@ -310,7 +310,10 @@ pub fn crash_sweep(options: &VerifyOptions, progress: &mut Progress) -> StageRep
         .iter()
         .find_map(|(w, r)| r.violations.first().map(|v| (w, v)))
         .map(|(workload, violation)| {
-            emit_scenario(options, &Scenario::from_violation(workload, violation))
+            emit_scenario(
+                options,
+                &Scenario::from_violation(workload, violation, options.persistence),
+            )
         })
         .unwrap_or_default();
     let per_workload: Vec<Value> = reports
