@@ -2,7 +2,7 @@
 //! digest), the batch in flight when the child was killed, and the checks of a
 //! reopened partition against them (pure: the caller reads the log).
 //!
-//! Invariants checked (docs/design.md "The soak"), per partition after a reopen:
+//! Invariants checked (docs/verification.md, "The soak"), per partition after a reopen:
 //! * `acked_present_or_gone`: an acknowledged record is at its offset with its key
 //!   and value digest, or it is legitimately gone: below `log_start_offset`
 //!   (retention), or compaction removed it: a record of the same key at a higher

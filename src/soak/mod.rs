@@ -2,7 +2,7 @@
 //! `LogManager` on the real file system for a given
 //! time, and (with `kill`) a child process SIGKILLed at seeded random moments,
 //! reopened and checked against what it acknowledged, round after round
-//! (docs/design.md "The soak").
+//! (docs/verification.md, "The soak").
 //!
 //! * [`workload`]: the work (child side): threads, events, consumer checks;
 //! * [`ledger`]: the acknowledged records and the checks after a reopen (pure);
