@@ -11,7 +11,7 @@
 //! * [`raw`]: producer batches appended as they came vs `BufWriter`.
 //! * [`clean_append`]: appends while the cleaner compacts the same partition vs
 //!   appends alone, and their latency vs the swap's fsync floor.
-//! * [`compare`]: two builds' benches, round by round, judged row by row
+//! * [`mod@compare`]: two builds' benches, round by round, judged row by row
 //!   (`seglog bench --compare`).
 //!
 //! Method: a variant and its baseline run alternately (baseline, variant,
@@ -84,7 +84,7 @@ thread_local! {
 }
 
 /// Wall-clock and process CPU time of a timed part; [`Stopwatch::stop`] returns
-/// the wall time and leaves the CPU time for [`compare`] to collect.
+/// the wall time and leaves the CPU time for [`compare()`] to collect.
 #[derive(Debug)]
 pub struct Stopwatch {
     wall: Instant,
