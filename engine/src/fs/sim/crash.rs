@@ -15,6 +15,7 @@ use std::str::FromStr;
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
+use super::persistence::Persistence;
 use super::state::State;
 use super::tree::{DirNode, FileNode, Ino, Node, ROOT};
 
@@ -28,60 +29,6 @@ pub enum CrashMode {
     /// "The simulated file system and its persistence model", says exactly what
     /// else may survive).
     PowerLoss,
-}
-
-/// Which directory operations a power loss may take away (docs/verification.md,
-/// "The simulated file system and its persistence model"). File data is the same
-/// under both: what `sync_file` did not make durable may be cut.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
-pub enum Persistence {
-    /// Any set of the pending (unsynced) directory operations may be lost, short of
-    /// breaking a dependency (a later operation on the same entry needs the
-    /// earlier one): what POSIX promises, and more pessimistic than ext4 or xfs.
-    #[default]
-    AnySubset,
-    /// Directory operations persist in the order they were issued: a power loss
-    /// keeps a prefix of them, and a `sync_dir` that makes one durable makes every
-    /// earlier one durable too (a journal committed in order, as ext4's
-    /// `data=ordered` and xfs's log behave).
-    OrderedMetadata,
-}
-
-impl Persistence {
-    /// Both models, the default first.
-    pub const ALL: [Persistence; 2] = [Persistence::AnySubset, Persistence::OrderedMetadata];
-
-    /// The name a command line or a scenario file uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Persistence::AnySubset => "any-subset",
-            Persistence::OrderedMetadata => "ordered-metadata",
-        }
-    }
-}
-
-impl fmt::Display for Persistence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Persistence {
-    type Err = io::Error;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Persistence::ALL
-            .into_iter()
-            .find(|p| p.name() == name)
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("not a persistence model: {name:?} (any-subset, ordered-metadata)"),
-                )
-            })
-    }
 }
 
 /// One thing a power loss took away. Prints as one line and parses back
@@ -264,9 +211,6 @@ impl State {
     /// The image specs for a power loss, deterministic, deduplicated, in priority
     /// order (the images every sweep must see come first).
     pub(super) fn power_loss_specs(&self, now: &Now) -> Vec<Spec> {
-        if self.persistence == Persistence::OrderedMetadata {
-            return self.ordered_specs(now);
-        }
         let files = self.unsynced_files(now);
         let all_ops: BTreeSet<u64> = self.pending.iter().map(|op| op.seq).collect();
         let durable_files: BTreeMap<Ino, Choice> = files
@@ -288,13 +232,11 @@ impl State {
                 });
             }
         }
-        for group in self.op_groups() {
-            for lost in group_losses(&group) {
-                specs.push(Spec {
-                    lost_ops: self.close_lost(lost),
-                    files: BTreeMap::new(),
-                });
-            }
+        for lost in self.op_losses() {
+            specs.push(Spec {
+                lost_ops: lost,
+                files: BTreeMap::new(),
+            });
         }
         specs.push(Spec {
             lost_ops: BTreeSet::new(),
@@ -309,46 +251,23 @@ impl State {
         specs
     }
 
-    /// The image specs under [`Persistence::OrderedMetadata`]: every kept prefix of
-    /// the pending directory operations (longest first), each with every file's
-    /// written content; then, with none lost, each file's torn cuts; then the
-    /// files at their durable content with every operation kept and with none.
-    fn ordered_specs(&self, now: &Now) -> Vec<Spec> {
-        let files = self.unsynced_files(now);
-        let seqs: Vec<u64> = self.pending.iter().map(|op| op.seq).collect();
-        let suffix = |kept: usize| -> BTreeSet<u64> { seqs[kept..].iter().copied().collect() };
-        let durable_files: BTreeMap<Ino, Choice> = files
-            .iter()
-            .map(|(_, ino, file)| (*ino, durable_choice(file)))
-            .collect();
-        let mut specs = vec![
-            Spec::default(),
-            Spec {
-                lost_ops: suffix(0),
-                files: durable_files.clone(),
-            },
-        ];
-        for (_, ino, file) in &files {
-            for choice in cuts(file) {
-                specs.push(Spec {
-                    lost_ops: BTreeSet::new(),
-                    files: BTreeMap::from([(*ino, choice)]),
-                });
-            }
+    /// The sets of pending directory operations a power loss may take, beyond
+    /// none and all: per directory, its subsets (closed under dependencies) under
+    /// [`Persistence::AnySubset`]; every suffix in issue order (the longest kept
+    /// prefix first) under [`Persistence::OrderedMetadata`].
+    fn op_losses(&self) -> Vec<BTreeSet<u64>> {
+        match self.persistence {
+            Persistence::AnySubset => self
+                .op_groups()
+                .iter()
+                .flat_map(|group| group_losses(group))
+                .map(|lost| self.close_lost(lost))
+                .collect(),
+            Persistence::OrderedMetadata => (0..self.pending.len())
+                .rev()
+                .map(|kept| self.pending[kept..].iter().map(|op| op.seq).collect())
+                .collect(),
         }
-        for kept in (0..seqs.len()).rev() {
-            specs.push(Spec {
-                lost_ops: suffix(kept),
-                files: BTreeMap::new(),
-            });
-        }
-        specs.push(Spec {
-            lost_ops: BTreeSet::new(),
-            files: durable_files,
-        });
-        let mut seen = BTreeSet::new();
-        specs.retain(|spec| seen.insert(spec.clone()));
-        specs
     }
 
     /// Whether `lost` is a set of pending operations this state's persistence

@@ -36,12 +36,15 @@
 //!   Linux's errors.
 //! * `crash`: the disk states a power loss may leave, and what each lost.
 //! * `fault`: injected I/O errors and what a failing call leaves.
+//! * `persistence`: [`Persistence`], which directory operations a power loss may
+//!   take (any subset, or a prefix in issue order).
 //! * `descriptors`, `reads`: the descriptors the real disk would hold, and the bytes
 //!   read from a chosen file.
 
 mod crash;
 mod descriptors;
 mod fault;
+mod persistence;
 mod reads;
 mod state;
 mod tree;
@@ -55,9 +58,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use crash::{CrashMode, LostItem, Persistence};
+pub use crash::{CrashMode, LostItem};
 pub use descriptors::DescriptorCount;
 pub use fault::{Call, FaultKind, FiredFault, EIO, EMFILE, ENOSPC};
+pub use persistence::Persistence;
 pub use reads::ReadCount;
 
 use super::{FileLock, FileSystem};

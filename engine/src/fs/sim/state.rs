@@ -19,7 +19,7 @@ pub(super) struct State {
     pub pending: Vec<PendingOp>,
     pub next_seq: u64,
     /// Which pending operations a power loss may take.
-    pub persistence: super::crash::Persistence,
+    pub persistence: super::persistence::Persistence,
 }
 
 impl Default for State {
@@ -31,7 +31,7 @@ impl Default for State {
             next_ino: ROOT + 1,
             pending: Vec::new(),
             next_seq: 0,
-            persistence: super::crash::Persistence::default(),
+            persistence: super::persistence::Persistence::default(),
         }
     }
 }
@@ -313,7 +313,7 @@ impl State {
             .map(|op| op.unsynced_dirs.is_empty())
             .collect();
         // In order: committing an operation commits every one issued before it.
-        if self.persistence == super::crash::Persistence::OrderedMetadata {
+        if self.persistence == super::persistence::Persistence::OrderedMetadata {
             if let Some(last) = commit.iter().rposition(|&c| c) {
                 commit[..last].iter_mut().for_each(|c| *c = true);
             }
