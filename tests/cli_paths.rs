@@ -3,11 +3,11 @@
 //!   link with a real directory (the old target kept stale segments and shared
 //!   the active segment's inode); the link must stay a link to the compacted log,
 //!   and `append`, `roll`, `retain`, `recover` must keep working through it;
-//! * `D/.` and a trailing slash: `compact` used to fail after the commit point;
+//! * `D/.` and a trailing slash: `compact` must resolve them, not fail after the
+//!   commit point;
 //! * a directory name so long that the install's longest sibling
 //!   (`D.compact-manifest.tmp`) exceeds the 255-byte file-name limit: `compact`
-//!   used to fail after building its temp dir and leave it behind; it must refuse
-//!   up front, naming the path and the limit, with nothing created.
+//!   must refuse up front, before building a temp dir it would leave behind, naming the path and the limit, with nothing created.
 
 mod cli_support;
 

@@ -9,7 +9,7 @@
 //! (never a `target/` directory, `*.proptest-regressions`, `Cargo.lock` or a file of
 //! another kind, such as a binary fuzz corpus):
 //! * no issue reference: the word issue (or issues) and a number, with or without a
-//!   `#`, or a `#` and a number after a space or a bracket;
+//!   `#` or a bracket, or a `#` and a number after a space or a bracket;
 //! * no history phrase (the list is [`RULES`]): a finder, the branch, session or
 //!   machine, a commit, the fix's before, a past value in brackets, a machine's load,
 //!   a past habit (a thing that "used to", but not one that is used to do something);
@@ -105,7 +105,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         pattern: Regex::new(pattern).expect("a rule compiles"),
     };
     vec![
-        rule("issue reference", r"(?i)\bissues? #?\d+"),
+        rule("issue reference", r"(?i)\bissues? \(?#?\d+"),
         rule("issue reference", r"(?:^|[\s(\[,;])(#\d+)\b"),
         rule(
             "history phrase",
@@ -335,6 +335,7 @@ fn the_matcher_catches_planted_history_and_spares_real_references() {
     };
     let planted = [
         (Kind::Slash, "// found by issue 41"),
+        (Kind::Slash, "/// Target of the raw-append issue (16)."),
         (
             Kind::Slash,
             "//! Regression (issue #12): the swap lost a record.",

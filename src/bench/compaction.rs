@@ -42,8 +42,8 @@ impl CompactionFixture {
     }
 
     /// [`CompactionFixture::write`] with every fifth batch (20% of the records)
-    /// written by a transactional producer and followed by its ABORT marker (issue
-    /// 14's "20% of records in aborted transactions").
+    /// written by a transactional producer and followed by its ABORT marker: 20% of
+    /// the records in aborted transactions.
     pub fn write_aborted(fs: &dyn FileSystem, dir: &Path, keys: u64) -> Result<CompactionFixture> {
         Self::write_with(fs, dir, keys, false, true)
     }

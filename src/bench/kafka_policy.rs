@@ -16,7 +16,7 @@ use seglog::compaction::CompactionPolicy;
 use seglog::error::Result;
 use seglog::fs::StdFs;
 
-/// The target: kafka speed / seed speed.
+/// The target: kafka speed / seed speed.
 pub const KAFKA_POLICY_TARGET: f64 = 0.9;
 
 /// Times `run`'s own measurement and the process CPU time around it.

@@ -61,7 +61,7 @@ pub struct Comparison {
     /// Bytes each run moves (for MiB/s).
     pub bytes: u64,
     pub mib_per_s: f64,
-    /// The ratio the project's issue asks for, if any, and whether the median met it.
+    /// The ratio the row is held to, if any, and whether the median met it.
     pub target: Option<f64>,
     pub met: Option<bool>,
     /// Mean CPU time (user + system, every thread of the process) of the timed

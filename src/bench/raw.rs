@@ -56,7 +56,7 @@ pub fn append_raw_log(dir: &Path, produced: &ProducedFixture) -> Result<Duration
     Ok(start.elapsed())
 }
 
-/// The measure: every request appended with [`Log::append_batches`], then
+/// The measure: every request appended with [`Log::append_batches`], then
 /// [`Log::flush`] (one fsync of the `.log`), timed; the open before and the close
 /// after are not (the baseline's counterpart is `File::create` .. `sync_all`).
 pub fn append_raw_flush(dir: &Path, produced: &ProducedFixture) -> Result<Duration> {

@@ -16,21 +16,21 @@ use seglog::fs::{FileSystem, StdFs};
 use seglog::log::{Log, LogConfig};
 use seglog::{Error, Result};
 
-/// Append and read targets of the engine-core issue (>= 0.8x the baseline).
+/// Append and read targets: at least 0.8x the plain-`std` baseline.
 const LOG_TARGET: f64 = 0.8;
-/// Raw append target of the raw-append issue (16): `append_batches` + fsync
-/// >= 0.9x `BufWriter` + fsync of the same bytes.
+/// Raw append target: `append_batches` + fsync at least 0.9x `BufWriter` + fsync
+/// of the same bytes.
 const RAW_APPEND_TARGET: f64 = 0.9;
-/// Compaction target of the compaction issue (>= 0.5x a buffered copy).
+/// Compaction target: at least 0.5x a buffered copy of the same files.
 const COMPACTION_TARGET: f64 = 0.5;
-/// Targets of the codecs issue (12): append with a codec vs the codec alone,
+/// Codec targets: append with a codec vs the codec alone,
 /// fetch of compressed vs uncompressed batches, read vs decompression alone,
 /// compaction of a half-obsolete lz4 log vs decompress + recompress.
 const CODEC_APPEND_TARGET: f64 = 0.8;
 const CODEC_FETCH_TARGET: f64 = 0.9;
 const CODEC_READ_TARGET: f64 = 0.7;
 const CODEC_COMPACT_TARGET: f64 = 0.6;
-/// Open of a cleanly closed log vs a full-scan open (the cleaner-at-scale issue).
+/// Open of a cleanly closed log vs a full-scan open.
 const CLEAN_OPEN_TARGET: f64 = 100.0;
 /// 10% dirty: the incremental map pass <= 0.15x a full map pass, and the
 /// incremental build <= 0.6x a build from scratch (as speed-ups: 1/0.15, 1/0.6).
@@ -78,8 +78,8 @@ pub enum Suite {
     /// `--iterations` fresh partitions; opt-in.
     CleanAppend,
     /// Install step 1 under the `kafka` compaction policy vs the same under the
-    /// `seed` policy, on the compaction fixture and on its partial variant (issue
-    /// 14, >= 0.9x), with each side's CPU time; opt-in.
+    /// `seed` policy, on the compaction fixture and on its partial variant (target
+    /// >= 0.9x), with each side's CPU time; opt-in.
     CompactKafka,
     /// A read-only open and a read of every record of the fixture in 1,000
     /// segments with a handle budget of 64 vs the same with no budget; opt-in.
@@ -173,7 +173,7 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
         )
     });
     let mut extra = serde_json::Map::new();
-    // The codecs suite is opt-in (`--only codecs`): it is the codec issue's.
+    // The codecs suite is opt-in (`--only codecs`).
     // The open suite writes its own directory from the same fixture.
     let fixture = if needs_log {
         eprintln!("seglog bench: building {} records", args.records);
@@ -300,7 +300,7 @@ fn append(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Compari
     Ok(comparison)
 }
 
-/// The raw-append issue's figures: `append_batches` + fsync (the target), the
+/// The raw append's rows: `append_batches` + fsync (the target), the
 /// structured `append` + fsync of the same records, and `append_batches` with the
 /// log's open and clean close inside the timing, each vs `BufWriter` + fsync.
 fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Comparison>> {
@@ -354,7 +354,7 @@ fn append_raw(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec
     // The same two appends beside a baseline that starts its write-back every
     // `writeback_bytes` too (LogConfig::writeback_bytes): the log overlaps its
     // writes with the disk, which the plain `BufWriter` + fsync does not, so
-    // these rows show the log's own work (no target: the issue's is the rows
+    // these rows show the log's own work (no target: the target is the rows
     // above).
     let writeback_baseline = || {
         in_new_dir(&root.join("append-raw-baseline-wb"), |dir| {
@@ -567,7 +567,7 @@ fn codecs(args: &BenchArgs, root: &Path) -> Result<Vec<Comparison>> {
     }
     // The same durable appends beside a floor that also encodes the records from
     // `NewRecord`s (which `compress_only`, handed them encoded, skips), still
-    // without IO (no target: the issue's target is against the codec alone).
+    // without IO (no target: the target is against the codec alone).
     let comparison = bench::compare(
         "append/lz4_vs_encode_compress",
         "codec/lz4_encode_compress_only",

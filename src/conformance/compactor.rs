@@ -39,7 +39,7 @@ pub struct CompactionPlan {
     pub report: CompactionReport,
 }
 
-/// The compaction policy, as the issue names it.
+/// The seed compaction policy as a pure function of decoded segments.
 #[derive(Debug, Clone, Copy)]
 pub struct Compactor;
 
