@@ -223,7 +223,7 @@ fn content_digest(dir: &Path) -> (u64, u64) {
         let Some(last) = read.last() else { break };
         from = last.offset + 1;
         for r in &read {
-            (r.offset, r.key.as_deref(), r.value.as_deref()).hash(&mut hasher);
+            (r.offset, r.key, r.value).hash(&mut hasher);
             records += 1;
         }
     }

@@ -6,8 +6,9 @@
 //! with the baseline and the variant alternating, and prints JSON.
 //!
 //! Read variants, every one checks every batch's CRC-32C:
-//! * `read/log`: `Log::read`, every record decoded into an owned `ReadRecord` (key
-//!   and value are `Bytes` slices of the segment's mapping, not copies);
+//! * `read/log`: `Log::read`, every record decoded into owned `ReadRecords` (keys
+//!   and values are spans of one shared buffer per batch, the segment's mapping, not
+//!   copies); target >= 0.5;
 //! * `fetch_records/log`: `Log::fetch` + `Fetch::records`, every record decoded in
 //!   place (borrowed key and value, no allocation), each key and value touched;
 //! * `fetch/log`: `Log::fetch` alone, whole checked batches without a copy

@@ -128,7 +128,7 @@ fn valid_kafka_indexes_are_kept_byte_for_byte() {
     assert_eq!(snapshot(&dir), before, "nothing rewritten");
     // The kept indexes serve every lookup right.
     for offset in 0..12 {
-        assert_eq!(log.read(offset, 1).unwrap()[0].offset, offset);
+        assert_eq!(log.read(offset, 1).unwrap().first().unwrap().offset, offset);
     }
     assert_eq!(log.offset_for_timestamp(5_002).unwrap(), Some(5));
     assert_eq!(log.offset_for_timestamp(5_003).unwrap(), Some(6));

@@ -375,7 +375,7 @@ fn bench_prints_every_comparison_with_its_baseline() {
         assert!(result["ratio_min"].as_f64() <= result["ratio_max"].as_f64());
         let target = match result["name"].as_str().unwrap() {
             "open/read_only_dump_tail" | "open/read_only_dump_tail_vs_checked" => None,
-            "compact/build" => Some(0.5),
+            "compact/build" | "read/log" => Some(0.5),
             "open/clean" => Some(100.0),
             "open/after_crash"
             | "append/raw_open_close"

@@ -75,7 +75,7 @@ fn check_recovers(dir: &Path, flushed: &[NewRecord], case: &str) {
     let (log, _) = Log::open(dir, cfg()).unwrap_or_else(|e| panic!("{case}: reopen failed: {e}"));
     assert!(log.next_offset() >= flushed.len() as i64, "{case}");
     let read = log.read(0, usize::MAX).unwrap();
-    let mut all = read;
+    let mut all = read.to_vec();
     let mut from = all.last().map_or(0, |r| r.offset + 1);
     while from < log.next_offset() {
         let more = log.read(from, usize::MAX).unwrap();
@@ -219,9 +219,7 @@ fn crash_at_the_txn_index_fail_points() {
             .read_with(0, usize::MAX, Isolation::ReadCommitted)
             .unwrap();
         assert!(
-            committed
-                .iter()
-                .all(|r| r.value.as_deref() != Some(&b"aborted"[..])),
+            committed.iter().all(|r| r.value != Some(&b"aborted"[..])),
             "{case}: an aborted record is visible"
         );
         // The next transactional call repairs what the crash left; then nothing.

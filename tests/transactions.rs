@@ -118,8 +118,8 @@ fn to_spec(t: &seglog::AbortedTxn) -> spec::AbortedTxn {
     }
 }
 
-fn offsets(records: &[seglog::ReadRecord]) -> Vec<i64> {
-    records.iter().map(|r| r.offset).collect()
+fn offsets(records: &seglog::ReadRecords) -> Vec<i64> {
+    records.offsets().collect()
 }
 
 const HISTORY: &[Op] = &[
@@ -311,10 +311,9 @@ fn compaction_keeps_committed_values_over_aborted_ones() {
     );
     // No aborted record remains, even for read_uncommitted.
     let all = log.read(0, usize::MAX).unwrap();
-    assert!(all.iter().all(|r| r
-        .value
-        .as_deref()
-        .is_none_or(|v| !v.starts_with(b"aborted"))));
+    assert!(all
+        .iter()
+        .all(|r| r.value.is_none_or(|v| !v.starts_with(b"aborted"))));
     // The engine keeps what the spec keeps.
     let spec_out = spec::compact(&spec_batches, closed_end, 200, 1_000);
     let spec_offsets: Vec<i64> = spec_out
@@ -550,14 +549,14 @@ fn transactions_after_a_clean_point_are_found() {
         .unwrap();
     let k1: Vec<&[u8]> = committed
         .iter()
-        .filter(|r| r.key.as_deref() == Some(b"k1"))
-        .map(|r| r.value.as_deref().unwrap())
+        .filter(|r| r.key == Some(b"k1"))
+        .map(|r| r.value.unwrap())
         .collect();
     assert_eq!(k1, [b"committed".as_slice()]);
     let k2: Vec<&[u8]> = committed
         .iter()
-        .filter(|r| r.key.as_deref() == Some(b"k2"))
-        .map(|r| r.value.as_deref().unwrap())
+        .filter(|r| r.key == Some(b"k2"))
+        .map(|r| r.value.unwrap())
         .collect();
     assert_eq!(k2, [b"plain".as_slice()]);
 }
@@ -617,10 +616,9 @@ fn the_kafka_policy_keeps_committed_values_over_aborted_ones() {
         log.compact(200, 1_000, None).expect("compact");
         assert_eq!(committed_view(&log), want, "pass {pass}");
         let all = log.read(0, usize::MAX).unwrap();
-        assert!(all.iter().all(|r| r
-            .value
-            .as_deref()
-            .is_none_or(|v| !v.starts_with(b"aborted"))));
+        assert!(all
+            .iter()
+            .all(|r| r.value.is_none_or(|v| !v.starts_with(b"aborted"))));
         // Both markers stay (offsets 2 and 5).
         let markers: Vec<i64> = all.iter().filter(|r| r.control).map(|r| r.offset).collect();
         assert_eq!(markers, [2, 5], "pass {pass}");

@@ -25,7 +25,7 @@ use closed_log_support::{closed_log, config, fill, segment_bases};
 use seglog::format::filename;
 use seglog::fs::sim::{ReadCount, SimFs};
 use seglog::fs::{FileSystem, StdFs};
-use seglog::{Error, Log, ReadRecord};
+use seglog::{Error, Log, ReadRecords};
 
 /// The index files of the closed segments of `dir` (all but the last base), with
 /// their base offsets, counted from now on.
@@ -44,8 +44,8 @@ fn count_closed_indexes(fs: &SimFs, dir: &Path) -> Vec<(i64, PathBuf, ReadCount)
         .collect()
 }
 
-fn offsets(records: &[ReadRecord]) -> Vec<i64> {
-    records.iter().map(|r| r.offset).collect()
+fn offsets(records: &ReadRecords) -> Vec<i64> {
+    records.offsets().collect()
 }
 
 #[test]
@@ -169,7 +169,12 @@ fn a_damaged_vouched_index_is_rebuilt_at_its_first_lookup() {
             for (from, want) in want.iter().enumerate() {
                 let got = offsets(&log.read(from as i64, 300).unwrap());
                 assert_eq!(&got, want, "read from {from}");
-                let ts = reference.read(from as i64, 1).unwrap()[0].timestamp;
+                let ts = reference
+                    .read(from as i64, 1)
+                    .unwrap()
+                    .first()
+                    .unwrap()
+                    .timestamp;
                 assert_eq!(
                     log.offset_for_timestamp(ts).unwrap(),
                     reference.offset_for_timestamp(ts).unwrap()
@@ -209,7 +214,7 @@ fn a_damaged_log_behind_a_damaged_index_fails_the_lookup_naming_the_log() {
         "{error:?}"
     );
     // Reads below the segment are not affected.
-    assert_eq!(log.read(0, 1).unwrap()[0].offset, 0);
+    assert_eq!(log.read(0, 1).unwrap().first().unwrap().offset, 0);
 }
 
 /// A missing or cut index file of a vouched segment is found at the open (its

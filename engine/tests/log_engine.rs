@@ -193,9 +193,9 @@ fn control_batches_are_read_back_flagged() {
     assert_eq!((info.base_offset, info.last_offset), (1, 1));
     let read = log.read(0, 1 << 20).unwrap();
     assert_eq!(read.len(), 2);
-    assert!(!read[0].control);
-    assert!(read[1].control);
-    assert_eq!(read[1].timestamp, 1_500);
+    assert!(!read.first().unwrap().control);
+    assert!(read.get(1).unwrap().control);
+    assert_eq!(read.get(1).unwrap().timestamp, 1_500);
     let batches = log.segment_batches(0).unwrap();
     assert_eq!(batches.len(), 2);
     assert!(batches[1].is_control());

@@ -168,7 +168,7 @@ fn compact_and_retain_read_no_segment_after_the_install() {
         .map(|r| {
             (
                 r.offset,
-                String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap(),
+                String::from_utf8(r.value.unwrap().to_vec()).unwrap(),
             )
         })
         .collect();

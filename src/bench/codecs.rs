@@ -35,7 +35,7 @@ use seglog::format::batch_view::{BatchView, INFLATED_BYTES_MAX};
 use seglog::format::{Compression, NewRecord, RecordBatch};
 use seglog::fs::FileSystem;
 use seglog::install::InstallPaths;
-use seglog::log::{Log, LogConfig, ReadRecord};
+use seglog::log::{Log, LogConfig, ReadRecords, RecordRef};
 
 use super::{LogFixture, Stopwatch};
 
@@ -337,16 +337,16 @@ pub fn encode_compress_write_writeback_fsync(
 
 /// The least an owned read of the compressed batches `stored` (back to back, as
 /// [`Log::read_raw`] gives them) does, and nothing more: decompress each batch's
-/// payload, decode its records (the log's decoder) and build a [`ReadRecord`]
-/// per record whose key and value share the decompressed bytes, handing the
-/// records out in vectors of about [`super::READ_BYTES`] of batches, as `read`
-/// returns them; no CRC, no offset checks, no segment or index. The records.
-/// Beside decompression alone this is the ceiling of `read/<codec>`: the owned
-/// records' own cost (two reference counts and 112 bytes per record) is in it.
+/// payload, decode its records (the log's decoder) and add them to a
+/// [`ReadRecords`] holding the decompressed bytes, handed out about every
+/// [`super::READ_BYTES`] of batches, as `read` returns them; no CRC, no offset
+/// checks, no segment or index. The records. Beside decompression alone this is
+/// the ceiling of `read/<codec>`: the owned records' own cost (one buffer per
+/// batch, a 48-byte entry per record) is in it.
 pub fn owned_records_only(stored: &[u8]) -> Result<usize> {
     let corrupt = |e: seglog::format::FormatError| Error::InvalidArgument(format!("{e:?}"));
     let (mut count, mut at, mut taken) = (0usize, 0usize, 0usize);
-    let mut records: Vec<ReadRecord> = Vec::new();
+    let mut records = ReadRecords::new();
     while let Some(rest) = stored.get(at..).filter(|rest| !rest.is_empty()) {
         if taken == 0 {
             // As `read` does: room for every record of the call, reserved once.
@@ -358,13 +358,14 @@ pub fn owned_records_only(stored: &[u8]) -> Result<usize> {
             .map_err(corrupt)?
             .map(bytes::Bytes::from)
             .ok_or_else(|| Error::InvalidArgument("an uncompressed batch".into()))?;
+        records.push_batch(inflated.clone());
         for record in batch.records_in(&inflated) {
             let record = record.map_err(corrupt)?;
-            records.push(ReadRecord {
+            records.push(RecordRef {
                 offset: batch.offset_of(&record),
                 timestamp: batch.timestamp_of(&record),
-                key: record.key.map(|key| inflated.slice_ref(key)),
-                value: record.value.map(|value| inflated.slice_ref(value)),
+                key: record.key,
+                value: record.value,
                 headers: record.headers,
                 control: batch.is_control(),
             });

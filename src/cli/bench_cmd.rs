@@ -418,7 +418,7 @@ fn read(args: &BenchArgs, root: &Path, fixture: &LogFixture) -> Result<Vec<Compa
             "read/baseline_bufreader",
             args.iterations,
             bytes as u64,
-            Some(LOG_TARGET),
+            Some(variant.target),
             &mut baseline_run,
             || bench::timed(expected, || (variant.run)(&log)),
         )?;

@@ -524,11 +524,11 @@ pub fn dump(args: DumpArgs) -> Result<Outcome> {
     Ok(Outcome::Ok(out))
 }
 
-fn record_json(record: &seglog::ReadRecord) -> Value {
+fn record_json(record: seglog::RecordRef<'_>) -> Value {
     let mut object = Map::new();
     object.insert("offset".into(), json!(record.offset));
-    put_bytes(&mut object, "key", record.key.as_deref());
-    put_bytes(&mut object, "value", record.value.as_deref());
+    put_bytes(&mut object, "key", record.key);
+    put_bytes(&mut object, "value", record.value);
     object.insert("ts".into(), json!(record.timestamp));
     if record.control {
         object.insert("control".into(), json!(true));

@@ -148,7 +148,7 @@ pub fn compare(log: &Log, spec_log: &SpecLog) -> Result<u64, String> {
     Ok(compare_reads(log, spec_log)? + committed)
 }
 
-fn read_views(records: Vec<seglog::ReadRecord>) -> Vec<RecordView> {
+fn read_views(records: seglog::ReadRecords) -> Vec<RecordView> {
     records.into_iter().map(RecordView::from).collect()
 }
 

@@ -430,9 +430,8 @@ fn consume(
             });
             last_read = Some(record.offset);
             let got = Written {
-                key: String::from_utf8_lossy(record.key.as_deref().unwrap_or_default())
-                    .into_owned(),
-                digest: record.value.as_deref().map(digest),
+                key: String::from_utf8_lossy(record.key.unwrap_or_default()).into_owned(),
+                digest: record.value.map(digest),
             };
             if record.offset < round_start {
                 continue;

@@ -516,9 +516,9 @@ pub fn check_append_after_recovery(
                     lost.lost
                 )
             })?;
-        let kept = found.first().is_some_and(|r| {
-            r.offset == appended.base_offset && r.value.as_deref() == Some(&b"flushed"[..])
-        });
+        let kept = found
+            .first()
+            .is_some_and(|r| r.offset == appended.base_offset && r.value == Some(&b"flushed"[..]));
         if !kept {
             return Err(format!(
                 "a record flushed after recovery is gone (lost {:?})",

@@ -367,7 +367,7 @@ fn roll(p: &Partition, rec: &Recorder, thread_id: u8) {
     });
 }
 
-fn records(read: Vec<seglog::ReadRecord>) -> Vec<Rec> {
+fn records(read: seglog::ReadRecords) -> Vec<Rec> {
     read.into_iter()
         .map(|r| {
             (

@@ -11,7 +11,8 @@ use crate::error::Result;
 use crate::format::txn_index::AbortedTxn;
 use crate::format::{BatchView, FormatError, RecordViews};
 
-use super::read::{checked_batches, RecordRef};
+use super::read::checked_batches;
+use super::records::RecordRef;
 use super::Log;
 
 /// Whole batches of one segment, each already checked (length bounds, magic,

@@ -7,6 +7,8 @@
 //! * `write`: append, control batches, roll, flush, close.
 //! * `raw`: producer-encoded batches appended as they came ([`Log::append_batches`]).
 //! * `read`: read, offset for timestamp, a segment's batches.
+//! * `records`: [`RecordRef`] (borrowed) and [`ReadRecords`] (what [`Log::read`]
+//!   returns: one buffer per batch).
 //! * `fetch`: [`Fetch`], a segment's whole batches from an offset, without a copy.
 //! * `txn`: transactional appends, the producer state and the `.txnindex`.
 //! * `trust`: what an open may trust unread (the recovery point, the marker).
@@ -32,6 +34,7 @@ pub(crate) mod leftovers;
 pub(crate) mod lock;
 mod raw;
 mod read;
+mod records;
 pub(crate) mod recovery;
 pub(crate) mod recovery_mode;
 pub(crate) mod report;
@@ -56,7 +59,7 @@ use crate::segment::{Segment, SegmentInfo};
 pub use fetch::{Fetch, FetchRecords};
 pub use leftovers::Leftover;
 pub use lock::LOCK_SUFFIX;
-pub use read::RecordRef;
+pub use records::{ReadRecords, ReadRecordsIntoIter, ReadRecordsIter, RecordRef};
 pub use recovery_mode::{RecoveryMode, TailKind, TailTruncation};
 pub use report::{RebuildReason, RebuiltIndex, RecoveryReport};
 pub use trust::recovery_point_summaries_max;
@@ -279,11 +282,12 @@ pub struct AppendInfo {
     pub last_offset: i64,
 }
 
-/// A record as read back, with its stored offset.
+/// A record as read back, with its stored offset, owned
+/// ([`ReadRecords::get_owned`], or `into_iter` of a [`Log::read`]).
 ///
-/// `key` and `value` are zero-copy slices of the buffer [`Log::read`] read the
-/// segment into: cloning one is cheap, and the buffer (about `max_bytes` of one
-/// read) lives until the last slice of it is dropped. Copy out
+/// `key` and `value` are zero-copy slices of the bytes of the batch it was read
+/// from: cloning one is cheap, and the batch's bytes live until the last slice of
+/// them is dropped. Copy out
 /// (`Bytes::copy_from_slice`) what you keep long after the rest of a read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {

@@ -45,7 +45,8 @@
 //! CRC-32C is checked): `Log::fetch` (Kafka's fetch: whole batches of **one** segment as a
 //! slice of the view, no copy; `Fetch::records()` decodes them in place as borrowed
 //! `RecordRef`s), `Log::read_raw` (the same batches across segments, copied out) and
-//! `Log::read` (`ReadRecord`s whose key and value are `Bytes` slices of the view).
+//! `Log::read` (`ReadRecords`: owned records whose keys and values are slices of one
+//! shared buffer per batch, the view's bytes or the batch's decompressed records).
 //! CRC-32C has one seam, `format::crc` (the `crc-fast` crate; a proptest holds it to the
 //! `crc32c` crate). The figures of every read path are in docs/performance.md.
 
@@ -54,44 +55,13 @@ use bytes::Bytes;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::batch::{self, decode_header, RecordBatch, HEADER_LEN};
 use crate::format::batch_view::check_batch_crc;
-use crate::format::{BatchView, FormatError, Header, RecordView};
+use crate::format::{BatchView, FormatError};
 use crate::segment::reader::BatchReader;
 use crate::segment::view::SegmentView;
 use crate::segment::Segment;
 
-use super::{Log, ReadRecord};
-
-/// A record of a [`Log::fetch`] or a [`Log::read_each`], its key and value borrowed
-/// from the bytes it was decoded from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordRef<'a> {
-    /// The record's offset.
-    pub offset: i64,
-    /// The record's timestamp (ms).
-    pub timestamp: i64,
-    /// The key (`None`: keyless).
-    pub key: Option<&'a [u8]>,
-    /// The value (`None`: a tombstone).
-    pub value: Option<&'a [u8]>,
-    /// Empty (and unallocated) for a record without headers.
-    pub headers: Vec<Header>,
-    /// True for the marker record of a control batch.
-    pub control: bool,
-}
-
-impl<'a> RecordRef<'a> {
-    /// `record` of `batch`, with its absolute offset and timestamp.
-    pub(crate) fn of(batch: &BatchView<'_>, record: RecordView<'a>) -> Self {
-        RecordRef {
-            offset: batch.offset_of(&record),
-            timestamp: batch.timestamp_of(&record),
-            key: record.key,
-            value: record.value,
-            headers: record.headers,
-            control: batch.is_control(),
-        }
-    }
-}
+use super::records::{ReadRecords, RecordRef};
+use super::Log;
 
 /// Segment views a log keeps (see [`Log::segment_view`]).
 pub(super) const MAPPED_SEGMENTS_MAX: usize = 64;
@@ -178,10 +148,11 @@ impl Log {
     /// Stored records with offset >= `from`, in offset order: whole batches while
     /// their total stays within `max_bytes`, and always at least one batch that has
     /// a record >= `from` (if any exists). `from` in a compaction gap starts at the
-    /// next stored offset. Keys and values are slices of the segment's mapping, not
-    /// copies; every batch's CRC-32C is checked.
-    pub fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<ReadRecord>> {
-        let mut out = Vec::new();
+    /// next stored offset. Keys and values are slices of the segment's mapping (of
+    /// the batch's decompressed records, for a compressed batch), not copies, one
+    /// shared buffer per batch ([`ReadRecords`]); every batch's CRC-32C is checked.
+    pub fn read(&self, from: i64, max_bytes: usize) -> Result<ReadRecords> {
+        let mut out = ReadRecords::new();
         self.read_into(from, max_bytes, &mut out)?;
         Ok(out)
     }
@@ -190,7 +161,7 @@ impl Log {
     /// it, handed to `visit` one at a time and borrowed rather than owned: keys and
     /// values are slices of the segment's mapping, or of the batch's decompressed
     /// records (valid during the call only). Nothing is allocated per record (no
-    /// `ReadRecord`, no reference counts), and a compressed batch's records are
+    /// entry, no reference counts), and a compressed batch's records are
     /// read while its decompressed buffer is still in the cache. Returns the number
     /// of records visited. On an error, `visit` may have seen some of the records
     /// of the batch that failed.
@@ -403,8 +374,8 @@ fn read_records_max(
     records.min(READ_RESERVED_RECORDS_MAX)
 }
 
-/// The most records [`read_records_max`] sizes a read's result for (14 MiB of
-/// `ReadRecord`s); a larger read grows it as it goes.
+/// The most records [`read_records_max`] sizes a read's result for (6 MiB of
+/// entries); a larger read grows it as it goes.
 const READ_RESERVED_RECORDS_MAX: usize = 1 << 17;
 
 /// The whole batches of a view a fetch returns: bytes `[start, end)`, and the
@@ -466,8 +437,8 @@ trait ReadSink {
     fn take_batch(&mut self, view: &Bytes, raw: &[u8], from: i64) -> Result<(), FormatError>;
 }
 
-/// [`Log::read`]'s sink: owned records, keys and values `Bytes` slices.
-impl ReadSink for Vec<ReadRecord> {
+/// [`Log::read`]'s sink: owned records, one shared buffer per batch.
+impl ReadSink for ReadRecords {
     const RESERVES: bool = true;
 
     fn taken(&self) -> usize {
@@ -475,30 +446,26 @@ impl ReadSink for Vec<ReadRecord> {
     }
 
     fn reserve(&mut self, records: usize) {
-        Vec::reserve(self, records);
+        ReadRecords::reserve(self, records);
     }
 
     fn take_batch(&mut self, view: &Bytes, raw: &[u8], from: i64) -> Result<(), FormatError> {
         let (batch, size) = BatchView::decode(raw)?;
         assert_eq!(size, raw.len());
-        let inflated = batch.inflate()?.map(Bytes::from);
-        let (bytes, records) = match &inflated {
-            None => (view, batch.records()),
-            Some(inflated) => (inflated, batch.records_in(inflated)),
+        let bytes = match batch.inflate()? {
+            None => view.slice_ref(raw),
+            Some(inflated) => Bytes::from(inflated),
+        };
+        let records = if batch.compression() == crate::format::Compression::None {
+            batch.records()
+        } else {
+            batch.records_in(&bytes)
         };
         self.reserve(batch.record_count);
-        let mut last_offset = self.last().map(|last| last.offset);
+        self.push_batch(bytes.clone());
+        let mut last_offset = self.last_offset();
         batch_records(&batch, records, from, &mut last_offset, |record| {
-            // Built in place rather than through `ReadRecord::from_ref`: the extra
-            // move per record cost ~10% of `read` (59 -> 65 ms per 1M records).
-            self.push(ReadRecord {
-                offset: record.offset,
-                timestamp: record.timestamp,
-                key: record.key.map(|key| bytes.slice_ref(key)),
-                value: record.value.map(|value| bytes.slice_ref(value)),
-                headers: record.headers,
-                control: record.control,
-            });
+            self.push(record);
         })
     }
 }
@@ -624,6 +591,7 @@ mod tests {
     use crate::log::{Log, LogConfig};
 
     use super::*;
+    use crate::log::ReadRecord;
 
     /// A record as the pre-zero-copy `read` returned it (owned bytes).
     type Owned = (
@@ -790,7 +758,11 @@ mod tests {
             for max_bytes in [0, 1, 120, 400, 1_000, usize::MAX] {
                 let got = log.read(from, max_bytes).unwrap();
                 let want = read_by_decode(&segments, from, max_bytes);
-                assert_eq!(owned(&got), want, "from {from}, max_bytes {max_bytes}");
+                assert_eq!(
+                    owned(&got.to_vec()),
+                    want,
+                    "from {from}, max_bytes {max_bytes}"
+                );
                 // read_each visits exactly what read returns.
                 let mut each = Vec::new();
                 let visited = log
@@ -863,7 +835,7 @@ mod tests {
         // Keeping a read's records alive while reading again must not change them.
         let first = log.read(0, 400).unwrap();
         let second = log.read(first.len() as i64, 400).unwrap();
-        assert_eq!(owned(&first), read_by_decode(&segments, 0, 400));
+        assert_eq!(owned(&first.to_vec()), read_by_decode(&segments, 0, 400));
         assert!(!second.is_empty());
     }
 
@@ -890,7 +862,7 @@ mod tests {
         // The active (empty) segment holds nothing >= its base to read.
         assert_eq!(kept, newest);
         // Reading an evicted segment maps it again, as the most recent.
-        assert_eq!(log.read(0, 1).unwrap()[0].offset, 0);
+        assert_eq!(log.read(0, 1).unwrap().first().unwrap().offset, 0);
         let kept = log.mapped.lock().unwrap();
         assert_eq!(kept.len(), MAPPED_SEGMENTS_MAX);
         assert_eq!(kept.last().unwrap().0, 0);
@@ -915,13 +887,13 @@ mod tests {
             let all = log.read(0, usize::MAX).unwrap();
             assert_eq!(all.len(), appended.len());
             for (got, want) in all.iter().zip(&appended) {
-                assert_eq!(got.key.as_deref(), want.key.as_deref());
-                assert_eq!(got.value.as_deref(), want.value.as_deref());
+                assert_eq!(got.key, want.key.as_deref());
+                assert_eq!(got.value, want.value.as_deref());
             }
         }
         assert!(log.segments().len() > 2, "closed segments are covered");
         let first = log.read(0, usize::MAX).unwrap();
-        let first_owned = owned(&first);
+        let first_owned = owned(&first.to_vec());
         // Retention deletes the closed segments and reopens the log; the records
         // read before keep their bytes (the mapping outlives the file's removal).
         let deleted = log
@@ -930,7 +902,7 @@ mod tests {
             .deleted_segments;
         assert!(!deleted.is_empty());
         log.close().unwrap();
-        assert_eq!(owned(&first), first_owned);
+        assert_eq!(owned(&first.to_vec()), first_owned);
         assert!(first_owned
             .iter()
             .any(|r| r.3.as_ref().is_some_and(|v| !v.is_empty())));

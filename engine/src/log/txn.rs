@@ -24,7 +24,7 @@ use crate::format::{BatchView, ControlKind, NewRecord, RecordBatch, TimestampTyp
 #[cfg_attr(not(feature = "failpoints"), allow(unused_imports))]
 use crate::fs::failpoint::*;
 
-use super::{AppendInfo, Fetch, Log, ReadRecord};
+use super::{AppendInfo, Fetch, Log, ReadRecords};
 
 /// Which records a read returns (Kafka's `isolation.level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -470,7 +470,7 @@ impl Log {
         from: i64,
         max_bytes: usize,
         isolation: Isolation,
-    ) -> Result<Vec<ReadRecord>> {
+    ) -> Result<ReadRecords> {
         if isolation == Isolation::ReadUncommitted {
             return self.read(from, max_bytes);
         }
@@ -479,7 +479,7 @@ impl Log {
         self.check_read_from(from)?;
         let lso = self.last_stable_offset()?;
         let mut at = from;
-        let mut out = Vec::new();
+        let mut out = ReadRecords::new();
         let mut remaining = max_bytes;
         while at < lso {
             let fetch = self.fetch_with(at, remaining, Isolation::ReadCommitted)?;
@@ -503,7 +503,7 @@ impl Log {
                     skipped.push((batch.base_offset, last));
                 }
             }
-            let bytes = fetch.bytes().clone();
+            out.push_batch(fetch.bytes().clone());
             for record in fetch.records() {
                 let record = record?;
                 if skipped
@@ -512,7 +512,7 @@ impl Log {
                 {
                     continue;
                 }
-                out.push(ReadRecord::from_ref(&bytes, record));
+                out.push(record);
             }
             at = fetch.next_offset();
             if !out.is_empty() && remaining == 0 {

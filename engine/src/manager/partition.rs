@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::format::NewRecord;
-use crate::log::{AppendInfo, Log, LogConfig, ReadRecord};
+use crate::log::{AppendInfo, Log, LogConfig, ReadRecords};
 use crate::sync::RwLock;
 
 /// How a partition's old data goes (Kafka's `cleanup.policy`), given by the caller
@@ -118,7 +118,7 @@ impl Partition {
     }
 
     /// Reads from `from` (read lock: readers run together, and a swap waits for them).
-    pub fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<ReadRecord>> {
+    pub fn read(&self, from: i64, max_bytes: usize) -> Result<ReadRecords> {
         self.with_log(|log| log.read(from, max_bytes))
     }
 
