@@ -15,11 +15,17 @@
 //!   marker call), and the trace holds the calls the workload must make (writes,
 //!   fsyncs, the cleaner's and retention's renames and unlinks, index maps).
 //!
+//! A smoke of the loading half follows: the crash-free final image and a few
+//! power-loss images after trace prefixes, loaded by Kafka (`crash-load`); what it
+//! serves from each is printed, and the final image must serve the log start and
+//! end offsets the workload acknowledged at close.
+//!
 //! Needs `java` (17), `mvn` and `strace`; without them the test says so and passes,
 //! unless `SEGLOG_REQUIRE_KAFKA_INTEROP=1` (CI sets it) makes that a failure.
 
 use std::path::Path;
 
+use seglog::fs::sim::CrashMode;
 use seglog_suite::alice::strace::SysCall;
 use seglog_suite::alice::{default_scratch, strace_available};
 use seglog_suite::interop::crash;
@@ -76,6 +82,47 @@ fn kafkas_traced_calls_replay_to_the_directory_it_left() {
             "no {kind} in {counts:?}"
         );
     }
+
+    // A first load by Kafka: the crash-free final image, and the first power-loss
+    // images after a few acknowledgments and in the middle of the cleaner round.
+    let markers = recording.markers();
+    let at = |what: &str| {
+        markers
+            .iter()
+            .find(|(_, m)| m.ends_with(what))
+            .map(|&(i, _)| i)
+            .expect("the workload acknowledges it")
+    };
+    let (roll, clean) = (at("-9-roll"), at("-10-clean"));
+    let mut cuts = vec![at("-3-flush") + 1, (roll + clean) / 2, clean + 1];
+    cuts.push(at("-11-retain") + 1);
+    let mut images = vec![recording.replayed(recording.calls.len()).expect("replays")];
+    for &k in &cuts {
+        let state = recording.replayed(k).expect("replays");
+        images.extend(
+            state
+                .crash_images(CrashMode::PowerLoss, 3)
+                .into_iter()
+                .map(|c| c.fs),
+        );
+    }
+    let loaded = crash::load(&harness, &images, recording.scratch()).expect("crash-load runs");
+    for (i, image) in loaded.iter().enumerate() {
+        let records = image["records"].as_array().map_or(0, Vec::len);
+        eprintln!(
+            "image {i}: start {} end {} recovery point {} records {records} segments {} error {}",
+            image["log_start_offset"],
+            image["log_end_offset"],
+            image["recovery_point"],
+            image["segments"],
+            image["error"]
+        );
+    }
+    // The crash-free final image serves what the workload acknowledged at close.
+    let close = steps.last().expect("a close step");
+    assert_eq!(close["what"], "close");
+    assert_eq!(loaded[0]["log_start_offset"], close["log_start_offset"]);
+    assert_eq!(loaded[0]["log_end_offset"], close["log_end_offset"]);
 
     // Teeth: without the last write to a segment file the replay is not Kafka's.
     let last_log_write = recording

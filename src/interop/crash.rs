@@ -20,6 +20,13 @@
 //! and file names, every file byte for byte except Kafka's indexes (`.index`,
 //! `.timeindex`), whose content goes through memory maps no system call shows,
 //! compared by length.
+//!
+//! Loading ([`load`]): crash images of the recording (the replayed state after a
+//! prefix of the calls, with what a power loss takes, from `SimFs`) laid out on
+//! the disk and loaded by Kafka in one JVM, each as a broker loads a log after a
+//! power loss; what Kafka serves from each is returned as the harness prints it.
+//! An index in an image holds what the system calls wrote (zeros where Kafka
+//! wrote entries through its memory map).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -170,6 +177,54 @@ impl Recording {
         let real = image::read_tree(&self.root).map_err(|e| e.to_string())?;
         compare(&replayed, &real)
     }
+}
+
+/// What Kafka serves from each of `images` (the harness's `crash-load`, one JVM
+/// for all): each image is laid out in its own directory under `scratch` (its
+/// root's tree, the partition directory and the checkpoints) and loaded as after
+/// a power loss; one JSON object per image, in order (`absent`, `error`, or the
+/// offsets, segments and records Kafka serves).
+pub fn load(
+    harness: &Harness,
+    images: &[SimFs],
+    scratch: &Path,
+) -> Result<Vec<serde_json::Value>, String> {
+    let tmp = tempfile::tempdir_in(scratch).map_err(|e| e.to_string())?;
+    let fs = StdFs::new();
+    let mut list = String::new();
+    for (i, image) in images.iter().enumerate() {
+        let dir = tmp.path().join(format!("image-{i}"));
+        fs.create_dir_all(&dir).map_err(|e| e.to_string())?;
+        image::write_tree(image, &dir).map_err(|e| format!("laying out image {i}: {e}"))?;
+        list.push_str(&format!("{}\n", dir.display()));
+    }
+    let list_file = tmp.path().join("images.txt");
+    let out = tmp.path().join("loaded.json");
+    fs.write_new(&list_file, list.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let path = |p: &Path| p.display().to_string();
+    harness.run(&[
+        "crash-load",
+        "--list",
+        &path(&list_file),
+        "--out",
+        &path(&out),
+    ])?;
+    let loaded = fs.read_all(&out).map_err(|e| e.to_string())?;
+    let loaded: serde_json::Value =
+        serde_json::from_slice(&loaded).map_err(|e| format!("crash-load's output: {e}"))?;
+    let loaded = loaded["images"]
+        .as_array()
+        .cloned()
+        .ok_or("crash-load listed no images")?;
+    if loaded.len() != images.len() {
+        return Err(format!(
+            "crash-load answered for {} images of {}",
+            loaded.len(),
+            images.len()
+        ));
+    }
+    Ok(loaded)
 }
 
 /// `replayed` against `real`: the same directories and file names, the same bytes
