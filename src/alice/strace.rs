@@ -82,12 +82,14 @@ pub enum SysCall {
     Unlink(PathBuf),
     /// `rmdir`, or `unlinkat` with `AT_REMOVEDIR`.
     Rmdir(PathBuf),
-    /// A JVM's `mmap` of `len` bytes of the file at `offset`, `MAP_SHARED` and
-    /// writable: writes to it reach the file without a system call.
+    /// A JVM's `mmap` of `len` bytes of the file at `offset`, `MAP_SHARED`;
+    /// `writable` (`PROT_WRITE`): writes to it reach the file without a system
+    /// call.
     Mmap {
         path: PathBuf,
         offset: u64,
         len: u64,
+        writable: bool,
     },
     /// `msync` of (part of) a mapping of the file: its written pages made durable.
     Msync(PathBuf),
@@ -141,9 +143,17 @@ impl std::fmt::Display for SysCall {
             SysCall::Link { from, to } => write!(f, "link {} {}", from.display(), to.display()),
             SysCall::Unlink(p) => write!(f, "unlink {}", p.display()),
             SysCall::Rmdir(p) => write!(f, "rmdir {}", p.display()),
-            SysCall::Mmap { path, offset, len } => {
-                write!(f, "mmap {} {len} bytes at {offset}", path.display())
-            }
+            SysCall::Mmap {
+                path,
+                offset,
+                len,
+                writable,
+            } => write!(
+                f,
+                "mmap {} {len} bytes at {offset}{}",
+                path.display(),
+                if *writable { " writable" } else { "" }
+            ),
             SysCall::Msync(p) => write!(f, "msync {}", p.display()),
             SysCall::Munmap(p) => write!(f, "munmap {}", p.display()),
             SysCall::Mark(p) => write!(f, "mark {}", p.display()),
@@ -486,10 +496,12 @@ fn parse_line(
                 return Ok(None);
             };
             tables.maps.push((address, len, path.clone()));
-            fields
-                .get(2)
-                .is_some_and(|p| p.contains("PROT_WRITE"))
-                .then_some(SysCall::Mmap { path, offset, len })
+            Some(SysCall::Mmap {
+                path,
+                offset,
+                len,
+                writable: fields.get(2).is_some_and(|p| p.contains("PROT_WRITE")),
+            })
         }
         "munmap" if jvm.is_some() && result == 0 => {
             let Some(index) = fields
@@ -667,6 +679,7 @@ mod tests {
                 .to_string(),
             "10 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE|MAP_DENYWRITE, 7, 0x2000) = 0x7f0000100000"
                 .to_string(),
+            "10 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 7, 0x2000) = 0x7f0000200000".to_string(),
             "10 close(7) = 0".to_string(),
             "10 msync(0x7f0000001800, 16, MS_SYNC) = 0".to_string(),
             "10 msync(0x7f0000100000, 16, MS_SYNC) = 0".to_string(),
@@ -698,7 +711,14 @@ mod tests {
                 SysCall::Mmap {
                     path: index.into(),
                     offset: 0,
-                    len: 4096
+                    len: 4096,
+                    writable: true
+                },
+                SysCall::Mmap {
+                    path: index.into(),
+                    offset: 8192,
+                    len: 4096,
+                    writable: false
                 },
                 SysCall::Msync(index.into()),
                 SysCall::Munmap(index.into()),
