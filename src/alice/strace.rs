@@ -384,6 +384,15 @@ fn parse_line(
             .ok_or_else(|| refuse(raw_line, "a relative path with no known directory"))?;
         Ok(dir.join(name))
     };
+    // The path argument `i` of a call with no directory argument (`rename`,
+    // `unlink`, ...): a JVM's relative names resolve against its working directory.
+    let named = |i: usize| -> Result<PathBuf, String> {
+        let name = string(i)?;
+        Ok(match jvm {
+            Some(cwd) if name.is_relative() => cwd.join(name),
+            _ => name,
+        })
+    };
     let fd_path = |tables: &mut Tables| tables.description(int(0)).map(|d| d.path.clone());
     let op = match call {
         "open" | "openat" | "creat" if result >= 0 => {
@@ -452,27 +461,27 @@ fn parse_line(
             len: u64::try_from(int(1)).unwrap_or(0),
         }),
         "truncate" if result == 0 => Some(SysCall::Truncate {
-            path: string(0)?,
+            path: named(0)?,
             len: u64::try_from(int(1)).unwrap_or(0),
         }),
         "fsync" | "fdatasync" if result == 0 => fd_path(tables).map(SysCall::Fsync),
         "rename" if result == 0 => Some(SysCall::Rename {
-            from: string(0)?,
-            to: string(1)?,
+            from: named(0)?,
+            to: named(1)?,
         }),
         "renameat" | "renameat2" if result == 0 => Some(SysCall::Rename {
             from: at(tables, string(0)?, Some(0))?,
             to: at(tables, string(1)?, Some(2))?,
         }),
         "link" if result == 0 => Some(SysCall::Link {
-            from: string(0)?,
-            to: string(1)?,
+            from: named(0)?,
+            to: named(1)?,
         }),
         "linkat" if result == 0 => Some(SysCall::Link {
             from: at(tables, string(0)?, Some(0))?,
             to: at(tables, string(1)?, Some(2))?,
         }),
-        "unlink" if result == 0 => Some(SysCall::Unlink(string(0)?)),
+        "unlink" if result == 0 => Some(SysCall::Unlink(named(0)?)),
         "unlinkat" if result == 0 => {
             let path = at(tables, string(0)?, Some(0))?;
             Some(if args.contains("AT_REMOVEDIR") {
@@ -481,8 +490,8 @@ fn parse_line(
                 SysCall::Unlink(path)
             })
         }
-        "rmdir" if result == 0 => Some(SysCall::Rmdir(string(0)?)),
-        "mkdir" if result == 0 => Some(SysCall::Mkdir(string(0)?)),
+        "rmdir" if result == 0 => Some(SysCall::Rmdir(named(0)?)),
+        "mkdir" if result == 0 => Some(SysCall::Mkdir(named(0)?)),
         "mkdirat" if result == 0 => Some(SysCall::Mkdir(at(tables, string(0)?, Some(0))?)),
         "mmap" if jvm.is_some() && fields.get(3).is_some_and(|f| f.contains("MAP_SHARED")) => {
             let (Some(address), Some(len), Some(offset)) = (
@@ -727,5 +736,19 @@ mod tests {
         );
         // The binary's trace keeps none of them.
         assert_eq!(parse(&text, root).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn resolves_a_jvm_relative_name_against_its_working_directory() {
+        let root = Path::new("/r");
+        let text = format!("10 unlink(\"{}\") = 0", hex("sub/x"));
+        let inside = Tracee::Jvm { cwd: "/r".into() };
+        assert_eq!(
+            parse_as(&text, root, &inside).unwrap(),
+            vec![SysCall::Unlink("/r/sub/x".into())]
+        );
+        let outside = Tracee::Jvm { cwd: "/w".into() };
+        assert_eq!(parse_as(&text, root, &outside).unwrap(), vec![]);
+        assert_eq!(parse(&text, root).unwrap(), vec![]);
     }
 }
