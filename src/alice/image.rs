@@ -92,7 +92,7 @@ pub fn replay(sim: &SimFs, root: &Path, call: &SysCall) -> io::Result<()> {
                 if *offset != sim.len(&path)? {
                     return Err(io::Error::new(
                         io::ErrorKind::Unsupported,
-                        format!("pwrite64 at {offset} inside {}", path.display()),
+                        format!("a write at {offset} not at the end of {}", path.display()),
                     ));
                 }
             }
@@ -111,6 +111,13 @@ pub fn replay(sim: &SimFs, root: &Path, call: &SysCall) -> io::Result<()> {
         SysCall::Unlink(p) => sim.remove_file(&map(p)?),
         // rmdir removes only an empty directory: remove_dir_all of it is the same.
         SysCall::Rmdir(p) => sim.remove_dir_all(&map(p)?),
+        // What goes through a memory map is not in the trace: mapping, syncing and
+        // unmapping leave the simulated file as the system calls made it. A marker
+        // changes nothing.
+        SysCall::Mmap { path, .. } | SysCall::Msync(path) | SysCall::Munmap(path) => {
+            map(path).map(drop)
+        }
+        SysCall::Mark(p) => map(p).map(drop),
     }
 }
 

@@ -85,6 +85,12 @@ impl Harness {
         })
     }
 
+    /// The harness's classpath, for a `java` command line of the caller's own (one
+    /// run under strace).
+    pub fn classpath(&self) -> &str {
+        &self.classpath
+    }
+
     /// Runs one harness command; `Err` carries its stderr (a failed Kafka check).
     pub fn run(&self, args: &[&str]) -> Result<(), String> {
         let output = Command::new("java")

@@ -28,10 +28,16 @@
 //!   transactional workloads also the same markers, last stable offset, aborted
 //!   transactions (`.txnindex`) and read_committed offsets ([`txn_view`]).
 //!
+//! * crash recording ([`crash`]): Kafka's own appends, flushes, roll, cleaner
+//!   round and retention traced under strace, parsed and replayed on `SimFs` to
+//!   the directory Kafka left (`tests/kafka_crash_recording.rs`); images of the
+//!   trace loaded by Kafka as after a power loss.
+//!
 //! Every case is required (the codecs and LogAppendTime included); a
 //! case left out of [`REQUIRED_CASES`] would be reported `pending`, not `passed`.
 
 pub mod cases;
+pub mod crash;
 pub mod differential;
 pub mod harness;
 mod run;

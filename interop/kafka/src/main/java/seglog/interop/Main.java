@@ -71,6 +71,16 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *                              shut down): records with producer ids and flags, the
  *                              last stable offset, collectAbortedTransactions (the
  *                              .txnindex files) and the read_committed offsets
+ * crash-workload --dir P/topic-0 --out ACKS.json
+ *                              CrashWorkload's script of Kafka's own calls on a new
+ *                              partition directory (appends, flushes, roll, a Cleaner
+ *                              round, retention, close) on one thread, each step
+ *                              marked by a failed access of P/.seglog-mark-N-WHAT;
+ *                              ACKS: what each step did and acknowledged
+ * crash-load --list DIRS.txt --out F.json
+ *                              CrashLoad: every image directory listed (P holding
+ *                              topic-0 and the checkpoints) loaded as after a power
+ *                              loss, in one JVM; F: what Kafka serves from each
  * </pre>
  *
  * A case is a codec (none, gzip, snappy, lz4, zstd) or "logappendtime" (codec none,
@@ -120,6 +130,10 @@ public final class Main {
                     CleanRound.txnRead(new File(need(flags, "dir"))));
                 case "clean" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
                     CleanRound.run(JSON.readTree(new File(need(flags, "spec"))), new File(need(flags, "dir"))));
+                case "crash-workload" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
+                    CrashWorkload.run(new File(need(flags, "dir"))));
+                case "crash-load" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
+                    CrashLoad.run(new File(need(flags, "list"))));
                 default -> usage("unknown command " + args[0]);
             }
         } catch (CheckFailed e) {
@@ -138,7 +152,7 @@ public final class Main {
     }
 
     private static void usage(String why) {
-        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F (" + why + ")");
+        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F | crash-workload --dir P/topic-0 --out F | crash-load --list L --out F (" + why + ")");
         System.exit(2);
     }
 
