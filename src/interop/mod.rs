@@ -28,9 +28,13 @@
 //!   transactional workloads also the same markers, last stable offset, aborted
 //!   transactions (`.txnindex`) and read_committed offsets ([`txn_view`]).
 //!
+//! Beside the stage, [`bench_jvm`] runs Kafka's side of `seglog bench --kafka`
+//! (Kafka's log layer timed on seglog's bench fixtures, in one long-lived JVM).
+//!
 //! Every case is required (the codecs and LogAppendTime included); a
 //! case left out of [`REQUIRED_CASES`] would be reported `pending`, not `passed`.
 
+pub mod bench_jvm;
 pub mod cases;
 pub mod differential;
 pub mod harness;

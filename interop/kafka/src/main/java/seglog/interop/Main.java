@@ -71,6 +71,9 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *                              shut down): records with producer ids and flags, the
  *                              last stable offset, collectAbortedTransactions (the
  *                              .txnindex files) and the read_committed offsets
+ * bench                        Kafka's log layer timed on seglog bench's fixtures
+ *                              (seglog bench --kafka): commands on stdin, one JSON
+ *                              line a reply on stdout (see Bench)
  * </pre>
  *
  * A case is a codec (none, gzip, snappy, lz4, zstd) or "logappendtime" (codec none,
@@ -120,6 +123,7 @@ public final class Main {
                     CleanRound.txnRead(new File(need(flags, "dir"))));
                 case "clean" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
                     CleanRound.run(JSON.readTree(new File(need(flags, "spec"))), new File(need(flags, "dir"))));
+                case "bench" -> Bench.serve();
                 default -> usage("unknown command " + args[0]);
             }
         } catch (CheckFailed e) {
@@ -138,7 +142,7 @@ public final class Main {
     }
 
     private static void usage(String why) {
-        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F (" + why + ")");
+        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F | bench (commands on stdin) (" + why + ")");
         System.exit(2);
     }
 
