@@ -9,9 +9,10 @@
 //!   seglog encodes them for a producer ([`ProducedFixture`], which Kafka appends
 //!   as produce requests), and the compaction fixture's `.log` files as seglog
 //!   writes them;
-//! - each workload runs one untimed round of each side, then `--iterations` rounds
-//!   of each, alternately, the first side swapping every round so that the drift
-//!   of a shared machine hits both alike;
+//! - each workload runs [`WARMUP_ROUNDS`] untimed rounds of each side (the JVM's
+//!   JIT compiles Kafka's hot paths during them, as a broker's long-running JVM
+//!   has), then `--iterations` rounds of each, alternately, the first side
+//!   swapping every round so that the drift of a shared machine hits both alike;
 //! - a round's paired ratio is Kafka's time / seglog's (above 1: seglog is
 //!   faster), the figure the median of the paired ratios, with their min..max;
 //! - every round of both sides must report the same record count, or the bench
@@ -33,6 +34,10 @@ use super::LogFixture;
 
 /// The Kafka release the harness builds against (`interop/kafka/pom.xml`).
 pub const KAFKA_VERSION: &str = "4.4.0";
+
+/// Untimed rounds of each side before the timed ones, per workload: Kafka's round
+/// times fall over its first few rounds while the JIT compiles its hot paths.
+pub const WARMUP_ROUNDS: usize = 5;
 
 /// A workload both sides run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -110,7 +115,7 @@ impl Workload {
     pub fn kafka_times(self) -> &'static str {
         match self {
             Workload::Append | Workload::AppendRaw => "UnifiedLog.create, appendAsLeader of every batch (one produce request each), flush, close",
-            Workload::Fetch => "UnifiedLog.read of the whole log in 1 MiB steps, batch headers walked for the next offset",
+            Workload::Fetch => "UnifiedLog.read of the whole log in 1 MiB steps, each step's batch headers read from the file for the next offset",
             Workload::FetchRecords => "UnifiedLog.read in 1 MiB steps, every record of every batch iterated, key and value touched",
             Workload::Compact => "Cleaner.doClean of every closed segment (offset map, cleaned segments, flush, swap)",
         }

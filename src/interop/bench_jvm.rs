@@ -20,7 +20,9 @@ use serde::Serialize;
 use seglog::error::{Error, Result};
 
 use super::harness::{self, Harness};
-use crate::bench::kafka::{parse_round, KafkaRow, Round, SeglogSide, Workload, KAFKA_VERSION};
+use crate::bench::kafka::{
+    parse_round, KafkaRow, Round, SeglogSide, Workload, KAFKA_VERSION, WARMUP_ROUNDS,
+};
 use crate::bench::LogFixture;
 
 /// Bytes of the JVM's stderr kept for an error message.
@@ -50,6 +52,8 @@ pub struct KafkaReport {
     /// What the ratios are.
     pub metric: &'static str,
     pub iterations: usize,
+    /// Untimed rounds of each side before the timed ones, per workload.
+    pub warmup_rounds: usize,
     pub workloads: Vec<KafkaRow>,
 }
 
@@ -100,10 +104,12 @@ pub fn run(options: &KafkaBenchOptions) -> Result<KafkaReport> {
     }
     let mut rows = Vec::with_capacity(options.workloads.len());
     for &workload in &options.workloads {
-        // One untimed round of each, then the timed rounds, the first side
-        // swapping every round.
-        seglog.round(workload)?;
-        kafka.round(workload)?;
+        // Untimed rounds of each, then the timed rounds, the first side swapping
+        // every round.
+        for _ in 0..WARMUP_ROUNDS {
+            seglog.round(workload)?;
+            kafka.round(workload)?;
+        }
         let mut seglog_rounds = Vec::with_capacity(options.iterations);
         let mut kafka_rounds = Vec::with_capacity(options.iterations);
         for round in 0..options.iterations {
@@ -132,6 +138,7 @@ pub fn run(options: &KafkaBenchOptions) -> Result<KafkaReport> {
         kafka_version: KAFKA_VERSION,
         metric: "median of the per-round ratios Kafka time / seglog time (above 1: seglog is faster), with their min..max",
         iterations: options.iterations,
+        warmup_rounds: WARMUP_ROUNDS,
         workloads: rows,
     })
 }

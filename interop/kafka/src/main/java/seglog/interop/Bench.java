@@ -64,8 +64,9 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *                      as a broker closes a partition; timed from the create to the
  *                      close; the directory is removed afterwards (untimed)
  * round fetch          UnifiedLog.read of the whole read log in 1 MiB steps
- *                      (FetchIsolation.LOG_END), each step's batch headers walked for
- *                      the next offset; bytes = the fetched bytes
+ *                      (FetchIsolation.LOG_END), each step's batch headers read for
+ *                      the next offset (a step can end in part of a batch, which the
+ *                      next step fetches again); bytes = the whole batches fetched
  * round fetch_records  the same reads, every record of every fetched batch iterated
  *                      with its key and value touched; bytes = key and value bytes
  * round compact        untimed: a copy of clean-source-0 (fsynced), opened as cleanly
@@ -288,9 +289,6 @@ final class Bench {
         while (next < end) {
             FetchDataInfo fetched = log.read(next, READ_BYTES, FetchIsolation.LOG_END, true);
             long before = next;
-            if (!records) {
-                bytes += fetched.records.sizeInBytes();
-            }
             for (RecordBatch batch : fetched.records.batches()) {
                 if (records) {
                     for (Record record : batch) {
@@ -302,6 +300,7 @@ final class Bench {
                     }
                 } else {
                     count += batch.lastOffset() + 1 - Math.max(batch.baseOffset(), next);
+                    bytes += batch.sizeInBytes();
                 }
                 next = batch.nextOffset();
             }
