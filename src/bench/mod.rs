@@ -11,6 +11,8 @@
 //! * [`raw`]: producer batches appended as they came vs `BufWriter`.
 //! * [`clean_append`]: appends while the cleaner compacts the same partition vs
 //!   appends alone, and their latency vs the swap's fsync floor.
+//! * [`kafka`]: the workloads shared with Apache Kafka's own log layer, seglog's
+//!   side of each and the paired ratios (`seglog bench --kafka`).
 //! * [`mod@compare`]: two builds' benches, round by round, judged row by row
 //!   (`seglog bench --compare`).
 //!
@@ -27,6 +29,7 @@ pub mod codecs;
 pub mod compaction;
 pub mod compare;
 pub mod incremental;
+pub mod kafka;
 pub mod kafka_policy;
 pub mod log;
 pub mod open;

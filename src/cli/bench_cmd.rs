@@ -116,12 +116,28 @@ pub struct BenchArgs {
     /// Rounds of `--compare` (each build's bench once a round).
     #[arg(long, default_value_t = 5, requires = "compare")]
     pub rounds: usize,
-    /// With `--compare`: also write the comparison as JSON to this file.
-    #[arg(long, value_name = "FILE", requires = "compare")]
+    /// With `--compare`: also write the comparison as JSON to this file; with
+    /// `--kafka`: also write the bench's JSON (with its `kafka` field) to it.
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Run the workloads of the selected suites (append, append-raw, read,
+    /// compact; default: all four) beside Apache Kafka 4.4's own log layer
+    /// (`UnifiedLog`, `Cleaner`) on the same fixture bytes, instead of their
+    /// rows: seglog's and Kafka's rounds alternate `--iterations` times in one
+    /// warm JVM; prints each workload's speed ratio (Kafka time / seglog time,
+    /// median of the paired ratios, with their min-max) and what each side
+    /// times, and adds a `kafka` field to the JSON. Needs java 17 and mvn
+    /// (docs/performance.md).
+    #[arg(long, conflicts_with = "compare")]
+    pub kafka: bool,
 }
 
 pub fn bench(args: BenchArgs) -> Result<Outcome> {
+    if args.json.is_some() {
+        return Err(Error::InvalidArgument(
+            "--json needs --compare or --kafka".into(),
+        ));
+    }
     if args.records == 0 || args.batch_records == 0 || args.iterations == 0 {
         return Err(Error::InvalidArgument(
             "--records, --batch-records and --iterations must be at least 1".into(),

@@ -241,7 +241,8 @@ fn stderr_tail(stderr: &[u8]) -> String {
     lines[from..].join("\n")
 }
 
-fn write_report(path: &PathBuf, text: &str) -> Result<()> {
+/// Writes `text` to `path`, replacing a file there.
+pub(crate) fn write_report(path: &PathBuf, text: &str) -> Result<()> {
     let fs = StdFs::new();
     if fs.exists(path) {
         fs.remove_file(path).map_err(|e| Error::io(path, e))?;
@@ -267,6 +268,7 @@ mod tests {
             compare: Some(PathBuf::from("other")),
             rounds: 5,
             json: None,
+            kafka: false,
         };
         let forwarded = forwarded_args(&args);
         assert_eq!(

@@ -11,6 +11,7 @@
 pub mod alice_cmd;
 pub mod bench_cmd;
 pub mod bench_compare_cmd;
+pub mod bench_kafka_cmd;
 pub mod cleanup_cmds;
 pub mod damage_cmd;
 pub mod log_cmds;
@@ -179,6 +180,7 @@ pub fn dispatch(command: Command) -> seglog::Result<Outcome> {
         Command::Verify(args) => verify_cmd::verify(args),
         Command::Bench(args) => match args.compare.clone() {
             Some(other) => bench_compare_cmd::compare(&args, &other),
+            None if args.kafka => bench_kafka_cmd::kafka(&args),
             None => bench_cmd::bench(args),
         },
         Command::Damage(args) => damage_cmd::damage(args),

@@ -91,6 +91,18 @@ impl Harness {
         &self.classpath
     }
 
+    /// `java -cp CLASSPATH seglog.interop.Main ARGS`, not started: for a
+    /// long-lived harness command (`bench`) that the caller talks to.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("java");
+        command
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg("seglog.interop.Main")
+            .args(args);
+        command
+    }
+
     /// Runs one harness command; `Err` carries its stderr (a failed Kafka check).
     pub fn run(&self, args: &[&str]) -> Result<(), String> {
         let output = Command::new("java")

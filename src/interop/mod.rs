@@ -33,9 +33,13 @@
 //!   the directory Kafka left (`tests/kafka_crash_recording.rs`); images of the
 //!   trace loaded by Kafka as after a power loss.
 //!
+//! Beside the stage, [`bench_jvm`] runs Kafka's side of `seglog bench --kafka`
+//! (Kafka's log layer timed on seglog's bench fixtures, in one long-lived JVM).
+//!
 //! Every case is required (the codecs and LogAppendTime included); a
 //! case left out of [`REQUIRED_CASES`] would be reported `pending`, not `passed`.
 
+pub mod bench_jvm;
 pub mod cases;
 pub mod crash;
 pub mod differential;

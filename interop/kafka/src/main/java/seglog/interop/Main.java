@@ -81,6 +81,9 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *                              CrashLoad: every image directory listed (P holding
  *                              topic-0 and the checkpoints) loaded as after a power
  *                              loss, in one JVM; F: what Kafka serves from each
+ * bench                        Kafka's log layer timed on seglog bench's fixtures
+ *                              (seglog bench --kafka): commands on stdin, one JSON
+ *                              line a reply on stdout (see Bench)
  * </pre>
  *
  * A case is a codec (none, gzip, snappy, lz4, zstd) or "logappendtime" (codec none,
@@ -134,6 +137,7 @@ public final class Main {
                     CrashWorkload.run(new File(need(flags, "dir"))));
                 case "crash-load" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
                     CrashLoad.run(new File(need(flags, "list"))));
+                case "bench" -> Bench.serve();
                 default -> usage("unknown command " + args[0]);
             }
         } catch (CheckFailed e) {
@@ -152,7 +156,7 @@ public final class Main {
     }
 
     private static void usage(String why) {
-        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F | crash-workload --dir P/topic-0 --out F | crash-load --list L --out F (" + why + ")");
+        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F | crash-workload --dir P/topic-0 --out F | crash-load --list L --out F | bench (commands on stdin) (" + why + ")");
         System.exit(2);
     }
 
