@@ -30,8 +30,10 @@
 //!
 //! * crash recording ([`crash`]): Kafka's own appends, flushes, roll, cleaner
 //!   round and retention traced under strace, parsed and replayed on `SimFs` to
-//!   the directory Kafka left (`tests/kafka_crash_recording.rs`); images of the
-//!   trace loaded by Kafka as after a power loss.
+//!   the directory Kafka left (`tests/kafka_crash_recording.rs`); every
+//!   power-loss image of the trace under both persistence models loaded by Kafka
+//!   as after a power loss and held to an oracle of the workload's
+//!   acknowledgments.
 //!
 //! Every case is required (the codecs and LogAppendTime included); a
 //! case left out of [`REQUIRED_CASES`] would be reported `pending`, not `passed`.
