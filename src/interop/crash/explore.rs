@@ -21,7 +21,8 @@
 //! Kafka served, and the image's directories and files (each file's bytes up to
 //! its last non-zero byte, base64, and its length). A case of the any-subset
 //! model whose image the ordered-metadata model also gives with findings is
-//! classed `ordered-metadata`; the others `pessimistic-only`.
+//! classed `ordered-metadata`; the others `pessimistic-only` (`unclassified` when
+//! the ordered-metadata model is not explored).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -73,8 +74,8 @@ pub struct CaseFile {
 pub struct Case {
     /// `any-subset` or `ordered-metadata`.
     pub model: String,
-    /// `ordered-metadata` (the ordered model gives the image too) or
-    /// `pessimistic-only`.
+    /// `ordered-metadata` (the ordered model gives the image with findings too),
+    /// `pessimistic-only`, or `unclassified` (the ordered model was not explored).
     pub class: String,
     /// The crash point: the calls replayed before the power loss.
     pub crash_point: usize,
@@ -308,6 +309,7 @@ pub fn explore(
         reports.push(report);
         case_images.push(images_of_cases);
     }
+    let explored_ordered = options.models.contains(&Persistence::OrderedMetadata);
     let ordered = finding_images
         .remove(&Persistence::OrderedMetadata)
         .unwrap_or_default();
@@ -317,8 +319,10 @@ pub fn explore(
                 case.model == Persistence::OrderedMetadata.name() || ordered.contains(image);
             case.class = if also_ordered {
                 "ordered-metadata"
-            } else {
+            } else if explored_ordered {
                 "pessimistic-only"
+            } else {
+                "unclassified"
             }
             .to_string();
         }
