@@ -76,8 +76,8 @@ fn explored(variant: &str) -> Vec<explore::ModelReport> {
         .expect("the images load and are judged");
     for r in &reports {
         eprintln!(
-            "{variant} {}: {} crash points, {} distinct images judged, {} absent, {} load errors, {} with findings {:?}",
-            r.model, r.crash_points, r.images, r.absent, r.errors, r.findings, r.by_kind
+            "{variant} {}: {} crash points, {} distinct images loaded, {} judgments, {} absent, {} load errors, {} with findings {:?}",
+            r.model, r.crash_points, r.images, r.judgments, r.absent, r.errors, r.findings, r.by_kind
         );
         for case in &r.cases {
             eprintln!(

@@ -86,6 +86,7 @@ pub fn kafka_crash(args: KafkaCrashArgs) -> Result<Outcome> {
                 "images": r.images,
                 "absent": r.absent,
                 "load_errors": r.errors,
+                "judgments": r.judgments,
                 "findings": r.findings,
                 "by_kind": r.by_kind,
                 "ordered_metadata": classes("ordered-metadata"),

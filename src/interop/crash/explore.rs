@@ -6,7 +6,8 @@
 //! crash points), the first `images_per_point` power-loss images `SimFs` gives are
 //! taken, and identical images of the model are kept once. Each is laid out in its
 //! own directory, all are loaded by one `crash-load` JVM, and each answer is
-//! judged by [`oracle::judge`] with the markers the crash point follows.
+//! judged by [`oracle::judge`] once per number of markers the image occurs after
+//! (the same image after a flush's marker owes what the flush acknowledged).
 //!
 //! Memory-mapped index content is not in the trace: an image's `.index` and
 //! `.timeindex` hold what the system calls made of them, zeros at the traced
@@ -107,7 +108,10 @@ pub struct ModelReport {
     pub absent: u64,
     /// Images whose load threw.
     pub errors: u64,
-    /// Images with findings.
+    /// Judgments: each image against the acknowledgments of each number of
+    /// markers it occurs after.
+    pub judgments: u64,
+    /// Judgments with findings (each a case).
     pub findings: u64,
     /// Findings by kind.
     pub by_kind: BTreeMap<String, u64>,
@@ -189,12 +193,19 @@ fn nonzero_len(bytes: &[u8]) -> usize {
     0
 }
 
-/// One distinct image of a model, and where it came from.
-struct Taken {
-    image: Image,
+/// Where an image occurs: the first crash point after a given number of markers,
+/// and what the power loss took there.
+struct Occurrence {
     crash_point: usize,
     completed: usize,
     lost: Vec<String>,
+}
+
+/// One distinct image of a model, and where it occurs: once per number of markers
+/// before it (the same image after more acknowledgments owes more).
+struct Taken {
+    image: Image,
+    at: Vec<Occurrence>,
 }
 
 /// The distinct power-loss images of `recording` under `model`, and the crash
@@ -206,8 +217,8 @@ fn images(
 ) -> Result<(Vec<Taken>, u64), String> {
     let sim = image::read_tree(&recording.before).map_err(|e| e.to_string())?;
     sim.set_persistence(model);
-    let mut seen = HashSet::new();
-    let mut taken = Vec::new();
+    let mut seen: HashMap<Image, usize> = HashMap::new();
+    let mut taken: Vec<Taken> = Vec::new();
     let mut completed = 0;
     let mut points = 0;
     for k in 0..=recording.calls.len() {
@@ -222,9 +233,15 @@ fn images(
         points += 1;
         for crash in sim.crash_images(CrashMode::PowerLoss, per_point.max(1)) {
             let image = Image::of(&crash.fs);
-            if seen.insert(image.clone()) {
+            let i = *seen.entry(image.clone()).or_insert_with(|| {
                 taken.push(Taken {
                     image,
+                    at: Vec::new(),
+                });
+                taken.len() - 1
+            });
+            if taken[i].at.iter().all(|o| o.completed != completed) {
+                taken[i].at.push(Occurrence {
                     crash_point: k,
                     completed,
                     lost: crash.lost.iter().map(ToString::to_string).collect(),
@@ -263,6 +280,7 @@ pub fn explore(
             images: taken.len() as u64,
             absent: 0,
             errors: 0,
+            judgments: 0,
             findings: 0,
             by_kind: BTreeMap::new(),
             cases: Vec::new(),
@@ -275,36 +293,39 @@ pub fn explore(
                 Served::Error { .. } => report.errors += 1,
                 Served::Log(_) => {}
             }
-            let findings = oracle::judge(&acks, t.completed, &served);
-            if findings.is_empty() {
-                continue;
+            report.judgments += t.at.len() as u64;
+            for at in t.at {
+                let findings = oracle::judge(&acks, at.completed, &served);
+                if findings.is_empty() {
+                    continue;
+                }
+                report.findings += 1;
+                for f in &findings {
+                    *report.by_kind.entry(f.kind.name().to_string()).or_default() += 1;
+                }
+                let (dirs, files) = t.image.case_files();
+                report.cases.push(Case {
+                    model: model.name().to_string(),
+                    class: String::new(),
+                    crash_point: at.crash_point,
+                    completed_steps: at.completed,
+                    last_marker: at
+                        .completed
+                        .checked_sub(1)
+                        .and_then(|i| markers.get(i).cloned()),
+                    next_call: recording.calls.get(at.crash_point).map(ToString::to_string),
+                    lost: at.lost,
+                    findings,
+                    served: served.clone(),
+                    dirs,
+                    files,
+                });
+                finding_images
+                    .entry(model)
+                    .or_default()
+                    .insert(t.image.clone());
+                images_of_cases.push(t.image.clone());
             }
-            report.findings += 1;
-            for f in &findings {
-                *report.by_kind.entry(f.kind.name().to_string()).or_default() += 1;
-            }
-            let (dirs, files) = t.image.case_files();
-            report.cases.push(Case {
-                model: model.name().to_string(),
-                class: String::new(),
-                crash_point: t.crash_point,
-                completed_steps: t.completed,
-                last_marker: t
-                    .completed
-                    .checked_sub(1)
-                    .and_then(|i| markers.get(i).cloned()),
-                next_call: recording.calls.get(t.crash_point).map(ToString::to_string),
-                lost: t.lost,
-                findings,
-                served,
-                dirs,
-                files,
-            });
-            finding_images
-                .entry(model)
-                .or_default()
-                .insert(t.image.clone());
-            images_of_cases.push(t.image);
         }
         reports.push(report);
         case_images.push(images_of_cases);
