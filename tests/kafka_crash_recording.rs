@@ -27,7 +27,8 @@
 //! * Kafka's own workload: at least 1,000 distinct images per model are judged;
 //!   each image with findings is written as a case file under
 //!   `kafka-crash-cases/normal/` of cargo's `CARGO_TARGET_TMPDIR` and printed (a finding of Kafka's is a
-//!   result, reported, not a failure of the test);
+//!   result, reported, not a failure of the test), and each case rebuilds from
+//!   its crash point and lost items to the image it holds;
 //! * teeth: the `no-flush` variant, whose flush steps acknowledge without
 //!   flushing, gives findings (lost acknowledged records) under both models.
 //!
@@ -96,6 +97,15 @@ fn explored(variant: &str) -> Vec<explore::ModelReport> {
         .join(variant);
     let written = explore::write_cases(&reports, &dir).expect("the cases are written");
     eprintln!("{} case files in {}", written.len(), dir.display());
+    // Each case rebuilds from its crash point and lost items; without them, not.
+    for case in reports.iter().flat_map(|r| &r.cases) {
+        explore::rebuild(&recording, case).expect("the case replays");
+        if !case.lost.is_empty() {
+            let mut nothing_lost = case.clone();
+            nothing_lost.lost.clear();
+            assert!(explore::rebuild(&recording, &nothing_lost).is_err());
+        }
+    }
     reports
 }
 

@@ -38,7 +38,7 @@ use crate::alice::image;
 use crate::alice::strace::SysCall;
 use crate::interop::harness::Harness;
 use crate::sweep::PARENT_DIR;
-use seglog::fs::sim::{CrashMode, Persistence, SimFs};
+use seglog::fs::sim::{CrashMode, LostItem, Persistence, SimFs};
 use seglog::fs::{FileSystem, StdFs};
 
 /// How hard to look.
@@ -349,6 +349,40 @@ pub fn explore(
         }
     }
     Ok(reports)
+}
+
+/// Rebuilds the image of `case` from `recording` (its calls up to the crash point
+/// replayed under the case's model, then the power loss that lost the case's
+/// items) and checks it is the image the case holds; `Err` says how it differs.
+pub fn rebuild(recording: &Recording, case: &Case) -> Result<(), String> {
+    let model: Persistence = case.model.parse().map_err(|e| format!("{e}"))?;
+    let sim = image::read_tree(&recording.before).map_err(|e| e.to_string())?;
+    sim.set_persistence(model);
+    for call in recording.calls.iter().take(case.crash_point) {
+        image::replay(&sim, &recording.root, call)
+            .map_err(|e| format!("system call ({call}) does not replay: {e}"))?;
+    }
+    let lost = case
+        .lost
+        .iter()
+        .map(|l| l.parse::<LostItem>().map_err(|e| format!("{l}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rebuilt = sim
+        .crash_image_with(&lost)
+        .map_err(|e| format!("the power loss of {:?}: {e}", case.lost))?;
+    let (dirs, files) = Image::of(&rebuilt).case_files();
+    let same_files = files.len() == case.files.len()
+        && files
+            .iter()
+            .zip(&case.files)
+            .all(|(a, b)| a.path == b.path && a.len == b.len && a.base64 == b.base64);
+    if dirs != case.dirs || !same_files {
+        return Err(format!(
+            "the rebuilt image differs from the case's (crash point {}, lost {:?})",
+            case.crash_point, case.lost
+        ));
+    }
+    Ok(())
 }
 
 /// Writes every case of `reports` to `dir` as `MODEL-N.json`; the paths written.
