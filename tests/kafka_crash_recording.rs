@@ -20,6 +20,18 @@
 //! serves from each is printed, and the final image must serve the log start and
 //! end offsets the workload acknowledged at close.
 //!
+//! The crash explorer over the recording (`crash::explore`): every power-loss image
+//! `SimFs` gives at every crash point of the trace, under the any-subset and the
+//! ordered-metadata persistence models, deduplicated per model, loaded by Kafka
+//! (one `crash-load` JVM per model) and held to the oracle (`crash::oracle`):
+//! * Kafka's own workload: at least 1,000 distinct images per model are judged;
+//!   each image with findings is written as a case file under
+//!   `kafka-crash-cases/normal/` of cargo's `CARGO_TARGET_TMPDIR` and printed (a finding of Kafka's is a
+//!   result, reported, not a failure of the test), and each case rebuilds from
+//!   its crash point and lost items to the image it holds;
+//! * teeth: the `no-flush` variant, whose flush steps acknowledge without
+//!   flushing, gives findings (lost acknowledged records) under both models.
+//!
 //! Needs `java` (17), `mvn` and `strace`; without them the test says so and passes,
 //! unless `SEGLOG_REQUIRE_KAFKA_INTEROP=1` (CI sets it) makes that a failure.
 
@@ -28,7 +40,7 @@ use std::path::Path;
 use seglog::fs::sim::CrashMode;
 use seglog_suite::alice::strace::SysCall;
 use seglog_suite::alice::{default_scratch, strace_available};
-use seglog_suite::interop::crash;
+use seglog_suite::interop::crash::{self, explore, oracle::FindingKind};
 use seglog_suite::interop::harness::{self, Harness};
 
 /// Why the recording cannot run here, if it cannot.
@@ -36,6 +48,107 @@ fn unavailable() -> Option<String> {
     harness::unavailable().or_else(|| {
         (!strace_available(Path::new("strace"))).then(|| "`strace` is not on the PATH".into())
     })
+}
+
+/// True (after saying why) when the test cannot run here and may skip.
+fn skipped(name: &str) -> bool {
+    let Some(reason) = unavailable() else {
+        return false;
+    };
+    assert!(
+        std::env::var("SEGLOG_REQUIRE_KAFKA_INTEROP").as_deref() != Ok("1"),
+        "{name} was required but skipped: {reason}"
+    );
+    eprintln!("{name} skipped: {reason}");
+    true
+}
+
+/// Records `variant`, explores its images under both models, prints the table and
+/// every case, and writes the cases under `CARGO_TARGET_TMPDIR/kafka-crash-cases/VARIANT/`.
+fn explored(variant: &str) -> Vec<explore::ModelReport> {
+    let harness = Harness::build().expect("the harness builds");
+    let recording =
+        crash::record_variant(&harness, Path::new("strace"), &default_scratch(), variant)
+            .expect("recorded");
+    recording
+        .fidelity()
+        .expect("the replay gives Kafka's directory");
+    let reports = explore::explore(&harness, &recording, &explore::ExploreOptions::default())
+        .expect("the images load and are judged");
+    for r in &reports {
+        eprintln!(
+            "{variant} {}: {} crash points, {} distinct images loaded, {} judgments, {} absent, {} load errors, {} with findings {:?}",
+            r.model, r.crash_points, r.images, r.judgments, r.absent, r.errors, r.findings, r.by_kind
+        );
+        for case in &r.cases {
+            eprintln!(
+                "  {} [{}] crash point {} after {:?}, lost {:?}: {:?}",
+                case.model,
+                case.class,
+                case.crash_point,
+                case.last_marker,
+                case.lost,
+                case.findings.iter().map(|f| &f.detail).collect::<Vec<_>>()
+            );
+        }
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("kafka-crash-cases")
+        .join(variant);
+    let written = explore::write_cases(&reports, &dir).expect("the cases are written");
+    eprintln!("{} case files in {}", written.len(), dir.display());
+    // Each case rebuilds from its crash point and lost items; without them, not.
+    for case in reports.iter().flat_map(|r| &r.cases) {
+        explore::rebuild(&recording, case).expect("the case replays");
+        if !case.lost.is_empty() {
+            let mut nothing_lost = case.clone();
+            nothing_lost.lost.clear();
+            assert!(explore::rebuild(&recording, &nothing_lost).is_err());
+        }
+    }
+    reports
+}
+
+#[test]
+#[ignore = "nightly tier (.ci/nightly): traces Kafka 4.4 and loads thousands of its crash images"]
+fn kafkas_crash_images_are_judged_under_both_persistence_models() {
+    if skipped("the Kafka crash explorer") {
+        return;
+    }
+    let reports = explored("normal");
+    assert_eq!(reports.len(), 2);
+    for r in &reports {
+        assert!(
+            r.images >= 1000,
+            "{}: only {} distinct images",
+            r.model,
+            r.images
+        );
+        // Every finding is kept as a case, classed by model.
+        assert_eq!(r.cases.len() as u64, r.findings);
+        assert!(r.cases.iter().all(|c| !c.class.is_empty()));
+    }
+}
+
+#[test]
+#[ignore = "nightly tier (.ci/nightly): traces Kafka 4.4 and loads thousands of its crash images"]
+fn a_workload_acknowledging_flushes_it_skips_is_caught() {
+    if skipped("the Kafka crash explorer's teeth") {
+        return;
+    }
+    let reports = explored("no-flush");
+    for r in &reports {
+        assert!(
+            r.by_kind.get("loss").is_some_and(|&n| n > 0),
+            "{}: acknowledged unflushed records are never lost: {:?}",
+            r.model,
+            r.by_kind
+        );
+        assert!(r
+            .cases
+            .iter()
+            .any(|c| c.findings.iter().any(|f| f.kind == FindingKind::Loss)));
+    }
 }
 
 #[test]

@@ -14,6 +14,7 @@ pub mod bench_compare_cmd;
 pub mod bench_kafka_cmd;
 pub mod cleanup_cmds;
 pub mod damage_cmd;
+pub mod kafka_crash_cmd;
 pub mod log_cmds;
 pub mod model_cmd;
 pub mod replay_cmd;
@@ -85,6 +86,10 @@ pub enum Command {
     /// them: every prefix of each command's trace with the losses a power loss
     /// allows, laid out on the real disk, recovered by the binary, judged exactly.
     Alice(alice_cmd::AliceArgs),
+    /// Kafka's own log layer traced (strace) through a scripted workload: every
+    /// power-loss image of its trace under each persistence model loaded by Kafka
+    /// and held to the workload's acknowledgments (needs java, mvn and strace).
+    KafkaCrash(kafka_crash_cmd::KafkaCrashArgs),
     /// Flip bits, truncate and zero ranges in every file of the named workloads' logs
     /// (end state and protocol crash points), open each image, check the outcome.
     Damage(damage_cmd::DamageArgs),
@@ -185,6 +190,7 @@ pub fn dispatch(command: Command) -> seglog::Result<Outcome> {
         },
         Command::Damage(args) => damage_cmd::damage(args),
         Command::Alice(args) => alice_cmd::alice(args),
+        Command::KafkaCrash(args) => kafka_crash_cmd::kafka_crash(args),
         Command::Soak(args) => soak_cmd::soak(args),
         Command::SoakChild(args) => soak_cmd::soak_child(args),
     }

@@ -27,6 +27,24 @@
 //! power loss; what Kafka serves from each is returned as the harness prints it.
 //! An index in an image holds what the system calls wrote (zeros where Kafka
 //! wrote entries through its memory map).
+//!
+//! The parts, each in `crash/`:
+//! * `acks.rs`: the workload's acknowledgments and what Kafka serves from an
+//!   image, as types ([`acks::Acks`], [`acks::Served`]);
+//! * `oracle.rs`: the pure judgment of one image ([`oracle::judge`]): no
+//!   acknowledged-durable record lost, no offset invented, moved or served twice,
+//!   the cleaner's keys old or new, the checkpointed log start kept, segments
+//!   apart, and a load that does not throw;
+//! * `explore.rs`: every power-loss image of the recording under both persistence
+//!   models, deduplicated, loaded by one `crash-load` per model and judged
+//!   ([`explore::explore`]), findings kept as replayable cases.
+//!
+//! The workload's `no-flush` variant ([`VARIANTS`]) acknowledges flushes it does
+//! not make: its images must give findings.
+
+pub mod acks;
+pub mod explore;
+pub mod oracle;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -79,8 +97,28 @@ pub struct Fidelity {
     pub dirs: usize,
 }
 
+/// The workload's variants: Kafka's own script, and one whose flush steps
+/// acknowledge without flushing.
+pub const VARIANTS: &[&str] = &["normal", "no-flush"];
+
 /// Runs `crash-workload` under strace in a fresh directory under `scratch`.
 pub fn record(harness: &Harness, strace_bin: &Path, scratch: &Path) -> Result<Recording, String> {
+    record_variant(harness, strace_bin, scratch, "normal")
+}
+
+/// Runs the `variant` of `crash-workload` (one of [`VARIANTS`]) under strace in a
+/// fresh directory under `scratch`.
+pub fn record_variant(
+    harness: &Harness,
+    strace_bin: &Path,
+    scratch: &Path,
+    variant: &str,
+) -> Result<Recording, String> {
+    if !VARIANTS.contains(&variant) {
+        return Err(format!(
+            "not a crash-workload variant: {variant:?} ({VARIANTS:?})"
+        ));
+    }
     let tmp = tempfile::tempdir_in(scratch).map_err(|e| e.to_string())?;
     let root = tmp.path().join("root");
     let before = tmp.path().join("before");
@@ -102,6 +140,7 @@ pub fn record(harness: &Harness, strace_bin: &Path, scratch: &Path) -> Result<Re
         .arg(root.join(PARTITION_DIR))
         .arg("--out")
         .arg(&acks)
+        .args(["--variant", variant])
         .current_dir(tmp.path())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", strace_bin.display()))?;
@@ -191,15 +230,30 @@ pub fn load(
 ) -> Result<Vec<serde_json::Value>, String> {
     let tmp = tempfile::tempdir_in(scratch).map_err(|e| e.to_string())?;
     let fs = StdFs::new();
-    let mut list = String::new();
+    let mut dirs = Vec::new();
     for (i, image) in images.iter().enumerate() {
         let dir = tmp.path().join(format!("image-{i}"));
         fs.create_dir_all(&dir).map_err(|e| e.to_string())?;
         image::write_tree(image, &dir).map_err(|e| format!("laying out image {i}: {e}"))?;
+        dirs.push(dir);
+    }
+    load_dirs(harness, &dirs, tmp.path())
+}
+
+/// What Kafka serves from each image laid out in `dirs` (one `crash-load` JVM; its
+/// list and answer files go in `work`), one JSON object per image, in order.
+pub fn load_dirs(
+    harness: &Harness,
+    dirs: &[PathBuf],
+    work: &Path,
+) -> Result<Vec<serde_json::Value>, String> {
+    let fs = StdFs::new();
+    let mut list = String::new();
+    for dir in dirs {
         list.push_str(&format!("{}\n", dir.display()));
     }
-    let list_file = tmp.path().join("images.txt");
-    let out = tmp.path().join("loaded.json");
+    let list_file = work.join("images.txt");
+    let out = work.join("loaded.json");
     fs.write_new(&list_file, list.as_bytes())
         .map_err(|e| e.to_string())?;
     let path = |p: &Path| p.display().to_string();
@@ -217,11 +271,11 @@ pub fn load(
         .as_array()
         .cloned()
         .ok_or("crash-load listed no images")?;
-    if loaded.len() != images.len() {
+    if loaded.len() != dirs.len() {
         return Err(format!(
             "crash-load answered for {} images of {}",
             loaded.len(),
-            images.len()
+            dirs.len()
         ));
     }
     Ok(loaded)

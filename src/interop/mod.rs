@@ -30,8 +30,10 @@
 //!
 //! * crash recording ([`crash`]): Kafka's own appends, flushes, roll, cleaner
 //!   round and retention traced under strace, parsed and replayed on `SimFs` to
-//!   the directory Kafka left (`tests/kafka_crash_recording.rs`); images of the
-//!   trace loaded by Kafka as after a power loss.
+//!   the directory Kafka left (`tests/kafka_crash_recording.rs`); every
+//!   power-loss image of the trace under both persistence models loaded by Kafka
+//!   as after a power loss and held to an oracle of the workload's
+//!   acknowledgments.
 //!
 //! Beside the stage, [`bench_jvm`] runs Kafka's side of `seglog bench --kafka`
 //! (Kafka's log layer timed on seglog's bench fixtures, in one long-lived JVM).

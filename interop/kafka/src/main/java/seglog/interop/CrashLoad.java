@@ -34,7 +34,9 @@ import org.apache.kafka.storage.internals.log.UnifiedLog;
  * <p>Per image: {@code absent} (no partition directory), or {@code error} (the load
  * or the read threw: class and message), or the log start and end offsets, the
  * recovery point after loading, every segment's base and next offset, and every
- * record (offset, key and value as text, null for none). An image that fails does
+ * record (offset, key and value as text, null for none) read from the log start on;
+ * when a read from an offset below the log end returns no record (a hole up to
+ * the log end, which Kafka serves nothing from), {@code read_ends_at} says where. An image that fails does
  * not stop the others.
  */
 final class CrashLoad {
@@ -117,7 +119,12 @@ final class CrashLoad {
                     }
                     next = batch.nextOffset();
                 }
-                Main.check(next > before, "UnifiedLog.read made no progress at " + before);
+                if (next == before) {
+                    // No record at or after `next`: Kafka's read skips empty segments,
+                    // so the offsets up to the log end are a hole it serves nothing from.
+                    image.put("read_ends_at", next);
+                    break;
+                }
             }
         } finally {
             log.close();

@@ -61,10 +61,30 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  * acknowledgment file lists each step: what it was, its marker, the offsets it
  * appended, the recovery point (flushed up to), the log start and end offsets, the
  * tasks the scheduler ran, and for the cleaner round every key's latest value
- * before and after.
+ * before and after. An append step lists its records (offset, key, value); a step
+ * that flushed says up to which offset it acknowledges the log durable ({@code
+ * flushed_to}, the log end offset it flushed to); a step that wrote the two
+ * checkpoints says so ({@code checkpointed}).
+ *
+ * <p>The {@code no-flush} variant is the crash explorer's teeth: its flush steps
+ * write the checkpoints and acknowledge {@code flushed_to} without calling {@code
+ * flush}, so power-loss images after them lose records the workload acknowledged.
  */
 final class CrashWorkload {
     private CrashWorkload() {}
+
+    /** Which script runs: Kafka's own, or one that acknowledges a flush it skips. */
+    enum Variant {
+        NORMAL, NO_FLUSH;
+
+        static Variant of(String name) throws Main.CheckFailed {
+            return switch (name) {
+                case "normal" -> NORMAL;
+                case "no-flush" -> NO_FLUSH;
+                default -> throw new Main.CheckFailed("not a crash-workload variant: " + name + " (normal, no-flush)");
+            };
+        }
+    }
 
     /** The partition the workload writes and {@code crash-load} loads. */
     static final TopicPartition PARTITION = new TopicPartition("topic", 0);
@@ -111,13 +131,15 @@ final class CrashWorkload {
         final UnifiedLog log;
         final QueueScheduler scheduler;
         final ArrayNode steps;
+        final Variant variant;
         int next = 0;
 
-        Run(File parent, UnifiedLog log, QueueScheduler scheduler, ArrayNode steps) {
+        Run(File parent, UnifiedLog log, QueueScheduler scheduler, ArrayNode steps, Variant variant) {
             this.parent = parent;
             this.log = log;
             this.scheduler = scheduler;
             this.steps = steps;
+            this.variant = variant;
         }
 
         /** Ends a step: runs the queued tasks, records it, and marks it in the trace. */
@@ -153,13 +175,25 @@ final class CrashWorkload {
             ObjectNode step = ack(what);
             step.put("first_offset", info.firstOffset());
             step.put("last_offset", info.lastOffset());
+            ArrayNode appended = step.putArray("records");
+            for (int i = 0; i < pairs.length; i++) {
+                ObjectNode r = appended.addObject();
+                r.put("offset", info.firstOffset() + i);
+                r.put("key", pairs[i][0]);
+                r.put("value", pairs[i][1]);
+            }
         }
 
         /** Flushes the whole log and checkpoints it as the log manager does. */
         void flush(String what) throws Exception {
-            log.flush(true);
+            long flushedTo = log.logEndOffset();
+            if (variant != Variant.NO_FLUSH) {
+                log.flush(true);
+            }
             checkpoint();
-            ack(what);
+            ObjectNode step = ack(what);
+            step.put("flushed_to", flushedTo);
+            step.put("checkpointed", true);
         }
 
         /** The log manager's checkpoints of this log's recovery point and start offset. */
@@ -173,7 +207,7 @@ final class CrashWorkload {
     }
 
     /** Runs the script on {@code dir} (PARENT/topic-0, not yet there); the acknowledgments. */
-    static ObjectNode run(File dir) throws Exception {
+    static ObjectNode run(File dir, Variant variant) throws Exception {
         File parent = dir.getAbsoluteFile().getParentFile();
         Main.check(dir.getName().equals(PARTITION.topic() + "-" + PARTITION.partition()),
             "the workload's directory is " + PARTITION + ": " + dir);
@@ -181,10 +215,11 @@ final class CrashWorkload {
         Files.createDirectories(parent.toPath());
         ObjectNode out = Main.JSON_MAPPER().createObjectNode();
         out.put("partition_dir", dir.getName());
+        out.put("variant", variant == Variant.NO_FLUSH ? "no-flush" : "normal");
         ArrayNode steps = out.putArray("steps");
         QueueScheduler scheduler = new QueueScheduler();
         UnifiedLog log = open(dir, config(-1), 0L, 0L, scheduler, false);
-        Run run = new Run(parent, log, scheduler, steps);
+        Run run = new Run(parent, log, scheduler, steps, variant);
         run.ack("open");
         // Segment 0 and its successors: every key twice, some three times.
         for (int round = 0; round < 3; round++) {
@@ -220,17 +255,21 @@ final class CrashWorkload {
         run.checkpoint();
         ObjectNode retain = run.ack("retain");
         retain.put("segments_deleted", deleted);
+        retain.put("checkpointed", true);
         Main.check(deleted > 0, "retention deleted no segment");
         // More appends after the maintenance, a flush, and a broker's close.
         run.append("append", batch(5, 2, 5));
         run.append("append", batch(6, 0, 2));
         run.flush("flush");
         run.append("append", batch(7, 4, 6));
+        long closedAt = log.logEndOffset();
         log.flush(true);
         log.prepareActiveSegmentForClose();
         log.close();
         run.checkpoint();
-        run.ack("close");
+        ObjectNode close = run.ack("close");
+        close.put("flushed_to", closedAt);
+        close.put("checkpointed", true);
         return out;
     }
 

@@ -71,12 +71,13 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *                              shut down): records with producer ids and flags, the
  *                              last stable offset, collectAbortedTransactions (the
  *                              .txnindex files) and the read_committed offsets
- * crash-workload --dir P/topic-0 --out ACKS.json
+ * crash-workload --dir P/topic-0 --out ACKS.json [--variant normal|no-flush]
  *                              CrashWorkload's script of Kafka's own calls on a new
  *                              partition directory (appends, flushes, roll, a Cleaner
  *                              round, retention, close) on one thread, each step
  *                              marked by a failed access of P/.seglog-mark-N-WHAT;
- *                              ACKS: what each step did and acknowledged
+ *                              ACKS: what each step did and acknowledged (no-flush:
+ *                              flush steps acknowledge without calling flush)
  * crash-load --list DIRS.txt --out F.json
  *                              CrashLoad: every image directory listed (P holding
  *                              topic-0 and the checkpoints) loaded as after a power
@@ -134,7 +135,8 @@ public final class Main {
                 case "clean" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
                     CleanRound.run(JSON.readTree(new File(need(flags, "spec"))), new File(need(flags, "dir"))));
                 case "crash-workload" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
-                    CrashWorkload.run(new File(need(flags, "dir"))));
+                    CrashWorkload.run(new File(need(flags, "dir")),
+                        CrashWorkload.Variant.of(flags.getOrDefault("variant", "normal"))));
                 case "crash-load" -> JSON.writerWithDefaultPrettyPrinter().writeValue(new File(need(flags, "out")),
                     CrashLoad.run(new File(need(flags, "list"))));
                 case "bench" -> Bench.serve();
@@ -156,7 +158,7 @@ public final class Main {
     }
 
     private static void usage(String why) {
-        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F | crash-workload --dir P/topic-0 --out F | crash-load --list L --out F | bench (commands on stdin) (" + why + ")");
+        System.err.println("usage: read --dir D --out F | write --parent P --cases C,... | twin --spec S --dir D | clean --spec S --dir D --out F | txnread --dir D --out F | crash-workload --dir P/topic-0 --out F [--variant V] | crash-load --list L --out F | bench (commands on stdin) (" + why + ")");
         System.exit(2);
     }
 
