@@ -148,20 +148,8 @@ final class CleanRound {
      */
     static void readAll(UnifiedLog log, ObjectNode out) throws Exception {
         ArrayNode records = out.putArray("records");
-        long next = log.logStartOffset();
-        while (next < log.logEndOffset()) {
-            FetchDataInfo fetched = log.read(next, 1 << 20, FetchIsolation.LOG_END, true);
-            long before = next;
-            for (RecordBatch batch : fetched.records.batches()) {
-                for (Record record : batch) {
-                    if (record.offset() >= next) {
-                        records.add(Main.recordJson(batch, record));
-                    }
-                }
-                next = batch.nextOffset();
-            }
-            Main.check(next > before, "UnifiedLog.read made no progress at " + before);
-        }
+        long end = Main.readEach(log, (batch, record) -> records.add(Main.recordJson(batch, record)));
+        Main.check(end >= log.logEndOffset(), "UnifiedLog.read made no progress at " + end);
         out.put("last_stable_offset", log.lastStableOffset());
         ArrayNode aborted = out.putArray("aborted");
         for (AbortedTxn txn : log.collectAbortedTransactions(log.logStartOffset(), log.logEndOffset())) {
@@ -177,7 +165,7 @@ final class CleanRound {
         java.util.PriorityQueue<long[]> pending = new java.util.PriorityQueue<>((a, b) -> Long.compare(a[1], b[1]));
         java.util.Set<Long> abortedProducers = new java.util.HashSet<>();
         java.util.Set<String> seenTxns = new java.util.HashSet<>();
-        next = log.logStartOffset();
+        long next = log.logStartOffset();
         long lso = log.lastStableOffset();
         while (next < lso) {
             FetchDataInfo fetched = log.read(next, 1 << 20, FetchIsolation.TXN_COMMITTED, true);

@@ -9,11 +9,7 @@ import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.kafka.common.record.internal.Record;
-import org.apache.kafka.common.record.internal.RecordBatch;
-import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile;
-import org.apache.kafka.storage.internals.log.FetchDataInfo;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
 import org.apache.kafka.storage.internals.log.LogSegment;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
@@ -103,28 +99,16 @@ final class CrashLoad {
                 s.put("next_offset", segment.readNextOffset());
             }
             ArrayNode records = image.putArray("records");
-            long next = log.logStartOffset();
-            while (next < log.logEndOffset()) {
-                FetchDataInfo fetched = log.read(next, 1 << 20, FetchIsolation.LOG_END, true);
-                long before = next;
-                for (RecordBatch batch : fetched.records.batches()) {
-                    for (Record record : batch) {
-                        if (record.offset() < next) {
-                            continue;
-                        }
-                        ObjectNode r = records.addObject();
-                        r.put("offset", record.offset());
-                        r.put("key", record.hasKey() ? CrashWorkload.text(record.key()) : null);
-                        r.put("value", record.hasValue() ? CrashWorkload.text(record.value()) : null);
-                    }
-                    next = batch.nextOffset();
-                }
-                if (next == before) {
-                    // No record at or after `next`: Kafka's read skips empty segments,
-                    // so the offsets up to the log end are a hole it serves nothing from.
-                    image.put("read_ends_at", next);
-                    break;
-                }
+            long end = Main.readEach(log, (batch, record) -> {
+                ObjectNode r = records.addObject();
+                r.put("offset", record.offset());
+                r.put("key", record.hasKey() ? CrashWorkload.text(record.key()) : null);
+                r.put("value", record.hasValue() ? CrashWorkload.text(record.value()) : null);
+            });
+            if (end < log.logEndOffset()) {
+                // No record at or after `end`: Kafka's read skips empty segments, so the
+                // offsets up to the log end are a hole it serves nothing from.
+                image.put("read_ends_at", end);
             }
         } finally {
             log.close();

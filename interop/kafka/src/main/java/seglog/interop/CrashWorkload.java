@@ -16,14 +16,10 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.record.internal.MemoryRecords;
-import org.apache.kafka.common.record.internal.Record;
-import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.common.utils.Time;
-import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile;
 import org.apache.kafka.storage.internals.log.Cleaner;
-import org.apache.kafka.storage.internals.log.FetchDataInfo;
 import org.apache.kafka.storage.internals.log.LogAppendInfo;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
@@ -285,20 +281,12 @@ final class CrashWorkload {
     /** Every key's latest value (null: its latest record is a tombstone). */
     static Map<String, String> latest(UnifiedLog log) throws Exception {
         Map<String, String> out = new TreeMap<>();
-        long next = log.logStartOffset();
-        while (next < log.logEndOffset()) {
-            FetchDataInfo fetched = log.read(next, 1 << 20, FetchIsolation.LOG_END, true);
-            long before = next;
-            for (RecordBatch batch : fetched.records.batches()) {
-                for (Record record : batch) {
-                    if (record.offset() >= next && record.hasKey()) {
-                        out.put(text(record.key()), record.hasValue() ? text(record.value()) : null);
-                    }
-                }
-                next = batch.nextOffset();
+        long end = Main.readEach(log, (batch, record) -> {
+            if (record.hasKey()) {
+                out.put(text(record.key()), record.hasValue() ? text(record.value()) : null);
             }
-            Main.check(next > before, "UnifiedLog.read made no progress at " + before);
-        }
+        });
+        Main.check(end >= log.logEndOffset(), "UnifiedLog.read made no progress at " + end);
         return out;
     }
 

@@ -322,22 +322,11 @@ public final class Main {
                     + ": Kafka reads max timestamp " + segment.maxTimestampSoFar() + " from its time index, the batches have " + want);
             }
             List<long[]> seen = new ArrayList<>(); // {offset, timestamp}
-            long next = log.logStartOffset();
-            while (next < log.logEndOffset()) {
-                FetchDataInfo fetched = log.read(next, 1 << 20, FetchIsolation.LOG_END, true);
-                long before = next;
-                for (RecordBatch batch : fetched.records.batches()) {
-                    for (Record record : batch) {
-                        if (record.offset() < next) {
-                            continue;
-                        }
-                        records.add(recordJson(batch, record));
-                        seen.add(new long[] {record.offset(), record.timestamp()});
-                    }
-                    next = batch.nextOffset();
-                }
-                check(next > before, "UnifiedLog.read made no progress at " + before);
-            }
+            long end = readEach(log, (batch, record) -> {
+                records.add(recordJson(batch, record));
+                seen.add(new long[] {record.offset(), record.timestamp()});
+            });
+            check(end >= log.logEndOffset(), "UnifiedLog.read made no progress at " + end);
             // offset -> position: the batch holding each offset, by Kafka's index lookup.
             for (long[] record : seen) {
                 LogSegment segment = log.logSegments().stream().filter(s -> s.baseOffset() <= record[0])
@@ -369,6 +358,37 @@ public final class Main {
                 entry.put("offset", got);
             }
         }
+    }
+
+    /** A record of a whole-log read, with its batch. */
+    interface RecordVisitor {
+        void visit(RecordBatch batch, Record record) throws Exception;
+    }
+
+    /**
+     * Every record of {@code log} from its log start offset, in reads of 1 MiB at
+     * {@code FetchIsolation.LOG_END}, each handed to {@code visit} once, in order.
+     * Returns the log end offset when the reads reach it, or else the offset at which
+     * a read found no record (offsets up to the log end that Kafka serves nothing from).
+     */
+    static long readEach(UnifiedLog log, RecordVisitor visit) throws Exception {
+        long next = log.logStartOffset();
+        while (next < log.logEndOffset()) {
+            FetchDataInfo fetched = log.read(next, 1 << 20, FetchIsolation.LOG_END, true);
+            long before = next;
+            for (RecordBatch batch : fetched.records.batches()) {
+                for (Record record : batch) {
+                    if (record.offset() >= next) {
+                        visit.visit(batch, record);
+                    }
+                }
+                next = batch.nextOffset();
+            }
+            if (next == before) {
+                return next;
+            }
+        }
+        return Math.max(next, log.logEndOffset());
     }
 
     static ObjectNode recordJson(RecordBatch batch, Record record) {
