@@ -361,14 +361,7 @@ pub fn owned_records_only(stored: &[u8]) -> Result<usize> {
         records.push_batch(inflated.clone());
         for record in batch.records_in(&inflated) {
             let record = record.map_err(corrupt)?;
-            records.push(RecordRef {
-                offset: batch.offset_of(&record),
-                timestamp: batch.timestamp_of(&record),
-                key: record.key,
-                value: record.value,
-                headers: record.headers,
-                control: batch.is_control(),
-            });
+            records.push(RecordRef::of(&batch, record));
         }
         at += size;
         taken += size;

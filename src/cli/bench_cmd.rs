@@ -132,12 +132,8 @@ pub struct BenchArgs {
     pub kafka: bool,
 }
 
-pub fn bench(args: BenchArgs) -> Result<Outcome> {
-    if args.json.is_some() {
-        return Err(Error::InvalidArgument(
-            "--json needs --compare or --kafka".into(),
-        ));
-    }
+/// The fixture sizes make fixtures: every count at least 1, and 2 keys or more.
+pub(super) fn check_sizes(args: &BenchArgs) -> Result<()> {
     if args.records == 0 || args.batch_records == 0 || args.iterations == 0 {
         return Err(Error::InvalidArgument(
             "--records, --batch-records and --iterations must be at least 1".into(),
@@ -148,6 +144,16 @@ pub fn bench(args: BenchArgs) -> Result<Outcome> {
             "--compact-keys: a compaction fixture needs 2 keys or more".into(),
         ));
     }
+    Ok(())
+}
+
+pub fn bench(args: BenchArgs) -> Result<Outcome> {
+    if args.json.is_some() {
+        return Err(Error::InvalidArgument(
+            "--json needs --compare or --kafka".into(),
+        ));
+    }
+    check_sizes(&args)?;
     let (_tmp, root) = match &args.dir {
         Some(dir) => {
             if StdFs::new().exists(dir) {

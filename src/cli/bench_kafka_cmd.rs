@@ -7,7 +7,7 @@
 use clap::ValueEnum;
 use serde_json::json;
 
-use super::bench_cmd::{BenchArgs, Suite};
+use super::bench_cmd::{check_sizes, BenchArgs, Suite};
 use super::Outcome;
 use crate::bench::kafka::{table, Workload};
 use crate::interop::bench_jvm::{self, KafkaBenchOptions};
@@ -50,16 +50,7 @@ pub fn workloads(suites: &[Suite]) -> Result<Vec<Workload>> {
 }
 
 pub fn kafka(args: &BenchArgs) -> Result<Outcome> {
-    if args.records == 0 || args.batch_records == 0 || args.iterations == 0 {
-        return Err(Error::InvalidArgument(
-            "--records, --batch-records and --iterations must be at least 1".into(),
-        ));
-    }
-    if args.compact_keys < 2 {
-        return Err(Error::InvalidArgument(
-            "--compact-keys: a compaction fixture needs 2 keys or more".into(),
-        ));
-    }
+    check_sizes(args)?;
     let workloads = workloads(&args.only)?;
     let fs = StdFs::new();
     let (_tmp, root) = match &args.dir {

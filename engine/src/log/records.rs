@@ -39,7 +39,7 @@ pub struct RecordRef<'a> {
 
 impl<'a> RecordRef<'a> {
     /// `record` of `batch`, with its absolute offset and timestamp.
-    pub(crate) fn of(batch: &BatchView<'_>, record: RecordView<'a>) -> Self {
+    pub fn of(batch: &BatchView<'_>, record: RecordView<'a>) -> Self {
         RecordRef {
             offset: batch.offset_of(&record),
             timestamp: batch.timestamp_of(&record),
