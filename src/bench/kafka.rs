@@ -28,7 +28,7 @@ use seglog::fs::{FileSystem, StdFs};
 use seglog::log::{Log, LogConfig};
 
 use super::compaction::CompactionFixture;
-use super::compare::{median, Spread};
+use super::compare::{self, median, Spread};
 use super::raw::ProducedFixture;
 use super::LogFixture;
 
@@ -189,14 +189,10 @@ pub struct Paired {
     pub kafka_median_ms: f64,
 }
 
-/// Kafka's time / seglog's, round by round.
+/// Kafka's time / seglog's, round by round ([`compare::paired_ratios`] with
+/// Kafka's rounds as the build compared).
 pub fn paired_ratios(seglog_ms: &[f64], kafka_ms: &[f64]) -> Vec<f64> {
-    assert_eq!(seglog_ms.len(), kafka_ms.len(), "pairs need as many rounds");
-    seglog_ms
-        .iter()
-        .zip(kafka_ms)
-        .map(|(seglog, kafka)| kafka / seglog.max(1e-9))
-        .collect()
+    compare::paired_ratios(kafka_ms, seglog_ms)
 }
 
 /// The figure of rounds paired by index; `None` without rounds.
