@@ -59,6 +59,9 @@ impl<'a> RecordRef<'a> {
 pub struct ReadRecords {
     /// The bytes of each batch records were taken from.
     batches: Vec<Bytes>,
+    /// The index in `batches` of the one [`ReadRecords::push_batch`] pushed last
+    /// (a record's own copied buffer does not replace it).
+    current: Option<u32>,
     records: Vec<Entry>,
     /// The headers of every record that has any, in record order.
     headers: Vec<Header>,
@@ -191,22 +194,33 @@ impl ReadRecords {
     /// Starts a batch whose records' keys and values are slices of `bytes`;
     /// [`ReadRecords::push`] adds them.
     pub fn push_batch(&mut self, bytes: Bytes) {
+        self.current = Some(self.batch_index());
         self.batches.push(bytes);
     }
 
+    /// The index the next buffer pushed gets.
+    fn batch_index(&self) -> u32 {
+        u32::try_from(self.batches.len()).expect("batches of one read fit a u32")
+    }
+
     /// Adds `record`, whose key and value are slices of the bytes of the batch
-    /// pushed last. A field outside them (or any field, before a first batch) is
-    /// copied into a buffer of the record's own.
+    /// [`ReadRecords::push_batch`] pushed last. A field outside them (or any field,
+    /// before a first batch) is copied into a buffer of the record's own, and the
+    /// records after it are still taken from that batch.
     pub fn push(&mut self, record: RecordRef<'_>) {
         let within = |field: Option<&[u8]>, bytes: &[u8]| match field {
             None => Some(Span::NULL),
             Some(field) => span_in(bytes, field),
         };
-        let spans = self
-            .batches
-            .last()
-            .and_then(|bytes| Some((within(record.key, bytes)?, within(record.value, bytes)?)));
-        let (key, value) = match spans {
+        let spans = self.current.and_then(|batch| {
+            let bytes = &self.batches[batch as usize];
+            Some((
+                within(record.key, bytes)?,
+                within(record.value, bytes)?,
+                batch,
+            ))
+        });
+        let (key, value, batch) = match spans {
             Some(spans) => spans,
             None => self.push_copied(record.key, record.value),
         };
@@ -220,16 +234,16 @@ impl ReadRecords {
             timestamp: record.timestamp,
             key,
             value,
-            batch: u32::try_from(self.batches.len() - 1).expect("batches of one read fit a u32"),
+            batch,
             headers_start: u32::try_from(headers_start).expect("headers of one read fit a u32"),
             headers_len: u32::try_from(headers_len).expect("headers of one record fit a u32"),
             control: record.control,
         });
     }
 
-    /// A buffer of its own holding `key` then `value`, pushed as a batch; their
-    /// spans in it.
-    fn push_copied(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> (Span, Span) {
+    /// A buffer of its own holding `key` then `value`; their spans in it, and its
+    /// index in `batches`.
+    fn push_copied(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> (Span, Span, u32) {
         let mut bytes =
             Vec::with_capacity(key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len));
         let mut span = |field: Option<&[u8]>| match field {
@@ -243,9 +257,10 @@ impl ReadRecords {
                 }
             }
         };
-        let spans = (span(key), span(value));
+        let (key, value) = (span(key), span(value));
+        let batch = self.batch_index();
         self.batches.push(Bytes::from(bytes));
-        spans
+        (key, value, batch)
     }
 
     fn record(&self, entry: &Entry) -> RecordRef<'_> {
@@ -465,6 +480,25 @@ mod tests {
         assert_eq!(
             records.iter().rev().map(|r| r.offset).collect::<Vec<_>>(),
             [8, 6, 5]
+        );
+    }
+
+    #[test]
+    fn a_copied_record_does_not_end_its_batch() {
+        let batch = Bytes::from_static(b"k1k2");
+        let mut records = ReadRecords::new();
+        records.push_batch(batch.clone());
+        records.push(record(0, Some(&batch[0..2]), None));
+        records.push(record(1, Some(b"decompressed elsewhere"), None));
+        records.push(record(2, Some(&batch[2..4]), None));
+        assert_eq!(records.batches.len(), 2, "the batch and one copy");
+        assert_eq!(
+            records.get(2).unwrap().key.unwrap().as_ptr(),
+            batch[2..].as_ptr()
+        );
+        assert_eq!(
+            records.get(1).unwrap().key,
+            Some(&b"decompressed elsewhere"[..])
         );
     }
 
