@@ -68,9 +68,10 @@ pub fn write_tree(sim: &SimFs, root: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Replays one traced system call on `sim` as the `FileSystem` call that has its
-/// effect (paths under `root` mapped to [`PARENT_DIR`]).
-pub fn replay(sim: &SimFs, root: &Path, call: &SysCall) -> io::Result<()> {
+/// Replays one traced system call on `sim` (a `SimFs`, or a `TraceFs` over one) as
+/// the `FileSystem` call that has its effect (paths under `root` mapped to
+/// [`PARENT_DIR`]).
+pub fn replay(sim: &dyn FileSystem, root: &Path, call: &SysCall) -> io::Result<()> {
     let map = |p: &Path| {
         sim_path(root, p)
             .ok_or_else(|| io::Error::other(format!("{} is outside the root", p.display())))

@@ -34,6 +34,7 @@ pub(super) fn failure_page(
             title,
             inspection: Some(inspection),
             text: None,
+            crash: None,
         },
         Err(e) => PageFailure {
             title,
@@ -42,6 +43,7 @@ pub(super) fn failure_page(
                 "cannot lay the scenario open: {e}\n{}",
                 result.diff.join("\n")
             )),
+            crash: None,
         },
     }
 }

@@ -264,6 +264,7 @@ fn verify_page(report: &verify::VerifyReport, options: &VerifyOptions) -> String
                     title: format!("{}: {}", stage.stage, file.display()),
                     inspection: None,
                     text: Some(format!("{text}\n{e}")),
+                    crash: None,
                 }),
             }
         }
@@ -282,6 +283,7 @@ fn verify_page(report: &verify::VerifyReport, options: &VerifyOptions) -> String
                 title: stage.stage.to_string(),
                 inspection: None,
                 text: Some(text),
+                crash: None,
             });
         }
     }

@@ -37,7 +37,12 @@
 //!   apart, and a load that does not throw;
 //! * `explore.rs`: every power-loss image of the recording under both persistence
 //!   models, deduplicated, loaded by one `crash-load` per model and judged
-//!   ([`explore::explore`]), findings kept as replayable cases.
+//!   ([`explore::explore`]), findings kept as replayable cases;
+//! * `shape.rs`: the workload's steps as a seglog workload, for seglog's side of
+//!   the report ([`shape::workload`]);
+//! * `timeline.rs`: a case's calls with their fates at the power loss, and the
+//!   records it owed against those served, for the report's HTML page
+//!   ([`timeline::case_timeline`]).
 //!
 //! The workload's `no-flush` variant ([`VARIANTS`]) acknowledges flushes it does
 //! not make: its images must give findings.
@@ -45,6 +50,8 @@
 pub mod acks;
 pub mod explore;
 pub mod oracle;
+pub mod shape;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

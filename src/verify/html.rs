@@ -52,6 +52,26 @@ pub struct PageFailure {
     pub inspection: Option<Inspection>,
     /// Anything else to show (a counterexample that is not a scenario, an error).
     pub text: Option<String>,
+    /// A crash image of a traced workload (`seglog kafka-crash`), laid open.
+    pub crash: Option<CrashCase>,
+}
+
+/// One crash image of a traced workload with findings: the workload's steps, the
+/// calls up to the power loss with their fates, what it lost, the image's tree, and
+/// the records owed against those served.
+#[derive(Debug, Clone)]
+pub struct CrashCase {
+    /// One line per step of the workload (numbered from 0).
+    pub steps: Vec<String>,
+    pub timeline: Vec<TimelineRow>,
+    /// What the power loss took away.
+    pub lost: Vec<String>,
+    /// The image's directories and files.
+    pub tree: Vec<TreeEntry>,
+    /// The two columns of the records table: what is owed, what was served.
+    pub columns: (String, String),
+    /// One row per offset: owed, served (`-`: none).
+    pub records: Vec<(String, String)>,
 }
 
 /// Escapes text for HTML element content and attribute values.
@@ -118,6 +138,9 @@ pub fn page(title: &str, stages: &[PageStage], failures: &[PageFailure]) -> Stri
         if let Some(inspection) = &failure.inspection {
             inspection_html(&mut out, inspection);
         }
+        if let Some(crash) = &failure.crash {
+            crash_html(&mut out, crash);
+        }
         out.push_str("</section>\n");
     }
     out.push_str("</body></html>\n");
@@ -176,6 +199,43 @@ fn inspection_html(out: &mut String, inspection: &Inspection) {
         inspection.expected.as_ref(),
         &inspection.recovered,
     );
+}
+
+fn crash_html(out: &mut String, crash: &CrashCase) {
+    out.push_str("<h3>Workload</h3><ol start=\"0\">");
+    for step in &crash.steps {
+        out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(step)));
+    }
+    out.push_str("</ol>\n<h3>Operation timeline</h3>\n");
+    timeline_html(out, &crash.timeline);
+    if !crash.lost.is_empty() {
+        out.push_str("<p>The power loss lost:</p><ul>");
+        for item in &crash.lost {
+            out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("<h3>Directory tree</h3><div class=\"side\">");
+    tree_html(out, "at the crash (the disk image)", &crash.tree);
+    out.push_str("</div>\n<h3>Records</h3>\n");
+    out.push_str(&format!(
+        "<table><tr><th>{}</th><th>{}</th></tr>\n",
+        html_escape(&crash.columns.0),
+        html_escape(&crash.columns.1)
+    ));
+    for (owed, served) in &crash.records {
+        out.push_str(&format!(
+            "<tr{}><td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>\n",
+            if owed == served || owed == "-" {
+                ""
+            } else {
+                " class=\"differs\""
+            },
+            html_escape(owed),
+            html_escape(served)
+        ));
+    }
+    out.push_str("</table>\n");
 }
 
 /// One recovery of the crash image: its calls, what a crash during it lost, the
@@ -329,6 +389,7 @@ mod tests {
             title: "x&y".into(),
             inspection: None,
             text: Some("<img src=x>".into()),
+            crash: None,
         };
         let html = page("t<", &[stage], &[failure]);
         assert!(!html.contains("<b>") && !html.contains("<img"), "{html}");
@@ -337,5 +398,55 @@ mod tests {
         assert!(html.contains("k&lt;=3"), "{html}");
         assert!(html.contains("Failures (1)"));
         assert!(!html.contains("http"), "no external asset: {html}");
+    }
+
+    #[test]
+    fn a_crash_case_shows_its_fates_and_the_records_it_lost() {
+        use crate::scenario::timeline::OpFate;
+        let row = |index, op: &str, fate| TimelineRow {
+            index,
+            workload_op: Some(0),
+            op: op.into(),
+            fate,
+        };
+        let case = CrashCase {
+            steps: vec!["append <k>".into()],
+            timeline: vec![
+                row(0, "create_file /d/a.log", OpFate::Durable),
+                row(
+                    1,
+                    "rename /d/a.cleaned -> /d/a.swap",
+                    OpFate::Lost("rename".into()),
+                ),
+            ],
+            lost: vec!["dir-op seq=1".into()],
+            tree: vec![TreeEntry {
+                path: "/d/a.log".into(),
+                bytes: Some(3),
+            }],
+            columns: ("owed".into(), "served".into()),
+            records: vec![
+                ("0 k=v".into(), "0 k=v".into()),
+                ("1 k=w".into(), "-".into()),
+                ("-".into(), "2 k=x".into()),
+            ],
+        };
+        let failure = PageFailure {
+            title: "case".into(),
+            inspection: None,
+            text: None,
+            crash: Some(case),
+        };
+        let html = page("t", &[], &[failure]);
+        assert!(html.contains("append &lt;k&gt;"), "{html}");
+        assert!(html.contains("<tr class=\"lost\">"), "{html}");
+        assert!(html.contains("<tr class=\"durable\">"), "{html}");
+        assert!(html.contains("dir-op seq=1"), "{html}");
+        // Only the owed record not served differs.
+        assert_eq!(html.matches("<tr class=\"differs\">").count(), 1, "{html}");
+        assert!(
+            html.contains("<tr class=\"differs\"><td class=\"mono\">1 k=w</td>"),
+            "{html}"
+        );
     }
 }

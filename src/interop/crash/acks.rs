@@ -46,6 +46,46 @@ pub struct Step {
     pub latest_after: Option<BTreeMap<String, Option<String>>>,
 }
 
+impl Step {
+    /// The step on one line: what it did and what it acknowledged.
+    pub fn describe(&self) -> String {
+        let mut out = self.what.clone();
+        if let (Some(first), Some(last)) = (self.records.first(), self.records.last()) {
+            let records: Vec<String> = self
+                .records
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}={}",
+                        r.key.as_deref().unwrap_or("(no key)"),
+                        r.value.as_deref().unwrap_or("(tombstone)")
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                " offsets {}..={}: {}",
+                first.offset,
+                last.offset,
+                records.join(" ")
+            ));
+        }
+        if let Some(to) = self.flushed_to {
+            out.push_str(&format!(", durable below {to}"));
+        }
+        if let Some(to) = self.cleaned_to_offset {
+            out.push_str(&format!(", cleaned below {to}"));
+        }
+        if self.checkpointed {
+            out.push_str(&format!(
+                ", checkpointed (recovery point {}, log start {})",
+                self.recovery_point, self.log_start_offset
+            ));
+        }
+        out.push_str(&format!(", log end {}", self.log_end_offset));
+        out
+    }
+}
+
 /// The workload's acknowledgments, in order.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Acks {
@@ -91,8 +131,9 @@ pub struct ServedLog {
     pub read_ends_at: Option<i64>,
 }
 
-/// What Kafka did with one image.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What Kafka did with one image (a case file holds it as serialized here;
+/// [`Served::from_value`] reads the harness's answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Served {
     /// The image holds no partition directory.

@@ -23,13 +23,15 @@
 //! its last non-zero byte, base64, and its length). A case of the any-subset
 //! model whose image the ordered-metadata model also gives with findings is
 //! classed `ordered-metadata`; the others `pessimistic-only` (`unclassified` when
-//! the ordered-metadata model is not explored).
+//! the ordered-metadata model is not explored);
+//! a case names its workload's variant, so that [`replay_case`] replays it from its
+//! file alone on a new recording: the image rebuilt, loaded by Kafka, judged.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::acks::{Acks, Served};
 use super::oracle::{self, Finding};
@@ -60,7 +62,7 @@ impl Default for ExploreOptions {
 }
 
 /// One file of a case's image.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaseFile {
     /// Its path in the image (under the image's root, `/data`).
     pub path: String,
@@ -70,9 +72,12 @@ pub struct CaseFile {
     pub base64: String,
 }
 
-/// One image with findings, replayable.
-#[derive(Debug, Clone, Serialize)]
+/// One image with findings, replayable ([`replay_case`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Case {
+    /// The workload's variant (`normal`, `no-flush`).
+    #[serde(default = "normal")]
+    pub variant: String,
     /// `any-subset` or `ordered-metadata`.
     pub model: String,
     /// `ordered-metadata` (the ordered model gives the image with findings too),
@@ -96,6 +101,10 @@ pub struct Case {
     pub files: Vec<CaseFile>,
 }
 
+fn normal() -> String {
+    "normal".into()
+}
+
 /// The numbers of one model.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelReport {
@@ -117,6 +126,8 @@ pub struct ModelReport {
     pub by_kind: BTreeMap<String, u64>,
     /// Every image with findings.
     pub cases: Vec<Case>,
+    /// Seconds to take, load and judge the model's images.
+    pub seconds: f64,
 }
 
 /// An image as laid out: its directories and files (bytes up to the last non-zero
@@ -159,6 +170,24 @@ impl Image {
                 .map_err(|e| format!("{}: {e}", file.display()))?;
         }
         Ok(())
+    }
+
+    /// The image a case holds.
+    fn of_case(case: &Case) -> Result<Image, String> {
+        let files = case
+            .files
+            .iter()
+            .map(|f| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(&f.base64)
+                    .map(|bytes| (PathBuf::from(&f.path), f.len, bytes))
+                    .map_err(|e| format!("{}: {e}", f.path))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Image {
+            dirs: case.dirs.iter().map(PathBuf::from).collect(),
+            files,
+        })
     }
 
     fn case_files(&self) -> (Vec<String>, Vec<CaseFile>) {
@@ -265,6 +294,7 @@ pub fn explore(
     let mut finding_images: HashMap<Persistence, HashSet<Image>> = HashMap::new();
     let mut case_images: Vec<Vec<Image>> = Vec::new();
     for &model in &options.models {
+        let started = std::time::Instant::now();
         let (taken, points) = images(recording, model, options.images_per_point)?;
         let tmp = tempfile::tempdir_in(recording.scratch()).map_err(|e| e.to_string())?;
         let mut dirs = Vec::with_capacity(taken.len());
@@ -284,6 +314,7 @@ pub fn explore(
             findings: 0,
             by_kind: BTreeMap::new(),
             cases: Vec::new(),
+            seconds: 0.0,
         };
         let mut images_of_cases = Vec::new();
         for (t, answer) in taken.into_iter().zip(&answers) {
@@ -305,6 +336,7 @@ pub fn explore(
                 }
                 let (dirs, files) = t.image.case_files();
                 report.cases.push(Case {
+                    variant: acks.variant.clone().unwrap_or_else(normal),
                     model: model.name().to_string(),
                     class: String::new(),
                     crash_point: at.crash_point,
@@ -327,6 +359,7 @@ pub fn explore(
                 images_of_cases.push(t.image.clone());
             }
         }
+        report.seconds = started.elapsed().as_secs_f64();
         reports.push(report);
         case_images.push(images_of_cases);
     }
@@ -405,4 +438,56 @@ pub fn write_cases(reports: &[ModelReport], dir: &Path) -> Result<Vec<PathBuf>, 
         }
     }
     Ok(written)
+}
+
+/// What replaying a case gave.
+#[derive(Debug, Clone, Serialize)]
+pub struct Replayed {
+    /// The case's image rebuilt from the recording, loaded by Kafka, gave the
+    /// case's findings again.
+    pub reproduced: bool,
+    /// Why not, if not.
+    pub detail: Option<String>,
+    /// The findings of this load.
+    pub findings: Vec<Finding>,
+    /// What Kafka served from the image this time.
+    pub served: Option<Served>,
+}
+
+/// Replays `case` on `recording` (of the case's variant): its image rebuilt from
+/// the crash point and lost items must be the one the case holds; that image,
+/// laid out and loaded by Kafka, is judged at the case's crash point, and the case
+/// reproduces when the findings are the case's.
+pub fn replay_case(
+    harness: &Harness,
+    recording: &Recording,
+    case: &Case,
+) -> Result<Replayed, String> {
+    let acks = Acks::from_value(&recording.acks)?;
+    if let Err(detail) = rebuild(recording, case) {
+        return Ok(Replayed {
+            reproduced: false,
+            detail: Some(detail),
+            findings: Vec::new(),
+            served: None,
+        });
+    }
+    let tmp = tempfile::tempdir_in(recording.scratch()).map_err(|e| e.to_string())?;
+    let dir = tmp.path().join("image");
+    Image::of_case(case)?.lay_out(&dir)?;
+    let answers = load_dirs(harness, &[dir], tmp.path())?;
+    let served = Served::from_value(&answers[0])?;
+    let findings = oracle::judge(&acks, case.completed_steps, &served);
+    let reproduced = findings == case.findings;
+    Ok(Replayed {
+        reproduced,
+        detail: (!reproduced).then(|| {
+            format!(
+                "the case recorded {:?}, this load gave {:?}",
+                case.findings, findings
+            )
+        }),
+        findings,
+        served: Some(served),
+    })
 }

@@ -22,12 +22,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::acks::{Acks, Record, Served, ServedLog};
 
 /// What is wrong with one image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FindingKind {
     /// A durable record is not served (a silent loss).
@@ -66,7 +66,7 @@ impl FindingKind {
 }
 
 /// One finding: its kind, the offsets it is about, and what was seen.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub kind: FindingKind,
     pub offsets: Vec<i64>,
@@ -206,12 +206,14 @@ fn phantoms_and_moves(appended: &BTreeMap<i64, &Record>, log: &ServedLog) -> Vec
     out
 }
 
-fn losses(
-    appended: &BTreeMap<i64, &Record>,
-    promise: &Promise,
-    log: &ServedLog,
-) -> Option<Finding> {
-    let served: BTreeSet<i64> = log.records.iter().map(|r| r.offset).collect();
+/// The appended records a crash point after `completed` markers owes: below the
+/// durable offset, and neither below a log start retention may have moved to nor
+/// dropped by the cleaner for a later record of their key.
+pub fn owed(acks: &Acks, completed: usize) -> Vec<Record> {
+    owed_of(&acks.appended(), &Promise::at(acks, completed))
+}
+
+fn owed_of(appended: &BTreeMap<i64, &Record>, promise: &Promise) -> Vec<Record> {
     let cleanable = |r: &Record| {
         promise.cleaned_to.is_some_and(|to| {
             r.offset < to
@@ -220,10 +222,23 @@ fn losses(
                     .any(|(_, later)| later.key == r.key)
         })
     };
-    let lost: Vec<i64> = appended
+    appended
         .range(..promise.durable_to)
-        .filter(|(o, r)| !served.contains(o) && **o >= promise.may_start_at && !cleanable(r))
-        .map(|(o, _)| *o)
+        .filter(|(o, r)| **o >= promise.may_start_at && !cleanable(r))
+        .map(|(_, r)| (*r).clone())
+        .collect()
+}
+
+fn losses(
+    appended: &BTreeMap<i64, &Record>,
+    promise: &Promise,
+    log: &ServedLog,
+) -> Option<Finding> {
+    let served: BTreeSet<i64> = log.records.iter().map(|r| r.offset).collect();
+    let lost: Vec<i64> = owed_of(appended, promise)
+        .iter()
+        .map(|r| r.offset)
+        .filter(|o| !served.contains(o))
         .collect();
     (!lost.is_empty()).then(|| Finding {
         kind: FindingKind::Loss,

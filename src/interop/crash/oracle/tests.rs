@@ -273,3 +273,17 @@ fn crash_loads_answers_read_into_served() {
     );
     assert!(Served::from_value(&serde_json::json!({"records": 3})).is_err());
 }
+
+#[test]
+fn what_a_crash_point_owes_grows_with_flushes_and_shrinks_with_maintenance() {
+    let acks = acks();
+    let offsets =
+        |completed| -> Vec<i64> { owed(&acks, completed).iter().map(|r| r.offset).collect() };
+    assert_eq!(offsets(after("flush", 0) - 1), Vec::<i64>::new());
+    assert_eq!(offsets(after("flush", 0)), vec![0, 1, 2]);
+    assert_eq!(offsets(after("flush", 1)), vec![0, 1, 2, 3, 4]);
+    // Under way, the cleaner may drop k0's and k1's superseded records.
+    assert_eq!(offsets(after("roll", 0)), vec![2, 3, 4]);
+    // Under way, retention may move the log start to 3.
+    assert_eq!(offsets(after("clean", 0)), vec![3, 4]);
+}
