@@ -464,9 +464,23 @@ impl ReadSink for ReadRecords {
         self.reserve(batch.record_count);
         self.push_batch(bytes.clone());
         let mut last_offset = self.last_offset();
-        batch_records(&batch, records, from, &mut last_offset, |record| {
-            self.push(record);
-        })
+        let control = batch.is_control();
+        batch_records(
+            &batch,
+            records,
+            from,
+            &mut last_offset,
+            |offset, timestamp, record| {
+                self.push_fields(
+                    offset,
+                    timestamp,
+                    record.key,
+                    record.value,
+                    record.headers,
+                    control,
+                );
+            },
+        )
     }
 }
 
@@ -500,10 +514,24 @@ impl<F: FnMut(RecordRef<'_>)> ReadSink for Visitor<F> {
         };
         let visited = &mut self.visited;
         let visit = &mut self.visit;
-        batch_records(&batch, records, from, &mut self.last_offset, |record| {
-            *visited += 1;
-            visit(record);
-        })
+        let control = batch.is_control();
+        batch_records(
+            &batch,
+            records,
+            from,
+            &mut self.last_offset,
+            |offset, timestamp, record| {
+                *visited += 1;
+                visit(RecordRef {
+                    offset,
+                    timestamp,
+                    key: record.key,
+                    value: record.value,
+                    headers: record.headers,
+                    control,
+                });
+            },
+        )
     }
 }
 
@@ -517,9 +545,8 @@ fn batch_records<'a>(
     records: crate::format::RecordViews<'a>,
     from: i64,
     last_offset: &mut Option<i64>,
-    mut take: impl FnMut(RecordRef<'a>),
+    mut take: impl FnMut(i64, i64, crate::format::RecordView<'a>),
 ) -> Result<(), FormatError> {
-    let control = batch.is_control();
     let log_append_time = batch.timestamp_type() == crate::format::TimestampType::LogAppendTime;
     for record in records {
         let record = record?;
@@ -546,14 +573,7 @@ fn batch_records<'a>(
         } else {
             batch.base_timestamp.wrapping_add(record.timestamp_delta)
         };
-        take(RecordRef {
-            offset,
-            timestamp,
-            key: record.key,
-            value: record.value,
-            headers: record.headers,
-            control,
-        });
+        take(offset, timestamp, record);
     }
     Ok(())
 }

@@ -208,36 +208,53 @@ impl ReadRecords {
     /// before a first batch) is copied into a buffer of the record's own, and the
     /// records after it are still taken from that batch.
     pub fn push(&mut self, record: RecordRef<'_>) {
+        self.push_fields(
+            record.offset,
+            record.timestamp,
+            record.key,
+            record.value,
+            record.headers,
+            record.control,
+        );
+    }
+
+    /// [`ReadRecords::push`] of a record given by its fields.
+    #[inline]
+    pub(crate) fn push_fields(
+        &mut self,
+        offset: i64,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: Vec<Header>,
+        control: bool,
+    ) {
         let within = |field: Option<&[u8]>, bytes: &[u8]| match field {
             None => Some(Span::NULL),
             Some(field) => span_in(bytes, field),
         };
         let spans = self.current.and_then(|batch| {
             let bytes = &self.batches[batch as usize];
-            Some((
-                within(record.key, bytes)?,
-                within(record.value, bytes)?,
-                batch,
-            ))
+            Some((within(key, bytes)?, within(value, bytes)?, batch))
         });
         let (key, value, batch) = match spans {
             Some(spans) => spans,
-            None => self.push_copied(record.key, record.value),
+            None => self.push_copied(key, value),
         };
         let headers_start = self.headers.len();
-        let headers_len = record.headers.len();
+        let headers_len = headers.len();
         if headers_len > 0 {
-            self.headers.extend(record.headers);
+            self.headers.extend(headers);
         }
         self.records.push(Entry {
-            offset: record.offset,
-            timestamp: record.timestamp,
+            offset,
+            timestamp,
             key,
             value,
             batch,
             headers_start: u32::try_from(headers_start).expect("headers of one read fit a u32"),
             headers_len: u32::try_from(headers_len).expect("headers of one record fit a u32"),
-            control: record.control,
+            control,
         });
     }
 
