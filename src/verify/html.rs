@@ -167,19 +167,8 @@ fn inspection_html(out: &mut String, inspection: &Inspection) {
     for note in &inspection.notes {
         out.push_str(&format!("<p><i>{}</i></p>\n", html_escape(note)));
     }
-    out.push_str("<h3>Workload</h3><ol start=\"0\">");
-    for op in &inspection.workload_ops {
-        out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(op)));
-    }
-    out.push_str("</ol>\n<h3>Operation timeline</h3>\n");
-    timeline_html(out, &inspection.timeline);
-    if !inspection.lost.is_empty() {
-        out.push_str("<p>The crash image lost:</p><ul>");
-        for item in &inspection.lost {
-            out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
-        }
-        out.push_str("</ul>\n");
-    }
+    workload_html(out, &inspection.workload_ops, &inspection.timeline);
+    lost_html(out, "The crash image lost:", &inspection.lost);
     out.push_str("<h3>Directory trees</h3><div class=\"side\">");
     tree_html(
         out,
@@ -202,19 +191,8 @@ fn inspection_html(out: &mut String, inspection: &Inspection) {
 }
 
 fn crash_html(out: &mut String, crash: &CrashCase) {
-    out.push_str("<h3>Workload</h3><ol start=\"0\">");
-    for step in &crash.steps {
-        out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(step)));
-    }
-    out.push_str("</ol>\n<h3>Operation timeline</h3>\n");
-    timeline_html(out, &crash.timeline);
-    if !crash.lost.is_empty() {
-        out.push_str("<p>The power loss lost:</p><ul>");
-        for item in &crash.lost {
-            out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
-        }
-        out.push_str("</ul>\n");
-    }
+    workload_html(out, &crash.steps, &crash.timeline);
+    lost_html(out, "The power loss lost:", &crash.lost);
     out.push_str("<h3>Directory tree</h3><div class=\"side\">");
     tree_html(out, "at the crash (the disk image)", &crash.tree);
     out.push_str("</div>\n<h3>Records</h3>\n");
@@ -246,17 +224,33 @@ fn recovery_html(out: &mut String, n: usize, count: usize, recovery: &RecoveryIn
         html_escape(&recovery.outcome)
     ));
     timeline_html(out, &recovery.timeline);
-    if !recovery.lost.is_empty() {
-        out.push_str("<p>The crash during this recovery lost:</p><ul>");
-        for item in &recovery.lost {
-            out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
-        }
-        out.push_str("</ul>\n");
-    }
+    lost_html(out, "The crash during this recovery lost:", &recovery.lost);
     out.push_str("<div class=\"side\">");
     tree_html(out, &format!("before recovery {n}"), &recovery.tree_before);
     tree_html(out, &format!("after recovery {n}"), &recovery.tree_after);
     out.push_str("</div></section>\n");
+}
+
+/// The workload's operations, numbered from 0, then the timeline of its calls.
+fn workload_html(out: &mut String, ops: &[String], timeline: &[TimelineRow]) {
+    out.push_str("<h3>Workload</h3><ol start=\"0\">");
+    for op in ops {
+        out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(op)));
+    }
+    out.push_str("</ol>\n<h3>Operation timeline</h3>\n");
+    timeline_html(out, timeline);
+}
+
+/// What a crash took away, after `intro` (nothing when it took nothing).
+fn lost_html(out: &mut String, intro: &str, lost: &[String]) {
+    if lost.is_empty() {
+        return;
+    }
+    out.push_str(&format!("<p>{}</p><ul>", html_escape(intro)));
+    for item in lost {
+        out.push_str(&format!("<li class=\"mono\">{}</li>", html_escape(item)));
+    }
+    out.push_str("</ul>\n");
 }
 
 fn timeline_html(out: &mut String, timeline: &[TimelineRow]) {
