@@ -191,18 +191,17 @@ fn replay(
 ) -> Result<Outcome> {
     let failed = |e: String| Error::InvalidArgument(format!("kafka-crash --replay: {e}"));
     let mut rows = Vec::new();
-    let mut recordings: Vec<(String, crash::Recording)> = Vec::new();
+    // One recording per variant, made when a case first needs it.
+    let mut recordings: std::collections::BTreeMap<&str, crash::Recording> =
+        std::collections::BTreeMap::new();
     for (file, case) in cases {
-        if !recordings.iter().any(|(v, _)| *v == case.variant) {
+        let variant = case.variant.as_str();
+        if !recordings.contains_key(variant) {
             let recording =
-                crash::record_variant(harness, strace, scratch, &case.variant).map_err(failed)?;
-            recordings.push((case.variant.clone(), recording));
+                crash::record_variant(harness, strace, scratch, variant).map_err(failed)?;
+            recordings.insert(variant, recording);
         }
-        let recording = &recordings
-            .iter()
-            .find(|(v, _)| *v == case.variant)
-            .expect("recorded above")
-            .1;
+        let recording = &recordings[variant];
         let replayed = explore::replay_case(harness, recording, case).map_err(failed)?;
         eprintln!(
             "{}: {}",

@@ -7,6 +7,7 @@
 //! through a `TraceFs`): memory-mapped index writes and their `mmap`/`msync` are
 //! not among them (an image's indexes are zero-filled, `explore`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use seglog::fs::sim::LostItem;
@@ -53,26 +54,26 @@ pub struct OffsetRow {
 /// Every offset owed or served at a crash point after `completed` markers, in
 /// order.
 pub fn records(acks: &Acks, completed: usize, served: &Served) -> Vec<OffsetRow> {
-    let owed = oracle::owed(acks, completed);
     let served: &[Record] = match served {
         Served::Log(log) => &log.records,
         Served::Absent | Served::Error { .. } => &[],
     };
-    let mut offsets: Vec<i64> = owed
-        .iter()
-        .map(|r| r.offset)
-        .chain(served.iter().map(|r| r.offset))
-        .collect();
-    offsets.sort_unstable();
-    offsets.dedup();
-    offsets
-        .into_iter()
-        .map(|offset| OffsetRow {
-            offset,
-            owed: owed.iter().find(|r| r.offset == offset).cloned(),
-            served: served.iter().find(|r| r.offset == offset).cloned(),
-        })
-        .collect()
+    let mut rows: BTreeMap<i64, OffsetRow> = BTreeMap::new();
+    let row = |offset| OffsetRow {
+        offset,
+        owed: None,
+        served: None,
+    };
+    for record in oracle::owed(acks, completed) {
+        let offset = record.offset;
+        rows.entry(offset).or_insert_with_key(|o| row(*o)).owed = Some(record);
+    }
+    for record in served {
+        rows.entry(record.offset)
+            .or_insert_with_key(|o| row(*o))
+            .served = Some(record.clone());
+    }
+    rows.into_values().collect()
 }
 
 #[cfg(test)]
