@@ -88,7 +88,9 @@ pub enum Command {
     Alice(alice_cmd::AliceArgs),
     /// Kafka's own log layer traced (strace) through a scripted workload: every
     /// power-loss image of its trace under each persistence model loaded by Kafka
-    /// and held to the workload's acknowledgments (needs java, mvn and strace).
+    /// and held to the workload's acknowledgments, beside seglog on the same
+    /// workload under the same models (needs java, mvn and strace;
+    /// docs/kafka-crash-states.md).
     KafkaCrash(kafka_crash_cmd::KafkaCrashArgs),
     /// Flip bits, truncate and zero ranges in every file of the named workloads' logs
     /// (end state and protocol crash points), open each image, check the outcome.
